@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# ik_node quick start: sets up a virtual environment with everything (ROS 2 Jazzy wheels from
+# PyPI included) and runs the main job or the test suite. Idempotent: a second run reuses the
+# environment and only reinstalls when setup.py, setup.cfg or package.xml changed.
+#
+#   ./quickstart.sh demo   the node on the default robot, fed scripted targets over ROS 2 topics
+#   ./quickstart.sh test   lint and the whole test suite
+#   ./quickstart.sh env    only set up; prints the venv's python
+#
+# Environment: IK_NODE_VENV (default .venv beside this script), PYTHON (interpreter to use).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+venv="${IK_NODE_VENV:-$here/.venv}"
+
+pick_python() {
+  # The ROS 2 Jazzy wheels exist for CPython 3.10 to 3.12.
+  local candidates=("${PYTHON:-}" python3.12 python3.11 python3.10 python3)
+  for py in "${candidates[@]}"; do
+    [ -n "$py" ] || continue
+    command -v "$py" >/dev/null 2>&1 || continue
+    if "$py" -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] <= (3, 12) else 1)' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+  done
+  echo "quickstart: needs Python 3.10, 3.11 or 3.12 (the ROS 2 Jazzy wheels exist for those)" >&2
+  return 1
+}
+
+setup_env() {
+  if [ ! -x "$venv/bin/python" ]; then
+    local py; py="$(pick_python)"
+    echo "quickstart: creating $venv with $py" >&2
+    "$py" -m venv "$venv"
+  fi
+  local stamp; stamp="$(cat setup.py setup.cfg package.xml | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$venv/.ik_node_stamp" 2>/dev/null)" != "$stamp" ]; then
+    echo "quickstart: installing ik_node and its dependencies into $venv (first run: a few minutes)" >&2
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check 'setuptools<80' wheel
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[ros,test,demo]"
+    echo "$stamp" > "$venv/.ik_node_stamp"
+  fi
+}
+
+cmd="${1:-demo}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  env)
+    setup_env; echo "$venv/bin/python" ;;
+  demo)
+    setup_env; exec "$venv/bin/python" demo/main_job.py "$@" ;;
+  test)
+    setup_env
+    "$venv/bin/python" -m ruff check .
+    exec "$venv/bin/python" -m pytest -q -p no:cacheprovider test "$@" ;;
+  *)
+    echo "usage: ./quickstart.sh [demo|test|env] [args...]" >&2; exit 2 ;;
+esac
