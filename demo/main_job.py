@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""ik_node's main job: the real node, fed a scripted stream of targets by a separate client.
+
+For each demo robot (the 3-DOF leg and the planar 4-link arm) this starts `ik_node` as its own
+process with the robot's config, then a client node in this process publishes targets along a
+path that leaves the reachable region and comes back, over real ROS 2 topics
+(`/ik_node/target_point`). For every target it waits for the node's `/diagnostics` status and
+`/joint_states`, and prints one line: reachable or not, position error, minimum residual and
+solve time. Finally it draws pictures (robot poses along the path, the leg's reachability map,
+solver convergence) into `demo_output/`.
+
+Run it through `./quickstart.sh demo` (which sets up the environment), or directly with a Python
+that has ik_node, rclpy and matplotlib: `python demo/main_job.py [--robots leg3 planar4]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ik_node import Chain  # noqa: E402
+
+ROBOTS = {
+    # robot: (config file, base link, tip link, drawing plane)
+    'leg3': ('leg3.yaml', 'base_link', 'foot', 'xz'),
+    'planar4': ('planar4.yaml', 'base_link', 'tip', 'xy'),
+}
+
+
+@dataclass
+class Outcome:
+    """What the node said and published for one target."""
+
+    target: np.ndarray
+    values: Dict[str, str]
+    level: int
+    q: Optional[np.ndarray]
+    round_trip_ms: float
+
+
+def target_path(robot: str, n: int) -> List[np.ndarray]:
+    """A path that starts inside the reach, leaves it and comes back [m, base frame]."""
+    s = np.linspace(0.0, 1.0, n)
+    if robot == 'leg3':
+        # Forward and down from below the hip, out past the 0.63 m reach, and back.
+        out = 0.5 - 0.5 * np.cos(2 * math.pi * s)  # 0 -> 1 -> 0
+        x = 0.05 + 0.62 * out
+        z = -0.40 - 0.25 * out
+        y = 0.12 * np.sin(2 * math.pi * s)
+        return [np.array([a, b, c]) for a, b, c in zip(x, y, z)]
+    # planar4: a spiral in the plane whose radius passes the 1.10 m reach and comes back.
+    radius = 0.55 + 0.75 * (0.5 - 0.5 * np.cos(2 * math.pi * s))
+    angle = -0.6 + 1.8 * s
+    return [np.array([r * math.cos(a), r * math.sin(a), 0.0]) for r, a in zip(radius, angle)]
+
+
+def config_file(name: str) -> Path:
+    return REPO / 'config' / name
+
+
+class DemoClient:
+    """A plain rclpy client: publishes targets, collects diagnostics and joint states."""
+
+    def __init__(self, rclpy):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import PointStamped
+        from sensor_msgs.msg import JointState
+
+        self.rclpy = rclpy
+        self.node = rclpy.create_node('ik_demo_client')
+        self.PointStamped = PointStamped
+        self.pub = self.node.create_publisher(PointStamped, '/ik_node/target_point', 10)
+        self.joint_states: List = []
+        self.diagnostics: List = []
+        self.node.create_subscription(JointState, '/joint_states', self.joint_states.append, 50)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 50)
+
+    def _on_diag(self, msg) -> None:
+        for status in msg.status:
+            if 'ik_node' in status.name and any(kv.key == 'solver' for kv in status.values):
+                self.diagnostics.append(status)
+
+    def spin_until(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            self.rclpy.spin_once(self.node, timeout_sec=0.02)
+        return predicate()
+
+    def wait_for_node(self, timeout: float) -> bool:
+        """True once the node publishes joint states and sees our target publisher."""
+        return self.spin_until(
+            lambda: bool(self.joint_states) and self.pub.get_subscription_count() > 0, timeout)
+
+    def send(self, target: np.ndarray, frame: str, timeout: float = 5.0) -> Optional[Outcome]:
+        msg = self.PointStamped()
+        msg.header.frame_id = frame
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in target)
+        n_diag = len(self.diagnostics)
+        start = time.perf_counter()
+        self.pub.publish(msg)
+        if not self.spin_until(lambda: len(self.diagnostics) > n_diag, timeout):
+            return None
+        round_trip = (time.perf_counter() - start) * 1e3
+        status = self.diagnostics[-1]
+        values = {kv.key: kv.value for kv in status.values}
+        # The joint state published after this solve (the node publishes right after solving).
+        n_js = len(self.joint_states)
+        self.spin_until(lambda: len(self.joint_states) > n_js, 0.5)
+        q = np.array(self.joint_states[-1].position) if self.joint_states else None
+        level = status.level if isinstance(status.level, int) else ord(status.level)
+        return Outcome(target, values, level, q, round_trip)
+
+    def close(self) -> None:
+        self.node.destroy_node()
+
+
+def start_node(config: Path, log_path: Path) -> subprocess.Popen:
+    log = open(log_path, 'w')
+    return subprocess.Popen(
+        [sys.executable, '-m', 'ik_node.node', '--ros-args', '--params-file', str(config)],
+        stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+
+
+def stop_node(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def fmt(values: Dict[str, str], key: str, scale: float = 1.0, digits: int = 3) -> str:
+    try:
+        value = float(values.get(key, 'nan'))
+    except ValueError:
+        return values.get(key, '-') or '-'
+    if not math.isfinite(value):
+        return '-'
+    return f'{value * scale:.{digits}f}'
+
+
+def run_robot(client: DemoClient, robot: str, n_targets: int, out_dir: Path) -> List[Outcome]:
+    config, base, tip, _ = ROBOTS[robot]
+    print(f'\n== {robot}: starting ik_node with config/{config} ==', flush=True)
+    proc = start_node(config_file(config), out_dir / f'ik_node_{robot}.log')
+    outcomes: List[Outcome] = []
+    try:
+        client.joint_states.clear()
+        if not client.wait_for_node(timeout=30.0):
+            print(f'ik_node for {robot} did not come up; see {out_dir}/ik_node_{robot}.log')
+            return outcomes
+        header = (f'{"#":>3}  {"target x, y, z [m]":<24} {"reachable":<9} {"status":<14} '
+                  f'{"pos err [mm]":>12} {"min resid [mm]":>14} {"solve [ms]":>10} '
+                  f'{"round trip [ms]":>15}')
+        print(f'targets in frame {base}, solved for tip {tip}')
+        print(header)
+        print('-' * len(header))
+        for i, target in enumerate(target_path(robot, n_targets)):
+            outcome = client.send(target, base)
+            if outcome is None:
+                print(f'{i:>3}  no answer from ik_node within 5 s')
+                continue
+            outcomes.append(outcome)
+            v = outcome.values
+            xyz = ', '.join(f'{c:+.3f}' for c in target)
+            print(f'{i:>3}  {xyz:<24} {v.get("reachable", "?"):<9} {v.get("status", "?"):<14} '
+                  f'{fmt(v, "position_error_m", 1e3):>12} {fmt(v, "min_residual_m", 1e3):>14} '
+                  f'{fmt(v, "solve_time_ms", 1.0):>10} {outcome.round_trip_ms:>15.2f}',
+                  flush=True)
+        if outcomes:
+            solver = outcomes[0].values.get('solver', '?')
+            reached = sum(o.values.get('reachable') == 'True' for o in outcomes)
+            print(f'{robot}: solver {solver}: {reached}/{len(outcomes)} targets reached; '
+                  'the others are out of reach and got the closest pose (status says why)')
+    finally:
+        stop_node(proc)
+    return outcomes
+
+
+def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
+    try:
+        import pictures
+    except ImportError as exc:  # matplotlib missing: the table is still the main output
+        print(f'\n(no pictures: {exc}; install matplotlib, e.g. pip install ".[demo]")')
+        return
+    print('\n== pictures ==', flush=True)
+    chains = {}
+    for robot, (_, base, tip, plane) in ROBOTS.items():
+        chain = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', base, tip)
+        chains[robot] = chain
+        outcomes = [o for o in results.get(robot, []) if o.q is not None]
+        if not outcomes:
+            continue
+        path = out_dir / f'{robot}_path.png'
+        pictures.plot_pose_sequence(
+            chain, [o.q for o in outcomes], [o.target for o in outcomes],
+            [o.values.get('reachable') == 'True' for o in outcomes],
+            f'{robot}: poses published by ik_node along a target path', path, plane=plane)
+        print(f'wrote {path}', flush=True)
+    path = out_dir / 'leg3_reachability.png'
+    print('computing the leg\'s reachability map ...', flush=True)
+    pictures.plot_reachability_map(chains['leg3'], path)
+    print(f'wrote {path}', flush=True)
+    path = out_dir / 'convergence.png'
+    finals = pictures.plot_convergence(path, chains['leg3'], chains['planar4'])
+    print(f'wrote {path}', flush=True)
+    for name, err in (finals or {}).items():
+        print(f'  {name:<40} final position error {err:.2e} m')
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
+    parser.add_argument('--targets', type=int, default=16, help='targets per robot')
+    parser.add_argument('--out', type=Path, default=REPO / 'demo_output')
+    parser.add_argument('--no-pictures', action='store_true')
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    import rclpy
+
+    rclpy.init()
+    client = DemoClient(rclpy)
+    results: Dict[str, List[Outcome]] = {}
+    try:
+        for robot in args.robots:
+            results[robot] = run_robot(client, robot, args.targets, args.out)
+    except KeyboardInterrupt:
+        print('interrupted')
+        return 130
+    finally:
+        client.close()
+        rclpy.try_shutdown() if hasattr(rclpy, 'try_shutdown') else rclpy.shutdown()
+    if not args.no_pictures:
+        draw_pictures(results, args.out)
+    answered = sum(len(v) for v in results.values())
+    expected = args.targets * len(args.robots)
+    print(f'\n{answered}/{expected} targets answered by ik_node; output in {args.out}')
+    return 0 if answered == expected else 1
+
+
+if __name__ == '__main__':
+    os.environ.setdefault('RCUTILS_COLORIZED_OUTPUT', '0')
+    sys.exit(main())
