@@ -15,8 +15,8 @@ SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 if 'IK_NODE_TEST_KEEP_DOMAIN' not in os.environ:
     os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(1, 100))
+# Jazzy keeps discovery on this machine with this; Humble ignores it (the domain still isolates).
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-os.environ.setdefault('ROS_LOCALHOST_ONLY', '1')  # Humble's spelling of the same
 
 
 @pytest.fixture
