@@ -20,6 +20,7 @@ import numpy as np
 import transforms3d
 
 from ik_node.errors import ChainError
+from ik_node.fast_kinematics import SerialKinematics
 
 MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
 _AXIS_EPS = 1e-9
@@ -134,6 +135,8 @@ class Chain:
         self._tip_index = {t.link: k for k, t in enumerate(self.tips)}
         # ancestors[k]: the joints that move tip k, in order from the base.
         self._tip_joints = [np.array(self._ancestors(t.parent), dtype=int) for t in self.tips]
+        self._fast: Optional[SerialKinematics] = None
+        self._fast_built = False
 
     # ----------------------------------------------------------------------------- building
     @classmethod
@@ -184,7 +187,7 @@ class Chain:
         joints: List[Joint] = []
         index_of: Dict[str, int] = {}  # URDF joint name -> moving joint index
         tips: List[Tip] = []
-        for tip, path in zip(tip_links, paths):
+        for tip, path in zip(tip_links, paths, strict=True):
             parent, T_acc = -1, np.eye(4)
             for uj in path:
                 T_origin = _origin(uj)
@@ -206,8 +209,9 @@ class Chain:
     # ------------------------------------------------------------------------------ queries
     def mid_configuration(self) -> np.ndarray:
         """The middle of every joint's range (0 for continuous joints) [rad or m]."""
-        mid = 0.5 * (self.lower + self.upper)
-        return np.where(np.isfinite(mid), mid, 0.0)
+        finite = np.isfinite(self.lower) & np.isfinite(self.upper)
+        return np.where(finite, 0.5 * (np.where(finite, self.lower, 0.0) +
+                                       np.where(finite, self.upper, 0.0)), 0.0)
 
     def clip(self, q: np.ndarray) -> np.ndarray:
         """``q`` clipped into the joint limits."""
@@ -263,8 +267,41 @@ class Chain:
                 frames[..., p, :, :] @ local[..., i, :, :]
         return frames
 
+    @property
+    def fast_kinematics(self) -> Optional[SerialKinematics]:
+        """Generated pure-Python FK/Jacobian of a serial one-tip chain (None for trees).
+
+        Built on first use. Its functions take a list of floats and return tuples; see
+        :class:`ik_node.fast_kinematics.SerialKinematics`.
+        """
+        if not self._fast_built:
+            self._fast_built = True
+            if self.is_serial and len(self.tips) == 1 and self.n > 0 and \
+                    self.tips[0].parent == self.n - 1:
+                self._fast = SerialKinematics(self)
+        return self._fast
+
+    def _fast_q(self, q, tip: Optional[str]) -> Optional[List[float]]:
+        """``q`` as a list of floats when the serial fast path applies (one finite config)."""
+        fast = self.fast_kinematics
+        if fast is None or (tip is not None and tip != self.tip_link):
+            return None
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.n,):
+            return None
+        return q.tolist()
+
     def fk(self, q: np.ndarray, tip: Optional[str] = None) -> np.ndarray:
         """Transform of a tip link in the base frame (``T_base_tip``), 4x4 (batched on ``q``)."""
+        q_list = self._fast_q(q, tip)
+        if q_list is not None:
+            try:
+                p, R = self._fast.pose(q_list)
+            except ValueError:  # math.cos(inf): let numpy give its NaN result
+                pass
+            else:
+                return np.array([[R[0], R[1], R[2], p[0]], [R[3], R[4], R[5], p[1]],
+                                 [R[6], R[7], R[8], p[2]], [0.0, 0.0, 0.0, 1.0]])
         return self._tip_from_frames(self.joint_frames(q), self.tip_index(tip))
 
     def fk_tips(self, q: np.ndarray) -> Dict[str, np.ndarray]:
@@ -277,6 +314,12 @@ class Chain:
 
         Joints that do not move the tip have zero columns.
         """
+        q_list = self._fast_q(q, tip)
+        if q_list is not None:
+            try:
+                return np.array(self._fast.pose_jacobian(q_list)[2])
+            except ValueError:  # math.cos(inf): let numpy give its NaN result
+                pass
         frames = self.joint_frames(q)
         k = self.tip_index(tip)
         return self.jacobian_from_frames(frames, self._tip_from_frames(frames, k)[:3, 3], k)
@@ -308,7 +351,7 @@ class Chain:
         if link not in links:
             raise ChainError(f'frame {link!r} is not a link of the URDF. '
                              f'Available links: {", ".join(links)}')
-        values = dict(zip(self.joint_names, np.asarray(q, dtype=float)))
+        values = dict(zip(self.joint_names, np.asarray(q, dtype=float), strict=False))
         return np.linalg.inv(self._T_root_link(self.base_link, values)) @ \
             self._T_root_link(link, values)
 
@@ -352,7 +395,7 @@ def _axis(uj) -> np.ndarray:
     axis = np.asarray(uj.axis if uj.axis is not None else [1.0, 0.0, 0.0], dtype=float)
     norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else 0.0
     if not math.isfinite(norm) or norm < _AXIS_EPS:
-        raise ChainError(f'joint {uj.name!r} has axis {list(axis)}: a joint axis must be a '
+        raise ChainError(f'joint {uj.name!r} has axis {axis.tolist()}: a joint axis must be a '
                          'non-zero, finite 3-vector')
     return axis / norm
 
@@ -426,4 +469,4 @@ def chain_lengths(chain: Chain, tip: Optional[str] = None) -> Iterable[float]:
     frames = chain.joint_frames(q0)
     idx = chain.joints_of_tip(tip)
     points = [frames[i, :3, 3] for i in idx] + [chain.fk(q0, tip)[:3, 3]]
-    return [float(np.linalg.norm(b - a)) for a, b in zip(points[:-1], points[1:])]
+    return [float(np.linalg.norm(b - a)) for a, b in zip(points[:-1], points[1:], strict=True)]
