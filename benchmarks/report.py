@@ -1,0 +1,156 @@
+"""results.json -> goals and results.md for the solver benchmark (no measuring here)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+IK_NODE_FIRST = ('damped_jacobian', 'fabrik', 'analytic_hip_knee')
+
+
+def _block(results, robot, task, seed) -> Optional[Dict[str, Any]]:
+    for b in results['blocks']:
+        if (b['robot'], b['task'], b['seed']) == (robot, task, seed):
+            return b
+    return None
+
+
+def _goal(goal: str, measured: str, met: Optional[bool]) -> Dict[str, Any]:
+    verdict = 'not measured' if met is None else ('met' if met else 'MISSED')
+    return {'goal': goal, 'measured': measured, 'met': met, 'verdict': verdict}
+
+
+def goals(results) -> List[Dict[str, Any]]:
+    """Each goal of issue 5 with the figure measured in this run and whether it is met."""
+    out = []
+    for robot, label in (('ur5', 'UR5'), ('panda', 'Panda')):
+        for task, need, what in (('6d', 99.5, '6D'), ('position', 100.0, 'position only')):
+            b = _block(results, robot, task, 'random')
+            s = b['solvers'].get('damped_jacobian') if b else None
+            goal = f'damped_jacobian {label} {what}, random seeds: success >= {need:g} %'
+            if s is None:
+                out.append(_goal(goal, 'not run', None))
+            else:
+                out.append(_goal(goal, f'{s["success_pct"]:.1f} %', s['success_pct'] >= need))
+            goal = f'damped_jacobian {label} {what}, random seeds: median <= 2x KDL LMA'
+            lma = b['solvers'].get('kdl_lma') if b else None
+            if s is None or lma is None:
+                out.append(_goal(goal, 'KDL LMA not run' if s else 'not run', None))
+            else:
+                ratio = s['median_ms'] / lma['median_ms']
+                out.append(_goal(goal, f'{s["median_ms"]:.3f} ms vs {lma["median_ms"]:.3f} ms '
+                                 f'= {ratio:.2f}x', ratio <= 2.0))
+    medians = []
+    for seed in ('mid', 'random'):
+        b = _block(results, 'leg3', 'position', seed)
+        if b and 'analytic_hip_knee' in b['solvers']:
+            medians.append((b['solvers']['analytic_hip_knee']['median_ms'] * 1e3, seed))
+    goal = 'analytic_hip_knee median <= 20 us per solve in-process (leg3, worse seed)'
+    if medians:
+        worst = max(medians)
+        out.append(_goal(goal, f'{worst[0]:.1f} us ({worst[1]} seed)', worst[0] <= 20.0))
+    else:
+        out.append(_goal(goal, 'not run', None))
+    f = results.get('fabrik_iterations')
+    goal = 'fabrik: >= 95 % of planar4 targets converged to 1e-4 m in <= 10 iterations (mid seed)'
+    if not f or 'capped_at_10_pct' not in f:
+        out.append(_goal(goal, (f or {}).get('error', 'not run'), None))
+    else:
+        out.append(_goal(goal, f'{f["capped_at_10_pct"]:.1f} % with max_iterations = 10 '
+                         f'(error measured by FK); {f["reported_le_10_pct"]:.1f} % by reported '
+                         f'iteration count', f['capped_at_10_pct'] >= 95.0))
+    return out
+
+
+def _fmt(x, digits=3):
+    if x is None:
+        return '-'
+    return f'{x:.{digits}f}'
+
+
+def _cell(s, key, digits):
+    value = _fmt(s[key], digits)
+    ratio = s.get('ratio_to_best_peer', {}).get(key)
+    return f'{value} ({ratio:.2f}x)' if ratio is not None else value
+
+
+def _order(names):
+    first = [n for n in IK_NODE_FIRST if n in names]
+    return first + sorted(n for n in names if n not in first)
+
+
+def markdown(results) -> str:
+    m = results['meta']
+    c = m['criteria']
+    lines = [
+        '# ik_node solver benchmark',
+        '',
+        f'Run {m["date"]}: `{m["command"]}`  ',
+        f'Python {m["python"]}; numpy {m["numpy"]}; {m["machine"]}  ',
+        f'ik_node {m["ik_node"]}  ',
+        'Peers: ' + '; '.join(f'{k} {v}' for k, v in m['peers'].items()),
+        '',
+        f'{m["n_targets"]} targets per robot: random joint vectors uniform within the URDF '
+        f'limits (RNG seed {m["rng_seed"]}) put through FK; the same targets for every solver, '
+        'solved interleaved target by target. Seeds: `mid` = mid-limit configuration, `random` = '
+        'a random configuration per target.',
+        '',
+        f'**Success** = position error < {c["position_error_m_below"]:g} m (and orientation '
+        f'error < {c["orientation_error_rad_below"]:g} rad for 6D), solve time <= '
+        f'{c["solve_time_at_most_ms"]:g} ms, every joint within its limits. Errors are measured '
+        "by ik_node's FK on the returned joints for every solver; times by `time.perf_counter` "
+        'around the solve call. Times are over all solves (failures included). In brackets: the '
+        'ratio to the best peer in the same block (best = highest success, lowest time). The '
+        'machine is shared and noisy: read medians and ratios, not absolute means.',
+        '',
+    ]
+    groups: Dict = {}
+    for b in results['blocks']:
+        groups.setdefault((b['robot'], b['task'], b['dof']), []).append(b)
+    for (robot, task, dof), blocks in groups.items():
+        lines += [f'## {robot} ({dof} DOF), {"6D pose" if task == "6d" else "position only"}',
+                  '',
+                  '| solver | seed | success % | accurate % | in limits % | <= budget % | '
+                  'median ms | mean ms | p95 ms |',
+                  '|---|---|---|---|---|---|---|---|---|']
+        names = _order({n for b in blocks for n in b['solvers']})
+        for name in names:
+            for b in blocks:
+                s = b['solvers'].get(name)
+                if s is None:
+                    continue
+                lines.append(
+                    f'| {name} | {b["seed"]} | {_cell(s, "success_pct", 1)} | '
+                    f'{_fmt(s["accurate_pct"], 1)} | {_fmt(s["in_limits_pct"], 1)} | '
+                    f'{_fmt(s["in_budget_pct"], 1)} | {_cell(s, "median_ms", 3)} | '
+                    f'{_cell(s, "mean_ms", 3)} | {_cell(s, "p95_ms", 3)} |')
+        skipped = {}
+        for b in blocks:
+            skipped.update(b['skipped'])
+        for name, why in sorted(skipped.items()):
+            lines.append(f'\n- {name} not run: {why}')
+        lines.append('')
+    f = results.get('fabrik_iterations')
+    if f and 'capped_at_10_pct' in f:
+        lines += ['## fabrik iterations (planar4, position only, mid seed, tolerance 1e-4 m)', '',
+                  f'- with max_iterations = 10, error measured by FK: {f["capped_at_10_pct"]:.1f} % '
+                  f'of {f["n"]} targets within 1e-4 m',
+                  f'- uncapped, reported iterations <= 10 and measured error < 1e-4 m: '
+                  f'{f["reported_le_10_pct"]:.1f} %', '']
+    lines += ['## Goals', '', '| goal | measured | verdict |', '|---|---|---|']
+    for g in results['goals']:
+        lines.append(f'| {g["goal"]} | {g["measured"]} | {g["verdict"]} |')
+    lines += ['', '## Solver settings', '']
+    seen = set()
+    for b in results['blocks']:
+        for name, st in b['settings'].items():
+            key = (b['robot'], b['task'], name)
+            if key in seen or not st:
+                continue
+            seen.add(key)
+            cal = st.get('cap_calibration')
+            shown = {k: v for k, v in st.items() if k != 'cap_calibration'}
+            extra = (f' (cap calibrated to {cal["cap_time_s"] * 1e3:g} ms at '
+                     f'{cal["seconds_per_unit"] * 1e6:.1f} us per unit)' if cal else '')
+            lines.append(f'- {b["robot"]}/{b["task"]} {name}: `{shown}`{extra}')
+    lines += ['', f'Total run time {results["elapsed_s"]:.0f} s.', '']
+    return '\n'.join(lines)
