@@ -2,25 +2,32 @@
 
 ``method: dls`` minimises the weighted squared error ``|p_t - p|^2 + w^2 |omega|^2`` (``omega``
 is the rotation vector taking the tip orientation to the target's, in the base frame; ``w`` the
-``orientation_weight``) or ``|p_t - p|^2`` for a position-only target. Each iteration solves the
+``orientation_weight``), or ``|p_t - p|^2`` for a position-only target. Each iteration solves the
 damped normal equations ``(J^T J + lambda I) dq = J^T e`` and tries ``q + dq`` clipped into the
-joint limits: a step that lowers the error is accepted and ``lambda`` shrinks, a step that does not
-is rejected and ``lambda`` grows (adaptive damping as in KDL's ``ChainIkSolverPos_LMA``). So the
-error never rises within a descent (no jitter at unreachable targets) and a singular start still
-moves, because the damped system is always solvable and the full Gauss-Newton step is tried first.
-A descent that stops making progress restarts from a random configuration, within ``timeout``
-and ``restarts``; the best configuration over all descents is returned.
+joint limits: a step that lowers the error is accepted and ``lambda`` shrinks, one that does not
+is rejected and ``lambda`` grows (adaptive damping, as KDL's ``ChainIkSolverPos_LMA`` does). So
+the error never rises within a descent (no jitter at unreachable targets), and a singular start
+still moves: the damped system is always solvable, and where the gradient ``J^T e`` vanishes
+(a stretched arm, target straight ahead) a descent that stalls restarts from a random
+configuration. Restarts continue within ``timeout`` and ``restarts``; the best configuration of
+all descents is returned.
 
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
-search, no restarts, stopping only at the tolerance or ``max_iterations``.
+search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
+
+Speed: serial chains use the generated pure-Python kinematics of
+:mod:`ik_node.fast_kinematics`, and the damped normal equations are solved by a generated,
+unrolled Cholesky factorisation (see :func:`damped_step_function`): for 6-7 joints both are
+several times faster than numpy, whose per-call overhead dominates arrays this small.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -28,18 +35,24 @@ from ik_node.chain import Chain, chain_lengths
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 
-# Damping never drops below this [m^2], nor grows past _LAMBDA_MAX before a descent counts as
-# stuck at a local minimum (no step of any damping lowers the error).
-_LAMBDA_MIN = 1e-12
-_LAMBDA_MAX = 1e8
-_LAMBDA_DOWN = 0.2
-_LAMBDA_UP = 8.0
-# A descent is stuck when its error has not halved within this many iterations.
-_STALL_ITERATIONS = 12
-_STALL_FACTOR = 0.5
-# Converged when the errors are below this fraction of the tolerances (margin for round-off in
-# the FK that base.py measures independently).
+# Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
+# error: the descent is at a local minimum.
+_LAMBDA_MIN = 1e-9
+_LAMBDA_MAX = 1e6
+_LAMBDA_DOWN = 0.25
+_LAMBDA_UP = 10.0
+# A descent is stuck when its cost has not dropped below _STALL_FACTOR times its value
+# _STALL_ITERATIONS iterations earlier.
+_STALL_ITERATIONS = 5
+_STALL_FACTOR = 0.25
+# Converged when the errors are below this fraction of the tolerances (a margin for the
+# round-off of the FK that base.py measures independently).
 _TOLERANCE_MARGIN = 0.5
+# No joint moves more than this in one step [rad or m]: a nearly singular Jacobian with little
+# damping asks for huge steps that the clip would turn into a random jump.
+_MAX_STEP = 1.0
+_TWO_PI = 2.0 * math.pi
+_ACTIVE_SET = True
 
 
 def rotation_vector_from_matrix(R: np.ndarray) -> np.ndarray:
@@ -50,9 +63,9 @@ def rotation_vector_from_matrix(R: np.ndarray) -> np.ndarray:
     angle = math.atan2(sin_angle, c)
     if sin_angle > 1e-6:
         return s * (angle / sin_angle)
-    if c > 0.0:  # angle ~ 0: first-order term
+    if c > 0.0:  # angle ~ 0: the first-order term is exact to angle^3
         return s
-    # angle ~ pi: the axis is the dominant column of (R + I) / 2 = a a^T (up to sign).
+    # angle ~ pi: (R + I) / 2 = a a^T; its dominant column is the axis (up to sign).
     B = 0.5 * (R + np.eye(3))
     k = int(np.argmax(np.diag(B)))
     axis = B[:, k] / math.sqrt(max(B[k, k], 1e-300))
@@ -63,7 +76,11 @@ def rotation_vector_from_matrix(R: np.ndarray) -> np.ndarray:
 
 @register
 class DampedJacobianSolver(Solver):
-    """Damped least squares with adaptive damping and random restarts; or Jacobian transpose."""
+    """Damped least squares with adaptive damping and random restarts; or Jacobian transpose.
+
+    ``max_iterations`` caps the iterations of the whole solve (all restarts together); with
+    ``method: dls`` the ``timeout`` usually ends a solve that does not converge first.
+    """
 
     name = 'damped_jacobian'
     supports_orientation = True
@@ -92,167 +109,297 @@ class DampedJacobianSolver(Solver):
 
     def __init__(self, chain: Chain, params=None):
         super().__init__(chain, params)
-        self._reach_bound = _reach_bound(chain)
-        self._restart_low = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
-        self._restart_high = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
+        self._reach = _reach_bound(chain)
+        self._low: List[float] = chain.lower.tolist()
+        self._high: List[float] = chain.upper.tolist()
+        # Revolute joints with a range of a full turn or more: out-of-range angles wrap.
+        self._wraps = [not j.is_prismatic and hi - lo >= _TWO_PI
+                       for j, lo, hi in zip(chain.joints, self._low, self._high, strict=True)]
+        self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
+        self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
+        fast = chain.fast_kinematics
+        if fast is not None:
+            self._pose_jacobian = fast.pose_jacobian
+            self._position_jacobian = fast.position_jacobian
+        else:
+            self._pose_jacobian = self._generic_pose_jacobian
+            self._position_jacobian = self._generic_position_jacobian
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
         min_residual = self._min_residual(p_target)
+        evaluate = self._evaluator(p_target, R_target)
         if self.params['method'] == 'transpose':
-            raw = self._solve_transpose(p_target, R_target, q_seed)
+            raw = self._solve_transpose(evaluate, q_seed.tolist())
         else:
-            raw = self._solve_dls(p_target, R_target, q_seed, min_residual)
+            raw = self._solve_dls(evaluate, q_seed.tolist(), R_target is not None, min_residual)
         raw.min_residual = min_residual
         return raw
 
-    def _errors(self, q: np.ndarray, p_target: np.ndarray, R_target: Optional[np.ndarray]
-                ) -> Tuple[np.ndarray, float, float, np.ndarray]:
-        """Error vector e (3 or 6), position error [m], angle error [rad], Jacobian (rows of e)."""
-        frames = self.chain.joint_frames(q)
-        T = self.chain._tip_from_frames(frames, 0)
-        J = self.chain.jacobian_from_frames(frames, T[:3, 3], 0)
-        dp = p_target - T[:3, 3]
-        pos_err = float(np.linalg.norm(dp))
+    def _evaluator(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
+        """``evaluate(q) -> (cost, position error [m], angle error [rad], e, J)``.
+
+        ``e`` is the error (3 or 6 values, orientation part unweighted), ``J`` its Jacobian as
+        rows, ``cost`` the weighted squared error.
+        """
+        tx, ty, tz = p_target.tolist()
         if R_target is None:
-            return dp, pos_err, 0.0, J[:3]
-        omega = rotation_vector_from_matrix(R_target @ T[:3, :3].T)
-        return np.concatenate([dp, omega]), pos_err, float(np.linalg.norm(omega)), J
+            position_jacobian = self._position_jacobian
 
-    def _reached(self, pos_err: float, rot_err: float) -> bool:
-        return (pos_err <= _TOLERANCE_MARGIN * self.params['position_tolerance'] and
-                rot_err <= _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
+            def evaluate_position(q):
+                (px, py, pz), J = position_jacobian(q)
+                dx, dy, dz = tx - px, ty - py, tz - pz
+                cost = dx * dx + dy * dy + dz * dz
+                return cost, math.sqrt(cost), 0.0, (dx, dy, dz), J
+            return evaluate_position
 
-    def _solve_transpose(self, p_target, R_target, q_seed) -> RawSolution:
+        pose_jacobian = self._pose_jacobian
+        w2 = self.params['orientation_weight'] ** 2
+        t00, t01, t02, t10, t11, t12, t20, t21, t22 = R_target.ravel().tolist()
+
+        def evaluate_pose(q):
+            (px, py, pz), R, J = pose_jacobian(q)
+            r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
+            dx, dy, dz = tx - px, ty - py, tz - pz
+            # Rotation vector of R_err = R_target @ R^T from its skew part and trace.
+            sx = 0.5 * (t20 * r10 + t21 * r11 + t22 * r12 - t10 * r20 - t11 * r21 - t12 * r22)
+            sy = 0.5 * (t00 * r20 + t01 * r21 + t02 * r22 - t20 * r00 - t21 * r01 - t22 * r02)
+            sz = 0.5 * (t10 * r00 + t11 * r01 + t12 * r02 - t00 * r10 - t01 * r11 - t02 * r12)
+            c = 0.5 * (t00 * r00 + t01 * r01 + t02 * r02 + t10 * r10 + t11 * r11 + t12 * r12 +
+                       t20 * r20 + t21 * r21 + t22 * r22 - 1.0)
+            sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
+            angle = math.atan2(sin_angle, c)
+            if sin_angle > 1e-6:
+                f = angle / sin_angle
+                omega = (sx * f, sy * f, sz * f)
+            elif c > 0.0:
+                omega = (sx, sy, sz)
+            else:  # half a turn away: rare, take the careful path
+                omega = tuple(rotation_vector_from_matrix(
+                    R_target @ np.array(R).reshape(3, 3).T).tolist())
+            position_sq = dx * dx + dy * dy + dz * dz
+            return (position_sq + w2 * angle * angle, math.sqrt(position_sq), angle,
+                    (dx, dy, dz) + omega, J)
+        return evaluate_pose
+
+    def _reached(self, position_error: float, angle_error: float) -> bool:
+        return (position_error <= _TOLERANCE_MARGIN * self.params['position_tolerance'] and
+                angle_error <= _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
+
+    def _clip(self, q: Sequence[float]) -> List[float]:
+        """``q`` within the limits: wrapped by whole turns where the joint allows a full turn
+        (the same pose), else clipped."""
+        out = []
+        for v, lo, hi, wraps in zip(q, self._low, self._high, self._wraps, strict=True):
+            if v < lo:
+                v = v + _TWO_PI * math.ceil((lo - v) / _TWO_PI) if wraps else lo
+            elif v > hi:
+                v = v - _TWO_PI * math.ceil((v - hi) / _TWO_PI) if wraps else hi
+            out.append(v)
+        return out
+
+    def _blocked(self, q: Sequence[float], dq: Sequence[float]) -> set:
+        """Indices of the joints at a limit whose step points out of the limits."""
+        return {k for k, (v, d, lo, hi, wraps) in enumerate(
+            zip(q, dq, self._low, self._high, self._wraps, strict=True))
+            if not wraps and ((d < 0.0 and v <= lo) or (d > 0.0 and v >= hi))}
+
+    def _solve_transpose(self, evaluate: Callable, q: List[float]) -> RawSolution:
         eta = self.params['step_size']
         history: Optional[List[float]] = [] if self.params['record_history'] else None
-        q = q_seed.copy()
         iterations = 0
         while True:
-            e, pos_err, rot_err, J = self._errors(q, p_target, R_target)
+            _, position_error, angle_error, e, J = evaluate(q)
             if history is not None:
-                history.append(pos_err)
-            if self._reached(pos_err, rot_err):
-                return RawSolution(q, IkStatus.CONVERGED, iterations, history=history)
+                history.append(position_error)
+            if self._reached(position_error, angle_error):
+                return RawSolution(np.array(q), IkStatus.CONVERGED, iterations, history=history)
             if iterations >= self.params['max_iterations']:
-                return RawSolution(q, IkStatus.MAX_ITERATIONS, iterations, history=history,
-                                   message=f'transpose: {iterations} iterations with step size '
-                                           f'{eta:g}')
-            q = self.chain.clip(q + eta * (J.T @ e))
+                return RawSolution(np.array(q), IkStatus.MAX_ITERATIONS, iterations,
+                                   history=history, message=f'transpose: {iterations} '
+                                   f'iterations with step size {eta:g}')
+            gradient = np.asarray(e) @ np.asarray(J)  # J^T e
+            q = self._clip((np.asarray(q) + eta * gradient).tolist())
             iterations += 1
 
-    def _solve_dls(self, p_target, R_target, q_seed, min_residual) -> RawSolution:
+    def _solve_dls(self, evaluate: Callable, q: List[float], with_orientation: bool,
+                   min_residual: Optional[float]) -> RawSolution:
         params = self.params
         deadline = time.perf_counter() + params['timeout']
         max_iterations = params['max_iterations']
+        weight = params['orientation_weight']
         history: Optional[List[float]] = [] if params['record_history'] else None
-        weights = None
-        if R_target is not None:
-            weights = np.array([1.0] * 3 + [params['orientation_weight']] * 3)
-        # Position-only: no configuration can beat the proven residual bound, so a descent within
-        # tolerance of it is as good as it gets.
-        good_enough = None
-        if min_residual is not None and R_target is None:
+        step = damped_step_function(6 if with_orientation else 3, self.chain.n)
+        clip = self._clip
+        # Position only: no configuration beats the proven residual bound, so a descent within
+        # tolerance of it is as close as the target can be approached.
+        good_enough = -1.0
+        if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
         rng: Optional[random.Random] = None
-        restarts = 0
-        iterations = 0
-        best_q, best_cost, best_pos = q_seed, math.inf, math.inf
-        q = q_seed
-        status, message = IkStatus.MAX_ITERATIONS, ''
-        while True:
-            # One descent from q.
+        restarts = iterations = 0
+        best_q, best_cost = q, math.inf
+        while True:  # one descent from q per pass
             lam = params['damping']
-            e, pos_err, rot_err, J = self._errors(q, p_target, R_target)
+            cost, position_error, angle_error, e, J = evaluate(q)
             if history is not None:
-                history.append(pos_err)
-            we = e if weights is None else e * weights
-            cost = float(we @ we)
-            ref_cost, ref_iteration = cost, iterations
+                history.append(position_error)
+            stall_cost, stall_iteration = cost, iterations
             stuck = False
             while True:
                 if cost < best_cost:
-                    best_q, best_cost, best_pos = q, cost, pos_err
-                if self._reached(pos_err, rot_err):
-                    return RawSolution(q, IkStatus.CONVERGED, iterations, history=history,
+                    best_q, best_cost = q, cost
+                if self._reached(position_error, angle_error):
+                    return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
+                                       history=history,
                                        message=f'converged after {restarts} restarts')
-                if good_enough is not None and pos_err <= good_enough:
-                    return RawSolution(q, IkStatus.UNREACHABLE, iterations, history=history,
-                                       message='out of reach: closest configuration found')
+                if position_error <= good_enough:
+                    return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
+                                       history=history, message='out of reach: the closest '
+                                       'configuration found is within tolerance of the bound')
                 if iterations >= max_iterations:
-                    status, message = IkStatus.MAX_ITERATIONS, \
-                        f'{iterations} iterations, {restarts} restarts'
+                    status = IkStatus.MAX_ITERATIONS
+                    message = f'{iterations} iterations, {restarts} restarts'
                     break
                 if time.perf_counter() > deadline:
-                    status, message = IkStatus.TIMEOUT, \
-                        f'timeout {params["timeout"]:g} s after {restarts} restarts'
+                    status = IkStatus.TIMEOUT
+                    message = f'timeout {params["timeout"]:g} s after {restarts} restarts'
                     break
                 iterations += 1
-                Jw = J if weights is None else J * weights[:, None]
-                step = _damped_step(Jw, we, lam)
-                q_new = self.chain.clip(q + step)
-                e_new, pos_new, rot_new, J_new = self._errors(q_new, p_target, R_target)
-                we_new = e_new if weights is None else e_new * weights
-                cost_new = float(we_new @ we_new)
-                if cost_new < cost:
-                    q, e, pos_err, rot_err, J, we, cost = \
-                        q_new, e_new, pos_new, rot_new, J_new, we_new, cost_new
-                    lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+                try:
+                    dq = step(J, e, lam, weight)
+                    if _ACTIVE_SET:
+                        blocked = self._blocked(q, dq)
+                        if blocked:  # joints pushing against a limit sit out this step
+                            J_free = [[0.0 if k in blocked else v for k, v in enumerate(row)]
+                                      for row in J]
+                            dq = step(J_free, e, lam, weight)
+                except (ValueError, ZeroDivisionError):  # not positive definite: damp more
+                    dq = None
+                if dq is not None:
+                    largest = max(map(abs, dq))
+                    if largest > _MAX_STEP:
+                        scale = _MAX_STEP / largest
+                        dq = [d * scale for d in dq]
+                    q_new = clip([a + b for a, b in zip(q, dq, strict=True)])
+                    trial = evaluate(q_new)
+                    if trial[0] < cost:
+                        q = q_new
+                        cost, position_error, angle_error, e, J = trial
+                        lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+                    else:
+                        lam *= _LAMBDA_UP
                 else:
                     lam *= _LAMBDA_UP
                 if history is not None:
-                    history.append(pos_err)
+                    history.append(position_error)
                 if lam > _LAMBDA_MAX:
                     stuck = True
+                elif iterations - stall_iteration >= _STALL_ITERATIONS:
+                    stuck = cost > _STALL_FACTOR * stall_cost
+                    stall_cost, stall_iteration = cost, iterations
+                if stuck:
                     break
-                if iterations - ref_iteration >= _STALL_ITERATIONS:
-                    if cost > _STALL_FACTOR * ref_cost:
-                        stuck = True
-                        break
-                    ref_cost, ref_iteration = cost, iterations
             if not stuck:
                 break
             if restarts >= params['restarts']:
-                status, message = IkStatus.MAX_ITERATIONS, \
-                    f'stuck after {restarts} restarts (the restarts limit)'
+                status = IkStatus.MAX_ITERATIONS
+                message = f'stuck after {restarts} restarts (the restarts limit)'
                 break
             restarts += 1
             if rng is None:
                 rng = random.Random(params['restart_seed'])
-            q = np.array([rng.uniform(lo, hi) for lo, hi in
-                          zip(self._restart_low, self._restart_high, strict=True)])
-        del best_pos
-        return RawSolution(best_q, status, iterations, history=history, message=message)
+            q = [rng.uniform(lo, hi) for lo, hi in
+                 zip(self._restart_low, self._restart_high, strict=True)]
+        return RawSolution(np.array(best_q), status, iterations, history=history,
+                           message=message)
 
+    # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
         """A proven lower bound on the position error [m] when positive, else None."""
-        if self._reach_bound is None:
+        if self._reach is None:
             return None
-        origin, reach = self._reach_bound
+        origin, reach = self._reach
         gap = float(np.linalg.norm(p_target - origin)) - reach
         return gap if gap > 0.0 else None
 
+    def _generic_pose_jacobian(self, q: List[float]):
+        frames = self.chain.joint_frames(np.array(q))
+        T = self.chain._tip_from_frames(frames, 0)
+        J = self.chain.jacobian_from_frames(frames, T[:3, 3], 0)
+        return tuple(T[:3, 3].tolist()), tuple(T[:3, :3].ravel().tolist()), J.tolist()
 
-def _damped_step(J: np.ndarray, e: np.ndarray, lam: float) -> np.ndarray:
-    """``(J^T J + lam I)^-1 J^T e``, solved in the smaller of the two equivalent systems."""
-    m, n = J.shape
-    if n <= m:
-        A = J.T @ J
-        A[np.diag_indices(n)] += lam
-        return np.linalg.solve(A, J.T @ e)
-    A = J @ J.T
-    A[np.diag_indices(m)] += lam
-    return J.T @ np.linalg.solve(A, e)
+    def _generic_position_jacobian(self, q: List[float]):
+        p, _, J = self._generic_pose_jacobian(q)
+        return p, J[:3]
 
 
-def _reach_bound(chain: Chain) -> Optional[Tuple[np.ndarray, float]]:
-    """(origin of the first joint, reach) for all-revolute chains, whose tip stays within
-    ``reach`` of the first joint's origin; None when joints are prismatic."""
-    if chain.n == 0 or any(j.is_prismatic for j in chain.joints):
-        return None
-    idx = chain.joints_of_tip()
-    if not idx:
+@functools.lru_cache(maxsize=None)
+def damped_step_function(m: int, n: int) -> Callable:
+    """``step(J, e, lam, w) -> dq``: the damped least-squares step, generated for m x n.
+
+    ``dq = (J_w^T J_w + lam I)^-1 J_w^T e_w`` where rows 3-5 of ``J`` and ``e`` are scaled by
+    ``w`` (the orientation weight; ``m`` is 3 or 6). It is solved in the smaller of the two
+    equivalent systems (``J_w J_w^T + lam I`` is m x m) by an unrolled Cholesky factorisation;
+    a matrix that is not positive definite raises ``ValueError`` (sqrt of a negative number).
+    """
+    lines = ['def step(J, e, lam, w):']
+    for i in range(m):
+        scale = ' * w' if i >= 3 else ''
+        names = ', '.join(f'j{i}_{k}' for k in range(n))
+        lines.append(f'    {names}{"," if n == 1 else ""} = J[{i}]')
+        if scale:
+            for k in range(n):
+                lines.append(f'    j{i}_{k} *= w')
+    lines.append(f'    {", ".join(f"e{i}" for i in range(m))} = e')
+    for i in range(3, m):
+        lines.append(f'    e{i} *= w')
+    if n >= m:  # (J J^T + lam I) y = e, dq = J^T y
+        size = m
+        for a in range(m):
+            for b in range(a + 1):
+                dot = ' + '.join(f'j{a}_{k} * j{b}_{k}' for k in range(n))
+                lines.append(f'    a{a}_{b} = {dot}{" + lam" if a == b else ""}')
+        rhs = [f'e{i}' for i in range(m)]
+    else:  # (J^T J + lam I) dq = J^T e
+        size = n
+        for a in range(n):
+            for b in range(a + 1):
+                dot = ' + '.join(f'j{i}_{a} * j{i}_{b}' for i in range(m))
+                lines.append(f'    a{a}_{b} = {dot}{" + lam" if a == b else ""}')
+        for a in range(n):
+            lines.append(f'    g{a} = {" + ".join(f"j{i}_{a} * e{i}" for i in range(m))}')
+        rhs = [f'g{a}' for a in range(n)]
+    # Cholesky A = L L^T, then L y = rhs, L^T x = y.
+    for a in range(size):
+        for b in range(a + 1):
+            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
+            if a == b:
+                lines.append(f'    l{a}_{a} = sqrt(a{a}_{a}{acc})')
+            else:
+                lines.append(f'    l{a}_{b} = (a{a}_{b}{acc}) / l{b}_{b}')
+    for a in range(size):
+        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
+        lines.append(f'    y{a} = ({rhs[a]}{acc}) / l{a}_{a}')
+    for a in reversed(range(size)):
+        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, size))
+        lines.append(f'    x{a} = (y{a}{acc}) / l{a}_{a}')
+    if n >= m:
+        out = [' + '.join(f'j{i}_{k} * x{i}' for i in range(m)) for k in range(n)]
+    else:
+        out = [f'x{a}' for a in range(n)]
+    lines.append(f'    return [{", ".join(out)}]')
+    namespace = {'sqrt': math.sqrt}
+    exec(compile('\n'.join(lines), f'<damped step {m}x{n}>', 'exec'), namespace)
+    return namespace['step']
+
+
+def _reach_bound(chain: Chain):
+    """(origin of the first joint, reach [m]) of an all-revolute chain, whose tip stays within
+    ``reach`` of that origin whatever q; None when a joint is prismatic."""
+    idx = chain.joints_of_tip() if chain.n else []
+    if not idx or any(chain.joints[i].is_prismatic for i in idx):
         return None
     origin = chain.joint_frames(np.zeros(chain.n))[idx[0], :3, 3]
     return origin, float(sum(chain_lengths(chain)))
