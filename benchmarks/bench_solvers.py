@@ -155,7 +155,7 @@ def calibrate(adapter, target: Target, q_seed, budget_s: float) -> int:
             counter = {'n': 0}
             fk = adapter.ichain.forward_kinematics
 
-            def counting(*a, **k):
+            def counting(*a, counter=counter, fk=fk, **k):
                 counter['n'] += 1
                 return fk(*a, **k)
             adapter.ichain.forward_kinematics = counting
@@ -378,6 +378,7 @@ def environment(args, factories) -> Dict[str, Any]:
                    f'(git {commit}{", ik_node/ has uncommitted changes" if dirty else ""})',
         'peers': {f.name: (f.version if not f.why_not else f'missing: {f.why_not}')
                   for f in factories},
+        'label': args.label,
         'n_targets': args.n, 'rng_seed': args.rng_seed, 'budget_ms': args.budget_ms,
         'criteria': {'position_error_m_below': POSITION_TOL_M,
                      'orientation_error_rad_below': ORIENTATION_TOL_RAD,
@@ -404,11 +405,22 @@ def main(argv=None) -> int:
     ap.add_argument('--rng-seed', type=int, default=0)
     ap.add_argument('--out', type=Path, default=HERE / 'results')
     ap.add_argument('--no-plot', action='store_true')
+    ap.add_argument('--label', default='', help='free text recorded in the results (e.g. what '
+                    'source tree was measured)')
     args = ap.parse_args(argv)
     if args.quick:
         args.n = 10
     params = parse_params(args.param)
     factories = peers.peer_factories()
+    known = sorted(ik_node.SOLVERS) + [f.name for f in factories]
+    unknown = [s for s in (args.solvers or []) + list(params) if s not in known]
+    if unknown:
+        ap.error(f'unknown solver(s) {", ".join(unknown)}. Available: {", ".join(known)}')
+    unknown = [r for r in args.robots or []
+               if r not in KNOWN_ROBOTS and r not in [Path(u).stem for u in args.urdf or []]]
+    if unknown:
+        ap.error(f'unknown robot(s) {", ".join(unknown)}. Available: '
+                 f'{", ".join(KNOWN_ROBOTS)} (others with --urdf/--base/--tip)')
     for f in factories:
         log(f'peer {f.name}: ' + (f'{f.package} {f.version}' if not f.why_not
                                   else f'SKIPPED, {f.why_not}'))

@@ -87,6 +87,7 @@ def markdown(results) -> str:
         f'Run {m["date"]}: `{m["command"]}`  ',
         f'Python {m["python"]}; numpy {m["numpy"]}; {m["machine"]}  ',
         f'ik_node {m["ik_node"]}  ',
+        *([f'{m["label"]}  '] if m.get('label') else []),
         'Peers: ' + '; '.join(f'{k} {v}' for k, v in m['peers'].items()),
         '',
         f'{m["n_targets"]} targets per robot: random joint vectors uniform within the URDF '
@@ -132,8 +133,8 @@ def markdown(results) -> str:
     f = results.get('fabrik_iterations')
     if f and 'capped_at_10_pct' in f:
         lines += ['## fabrik iterations (planar4, position only, mid seed, tolerance 1e-4 m)', '',
-                  f'- with max_iterations = 10, error measured by FK: {f["capped_at_10_pct"]:.1f} % '
-                  f'of {f["n"]} targets within 1e-4 m',
+                  f'- with max_iterations = 10, error measured by FK: '
+                  f'{f["capped_at_10_pct"]:.1f} % of {f["n"]} targets within 1e-4 m',
                   f'- uncapped, reported iterations <= 10 and measured error < 1e-4 m: '
                   f'{f["reported_le_10_pct"]:.1f} %', '']
     lines += ['## Goals', '', '| goal | measured | verdict |', '|---|---|---|']
