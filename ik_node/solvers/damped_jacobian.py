@@ -129,6 +129,9 @@ class DampedJacobianSolver(Solver):
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
         min_residual = self._min_residual(p_target)
+        if self.chain.n == 0:  # nothing to move: the measured error is the answer
+            return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
+                               message='the chain has no moving joints')
         evaluate = self._evaluator(p_target, R_target)
         if self.params['method'] == 'transpose':
             raw = self._solve_transpose(evaluate, q_seed.tolist())
@@ -235,6 +238,10 @@ class DampedJacobianSolver(Solver):
         # Position only: no configuration beats the proven residual bound, so a descent within
         # tolerance of it is as close as the target can be approached.
         good_enough = -1.0
+        # The cost can never fall below floor (the squared proven residual): progress is measured
+        # on what lies above it, so a descent toward an unreachable target's closest point does
+        # not count as stalled.
+        floor = 0.0 if min_residual is None else min_residual * min_residual
         if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
         rng: Optional[random.Random] = None
@@ -287,6 +294,8 @@ class DampedJacobianSolver(Solver):
                     if trial[0] < cost:
                         q = q_new
                         cost, position_error, angle_error, e, J = trial
+                        if cost < best_cost:
+                            best_q, best_cost = q, cost
                         lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
                     else:
                         lam *= _LAMBDA_UP
@@ -297,7 +306,7 @@ class DampedJacobianSolver(Solver):
                 if lam > _LAMBDA_MAX:
                     stuck = True
                 elif iterations - stall_iteration >= _STALL_ITERATIONS:
-                    stuck = cost > _STALL_FACTOR * stall_cost
+                    stuck = cost - floor > _STALL_FACTOR * (stall_cost - floor)
                     stall_cost, stall_iteration = cost, iterations
                 if stuck:
                     break
