@@ -86,8 +86,14 @@ class DemoClient:
         self.pub = self.node.create_publisher(PointStamped, '/ik_node/target_point', 10)
         self.joint_states: List = []
         self.diagnostics: List = []
-        self.node.create_subscription(JointState, '/joint_states', self.joint_states.append, 50)
+        self.solve_count = -1
+        self.joint_names: List[str] = []
+        self.node.create_subscription(JointState, '/joint_states', self._on_joint_state, 50)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 50)
+
+    def _on_joint_state(self, msg) -> None:
+        if list(msg.name) == self.joint_names:  # the robot of this round only
+            self.joint_states.append(msg)
 
     def _on_diag(self, msg) -> None:
         for status in msg.status:
@@ -112,18 +118,28 @@ class DemoClient:
         msg.header.frame_id = frame
         msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in target)
-        n_diag = len(self.diagnostics)
+        n_diag, n_js = len(self.diagnostics), len(self.joint_states)
         start = time.perf_counter()
         self.pub.publish(msg)
-        if not self.spin_until(lambda: len(self.diagnostics) > n_diag, timeout):
+
+        def answer():
+            # A status with a higher solve count answers this target; an ERROR one (bad input,
+            # no solve) answers it too.
+            for status in self.diagnostics[n_diag:]:
+                values = {kv.key: kv.value for kv in status.values}
+                count = int(values.get('solve_count') or -1)
+                if count > self.solve_count or values.get('status') == 'error':
+                    return status, values
+            return None
+
+        if not self.spin_until(lambda: answer() is not None, timeout):
             return None
         round_trip = (time.perf_counter() - start) * 1e3
-        status = self.diagnostics[-1]
-        values = {kv.key: kv.value for kv in status.values}
-        # The joint state published after this solve (the node publishes right after solving).
-        n_js = len(self.joint_states)
+        status, values = answer()
+        self.solve_count = max(self.solve_count, int(values.get('solve_count') or -1))
+        # The joint state the node published right after this solve.
         self.spin_until(lambda: len(self.joint_states) > n_js, 0.5)
-        q = np.array(self.joint_states[-1].position) if self.joint_states else None
+        q = np.array(self.joint_states[-1].position) if len(self.joint_states) > n_js else None
         level = status.level if isinstance(status.level, int) else ord(status.level)
         return Outcome(target, values, level, q, round_trip)
 
@@ -165,12 +181,15 @@ def run_robot(client: DemoClient, robot: str, n_targets: int, out_dir: Path) -> 
     outcomes: List[Outcome] = []
     try:
         client.joint_states.clear()
+        client.diagnostics.clear()
+        client.solve_count = -1
+        client.joint_names = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', base,
+                                                  tip).joint_names
         if not client.wait_for_node(timeout=30.0):
             print(f'ik_node for {robot} did not come up; see {out_dir}/ik_node_{robot}.log')
             return outcomes
         header = (f'{"#":>3}  {"target x, y, z [m]":<24} {"reachable":<9} {"status":<14} '
-                  f'{"pos err [mm]":>12} {"min resid [mm]":>14} {"solve [ms]":>10} '
-                  f'{"round trip [ms]":>15}')
+                  f'{"pos err [mm]":>12} {"min resid [mm]":>14} {"solve [ms]":>10}')
         print(f'targets in frame {base}, solved for tip {tip}')
         print(header)
         print('-' * len(header))
@@ -184,11 +203,11 @@ def run_robot(client: DemoClient, robot: str, n_targets: int, out_dir: Path) -> 
             xyz = ', '.join(f'{c:+.3f}' for c in target)
             print(f'{i:>3}  {xyz:<24} {v.get("reachable", "?"):<9} {v.get("status", "?"):<14} '
                   f'{fmt(v, "position_error_m", 1e3):>12} {fmt(v, "min_residual_m", 1e3):>14} '
-                  f'{fmt(v, "solve_time_ms", 1.0):>10} {outcome.round_trip_ms:>15.2f}',
+                  f'{fmt(v, "solve_time_ms", 1.0):>10}',
                   flush=True)
         if outcomes:
             solver = outcomes[0].values.get('solver', '?')
-            reached = sum(o.values.get('reachable') == 'True' for o in outcomes)
+            reached = sum(o.values.get('reachable') == 'true' for o in outcomes)
             print(f'{robot}: solver {solver}: {reached}/{len(outcomes)} targets reached; '
                   'the others are out of reach and got the closest pose (status says why)')
     finally:
@@ -213,7 +232,7 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
         path = out_dir / f'{robot}_path.png'
         pictures.plot_pose_sequence(
             chain, [o.q for o in outcomes], [o.target for o in outcomes],
-            [o.values.get('reachable') == 'True' for o in outcomes],
+            [o.values.get('reachable') == 'true' for o in outcomes],
             f'{robot}: poses published by ik_node along a target path', path, plane=plane)
         print(f'wrote {path}', flush=True)
     path = out_dir / 'leg3_reachability.png'
@@ -224,7 +243,7 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
     finals = pictures.plot_convergence(path, chains['leg3'], chains['planar4'])
     print(f'wrote {path}', flush=True)
     for name, err in (finals or {}).items():
-        print(f'  {name:<40} final position error {err:.2e} m')
+        print(f'  {err:9.2e} m  final position error of {name}')
 
 
 def main(argv=None) -> int:
@@ -233,8 +252,15 @@ def main(argv=None) -> int:
     parser.add_argument('--targets', type=int, default=16, help='targets per robot')
     parser.add_argument('--out', type=Path, default=REPO / 'demo_output')
     parser.add_argument('--no-pictures', action='store_true')
+    parser.add_argument('--domain-id', type=int, default=None,
+                        help='ROS_DOMAIN_ID to run on (default: a private one, so other ROS 2 '
+                             'programs on this machine neither disturb nor see the demo)')
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    domain = args.domain_id if args.domain_id is not None else 1 + os.getpid() % 100
+    os.environ['ROS_DOMAIN_ID'] = str(domain)
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    print(f'ROS_DOMAIN_ID={domain}; node logs and pictures go to {args.out}', flush=True)
 
     import rclpy
 
