@@ -1,0 +1,37 @@
+"""The core (chain, solvers, config, CLI) never imports rclpy: it runs on machines without ROS."""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_core_config_cli_and_a_solve_leave_rclpy_unimported():
+    script = textwrap.dedent('''
+        import sys
+        import ik_node, ik_node.config, ik_node.cli, ik_node.resources
+        from ik_node.solvers import SOLVERS, make_solver
+        import ik_node.solvers.damped_jacobian, ik_node.solvers.fabrik, ik_node.solvers.hip_knee
+        assert set(SOLVERS) >= {'analytic_hip_knee', 'fabrik', 'damped_jacobian'}, SOLVERS
+        config = ik_node.config.load_config('leg3')
+        chain = ik_node.config.build_chain(config)
+        for name in sorted(SOLVERS):
+            result = make_solver(name, chain).solve([0.1, 0.05, -0.45])
+            assert result.reachable, (name, result)
+        assert ik_node.cli.main(['--config', 'leg3', '--target', '0.1', '0.05', '-0.45']) == 0
+        loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rcl_interfaces'))
+        print('ROS:', loaded)
+        assert not loaded, loaded
+    ''')
+    proc = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'ROS: []' in proc.stdout
+
+
+def test_the_node_module_is_the_one_that_imports_rclpy():
+    importers = [p.relative_to(REPO).as_posix() for p in (REPO / 'ik_node').rglob('*.py')
+                 if 'import rclpy' in p.read_text() or 'from rclpy' in p.read_text()]
+    assert importers == ['ik_node/node.py']
