@@ -128,7 +128,8 @@ class DemoClient:
             for status in self.diagnostics[n_diag:]:
                 values = {kv.key: kv.value for kv in status.values}
                 count = int(values.get('solve_count') or -1)
-                if count > self.solve_count or values.get('status') == 'error':
+                level = status.level if isinstance(status.level, int) else ord(status.level)
+                if count > self.solve_count or level == 2:  # 2: DiagnosticStatus.ERROR
                     return status, values
             return None
 
@@ -203,7 +204,8 @@ def run_robot(client: DemoClient, robot: str, n_targets: int, out_dir: Path) -> 
             xyz = ', '.join(f'{c:+.3f}' for c in target)
             print(f'{i:>3}  {xyz:<24} {v.get("reachable", "?"):<9} {v.get("status", "?"):<14} '
                   f'{fmt(v, "position_error_m", 1e3):>12} {fmt(v, "min_residual_m", 1e3):>14} '
-                  f'{fmt(v, "solve_time_ms", 1.0):>10}',
+                  f'{fmt(v, "solve_time_ms", 1.0):>10}'
+                  + (f'  {v.get("message", "")}' if v.get('status') == 'error' else ''),
                   flush=True)
         if outcomes:
             solver = outcomes[0].values.get('solver', '?')
