@@ -51,8 +51,9 @@ _TOLERANCE_MARGIN = 0.5
 # No joint moves more than this in one step [rad or m]: a nearly singular Jacobian with little
 # damping asks for huge steps that the clip would turn into a random jump.
 _MAX_STEP = 1.0
+# A restart starts from the lowest-cost of this many random configurations.
+_RESTART_CANDIDATES = 4
 _TWO_PI = 2.0 * math.pi
-_ACTIVE_SET = True
 
 
 def rotation_vector_from_matrix(R: np.ndarray) -> np.ndarray:
@@ -88,7 +89,7 @@ class DampedJacobianSolver(Solver):
         'method': ParamSpec(str, 'dls', 'dls: damped least squares with adaptive damping and '
                             'restarts; transpose: plain gradient descent (teaching baseline)',
                             choices=('dls', 'transpose')),
-        'damping': ParamSpec(float, 1e-3, 'initial damping lambda added to the diagonal of the '
+        'damping': ParamSpec(float, 0.1, 'initial damping lambda added to the diagonal of the '
                              'normal equations (dls); adapted every iteration', 'm^2',
                              min=0.0, max=1e6, min_inclusive=False),
         'step_size': ParamSpec(float, 0.5, 'gradient step eta of method transpose: '
@@ -115,15 +116,21 @@ class DampedJacobianSolver(Solver):
         # Revolute joints with a range of a full turn or more: out-of-range angles wrap.
         self._wraps = [not j.is_prismatic and hi - lo >= _TWO_PI
                        for j, lo, hi in zip(chain.joints, self._low, self._high, strict=True)]
+        # Joints that can neither wrap nor turn freely: their limits constrain a step.
+        self._bounded = [k for k, (lo, hi, wraps) in enumerate(
+            zip(self._low, self._high, self._wraps, strict=True))
+            if not wraps and math.isfinite(lo) and math.isfinite(hi)]
         self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
         fast = chain.fast_kinematics
         if fast is not None:
             self._pose_jacobian = fast.pose_jacobian
             self._position_jacobian = fast.position_jacobian
+            self._pose = fast.pose
         else:
             self._pose_jacobian = self._generic_pose_jacobian
             self._position_jacobian = self._generic_position_jacobian
+            self._pose = self._generic_pose
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
@@ -136,7 +143,8 @@ class DampedJacobianSolver(Solver):
         if self.params['method'] == 'transpose':
             raw = self._solve_transpose(evaluate, q_seed.tolist())
         else:
-            raw = self._solve_dls(evaluate, q_seed.tolist(), R_target is not None, min_residual)
+            raw = self._solve_dls(evaluate, self._cost_function(p_target, R_target),
+                                  q_seed.tolist(), R_target is not None, min_residual)
         raw.min_residual = min_residual
         return raw
 
@@ -186,6 +194,26 @@ class DampedJacobianSolver(Solver):
                     (dx, dy, dz) + omega, J)
         return evaluate_pose
 
+    def _cost_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
+        """``cost(q)``: the weighted squared error of :meth:`_evaluator`, without a Jacobian."""
+        tx, ty, tz = p_target.tolist()
+        pose = self._pose
+        if R_target is None:
+            def position_cost(q):
+                (px, py, pz), _ = pose(q)
+                return (tx - px) ** 2 + (ty - py) ** 2 + (tz - pz) ** 2
+            return position_cost
+        w2 = self.params['orientation_weight'] ** 2
+        t = R_target.ravel().tolist()
+
+        def pose_cost(q):
+            (px, py, pz), R = pose(q)
+            c = 0.5 * (t[0] * R[0] + t[1] * R[1] + t[2] * R[2] + t[3] * R[3] + t[4] * R[4] +
+                       t[5] * R[5] + t[6] * R[6] + t[7] * R[7] + t[8] * R[8] - 1.0)
+            angle = math.acos(max(-1.0, min(1.0, c)))
+            return (tx - px) ** 2 + (ty - py) ** 2 + (tz - pz) ** 2 + w2 * angle * angle
+        return pose_cost
+
     def _reached(self, position_error: float, angle_error: float) -> bool:
         return (position_error <= _TOLERANCE_MARGIN * self.params['position_tolerance'] and
                 angle_error <= _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
@@ -201,12 +229,6 @@ class DampedJacobianSolver(Solver):
                 v = v - _TWO_PI * math.ceil((v - hi) / _TWO_PI) if wraps else hi
             out.append(v)
         return out
-
-    def _blocked(self, q: Sequence[float], dq: Sequence[float]) -> set:
-        """Indices of the joints at a limit whose step points out of the limits."""
-        return {k for k, (v, d, lo, hi, wraps) in enumerate(
-            zip(q, dq, self._low, self._high, self._wraps, strict=True))
-            if not wraps and ((d < 0.0 and v <= lo) or (d > 0.0 and v >= hi))}
 
     def _solve_transpose(self, evaluate: Callable, q: List[float]) -> RawSolution:
         eta = self.params['step_size']
@@ -226,22 +248,22 @@ class DampedJacobianSolver(Solver):
             q = self._clip((np.asarray(q) + eta * gradient).tolist())
             iterations += 1
 
-    def _solve_dls(self, evaluate: Callable, q: List[float], with_orientation: bool,
-                   min_residual: Optional[float]) -> RawSolution:
+    def _solve_dls(self, evaluate: Callable, cost_of: Callable, q: List[float],
+                   with_orientation: bool, min_residual: Optional[float]) -> RawSolution:
         params = self.params
         deadline = time.perf_counter() + params['timeout']
         max_iterations = params['max_iterations']
-        weight = params['orientation_weight']
+        tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
+        tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
         history: Optional[List[float]] = [] if params['record_history'] else None
-        step = damped_step_function(6 if with_orientation else 3, self.chain.n)
-        clip = self._clip
-        # Position only: no configuration beats the proven residual bound, so a descent within
-        # tolerance of it is as close as the target can be approached.
-        good_enough = -1.0
-        # The cost can never fall below floor (the squared proven residual): progress is measured
-        # on what lies above it, so a descent toward an unreachable target's closest point does
-        # not count as stalled.
+        step = functools.partial(self._trial, damped_step_function(
+            6 if with_orientation else 3, self.chain.n), params['orientation_weight'])
+        # The cost never falls below floor (the squared proven residual): progress is measured
+        # above it, so a descent toward an unreachable target's closest point is not stalled.
         floor = 0.0 if min_residual is None else min_residual * min_residual
+        # Position only: no configuration beats the proven bound, so a descent within tolerance
+        # of it is as close as the target can be approached.
+        good_enough = -1.0
         if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
         rng: Optional[random.Random] = None
@@ -252,12 +274,12 @@ class DampedJacobianSolver(Solver):
             cost, position_error, angle_error, e, J = evaluate(q)
             if history is not None:
                 history.append(position_error)
+            if cost < best_cost:
+                best_q, best_cost = q, cost
             stall_cost, stall_iteration = cost, iterations
             stuck = False
-            while True:
-                if cost < best_cost:
-                    best_q, best_cost = q, cost
-                if self._reached(position_error, angle_error):
+            while not stuck:
+                if position_error <= tol_p and angle_error <= tol_r:
                     return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
                                        history=history,
                                        message=f'converged after {restarts} restarts')
@@ -266,63 +288,76 @@ class DampedJacobianSolver(Solver):
                                        history=history, message='out of reach: the closest '
                                        'configuration found is within tolerance of the bound')
                 if iterations >= max_iterations:
-                    status = IkStatus.MAX_ITERATIONS
-                    message = f'{iterations} iterations, {restarts} restarts'
-                    break
+                    return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
+                                       history=history,
+                                       message=f'{iterations} iterations, {restarts} restarts')
                 if time.perf_counter() > deadline:
-                    status = IkStatus.TIMEOUT
-                    message = f'timeout {params["timeout"]:g} s after {restarts} restarts'
-                    break
+                    return RawSolution(np.array(best_q), IkStatus.TIMEOUT, iterations,
+                                       history=history, message=f'timeout '
+                                       f'{params["timeout"]:g} s after {restarts} restarts')
                 iterations += 1
-                try:
-                    dq = step(J, e, lam, weight)
-                    if _ACTIVE_SET:
-                        blocked = self._blocked(q, dq)
-                        if blocked:  # joints pushing against a limit sit out this step
-                            J_free = [[0.0 if k in blocked else v for k, v in enumerate(row)]
-                                      for row in J]
-                            dq = step(J_free, e, lam, weight)
-                except (ValueError, ZeroDivisionError):  # not positive definite: damp more
-                    dq = None
-                if dq is not None:
-                    largest = max(map(abs, dq))
-                    if largest > _MAX_STEP:
-                        scale = _MAX_STEP / largest
-                        dq = [d * scale for d in dq]
-                    q_new = clip([a + b for a, b in zip(q, dq, strict=True)])
-                    trial = evaluate(q_new)
-                    if trial[0] < cost:
-                        q = q_new
-                        cost, position_error, angle_error, e, J = trial
-                        if cost < best_cost:
-                            best_q, best_cost = q, cost
-                        lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
-                    else:
-                        lam *= _LAMBDA_UP
-                else:
+                q_new = step(q, J, e, lam)
+                trial = None if q_new is None else evaluate(q_new)
+                if trial is not None and trial[0] < cost:  # accept; trust the model more
+                    q = q_new
+                    cost, position_error, angle_error, e, J = trial
+                    if cost < best_cost:
+                        best_q, best_cost = q, cost
+                    lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+                else:  # reject; damp more
                     lam *= _LAMBDA_UP
+                    stuck = lam > _LAMBDA_MAX
                 if history is not None:
                     history.append(position_error)
-                if lam > _LAMBDA_MAX:
-                    stuck = True
-                elif iterations - stall_iteration >= _STALL_ITERATIONS:
-                    stuck = cost - floor > _STALL_FACTOR * (stall_cost - floor)
+                if iterations - stall_iteration >= _STALL_ITERATIONS:
+                    stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
                     stall_cost, stall_iteration = cost, iterations
-                if stuck:
-                    break
-            if not stuck:
-                break
             if restarts >= params['restarts']:
-                status = IkStatus.MAX_ITERATIONS
-                message = f'stuck after {restarts} restarts (the restarts limit)'
-                break
+                return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
+                                   history=history, message=f'stuck after {restarts} restarts '
+                                   '(the restarts limit)')
             restarts += 1
             if rng is None:
                 rng = random.Random(params['restart_seed'])
-            q = [rng.uniform(lo, hi) for lo, hi in
-                 zip(self._restart_low, self._restart_high, strict=True)]
-        return RawSolution(np.array(best_q), status, iterations, history=history,
-                           message=message)
+            q = self._restart_configuration(rng, cost_of)
+
+    def _trial(self, step: Callable, weight: float, q: List[float], J, e, lam: float
+               ) -> Optional[List[float]]:
+        """``q`` plus the damped step, within the limits; None if the system is not solvable.
+
+        Joints at a limit whose step points outwards sit out the step (their Jacobian columns
+        are zeroed and the system solved again), so the others still get a full step instead of
+        a direction bent by the clip.
+        """
+        low, high = self._low, self._high
+        try:
+            dq = step(J, e, lam, weight)
+            blocked = [k for k in self._bounded if (dq[k] < 0.0 and q[k] <= low[k]) or
+                       (dq[k] > 0.0 and q[k] >= high[k])]
+            if blocked:
+                J = [list(row) for row in J]
+                for row in J:
+                    for k in blocked:
+                        row[k] = 0.0
+                dq = step(J, e, lam, weight)
+        except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
+            return None
+        largest = max(map(abs, dq))
+        if largest > _MAX_STEP:
+            scale = _MAX_STEP / largest
+            dq = [d * scale for d in dq]
+        return self._clip([a + b for a, b in zip(q, dq, strict=True)])
+
+    def _restart_configuration(self, rng: random.Random, cost_of: Callable) -> List[float]:
+        """The best (lowest cost) of a few uniformly random configurations."""
+        best, best_cost = None, math.inf
+        for _ in range(_RESTART_CANDIDATES):
+            candidate = [rng.uniform(lo, hi) for lo, hi in
+                         zip(self._restart_low, self._restart_high, strict=True)]
+            cost = cost_of(candidate)
+            if cost < best_cost or best is None:
+                best, best_cost = candidate, cost
+        return best
 
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
@@ -330,7 +365,7 @@ class DampedJacobianSolver(Solver):
         if self._reach is None:
             return None
         origin, reach = self._reach
-        gap = float(np.linalg.norm(p_target - origin)) - reach
+        gap = math.dist(p_target.tolist(), origin) - reach
         return gap if gap > 0.0 else None
 
     def _generic_pose_jacobian(self, q: List[float]):
@@ -338,6 +373,10 @@ class DampedJacobianSolver(Solver):
         T = self.chain._tip_from_frames(frames, 0)
         J = self.chain.jacobian_from_frames(frames, T[:3, 3], 0)
         return tuple(T[:3, 3].tolist()), tuple(T[:3, :3].ravel().tolist()), J.tolist()
+
+    def _generic_pose(self, q: List[float]):
+        T = self.chain.fk(np.array(q))
+        return tuple(T[:3, 3].tolist()), tuple(T[:3, :3].ravel().tolist())
 
     def _generic_position_jacobian(self, q: List[float]):
         p, _, J = self._generic_pose_jacobian(q)
@@ -410,5 +449,5 @@ def _reach_bound(chain: Chain):
     idx = chain.joints_of_tip() if chain.n else []
     if not idx or any(chain.joints[i].is_prismatic for i in idx):
         return None
-    origin = chain.joint_frames(np.zeros(chain.n))[idx[0], :3, 3]
+    origin = chain.joint_frames(np.zeros(chain.n))[idx[0], :3, 3].tolist()
     return origin, float(sum(chain_lengths(chain)))
