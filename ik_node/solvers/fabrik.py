@@ -1,1 +1,238 @@
-"""Placeholder: being written."""
+"""FABRIK: Forward And Backward Reaching Inverse Kinematics (Aristidou and Lasenby, 2011).
+
+Position-only, for serial chains and for kinematic trees with several end effectors (a serial
+chain is the one-tip case). The passes themselves are in :mod:`ik_node.solvers.fabrik_tree`.
+
+Joint handling: revolute joints are limited in the backward pass (the bone is projected on the
+plane normal to the joint's hinge axis and its angle clamped to the joint's limits); continuous
+joints are unbounded; **prismatic joints are held at their seed value** (FABRIK has no notion of
+a bone changing length). Joints that move no targeted tip keep their seed value.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.chain import Chain
+from ik_node.errors import ConfigError, TargetError
+from ik_node.solvers import register
+from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
+                                  target_from_input)
+from ik_node.solvers.fabrik_tree import FabrikTree
+
+
+@dataclass(frozen=True)
+class FloatListSpec(ParamSpec):
+    """A parameter holding a list of positive finite floats (``ParamSpec`` handles scalars only)."""
+
+    def validate(self, name: str, value: Any) -> Tuple[float, ...]:
+        """Return ``value`` as a tuple of floats, or raise :class:`ConfigError`."""
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence,
+                                                                               np.ndarray)):
+            raise ConfigError(f'parameter {name!r} must be a list of numbers, got {value!r}')
+        out = []
+        for v in value:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+                raise ConfigError(f'parameter {name!r} must hold numbers, got {v!r} in {value!r}')
+            v = float(v)
+            if not (math.isfinite(v) and v > 0.0):
+                raise ConfigError(f'parameter {name!r} must hold finite numbers > 0, got {v!r} '
+                                  f'in {list(value)!r}')
+            out.append(v)
+        return tuple(out)
+
+    def range_text(self) -> str:
+        """The valid values as text."""
+        return 'list of numbers > 0'
+
+
+@register
+class FabrikSolver(Solver):
+    """FABRIK for chains and trees; position only.
+
+    ``solve(p)`` targets the first tip (the only one of a serial chain);
+    ``solve(targets={tip: p, ...})`` targets several tips of a tree at once.
+    """
+
+    name = 'fabrik'
+    supports_orientation = False
+    PARAMS: Dict[str, ParamSpec] = {
+        'weights': FloatListSpec(
+            list, (), 'priority of each tip when targets conflict, in the order of the chain\'s '
+            'tip_links (one number > 0 per tip; a branching joint is pulled to the weighted mean '
+            'of its branches, a branch weighing the sum of its targeted tips); empty = all 1',
+            'unitless'),
+        'min_improvement': ParamSpec(
+            float, 1e-9, 'the solve stops as stalled when the weighted RMS tip error has not '
+            'improved by this much in stall_iterations iterations (0: never stall)', 'm',
+            min=0.0, max=1.0),
+        'stall_iterations': ParamSpec(
+            int, 10, 'iterations without min_improvement before the solve stops as stalled', '',
+            min=1, max=1_000_000),
+        'restarts': ParamSpec(
+            int, 5, 'after a stall (a local minimum at joint limits), start again this many '
+            'times from a random configuration drawn with a fixed seed (reproducible), within '
+            'max_iterations; the best configuration seen is returned', '', min=0, max=1000),
+    }
+
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
+        super().__init__(chain, params)
+        weights = self.params['weights']
+        if weights and len(weights) != len(chain.tip_links):
+            raise ConfigError(f'parameter \'weights\' has {len(weights)} values {list(weights)}; '
+                              f'the chain has {len(chain.tip_links)} tips, in this order: '
+                              f'{", ".join(chain.tip_links)}')
+        self._weights = np.array(weights if weights else [1.0] * len(chain.tip_links))
+        self._tree = FabrikTree(chain)
+        # A tip's error is provably at least (distance from its first joint - total bone length)
+        # when every joint on its path is revolute: the first joint never moves and revolute
+        # joints keep the bone lengths. Prismatic joints change lengths: no bound then.
+        q0 = np.zeros(chain.n)
+        x0, R0 = np.zeros((chain.n + len(chain.tips), 3)), np.zeros((chain.n, 3, 3))
+        self._tree.rebuild(q0, x0, R0)
+        lengths = self._tree.bone_lengths(x0)
+        self._reach: list = []
+        for k in range(len(chain.tips)):
+            path = self._tree.path_to_tip(k)
+            joints = path[:-1]
+            if not joints or any(chain.joints[j].is_prismatic for j in joints):
+                self._reach.append(None)
+            else:
+                self._reach.append((x0[path[0]].copy(), float(np.sum(lengths[path[1:]]))))
+
+    # ------------------------------------------------------------------------------ solving
+    def solve(self, target_position=None, target_orientation=None, seed=None, *,
+              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
+        """Solve for one tip position, or for several tips of a tree at once.
+
+        Args:
+            target_position: (3,) position [m] in the base frame for the first tip.
+            target_orientation: quaternion (x, y, z, w); ignored (position-only solver) and
+                reported as ``orientation_ignored``. Not allowed with ``targets``.
+            seed: (n,) start configuration, clipped into the limits; None = mid configuration.
+            targets: ``{tip_link: (3,) position [m]}`` for any subset of ``chain.tip_links``;
+                tips left out keep their configuration relative to their branch.
+
+        Returns:
+            An :class:`IkResult`. With ``targets`` it carries ``tips`` (per-tip reachability,
+            FK-measured error and proven lower bound), ``position_error`` is the largest tip
+            error and ``reachable`` is true when every targeted tip is within tolerance.
+
+        Raises:
+            TargetError: both or neither of ``target_position`` and ``targets``; an unknown tip;
+                a NaN, infinite or badly shaped position or seed.
+        """
+        if targets is None:
+            if target_position is None:
+                raise TargetError('give a target_position or targets={tip_link: position}')
+            return super().solve(target_position, target_orientation, seed)
+        if target_position is not None or target_orientation is not None:
+            raise TargetError('targets= takes per-tip positions only: do not also pass '
+                              'target_position or target_orientation')
+        tip_indices, p_targets = self._targets_from_input(targets)
+        q_seed = self._seed_from_input(seed)
+        start = time.perf_counter()
+        raw = self._run(tip_indices, p_targets, q_seed)
+        elapsed = time.perf_counter() - start
+        return self._finish_tips(raw, tip_indices, p_targets, elapsed)
+
+    def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
+               q_seed: np.ndarray) -> RawSolution:
+        raw = self._run([0], p_target[None, :], q_seed)
+        return raw
+
+    def _targets_from_input(self, targets) -> Tuple[list, np.ndarray]:
+        if not isinstance(targets, Mapping) or not targets:
+            raise TargetError(f'targets must be a non-empty mapping tip_link -> (x, y, z), got '
+                              f'{targets!r}. Tips: {", ".join(self.chain.tip_links)}')
+        tip_indices, positions = [], []
+        for tip, position in targets.items():
+            if tip not in self.chain.tip_links:
+                raise TargetError(f'{tip!r} is not a tip of this chain. '
+                                  f'Tips: {", ".join(self.chain.tip_links)}')
+            try:
+                positions.append(target_from_input(position))
+            except TargetError as exc:
+                raise TargetError(f'target of tip {tip!r}: {exc}') from None
+            tip_indices.append(self.chain.tip_links.index(tip))
+        return tip_indices, np.array(positions)
+
+    def min_residual(self, tip_index: int, p_target: np.ndarray) -> Optional[float]:
+        """Proven lower bound [m] on tip ``tip_index``'s error for ``p_target``, or None.
+
+        It is ``|p_target - first joint| - total bone length`` when that is positive and the
+        tip's path has revolute/continuous joints only; None otherwise (nothing proven).
+        """
+        reach = self._reach[tip_index]
+        if reach is None:
+            return None
+        origin, total = reach
+        excess = float(np.linalg.norm(p_target - origin)) - total
+        return excess if excess > 0.0 else None
+
+    def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray,
+             q_seed: np.ndarray) -> RawSolution:
+        residuals = [self.min_residual(k, p) for k, p in zip(tip_indices, p_targets, strict=True)]
+        stretch = tip_indices[0] if len(tip_indices) == 1 and residuals[0] is not None else None
+        params = self.params
+        run = self._tree.run(
+            q_seed, tip_indices, p_targets, self._weights[list(tip_indices)],
+            params['position_tolerance'], params['max_iterations'], params['min_improvement'],
+            params['stall_iterations'], restarts=params['restarts'], stretch_tip=stretch,
+            record_history=params['record_history'])
+        known = [r for r in residuals if r is not None]
+        if run.converged:
+            status, message = IkStatus.CONVERGED, ''
+        else:
+            status = IkStatus.MAX_ITERATIONS
+            message = (f'stalled after {run.iterations} iterations (no improvement of '
+                       f'{params["min_improvement"]:g} m in {params["stall_iterations"]})'
+                       if run.stalled else f'no convergence in {run.iterations} iterations')
+        raw = RawSolution(q=run.q, status=status, iterations=run.iterations,
+                          min_residual=max(known) if known else None, message=message,
+                          history=run.history,
+                          tip_residuals={self.chain.tip_links[k]: r
+                                         for k, r in zip(tip_indices, residuals, strict=True)
+                                         if r is not None})
+        return raw
+
+    def _finish_tips(self, raw: RawSolution, tip_indices: Sequence[int], p_targets: np.ndarray,
+                     elapsed: float) -> IkResult:
+        """The multi-target counterpart of :meth:`Solver._finish`: every error measured by FK."""
+        tol = self.params['position_tolerance']
+        q = self.chain.clip(np.asarray(raw.q, dtype=float))
+        if not np.all(np.isfinite(q)):  # a solver bug must never reach the caller as NaN
+            q = self.chain.mid_configuration()
+            raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
+        T_tips = self.chain.fk_tips(q)
+        tips: Dict[str, TipResult] = {}
+        for k, p in zip(tip_indices, p_targets, strict=True):
+            link = self.chain.tip_links[k]
+            error = float(np.linalg.norm(T_tips[link][:3, 3] - p))
+            tips[link] = TipResult(error <= tol, error, raw.tip_residuals.get(link))
+        reached = all(t.reachable for t in tips.values())
+        status = raw.status
+        if reached:
+            status = IkStatus.CONVERGED
+        elif status is IkStatus.CONVERGED:
+            status = IkStatus.MAX_ITERATIONS
+        if not reached and raw.min_residual is not None and raw.min_residual > tol:
+            status = IkStatus.UNREACHABLE
+        message = raw.message
+        missing = [f'{link} by {t.position_error:.6g} m' for link, t in tips.items()
+                   if not t.reachable]
+        if missing:
+            message = (f'tips missing their targets (tolerance {tol:g} m): '
+                       f'{", ".join(missing)}' + (f'; {message}' if message else ''))
+        return IkResult(
+            joint_positions=q, joint_names=tuple(self.chain.joint_names), reachable=reached,
+            status=status, position_error=max(t.position_error for t in tips.values()),
+            orientation_error=None, min_residual=raw.min_residual,
+            iterations=int(raw.iterations), solve_time=elapsed, message=message,
+            history=None if raw.history is None else tuple(float(e) for e in raw.history),
+            tips=tips)
