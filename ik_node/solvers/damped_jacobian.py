@@ -3,7 +3,7 @@
 ``method: dls`` minimises the weighted squared error ``|p_t - p|^2 + w^2 |omega|^2`` (``omega``
 is the rotation vector taking the tip orientation to the target's, in the base frame; ``w`` the
 ``orientation_weight``), or ``|p_t - p|^2`` for a position-only target. Each iteration solves the
-damped normal equations ``(J^T J + lambda I) dq = J^T e`` and tries ``q + dq`` clipped into the
+damped normal equations ``(J^T J + lambda I) dq = J^T e`` and tries ``q + dq`` brought into the
 joint limits: a step that lowers the error is accepted and ``lambda`` shrinks, one that does not
 is rejected and ``lambda`` grows (adaptive damping, as KDL's ``ChainIkSolverPos_LMA`` does). So
 the error never rises within a descent (no jitter at unreachable targets), and a singular start
@@ -11,6 +11,13 @@ still moves: the damped system is always solvable, and where the gradient ``J^T 
 (a stretched arm, target straight ahead) a descent that stalls restarts from a random
 configuration. Restarts continue within ``timeout`` and ``restarts``; the best configuration of
 all descents is returned.
+
+Joint limits: a revolute joint whose range spans a full turn (UR5's +-2 pi) wraps by whole turns
+instead of being clipped (the same pose, so the limit costs nothing); other joints are clipped,
+and a joint already at a limit whose step points outwards sits out that step, so the rest get a
+full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
+the proven residual floor has not fallen to a quarter within 5 iterations, or no damping finds
+a lower error; a restart begins at the lowest-error of 4 random configurations.
 
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
