@@ -383,7 +383,11 @@ def _shutdown() -> None:
 
 def main(args: Optional[List[str]] = None) -> int:
     """Entry point of the ``ik_node`` executable. Returns the exit status."""
-    rclpy.init(args=args)
+    try:
+        rclpy.init(args=args)
+    except Exception as exc:  # rcl refuses the arguments, e.g. a malformed --params-file
+        print(f'ik_node: cannot start: {" ".join(str(exc).split())}', file=sys.stderr)
+        return 2
     node = None
     status = 0
     try:

@@ -114,6 +114,17 @@ def test_bad_configuration_exits_two_with_one_line(tmp_path):
     assert len(lines) == 1 and 'toe' in lines[0] and 'foot' in lines[0], err
 
 
+def test_malformed_params_file_exits_two_without_traceback(tmp_path):
+    bad = tmp_path / 'malformed.yaml'
+    bad.write_text('ik_node:\n  ros__parameters:\n    urdf_file: [leg3.urdf\n')
+    proc = start_node('--params-file', str(bad))
+    code = proc.wait(timeout=30)
+    err = proc.communicate()[1]
+    assert code == 2
+    assert 'Traceback' not in err
+    assert 'ik_node: cannot start' in err and 'malformed.yaml' in err
+
+
 def test_unknown_parameter_in_the_file_is_refused(tmp_path):
     bad = tmp_path / 'typo.yaml'
     bad.write_text('ik_node:\n  ros__parameters:\n    urdf_file: leg3.urdf\n'
