@@ -71,8 +71,7 @@ def test_installed_executable_publishes_joint_states(workspace):
         filter(None, [str(prefix), env.get('AMENT_PREFIX_PATH', '')]))
     params = prefix / 'share' / 'ik_node' / 'config' / 'leg3.yaml'
     node = subprocess.Popen(
-        [str(prefix / 'lib' / 'ik_node' / 'ik_node'), '--ros-args', '--params-file', str(params),
-         '-r', '__node:=ik_node_packaging_test'],
+        [str(prefix / 'lib' / 'ik_node' / 'ik_node'), '--ros-args', '--params-file', str(params)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rclpy.init()
     received = []

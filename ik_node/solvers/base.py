@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 import numpy as np
-import transforms3d
 
-from ik_node.chain import Chain, quat_wxyz_from_xyzw
+from ik_node.chain import Chain
 from ik_node.errors import ConfigError, TargetError
 
 #: Coordinates beyond this magnitude [m] are refused as nonsense rather than solved.
@@ -312,19 +311,30 @@ def rotation_from_input(quat_xyzw) -> np.ndarray:
         raise TargetError(f'orientation must be a quaternion (x, y, z, w), got {qv.size} values')
     if not np.all(np.isfinite(qv)):
         raise TargetError(f'orientation quaternion contains NaN or inf: {qv.tolist()}')
-    norm = float(np.linalg.norm(qv))
+    x, y, z, w = qv.tolist()
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
     if norm < 1e-6:
         raise TargetError(f'orientation quaternion {qv.tolist()} has zero length')
-    return transforms3d.quaternions.quat2mat(quat_wxyz_from_xyzw(qv / norm))
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    # The unit-quaternion rotation matrix, in floats (transforms3d.quaternions.quat2mat's formula).
+    return np.array([
+        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
+        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
+        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)]])
 
 
 def rotation_error(R_actual: np.ndarray, R_target: np.ndarray) -> float:
     """Angle [rad] of the rotation taking ``R_actual`` to ``R_target``."""
-    c = 0.5 * (np.trace(R_actual.T @ R_target) - 1.0)
+    a = np.asarray(R_actual, dtype=float).tolist()
+    b = np.asarray(R_target, dtype=float).tolist()
+    # R = R_actual^T R_target, element by element in floats.
+    R = [[a[0][i] * b[0][j] + a[1][i] * b[1][j] + a[2][i] * b[2][j] for j in range(3)]
+         for i in range(3)]
+    c = 0.5 * (R[0][0] + R[1][1] + R[2][2] - 1.0)
     # acos is ill-conditioned near 0; use the skew part for small angles.
     if c > 0.99:
-        R = R_actual.T @ R_target
-        s = 0.5 * np.linalg.norm([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-        return float(math.asin(min(1.0, s)))
-    return float(math.acos(max(-1.0, min(1.0, c))))
+        sx, sy, sz = R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]
+        s = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+        return math.asin(min(1.0, s))
+    return math.acos(max(-1.0, min(1.0, c)))
 

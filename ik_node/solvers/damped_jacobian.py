@@ -105,6 +105,10 @@ class DampedJacobianSolver(Solver):
         'timeout': ParamSpec(float, 0.005, 'wall-time budget of one dls solve, restarts '
                              'included (transpose stops only at tolerance or max_iterations)',
                              's', min=0.0, max=3600.0, min_inclusive=False),
+        # The common cap (100) would cut off the slow tail of 7-DOF arms: for dls the
+        # timeout is the real limit, the cap counts iterations over all restarts together.
+        'max_iterations': ParamSpec(int, 2000, 'iteration cap of one solve, restarts included',
+                                    '', min=1, max=1_000_000),
         'restarts': ParamSpec(int, 1000, 'most random restarts of one dls solve when a descent '
                               'is stuck', '', min=0, max=1_000_000),
         'restart_seed': ParamSpec(int, 0, 'seed of the random restart configurations: the same '
