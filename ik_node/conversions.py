@@ -90,48 +90,34 @@ def target_in_base(target: Target, chain: Chain,
 
 
 class LatestTargets:
-    """The newest pending target of every slot (a tip), never a backlog.
+    """The newest pending target of every slot (a tip), never a backlog; thread-safe.
 
-    Subscription callbacks :meth:`put`; the solving thread :meth:`wait` s and :meth:`take` s.
+    Subscription callbacks :meth:`put`; whoever solves :meth:`take` s everything pending.
     A target overwritten before it was taken counts as skipped.
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._pending: Dict[Hashable, Target] = {}
-        self._closed = False
         self.skipped = 0
 
     def put(self, slot: Hashable, target: Target) -> None:
-        """Store ``target`` as the newest of ``slot`` and wake the solver."""
-        with self._cond:
+        """Store ``target`` as the newest of ``slot``."""
+        with self._lock:
             if slot in self._pending:
                 self.skipped += 1
             self._pending[slot] = target
-            self._cond.notify()
 
     def take(self) -> Dict[Hashable, Target]:
         """Every pending target (and forget them); empty when none."""
-        with self._cond:
+        with self._lock:
             out, self._pending = self._pending, {}
             return out
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """Block until a target is pending or :meth:`close` was called; True if one is pending."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._pending or self._closed, timeout)
-            return bool(self._pending) and not self._closed
-
     @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._closed
-
-    def close(self) -> None:
-        """Wake every waiter for good (shutdown)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+    def pending(self) -> bool:
+        """True while a target waits to be solved."""
+        return bool(self._pending)
 
 
 # ------------------------------------------------------------------------------ joint states

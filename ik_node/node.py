@@ -4,10 +4,12 @@ The one module of the package that imports rclpy. Everything that can be written
 lives beside it: configuration in :mod:`ik_node.config`, message conversions, target handling
 and diagnostics in :mod:`ik_node.conversions`, markers in :mod:`ik_node.markers`.
 
-Threads: the executor runs the subscription callbacks (they only store the newest target), the
-steady timer and the parameter callback; one solver thread waits for pending targets and
-solves the newest, so no backlog builds up however fast targets stream. A lock keeps a solve
-and a parameter change from overlapping.
+Targets: a subscription callback (keep-last depth 1) stores its target as the newest pending
+one; if no solve is running it solves right there (lowest latency: no hand-over to another
+thread), then keeps solving the newest pending target until none is left. With a
+multi-threaded executor, targets arriving during a solve only replace the pending one (counted
+as skipped), so no backlog builds up however fast targets stream. A lock keeps a solve, the
+timer and a parameter change from overlapping.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import rclpy
@@ -25,6 +27,7 @@ from geometry_msgs.msg import PointStamped, PoseStamped
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType, SetParametersResult)
 from rclpy.exceptions import ParameterException
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -86,17 +89,17 @@ class IkNode(Node):
         self._target_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
         self._subs: List[Any] = []
         self._targets = conv.LatestTargets()
+        self._solving = threading.Lock()
+        self._target_group = ReentrantCallbackGroup()
         self._make_subscriptions()
         self._timer = self.create_timer(1.0 / config.publish_rate, self._on_timer)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         self._publish_joint_state()
         self._publish_envelope()
-        self._publish_status(conv.OK, 'waiting for a target',
-                             conv.error_values(config.solver, '', 0, 0, 'waiting for a target'),
-                             force=True)
-        self._worker = threading.Thread(target=self._solve_loop, name='ik_solver', daemon=True)
-        self._worker.start()
+        self._publish_status(conv.OK, lambda: 'waiting for a target',
+                             lambda: conv.error_values(config.solver, '', 0, 0,
+                                                       'waiting for a target'), force=True)
         self.get_logger().info(
             f'{self._model_name()}: {config.base_link} -> {", ".join(config.tip_links)} '
             f'({chain.n} joints), solver {config.solver}; targets on '
@@ -226,20 +229,28 @@ class IkNode(Node):
             prefix = f'~/{tip}/' if tip else '~/'
             self._subs.append(self.create_subscription(
                 PoseStamped, prefix + 'target_pose',
-                lambda msg, tip=tip: self._targets.put(tip, conv.target_from_pose(msg, tip)),
-                self._target_qos))
+                lambda msg, tip=tip: self._on_target(conv.target_from_pose(msg, tip)),
+                self._target_qos, callback_group=self._target_group))
             self._subs.append(self.create_subscription(
                 PointStamped, prefix + 'target_point',
-                lambda msg, tip=tip: self._targets.put(tip, conv.target_from_point(msg, tip)),
-                self._target_qos))
+                lambda msg, tip=tip: self._on_target(conv.target_from_point(msg, tip)),
+                self._target_qos, callback_group=self._target_group))
 
-    def _solve_loop(self) -> None:
-        while not self._targets.closed:
-            if self._targets.wait(timeout=0.5):
-                try:
-                    self._solve_pending(self._targets.take())
-                except Exception as exc:  # never let the solver thread die
-                    self._report_error(f'internal error: {type(exc).__name__}: {exc}', '')
+    def _on_target(self, target: conv.Target) -> None:
+        """Store the newest target; solve pending targets unless another callback already is."""
+        self._targets.put(target.tip, target)
+        while self._targets.pending and self._solving.acquire(blocking=False):
+            try:
+                while True:
+                    batch = self._targets.take()
+                    if not batch:
+                        break
+                    try:
+                        self._solve_pending(batch)
+                    except Exception as exc:  # a bug must not stop the node
+                        self._report_error(f'internal error: {type(exc).__name__}: {exc}', '')
+            finally:
+                self._solving.release()
 
     def _solve_pending(self, batch: Dict[Optional[str], conv.Target]) -> None:
         with self._lock:
@@ -274,17 +285,18 @@ class IkNode(Node):
             self._solve_count += 1
             count = self._solve_count
         self._publish_joint_state()
-        values = conv.result_values(result, config.solver, frame, self._targets.skipped, count)
-        summary = conv.result_summary(result, config.solver)
-        published = self._publish_status(conv.result_level(result), summary, values)
+        skipped = self._targets.skipped
+        published = self._publish_status(
+            conv.result_level(result), lambda: conv.result_summary(result, config.solver),
+            lambda: conv.result_values(result, config.solver, frame, skipped, count))
         if published:
             self._publish_target_markers(result, goals)
 
     def _report_error(self, message: str, frame: str) -> None:
         self.get_logger().error(message, throttle_duration_sec=1.0)
-        values = conv.error_values(self._config.solver, frame, self._targets.skipped,
-                                   self._solve_count, message)
-        self._publish_status(conv.ERROR, message, values)
+        solver, skipped, count = self._config.solver, self._targets.skipped, self._solve_count
+        self._publish_status(conv.ERROR, lambda: message,
+                             lambda: conv.error_values(solver, frame, skipped, count, message))
 
     # ---------------------------------------------------------------------------- outputs
     def _stamp(self):
@@ -294,17 +306,25 @@ class IkNode(Node):
         names, q = self._output
         self._joint_pub.publish(conv.joint_state_msg(names, q, self._stamp()))
 
-    def _publish_status(self, level: bytes, message: str, values: Dict[str, str],
-                        force: bool = False) -> bool:
-        status = conv.diagnostic_status(f'{self.get_name()}: ik', self._hardware_id(), level,
-                                        message, values)
+    def _publish_status(self, level: bytes, message: Callable[[], str],
+                        values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
+        """Publish a status now if the rate gate lets it through, else hold it for the timer.
+
+        ``message`` and ``values`` are built only when needed (most solves of a fast stream
+        are not reported individually).
+        """
+        hardware_id = self._hardware_id()
+
+        def build():
+            return conv.diagnostic_status(f'{self.get_name()}: ik', hardware_id, level,
+                                          message(), values())
         with self._lock:
             force = force or self._force_diag
-            send = self._gate.offer(time.monotonic(), level, status, force)
+            send = self._gate.offer(time.monotonic(), level, build, force)
             if send:
                 self._force_diag = False
         if send:
-            self._send_status(status)
+            self._send_status(build())
         return send
 
     def _send_status(self, status) -> None:
@@ -317,25 +337,23 @@ class IkNode(Node):
         now = time.monotonic()
         with self._lock:
             held = self._gate.flush(now)
-        for status in held:
-            self._send_status(status)
+        for build in held:
+            self._send_status(build())
         if not held and self._last_diag is not None \
                 and now - self._last_diag_time >= HEARTBEAT_PERIOD_S:
             self._send_status(self._last_diag.status[0])  # heartbeat for diagnostic monitors
 
     def _publish_envelope(self) -> None:
-        frame = self._config.base_link
-        out = []
-        for k, tip in enumerate(self._chain.tip_links):
-            env = markers.envelope_of(self._chain, self._solver, tip)
-            if k == 0:
-                out.extend(markers.envelope_markers(frame, self._stamp(), env))
-        self._marker_pub.publish(markers.marker_array(out))
+        """Publish the reachable envelope of the (first) tip and remember it for later arrays."""
+        with self._lock:
+            chain, solver, frame = self._chain, self._solver, self._config.base_link
+            self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
+        self._marker_pub.publish(markers.marker_array(
+            markers.envelope_markers(frame, self._stamp(), self._envelope)))
 
     def _publish_target_markers(self, result, goals) -> None:
         chain, frame, stamp = self._chain, self._config.base_link, self._stamp()
-        env = markers.envelope_of(chain, self._solver, chain.tip_link)
-        out = list(markers.envelope_markers(frame, stamp, env))
+        out = list(markers.envelope_markers(frame, stamp, self._envelope))
         tips_T = chain.fk_tips(result.joint_positions)
         if self._config.branched:
             for k, tip in enumerate(chain.tip_links):
@@ -358,14 +376,6 @@ class IkNode(Node):
         return self._config.urdf_file or 'robot_description'
 
     # --------------------------------------------------------------------------- shutdown
-    def destroy_node(self) -> None:
-        """Stop the solver thread, then destroy the node."""
-        self._targets.close()
-        if self._worker.is_alive() and self._worker is not threading.current_thread():
-            self._worker.join(timeout=5.0)
-        super().destroy_node()
-
-
 def _plain(value: Any) -> Any:
     """A parameter value as plain Python: arrays (array.array, tuples) become lists."""
     if value is None or isinstance(value, (str, bool, int, float)):
