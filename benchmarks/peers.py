@@ -133,6 +133,10 @@ class Adapter:
         """Iterations the solver says it took, when it says (only reported, never trusted)."""
         return None
 
+    def inner_time(self, raw) -> Optional[float]:
+        """The solver's own timing of its core [s], when it gives one (only reported)."""
+        return None
+
     def _wrapped(self, q: np.ndarray) -> np.ndarray:
         chain = self.robot.chain
         return wrap_into_limits(q, chain.lower, chain.upper, self._revolute)
@@ -174,6 +178,9 @@ class IkNodeAdapter(Adapter):
 
     def iterations(self, raw):
         return int(raw.iterations)
+
+    def inner_time(self, raw):
+        return float(raw.solve_time)
 
 
 # -------------------------------------------------------------------------------------- KDL

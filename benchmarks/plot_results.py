@@ -52,7 +52,9 @@ def plot(results, png: Path) -> Path:
                             xytext=(0, 2), textcoords='offset points')
         ax.axhline(budget, color='grey', lw=0.8, ls='--')
         ax.set_yscale('log')
-        ax.set_ylim(top=budget * 20)
+        tallest = max((s['median_ms'] for b in blocks for s in b['solvers'].values()),
+                      default=budget)
+        ax.set_ylim(top=max(budget, tallest) * 20)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha='right', fontsize=8)
         ax.set_ylabel('median solve time [ms]')

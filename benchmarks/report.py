@@ -103,6 +103,10 @@ def markdown(results) -> str:
         'ratio to the best peer in the same block (best = highest success, lowest time). The '
         'machine is shared and noisy: read medians and ratios, not absolute means.',
         '',
+        '\\* reported by ik_node solvers themselves, medians, shown for diagnosis only (never used '
+        'for success): iterations, and `IkResult.solve_time`, the time of the solver core '
+        'without the `solve()` wrapper (input checks, the FK error measurement, the result).',
+        '',
     ]
     groups: Dict = {}
     for b in results['blocks']:
@@ -111,8 +115,8 @@ def markdown(results) -> str:
         lines += [f'## {robot} ({dof} DOF), {"6D pose" if task == "6d" else "position only"}',
                   '',
                   '| solver | seed | success % | accurate % | in limits % | <= budget % | '
-                  'median ms | mean ms | p95 ms |',
-                  '|---|---|---|---|---|---|---|---|---|']
+                  'median ms | mean ms | p95 ms | iterations* | core ms* |',
+                  '|---|---|---|---|---|---|---|---|---|---|---|']
         names = _order({n for b in blocks for n in b['solvers']})
         for name in names:
             for b in blocks:
@@ -123,7 +127,9 @@ def markdown(results) -> str:
                     f'| {name} | {b["seed"]} | {_cell(s, "success_pct", 1)} | '
                     f'{_fmt(s["accurate_pct"], 1)} | {_fmt(s["in_limits_pct"], 1)} | '
                     f'{_fmt(s["in_budget_pct"], 1)} | {_cell(s, "median_ms", 3)} | '
-                    f'{_cell(s, "mean_ms", 3)} | {_cell(s, "p95_ms", 3)} |')
+                    f'{_cell(s, "mean_ms", 3)} | {_cell(s, "p95_ms", 3)} | '
+                    f'{_fmt(s.get("median_iterations_reported"), 0)} | '
+                    f'{_fmt(s.get("median_inner_ms_reported"), 3)} |')
         skipped = {}
         for b in blocks:
             skipped.update(b['skipped'])

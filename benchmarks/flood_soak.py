@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""Flood and soak the real ik_node: targets at a high rate from another process, for a while.
+
+Three processes on a private DDS domain:
+
+* the node under test: ``python -m ik_node.node --ros-args --params-file config/<robot>.yaml``
+  (renamed to a unique name, ``/joint_states`` remapped below it);
+* a publisher process streaming ``PointStamped`` targets at ``--rate`` Hz for ``--duration`` s:
+  FK of random in-limit configurations (reachable by construction), with ``--bad-fraction`` of
+  them bad (NaN, inf, 1e12 m, an unknown frame) to exercise the error path under load;
+* this process, the monitor: it checks every ``JointState`` (the chain's names, finite, within
+  the limits read from the URDF by urdf_parser_py) and every diagnostic status, matches joint
+  states to the target they solve (FK of the received positions, looked up in a 1 mm grid of
+  the sent targets) to measure latency (send -> first joint state reaching it), and samples the
+  node's resident memory (``VmRSS`` in ``/proc/<pid>/status``).
+
+Criteria (exit status 1 when one fails, 0 when all pass):
+
+* the node is alive at the end and still solves a fresh target after the flood;
+* every published message is valid (no NaN, no limit break, names of the chain);
+* resident memory grows by less than ``--max-rss-growth-mb`` (default 10) from after warm-up to
+  the end;
+* latency p99 of every third of the run is at most ``--max-latency-ms`` (bounded and not
+  growing);
+* the publisher achieved at least ``--min-rate-fraction`` of the requested rate (else the run was
+  not the flood it claims to be).
+
+Usage::
+
+    python benchmarks/flood_soak.py                       # 10 kHz for 30 s on leg3
+    python benchmarks/flood_soak.py --rate 2000 --duration 3 --json-out /tmp/flood.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+TIPS = {'leg3': 'foot', 'planar4': 'tip', 'arm6': 'tool0'}
+GRID_M = 1e-3          # cell of the sent-target lookup grid [m]
+MATCH_TOL_M = 2e-4     # a joint state solves a target when its tip is this close [m]
+BAD_KINDS = ('nan', 'inf', 'huge', 'frame')
+
+
+# ------------------------------------------------------------------------------- targets
+def make_targets(robot: str, count: int, seed: int) -> np.ndarray:
+    """``count`` reachable tip positions [m]: FK of random in-limit configurations."""
+    from ik_node import Chain
+    chain = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', 'base_link', TIPS[robot])
+    rng = np.random.default_rng(seed)
+    lower = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
+    upper = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
+    q = rng.uniform(lower, upper, size=(count, chain.n))
+    return chain.fk(q)[:, :3, 3].copy()
+
+
+def is_bad(i: int, bad_every: int) -> bool:
+    return bad_every > 0 and i % bad_every == bad_every // 2
+
+
+# ----------------------------------------------------------------------------- publisher
+def publisher_main(topic: str, base: str, rate: float, duration: float, robot: str, seed: int,
+                   bad_every: int, send_times, sent_count, ready, go) -> None:
+    """Publish target i at t0 + i / rate (catching up in bursts if late); record send times."""
+    import rclpy
+    from geometry_msgs.msg import PointStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    targets = make_targets(robot, len(send_times), seed)
+    rclpy.init()
+    node = rclpy.create_node(f'flood_publisher_{os.getpid()}')
+    pub = node.create_publisher(PointStamped, topic, QoSProfile(
+        depth=10, reliability=ReliabilityPolicy.RELIABLE))
+    deadline = time.monotonic() + 30.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ready.set()
+    go.wait()
+    msg = PointStamped()
+    n_total = int(rate * duration)
+    t0 = time.monotonic()
+    i = 0
+    while i < n_total:
+        now = time.monotonic()
+        due = min(n_total, int((now - t0) * rate) + 1)
+        if i >= due:
+            time.sleep(max(0.0, t0 + i / rate - now))
+            continue
+        while i < due:
+            msg.header.frame_id = base
+            x, y, z = targets[i]
+            if is_bad(i, bad_every):
+                kind = BAD_KINDS[(i // bad_every) % len(BAD_KINDS)]
+                if kind == 'nan':
+                    x = math.nan
+                elif kind == 'inf':
+                    y = math.inf
+                elif kind == 'huge':
+                    z = 1e12
+                else:
+                    msg.header.frame_id = 'no_such_frame'
+            msg.point.x, msg.point.y, msg.point.z = float(x), float(y), float(z)
+            send_times[i] = time.monotonic()
+            pub.publish(msg)
+            i += 1
+        sent_count.value = i
+    time.sleep(0.5)  # let the last messages leave before the participant goes
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+# ------------------------------------------------------------------------------- helpers
+def rss_mb(pid: int) -> Optional[float]:
+    """Resident set size [MB] of a process, from /proc/<pid>/status (None if gone)."""
+    try:
+        for line in Path(f'/proc/{pid}/status').read_text().splitlines():
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def percentile(values: List[float], p: float) -> float:
+    return float(np.percentile(values, p)) if values else math.nan
+
+
+def urdf_limits(xml: str, names):
+    from urdf_parser_py.urdf import URDF
+    joints = {j.name: j for j in URDF.from_xml_string(xml).joints}
+    lower = [-math.inf if joints[n].type == 'continuous' else joints[n].limit.lower
+             for n in names]
+    upper = [math.inf if joints[n].type == 'continuous' else joints[n].limit.upper
+             for n in names]
+    return np.array(lower), np.array(upper)
+
+
+class Monitor:
+    """Subscribes to the node's outputs; validates every message; matches targets."""
+
+    def __init__(self, rclpy, name: str, robot: str, targets: np.ndarray, send_times,
+                 bad_every: int):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from sensor_msgs.msg import JointState
+
+        from ik_node import Chain
+        xml = (REPO / 'urdf' / f'{robot}.urdf').read_text()
+        self.chain = Chain.from_urdf_string(xml, 'base_link', TIPS[robot])
+        self.lower, self.upper = urdf_limits(xml, self.chain.joint_names)
+        self.name, self.robot = name, robot
+        self.targets = targets
+        self.send_times = send_times
+        self.grid: Dict[tuple, List[int]] = {}
+        for i, p in enumerate(targets):
+            if not is_bad(i, bad_every):
+                self.grid.setdefault(self._cell(p), []).append(i)
+        self.lock = threading.Lock()
+        self.joint_states = 0
+        self.invalid: List[str] = []
+        self.diagnostics = 0
+        self.levels = {0: 0, 1: 0, 2: 0}
+        self.last_values: Dict[str, str] = {}
+        self.error_messages: Dict[str, int] = {}
+        self.matched: Dict[int, float] = {}        # target index -> latency [s]
+        self.matched_at: Dict[int, float] = {}     # target index -> receive time
+        self.last_q: Optional[np.ndarray] = None
+        self.node = rclpy.create_node(f'flood_monitor_{os.getpid()}')
+        self.node.create_subscription(JointState, f'/{name}/joint_states', self._on_js, 1000)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 1000)
+
+    @staticmethod
+    def _cell(p) -> tuple:
+        return tuple(int(math.floor(v / GRID_M)) for v in p)
+
+    def _on_js(self, msg) -> None:
+        now = time.monotonic()
+        q = np.array(msg.position, dtype=float)
+        problem = None
+        if list(msg.name) != self.chain.joint_names:
+            problem = f'joint names {list(msg.name)}'
+        elif q.shape != (self.chain.n,) or not np.all(np.isfinite(q)):
+            problem = f'non-finite positions {q.tolist()}'
+        elif np.any(q < self.lower - 1e-9) or np.any(q > self.upper + 1e-9):
+            problem = f'positions outside the limits {q.tolist()}'
+        match = None
+        if problem is None:
+            tip = self.chain.fk(q)[:3, 3]
+            match = self._match(tip, now)
+        with self.lock:
+            self.joint_states += 1
+            if problem is not None:
+                self.invalid.append(problem)
+                return
+            self.last_q = q
+            if match is not None and match not in self.matched:
+                self.matched[match] = now - self.send_times[match]
+                self.matched_at[match] = now
+
+    def _match(self, tip: np.ndarray, now: float) -> Optional[int]:
+        cx, cy, cz = self._cell(tip)
+        best, best_time = None, -math.inf
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for dz in (-1, 0, 1):
+                    for i in self.grid.get((cx + dx, cy + dy, cz + dz), ()):
+                        sent = self.send_times[i]
+                        if 0.0 < sent <= now and sent > best_time and \
+                                np.linalg.norm(self.targets[i] - tip) < MATCH_TOL_M:
+                            best, best_time = i, sent
+        return best
+
+    def _on_diag(self, msg) -> None:
+        for status in msg.status:
+            if status.name != f'{self.name}: ik':
+                continue
+            values = {kv.key: kv.value for kv in status.values}
+            level = status.level[0] if isinstance(status.level, bytes) else int(status.level)
+            problem = None
+            if level not in (0, 1, 2):
+                problem = f'diagnostic level {level}'
+            err = values.get('position_error_m', '')
+            if err and not math.isfinite(float(err)):
+                problem = f'non-finite position_error_m {err}'
+            with self.lock:
+                self.diagnostics += 1
+                self.levels[level] = self.levels.get(level, 0) + 1
+                self.last_values = values
+                if level == 2:
+                    key = values.get('message', status.message).split(':')[0]
+                    self.error_messages[key] = self.error_messages.get(key, 0) + 1
+                if problem:
+                    self.invalid.append(problem)
+
+
+# ---------------------------------------------------------------------------------- main
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--robot', default='leg3', choices=sorted(TIPS))
+    p.add_argument('--solver', default=None, help='override the config\'s solver')
+    p.add_argument('--rate', type=float, default=10000.0, help='targets per second [Hz]')
+    p.add_argument('--duration', type=float, default=30.0, help='flood duration [s]')
+    p.add_argument('--warmup', type=float, default=2.0, help='warm-up before RSS baseline [s]')
+    p.add_argument('--bad-fraction', type=float, default=0.05,
+                   help='fraction of bad targets (NaN, inf, 1e12 m, unknown frame)')
+    p.add_argument('--max-rss-growth-mb', type=float, default=10.0)
+    p.add_argument('--max-latency-ms', type=float, default=100.0,
+                   help='bound on the latency p99 of every third of the run [ms]')
+    p.add_argument('--min-rate-fraction', type=float, default=0.9,
+                   help='least fraction of --rate the publisher must achieve')
+    p.add_argument('--seed', type=int, default=1)
+    p.add_argument('--json-out', type=Path, default=None, help='write the summary as JSON')
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    env = os.environ
+    env.setdefault('ROS_DOMAIN_ID', str(random.Random(os.getpid()).randint(101, 200)))
+    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    import rclpy
+    import rclpy.executors
+
+    name = f'ik_flood_{os.getpid()}'
+    count = int(args.rate * args.duration)
+    bad_every = int(round(1.0 / args.bad_fraction)) if args.bad_fraction > 0 else 0
+    targets = make_targets(args.robot, count, args.seed)
+    base = 'base_link'
+
+    data = yaml.safe_load((REPO / 'config' / f'{args.robot}.yaml').read_text())
+    params = data['ik_node']['ros__parameters']
+    if args.solver:
+        params['solver'] = args.solver
+    workdir = Path(tempfile.mkdtemp(prefix='flood_soak_'))
+    params_path = workdir / 'params.yaml'
+    params_path.write_text(yaml.safe_dump({name: {'ros__parameters': params}}))
+    log_path = workdir / 'node.log'
+    node_env = dict(env)
+    node_env['PYTHONPATH'] = str(REPO) + os.pathsep + node_env.get('PYTHONPATH', '')
+    log = open(log_path, 'w')
+    node_proc = subprocess.Popen(
+        [sys.executable, '-m', 'ik_node.node', '--ros-args', '-r', f'__node:={name}',
+         '-r', f'/joint_states:=/{name}/joint_states', '--params-file', str(params_path)],
+        stdout=log, stderr=subprocess.STDOUT, env=node_env, cwd=REPO)
+    print(f'node {name} pid {node_proc.pid} ({args.robot}, solver {params["solver"]}), '
+          f'domain {env["ROS_DOMAIN_ID"]}, log {log_path}', flush=True)
+
+    ctx = mp.get_context('spawn')
+    send_times = ctx.Array('d', count, lock=False)
+    sent_count = ctx.Value('l', 0, lock=False)
+    ready, go = ctx.Event(), ctx.Event()
+    publisher = ctx.Process(target=publisher_main, args=(
+        f'/{name}/target_point', base, args.rate, args.duration, args.robot, args.seed,
+        bad_every, send_times, sent_count, ready, go), daemon=True)
+
+    rclpy.init()
+    monitor = Monitor(rclpy, name, args.robot, targets, send_times, bad_every)
+    executor = rclpy.executors.SingleThreadedExecutor()
+    executor.add_node(monitor.node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    failures: List[str] = []
+    summary: Dict[str, object] = {}
+    try:
+        deadline = time.monotonic() + 30.0
+        while monitor.joint_states == 0:
+            if node_proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f'the node did not start; log {log_path}')
+            time.sleep(0.05)
+        publisher.start()
+        if not ready.wait(timeout=60.0):
+            raise RuntimeError('the publisher did not come up')
+
+        # Warm-up: a slow stream from this process, then the RSS baseline.
+        warm = _warmup(rclpy, monitor, name, base, args.warmup)
+        rss_before = rss_mb(node_proc.pid)
+        print(f'warm-up: {warm} targets solved; node RSS {rss_before:.1f} MB', flush=True)
+
+        go.set()
+        t_start = time.monotonic()
+        rss_samples = []
+        last = (t_start, 0, 0)
+        while publisher.is_alive() and node_proc.poll() is None:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with monitor.lock:
+                js, matched = monitor.joint_states, len(monitor.matched)
+                solves = monitor.last_values.get('solve_count', '?')
+                skipped = monitor.last_values.get('skipped_targets', '?')
+            sent = sent_count.value
+            rss = rss_mb(node_proc.pid)
+            rss_samples.append(rss)
+            dt = now - last[0]
+            print(f'  t={now - t_start:5.1f} s  sent {sent:8d} ({(sent - last[1]) / dt:7.0f}/s)  '
+                  f'joint_states {js:7d} ({(js - last[2]) / dt:6.0f}/s)  solves {solves}  '
+                  f'matched {matched}  skipped {skipped}  RSS {rss:.1f} MB', flush=True)
+            last = (now, sent, js)
+        t_flood = time.monotonic() - t_start
+        publisher.join(timeout=10.0)
+        time.sleep(1.0)  # let the last solves and diagnostics arrive
+        alive = node_proc.poll() is None
+        rss_after = rss_mb(node_proc.pid) if alive else None
+        final_ok = _final_check(rclpy, monitor, name, base) if alive else False
+
+        with monitor.lock:
+            lat_ms = sorted(1e3 * v for v in monitor.matched.values())
+            by_time = sorted((monitor.matched_at[i], 1e3 * v) for i, v in monitor.matched.items())
+            thirds = []
+            if by_time:
+                t0, t1 = by_time[0][0], by_time[-1][0]
+                for k in range(3):
+                    lo, hi = t0 + k * (t1 - t0) / 3, t0 + (k + 1) * (t1 - t0) / 3
+                    part = [v for t, v in by_time if lo <= t <= hi]
+                    thirds.append(percentile(part, 99))
+            sent = sent_count.value
+            summary = {
+                'robot': args.robot, 'solver': params['solver'],
+                'requested_rate_hz': args.rate, 'duration_s': args.duration,
+                'targets_sent': sent, 'achieved_rate_hz': sent / t_flood if t_flood else 0.0,
+                'bad_targets_sent': sum(1 for i in range(sent) if is_bad(i, bad_every)),
+                'joint_states_received': monitor.joint_states,
+                'joint_state_rate_hz': monitor.joint_states / t_flood if t_flood else 0.0,
+                'solve_count': int(monitor.last_values.get('solve_count') or 0),
+                'skipped_targets': int(monitor.last_values.get('skipped_targets') or 0),
+                'diagnostics_received': monitor.diagnostics,
+                'diagnostics_by_level': {'OK': monitor.levels.get(0, 0),
+                                         'WARN': monitor.levels.get(1, 0),
+                                         'ERROR': monitor.levels.get(2, 0)},
+                'error_messages': monitor.error_messages,
+                'targets_matched': len(lat_ms),
+                'latency_ms': {'p50': percentile(lat_ms, 50), 'p99': percentile(lat_ms, 99),
+                               'max': max(lat_ms) if lat_ms else math.nan,
+                               'p99_by_third': thirds},
+                'rss_mb': {'before': rss_before, 'after': rss_after,
+                           'max': max((r for r in rss_samples if r is not None), default=None),
+                           'growth': (rss_after - rss_before) if rss_after else None},
+                'invalid_messages': len(monitor.invalid),
+                'invalid_examples': monitor.invalid[:5],
+                'node_alive': alive, 'solves_after_flood': final_ok,
+            }
+        if not alive:
+            failures.append(f'the node died (exit {node_proc.returncode}); log {log_path}')
+        if not final_ok:
+            failures.append('the node did not solve a fresh target after the flood')
+        if summary['invalid_messages']:
+            failures.append(f'{summary["invalid_messages"]} invalid messages, e.g. '
+                            f'{summary["invalid_examples"][:2]}')
+        growth = summary['rss_mb']['growth']
+        if growth is None or growth >= args.max_rss_growth_mb:
+            failures.append(f'RSS grew by {growth} MB (limit {args.max_rss_growth_mb} MB)')
+        if not lat_ms:
+            failures.append('no target was matched to a joint state: latency unknown')
+        elif any(not (p <= args.max_latency_ms) for p in thirds):
+            failures.append(f'latency p99 by third {[round(p, 2) for p in thirds]} ms exceeds '
+                            f'{args.max_latency_ms} ms')
+        if summary['achieved_rate_hz'] < args.min_rate_fraction * args.rate:
+            failures.append(f'publisher achieved {summary["achieved_rate_hz"]:.0f} Hz, below '
+                            f'{args.min_rate_fraction:.0%} of {args.rate:.0f} Hz')
+    except Exception as exc:
+        failures.append(f'{type(exc).__name__}: {exc}')
+    finally:
+        go.set()
+        if publisher.is_alive():
+            publisher.terminate()
+            publisher.join(timeout=5)
+        if node_proc.poll() is None:
+            node_proc.send_signal(signal.SIGINT)
+            try:
+                node_proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                node_proc.kill()
+                node_proc.wait(timeout=5)
+        executor.shutdown(timeout_sec=1.0)
+        monitor.node.destroy_node()
+        rclpy.try_shutdown()
+        log.close()
+
+    summary['failures'] = failures
+    summary['passed'] = not failures
+    _print_summary(summary)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(summary, indent=2, default=str))
+    return 0 if not failures else 1
+
+
+def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> int:
+    """Send a slow stream of reachable targets for ``seconds``; how many were solved."""
+    from geometry_msgs.msg import PointStamped
+    pub = monitor.node.create_publisher(PointStamped, f'/{name}/target_point', 10)
+    deadline = time.monotonic() + 10.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    extra = make_targets(monitor.robot, 200, 999)
+    end, k = time.monotonic() + seconds, 0
+    msg = PointStamped()
+    msg.header.frame_id = base
+    while time.monotonic() < end:
+        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in extra[k % len(extra)])
+        pub.publish(msg)
+        k += 1
+        time.sleep(0.005)
+    time.sleep(0.3)
+    monitor.node.destroy_publisher(pub)
+    with monitor.lock:
+        return int(monitor.last_values.get('solve_count') or 0)
+
+
+def _final_check(rclpy, monitor: Monitor, name: str, base: str) -> bool:
+    """After the flood: one fresh reachable target must be solved within 5 s."""
+    from geometry_msgs.msg import PointStamped
+    pub = monitor.node.create_publisher(PointStamped, f'/{name}/target_point', 10)
+    deadline = time.monotonic() + 10.0
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    target = make_targets(monitor.robot, 1, 4242)[0]
+    msg = PointStamped()
+    msg.header.frame_id = base
+    msg.point.x, msg.point.y, msg.point.z = (float(v) for v in target)
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end:
+        pub.publish(msg)
+        time.sleep(0.2)
+        with monitor.lock:
+            q = monitor.last_q
+        if q is not None and np.linalg.norm(monitor.chain.fk(q)[:3, 3] - target) < MATCH_TOL_M:
+            return True
+    return False
+
+
+def _print_summary(s: Dict[str, object]) -> None:
+    print('\n=== flood/soak summary ===')
+    if 'targets_sent' in s:
+        lat, rss = s['latency_ms'], s['rss_mb']
+        print(f"robot {s['robot']}, solver {s['solver']}: {s['targets_sent']} targets in "
+              f"{s['duration_s']} s, requested {s['requested_rate_hz']:.0f} Hz, achieved "
+              f"{s['achieved_rate_hz']:.0f} Hz ({s['bad_targets_sent']} bad)")
+        print(f"node: {s['solve_count']} solves, {s['skipped_targets']} skipped targets "
+              f"(newest wins), {s['joint_states_received']} joint states "
+              f"({s['joint_state_rate_hz']:.0f}/s), diagnostics {s['diagnostics_by_level']}")
+        print(f"errors reported: {s['error_messages']}")
+        print(f"latency send -> joint state ({s['targets_matched']} targets matched): "
+              f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms, max {lat['max']:.2f} ms, "
+              f"p99 by third {[round(v, 2) for v in lat['p99_by_third']]} ms")
+        print(f"RSS: before {rss['before']} MB, after {rss['after']} MB, max {rss['max']} MB, "
+              f"growth {rss['growth']} MB")
+        print(f"invalid messages: {s['invalid_messages']}; node alive: {s['node_alive']}; "
+              f"solves after the flood: {s['solves_after_flood']}")
+    for f in s['failures']:
+        print(f'FAIL: {f}')
+    print('PASS' if s['passed'] else 'FAILED', flush=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
