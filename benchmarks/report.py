@@ -78,6 +78,25 @@ def _order(names):
     return first + sorted(n for n in names if n not in first)
 
 
+def _overview(results) -> List[str]:
+    """One line per robot/task (random seeds): success % and median ms of every solver."""
+    blocks = [b for b in results['blocks'] if b['seed'] == 'random'] or results['blocks']
+    if not blocks:
+        return []
+    names = _order({n for b in blocks for n in b['solvers']})
+    lines = [f'## Overview ({blocks[0]["seed"]} seeds): success % / median ms', '',
+             '| robot | task | ' + ' | '.join(names) + ' |',
+             '|---|---|' + '---|' * len(names)]
+    for b in blocks:
+        cells = []
+        for name in names:
+            st = b['solvers'].get(name)
+            cells.append('-' if st is None else
+                         f'{st["success_pct"]:.1f} / {st["median_ms"]:.3f}')
+        lines.append(f'| {b["robot"]} | {b["task"]} | ' + ' | '.join(cells) + ' |')
+    return lines + ['']
+
+
 def markdown(results) -> str:
     m = results['meta']
     c = m['criteria']
@@ -111,6 +130,7 @@ def markdown(results) -> str:
     groups: Dict = {}
     for b in results['blocks']:
         groups.setdefault((b['robot'], b['task'], b['dof']), []).append(b)
+    lines += _overview(results)
     for (robot, task, dof), blocks in groups.items():
         lines += [f'## {robot} ({dof} DOF), {"6D pose" if task == "6d" else "position only"}',
                   '',
