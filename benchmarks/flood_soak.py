@@ -20,8 +20,10 @@ Criteria (exit status 1 when one fails, 0 when all pass):
 * every published message is valid (no NaN, no limit break, names of the chain);
 * resident memory grows by less than ``--max-rss-growth-mb`` (default 10) from after warm-up to
   the end;
-* latency p99 of every third of the run is at most ``--max-latency-ms`` (bounded and not
-  growing);
+* the node's latency (target sent -> stamp of the joint state that solves it, both wall clock)
+  has a p99 of at most ``--max-latency-ms`` in every third of the run (bounded and not growing).
+  The end-to-end latency (-> received here) is reported too; on a small machine it is dominated
+  by this monitor process waiting for a CPU, since the publisher and the node keep two busy;
 * the publisher achieved at least ``--min-rate-fraction`` of the requested rate (else the run was
   not the flood it claims to be).
 
@@ -118,7 +120,7 @@ def publisher_main(topic: str, base: str, rate: float, duration: float, robot: s
                 else:
                     msg.header.frame_id = 'no_such_frame'
             msg.point.x, msg.point.y, msg.point.z = float(x), float(y), float(z)
-            send_times[i] = time.monotonic()
+            send_times[i] = time.time()  # wall clock: comparable with message stamps
             pub.publish(msg)
             i += 1
         sent_count.value = i
@@ -181,6 +183,9 @@ class Monitor:
         self.error_messages: Dict[str, int] = {}
         self.matched: Dict[int, float] = {}        # target index -> latency [s]
         self.matched_at: Dict[int, float] = {}     # target index -> receive time
+        # target index -> joint state stamp - send time [s]: the node's share of the latency
+        # (the rest is delivery to, and queueing in, this monitor process)
+        self.node_latency: Dict[int, float] = {}
         self.last_q: Optional[np.ndarray] = None
         self.node = rclpy.create_node(f'flood_monitor_{os.getpid()}')
         self.node.create_subscription(JointState, f'/{name}/joint_states', self._on_js, 1000)
@@ -191,7 +196,8 @@ class Monitor:
         return tuple(int(math.floor(v / GRID_M)) for v in p)
 
     def _on_js(self, msg) -> None:
-        now = time.monotonic()
+        now = time.time()
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         q = np.array(msg.position, dtype=float)
         problem = None
         if list(msg.name) != self.chain.joint_names:
@@ -212,9 +218,11 @@ class Monitor:
             self.last_q = q
             if match is not None and match not in self.matched:
                 self.matched[match] = now - self.send_times[match]
+                self.node_latency[match] = stamp - self.send_times[match]
                 self.matched_at[match] = now
 
     def _match(self, tip: np.ndarray, now: float) -> Optional[int]:
+        """The target sent last before ``now`` (wall clock) that ``tip`` is on, or None."""
         cx, cy, cz = self._cell(tip)
         best, best_time = None, -math.inf
         for dx in (-1, 0, 1):
@@ -261,8 +269,8 @@ def parse_args(argv=None):
     p.add_argument('--bad-fraction', type=float, default=0.05,
                    help='fraction of bad targets (NaN, inf, 1e12 m, unknown frame)')
     p.add_argument('--max-rss-growth-mb', type=float, default=10.0)
-    p.add_argument('--max-latency-ms', type=float, default=100.0,
-                   help='bound on the latency p99 of every third of the run [ms]')
+    p.add_argument('--max-latency-ms', type=float, default=50.0,
+                   help='bound on the node latency p99 of every third of the run [ms]')
     p.add_argument('--min-rate-fraction', type=float, default=0.9,
                    help='least fraction of --rate the publisher must achieve')
     p.add_argument('--seed', type=int, default=1)
@@ -361,19 +369,16 @@ def main(argv=None) -> int:
 
         with monitor.lock:
             lat_ms = sorted(1e3 * v for v in monitor.matched.values())
-            by_time = sorted((monitor.matched_at[i], 1e3 * v) for i, v in monitor.matched.items())
-            thirds = []
-            if by_time:
-                t0, t1 = by_time[0][0], by_time[-1][0]
-                for k in range(3):
-                    lo, hi = t0 + k * (t1 - t0) / 3, t0 + (k + 1) * (t1 - t0) / 3
-                    part = [v for t, v in by_time if lo <= t <= hi]
-                    thirds.append(percentile(part, 99))
+            node_ms = sorted(1e3 * v for v in monitor.node_latency.values())
+            thirds = _p99_by_third(monitor.matched_at, monitor.matched)
+            node_thirds = _p99_by_third(monitor.matched_at, monitor.node_latency)
             sent = sent_count.value
+            span = send_times[sent - 1] - send_times[0] if sent > 1 else 0.0
+            achieved = (sent - 1) / span if span > 0 else 0.0
             summary = {
                 'robot': args.robot, 'solver': params['solver'],
                 'requested_rate_hz': args.rate, 'duration_s': args.duration,
-                'targets_sent': sent, 'achieved_rate_hz': sent / t_flood if t_flood else 0.0,
+                'targets_sent': sent, 'achieved_rate_hz': achieved,
                 'bad_targets_sent': sum(1 for i in range(sent) if is_bad(i, bad_every)),
                 'joint_states_received': monitor.joint_states,
                 'joint_state_rate_hz': monitor.joint_states / t_flood if t_flood else 0.0,
@@ -388,6 +393,10 @@ def main(argv=None) -> int:
                 'latency_ms': {'p50': percentile(lat_ms, 50), 'p99': percentile(lat_ms, 99),
                                'max': max(lat_ms) if lat_ms else math.nan,
                                'p99_by_third': thirds},
+                'node_latency_ms': {'p50': percentile(node_ms, 50),
+                                    'p99': percentile(node_ms, 99),
+                                    'max': max(node_ms) if node_ms else math.nan,
+                                    'p99_by_third': node_thirds},
                 'rss_mb': {'before': rss_before, 'after': rss_after,
                            'max': max((r for r in rss_samples if r is not None), default=None),
                            'growth': (rss_after - rss_before) if rss_after else None},
@@ -407,9 +416,9 @@ def main(argv=None) -> int:
             failures.append(f'RSS grew by {growth} MB (limit {args.max_rss_growth_mb} MB)')
         if not lat_ms:
             failures.append('no target was matched to a joint state: latency unknown')
-        elif any(not (p <= args.max_latency_ms) for p in thirds):
-            failures.append(f'latency p99 by third {[round(p, 2) for p in thirds]} ms exceeds '
-                            f'{args.max_latency_ms} ms')
+        elif any(not (p <= args.max_latency_ms) for p in node_thirds):
+            failures.append(f'node latency p99 by third {[round(p, 2) for p in node_thirds]} ms '
+                            f'exceeds {args.max_latency_ms} ms')
         if summary['achieved_rate_hz'] < args.min_rate_fraction * args.rate:
             failures.append(f'publisher achieved {summary["achieved_rate_hz"]:.0f} Hz, below '
                             f'{args.min_rate_fraction:.0%} of {args.rate:.0f} Hz')
@@ -438,6 +447,19 @@ def main(argv=None) -> int:
     if args.json_out:
         args.json_out.write_text(json.dumps(summary, indent=2, default=str))
     return 0 if not failures else 1
+
+
+def _p99_by_third(received_at: Dict[int, float], latency: Dict[int, float]) -> List[float]:
+    """Latency p99 [ms] in each third of the run (by receive time): bounded, and not growing."""
+    by_time = sorted((received_at[i], 1e3 * v) for i, v in latency.items())
+    if not by_time:
+        return []
+    t0, t1 = by_time[0][0], by_time[-1][0]
+    out = []
+    for k in range(3):
+        lo, hi = t0 + k * (t1 - t0) / 3, t0 + (k + 1) * (t1 - t0) / 3
+        out.append(percentile([v for t, v in by_time if lo <= t <= hi], 99))
+    return out
 
 
 def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> int:
@@ -498,6 +520,10 @@ def _print_summary(s: Dict[str, object]) -> None:
         print(f"latency send -> joint state ({s['targets_matched']} targets matched): "
               f"p50 {lat['p50']:.2f} ms, p99 {lat['p99']:.2f} ms, max {lat['max']:.2f} ms, "
               f"p99 by third {[round(v, 2) for v in lat['p99_by_third']]} ms")
+        nl = s['node_latency_ms']
+        print(f"node latency (send -> joint state stamp): p50 {nl['p50']:.2f} ms, "
+              f"p99 {nl['p99']:.2f} ms, max {nl['max']:.2f} ms, "
+              f"p99 by third {[round(v, 2) for v in nl['p99_by_third']]} ms")
         print(f"RSS: before {rss['before']} MB, after {rss['after']} MB, max {rss['max']} MB, "
               f"growth {rss['growth']} MB")
         print(f"invalid messages: {s['invalid_messages']}; node alive: {s['node_alive']}; "
