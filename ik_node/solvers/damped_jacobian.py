@@ -23,9 +23,12 @@ a lower error; a restart begins at the lowest-error of 4 random configurations.
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
 
 Speed: serial chains use the generated pure-Python kinematics of
-:mod:`ik_node.fast_kinematics`, and the damped normal equations are solved by a generated,
-unrolled Cholesky factorisation (see :func:`damped_step_function`): for 6-7 joints both are
-several times faster than numpy, whose per-call overhead dominates arrays this small.
+:mod:`ik_node.fast_kinematics`, and the damped systems are solved by generated, unrolled Cholesky
+factorisations: for 6-7 joints both are several times faster than numpy, whose per-call overhead
+dominates arrays this small. For 6D targets the n x n normal equations ``J^T J``, ``J^T e`` are
+built once per accepted iterate (:func:`normal_equations_function`) and every damping and every
+set of joints sitting out a step reuses them (:func:`damped_solve_function`); position only, the
+3 x 3 system ``J J^T + lambda I`` is cheaper to build for each trial (:func:`damped_step_function`).
 """
 
 from __future__ import annotations
@@ -133,6 +136,9 @@ class DampedJacobianSolver(Solver):
             if not wraps and math.isfinite(lo) and math.isfinite(hi)]
         self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
+        # Entries of row and column k of a flat lower triangle (see _lower_index).
+        self._row_indices = [[_lower_index(max(k, j), min(k, j)) for j in range(chain.n)]
+                             for k in range(chain.n)]
         fast = chain.fast_kinematics
         if fast is not None:
             self._pose_jacobian = fast.pose_jacobian
@@ -267,8 +273,18 @@ class DampedJacobianSolver(Solver):
         tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
         tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
         history: Optional[List[float]] = [] if params['record_history'] else None
-        step = functools.partial(self._trial, damped_step_function(
-            6 if with_orientation else 3, self.chain.n), params['orientation_weight'])
+        rows, n = 6 if with_orientation else 3, self.chain.n
+        weight = params['orientation_weight']
+        # Measured on UR5/Panda: the n x n normal equations, built once per iterate and reused by
+        # every damping and every set of blocked joints tried from it, beat the m x m system
+        # for 6D; position only (3 rows), the 3 x 3 system built for each trial is cheaper.
+        if 2 * rows <= n:
+            def normal(J, e, weight):
+                return J, e
+            step = functools.partial(self._trial_dual, damped_step_function(rows, n), weight)
+        else:  # the n x n normal equations, built once per iterate
+            normal = normal_equations_function(rows, n)
+            step = functools.partial(self._trial, damped_solve_function(n))
         # The cost never falls below floor (the squared proven residual): progress is measured
         # above it, so a descent toward an unreachable target's closest point is not stalled.
         floor = 0.0 if min_residual is None else min_residual * min_residual
@@ -283,6 +299,7 @@ class DampedJacobianSolver(Solver):
         while True:  # one descent from q per pass
             lam = params['damping']
             cost, position_error, angle_error, e, J = evaluate(q)
+            H, g = normal(J, e, weight)
             if history is not None:
                 history.append(position_error)
             if cost < best_cost:
@@ -307,11 +324,12 @@ class DampedJacobianSolver(Solver):
                                        history=history, message=f'timeout '
                                        f'{params["timeout"]:g} s after {restarts} restarts')
                 iterations += 1
-                q_new = step(q, J, e, lam)
+                q_new = step(q, H, g, lam)
                 trial = None if q_new is None else evaluate(q_new)
                 if trial is not None and trial[0] < cost:  # accept; trust the model more
                     q = q_new
                     cost, position_error, angle_error, e, J = trial
+                    H, g = normal(J, e, weight)
                     if cost < best_cost:
                         best_q, best_cost = q, cost
                     lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
@@ -332,13 +350,40 @@ class DampedJacobianSolver(Solver):
                 rng = random.Random(params['restart_seed'])
             q = self._restart_configuration(rng, cost_of)
 
-    def _trial(self, step: Callable, weight: float, q: List[float], J, e, lam: float
-               ) -> Optional[List[float]]:
+    def _trial(self, solve: Callable, q: List[float], H: List[float], g: List[float],
+               lam: float) -> Optional[List[float]]:
         """``q`` plus the damped step, within the limits; None if the system is not solvable.
 
-        Joints at a limit whose step points outwards sit out the step (their Jacobian columns
-        are zeroed and the system solved again), so the others still get a full step instead of
-        a direction bent by the clip.
+        Joints at a limit whose step points outwards sit out the step (their rows and columns of
+        the normal equations are replaced by the identity's and their gradient by 0), so the
+        others still get a full step instead of a direction bent by the clip.
+        """
+        low, high = self._low, self._high
+        try:
+            dq = solve(H, g, lam)
+            blocked = [k for k in self._bounded if (dq[k] < 0.0 and q[k] <= low[k]) or
+                       (dq[k] > 0.0 and q[k] >= high[k])]
+            if blocked:
+                H, g = list(H), list(g)
+                for k in blocked:
+                    for index in self._row_indices[k]:
+                        H[index] = 0.0
+                    g[k] = 0.0
+                dq = solve(H, g, lam)
+        except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
+            return None
+        largest = max(map(abs, dq))
+        if largest > _MAX_STEP:
+            scale = _MAX_STEP / largest
+            dq = [d * scale for d in dq]
+        return self._clip([a + b for a, b in zip(q, dq, strict=True)])
+
+    def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
+                    ) -> Optional[List[float]]:
+        """As :meth:`_trial`, for fewer error rows than joints (position only): the m x m
+        system ``J J^T + lam I`` is the smaller one, built again for each trial.
+
+        Joints sitting out the step have their Jacobian columns zeroed.
         """
         low, high = self._low, self._high
         try:
@@ -392,6 +437,78 @@ class DampedJacobianSolver(Solver):
     def _generic_position_jacobian(self, q: List[float]):
         p, _, J = self._generic_pose_jacobian(q)
         return p, J[:3]
+
+
+def _lower_index(a: int, b: int) -> int:
+    """Index of entry (a, b), a >= b, of a symmetric matrix stored as its lower triangle."""
+    return a * (a + 1) // 2 + b
+
+
+@functools.lru_cache(maxsize=None)
+def normal_equations_function(m: int, n: int) -> Callable:
+    """``normal(J, e, w) -> (H, g)``: the normal equations of the weighted error, generated.
+
+    ``H = J_w^T J_w`` (n x n, its lower triangle row by row as a flat list, see
+    :func:`_lower_index`) and ``g = J_w^T e_w``, where rows 3-5 of ``J`` and ``e`` are scaled by
+    ``w`` (the orientation weight; ``m`` is 3 or 6). Computed once per accepted iterate, they
+    serve every damping tried from it and every set of joints sitting out a step.
+    """
+    lines = ['def normal(J, e, w):']
+    for i in range(m):
+        names = ', '.join(f'j{i}_{k}' for k in range(n))
+        lines.append(f'    {names}{"," if n == 1 else ""} = J[{i}]')
+    lines.append(f'    {", ".join(f"e{i}" for i in range(m))}{"," if m == 1 else ""} = e')
+    if m > 3:
+        lines.append('    w2 = w * w')
+        for i in range(3, m):
+            lines.append(f'    e{i} *= w2')  # J_w^T e_w = J^T (w^2 e) on these rows
+    entries = []
+    for a in range(n):
+        for b in range(a + 1):
+            linear = ' + '.join(f'j{i}_{a} * j{i}_{b}' for i in range(min(m, 3)))
+            if m > 3:
+                angular = ' + '.join(f'j{i}_{a} * j{i}_{b}' for i in range(3, m))
+                entries.append(f'{linear} + w2 * ({angular})')
+            else:
+                entries.append(linear)
+    gradient = [' + '.join(f'j{i}_{a} * e{i}' for i in range(m)) for a in range(n)]
+    lines.append(f'    return [{", ".join(entries)}], [{", ".join(gradient)}]')
+    namespace: dict = {}
+    exec(compile('\n'.join(lines), f'<normal equations {m}x{n}>', 'exec'), namespace)
+    return namespace['normal']
+
+
+@functools.lru_cache(maxsize=None)
+def damped_solve_function(n: int) -> Callable:
+    """``solve(H, g, lam) -> dq``: ``(H + lam I) dq = g`` by an unrolled Cholesky factorisation.
+
+    ``H`` is a flat lower triangle (see :func:`normal_equations_function`). A matrix that is not
+    positive definite raises ``ValueError`` (sqrt of a negative number) or
+    ``ZeroDivisionError``.
+    """
+    lines = ['def solve(H, g, lam):']
+    count = n * (n + 1) // 2
+    lines.append(f'    {", ".join(f"h{k}" for k in range(count))}{"," if count == 1 else ""} = H')
+    lines.append(f'    {", ".join(f"g{k}" for k in range(n))}{"," if n == 1 else ""} = g')
+    # Cholesky H + lam I = L L^T, then L y = g, L^T x = y.
+    for a in range(n):
+        for b in range(a + 1):
+            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
+            if a == b:
+                lines.append(f'    l{a}_{a} = sqrt(h{_lower_index(a, a)} + lam{acc})')
+                lines.append(f'    i{a} = 1.0 / l{a}_{a}')
+            else:
+                lines.append(f'    l{a}_{b} = (h{_lower_index(a, b)}{acc}) * i{b}')
+    for a in range(n):
+        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
+        lines.append(f'    y{a} = (g{a}{acc}) * i{a}')
+    for a in reversed(range(n)):
+        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, n))
+        lines.append(f'    x{a} = (y{a}{acc}) * i{a}')
+    lines.append(f'    return [{", ".join(f"x{a}" for a in range(n))}]')
+    namespace = {'sqrt': math.sqrt}
+    exec(compile('\n'.join(lines), f'<damped solve {n}>', 'exec'), namespace)
+    return namespace['solve']
 
 
 @functools.lru_cache(maxsize=None)
