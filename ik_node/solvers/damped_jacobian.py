@@ -16,8 +16,9 @@ Joint limits: a revolute joint whose range spans a full turn (UR5's +-2 pi) wrap
 instead of being clipped (the same pose, so the limit costs nothing); other joints are clipped,
 and a joint already at a limit whose step points outwards sits out that step, so the rest get a
 full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
-the proven residual floor has not fallen to a quarter within 5 iterations, or no damping finds
-a lower error; a restart begins at the lowest-error of 4 random configurations.
+the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
+limit sat out a step meanwhile), or no damping finds a lower error; a restart begins at the
+lowest-error of 8 random configurations.
 
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
@@ -37,7 +38,7 @@ import functools
 import math
 import random
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -52,8 +53,11 @@ _LAMBDA_MAX = 1e6
 _LAMBDA_DOWN = 0.25
 _LAMBDA_UP = 10.0
 # A descent is stuck when its cost has not dropped below _STALL_FACTOR times its value
-# _STALL_ITERATIONS iterations earlier.
+# _STALL_ITERATIONS iterations earlier, or _STALL_ITERATIONS_BLOCKED when joints at a limit sat
+# out a step in that window: descents pressed against a limit (most failed Panda descents) are
+# given up sooner; measured: Panda 6D median 16 -> 12 iterations, UR5 unchanged.
 _STALL_ITERATIONS = 5
+_STALL_ITERATIONS_BLOCKED = 2
 _STALL_FACTOR = 0.25
 # Converged when the errors are below this fraction of the tolerances (a margin for the
 # round-off of the FK that base.py measures independently).
@@ -62,7 +66,7 @@ _TOLERANCE_MARGIN = 0.5
 # damping asks for huge steps that the clip would turn into a random jump.
 _MAX_STEP = 1.0
 # A restart starts from the lowest-cost of this many random configurations.
-_RESTART_CANDIDATES = 4
+_RESTART_CANDIDATES = 8
 _TWO_PI = 2.0 * math.pi
 
 
@@ -295,6 +299,7 @@ class DampedJacobianSolver(Solver):
             good_enough = min_residual + params['position_tolerance']
         rng: Optional[random.Random] = None
         restarts = iterations = 0
+        last_blocked = -1  # the last iteration in which joints at a limit sat out the step
         best_q, best_cost = q, math.inf
         while True:  # one descent from q per pass
             lam = params['damping']
@@ -324,7 +329,9 @@ class DampedJacobianSolver(Solver):
                                        history=history, message=f'timeout '
                                        f'{params["timeout"]:g} s after {restarts} restarts')
                 iterations += 1
-                q_new = step(q, H, g, lam)
+                q_new, blocked = step(q, H, g, lam)
+                if blocked:
+                    last_blocked = iterations
                 trial = None if q_new is None else evaluate(q_new)
                 if trial is not None and trial[0] < cost:  # accept; trust the model more
                     q = q_new
@@ -338,7 +345,9 @@ class DampedJacobianSolver(Solver):
                     stuck = lam > _LAMBDA_MAX
                 if history is not None:
                     history.append(position_error)
-                if iterations - stall_iteration >= _STALL_ITERATIONS:
+                if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
+                                                    last_blocked > stall_iteration
+                                                    else _STALL_ITERATIONS):
                     stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
                     stall_cost, stall_iteration = cost, iterations
             if restarts >= params['restarts']:
@@ -351,8 +360,9 @@ class DampedJacobianSolver(Solver):
             q = self._restart_configuration(rng, cost_of)
 
     def _trial(self, solve: Callable, q: List[float], H: List[float], g: List[float],
-               lam: float) -> Optional[List[float]]:
-        """``q`` plus the damped step, within the limits; None if the system is not solvable.
+               lam: float) -> Tuple[Optional[List[float]], bool]:
+        """``(q`` plus the damped step within the limits, whether joints sat out the step``)``;
+        ``(None, False)`` if the system is not solvable.
 
         Joints at a limit whose step points outwards sit out the step (their rows and columns of
         the normal equations are replaced by the identity's and their gradient by 0), so the
@@ -371,15 +381,11 @@ class DampedJacobianSolver(Solver):
                     g[k] = 0.0
                 dq = solve(H, g, lam)
         except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
-            return None
-        largest = max(map(abs, dq))
-        if largest > _MAX_STEP:
-            scale = _MAX_STEP / largest
-            dq = [d * scale for d in dq]
-        return self._clip([a + b for a, b in zip(q, dq, strict=True)])
+            return None, False
+        return self._limited_step(q, dq), bool(blocked)
 
     def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
-                    ) -> Optional[List[float]]:
+                    ) -> Tuple[Optional[List[float]], bool]:
         """As :meth:`_trial`, for fewer error rows than joints (position only): the m x m
         system ``J J^T + lam I`` is the smaller one, built again for each trial.
 
@@ -397,7 +403,10 @@ class DampedJacobianSolver(Solver):
                         row[k] = 0.0
                 dq = step(J, e, lam, weight)
         except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
-            return None
+            return None, False
+        return self._limited_step(q, dq), bool(blocked)
+
+    def _limited_step(self, q: List[float], dq: List[float]) -> List[float]:
         largest = max(map(abs, dq))
         if largest > _MAX_STEP:
             scale = _MAX_STEP / largest
