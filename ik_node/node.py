@@ -115,7 +115,10 @@ class IkNode(Node):
             names.append(name)
         descriptor = ParameterDescriptor(type=ParameterType.PARAMETER_STRING_ARRAY,
                                          description=TIP_LINKS_DESCRIPTION)
-        self.declare_parameter('tip_links', Parameter.Type.STRING_ARRAY, descriptor)
+        try:  # declared by type: no value until set (an empty list cannot carry its type)
+            self.declare_parameter('tip_links', Parameter.Type.STRING_ARRAY, descriptor)
+        except (TypeError, AttributeError):  # rclpy without typed declarations: [''] = none
+            self.declare_parameter('tip_links', [''], descriptor)
         names.append('tip_links')
         for name, spec in NODE_PARAMS.items():
             self._declare_spec(name, spec)
@@ -219,6 +222,7 @@ class IkNode(Node):
         self._q = chain.clip(np.zeros(chain.n))
         self._output = (list(chain.joint_names), self._q)  # what /joint_states shows
         self._known: Dict[str, np.ndarray] = {}  # branched: last target of every tip
+        self._markers_due = None  # (result, goals, known) of a solve whose markers are unsent
 
     def _make_subscriptions(self) -> None:
         for sub in self._subs:
@@ -248,7 +252,9 @@ class IkNode(Node):
                     try:
                         self._solve_pending(batch)
                     except Exception as exc:  # a bug must not stop the node
-                        self._report_error(f'internal error: {type(exc).__name__}: {exc}', '')
+                        if self.context.ok():
+                            self._report_error(f'internal error: {type(exc).__name__}: {exc}',
+                                               '')
             finally:
                 self._solving.release()
 
@@ -284,13 +290,14 @@ class IkNode(Node):
             self._output = (list(chain.joint_names), q)
             self._solve_count += 1
             count = self._solve_count
+            self._markers_due = (result, goals, dict(self._known))
         self._publish_joint_state()
         skipped = self._targets.skipped
         published = self._publish_status(
             conv.result_level(result), lambda: conv.result_summary(result, config.solver),
             lambda: conv.result_values(result, config.solver, frame, skipped, count))
         if published:
-            self._publish_target_markers(result, goals)
+            self._publish_target_markers()
 
     def _report_error(self, message: str, frame: str) -> None:
         self.get_logger().error(message, throttle_duration_sec=1.0)
@@ -299,12 +306,20 @@ class IkNode(Node):
                              lambda: conv.error_values(solver, frame, skipped, count, message))
 
     # ---------------------------------------------------------------------------- outputs
+    def _send(self, publisher, msg) -> None:
+        """Publish; a publish racing with shutdown (SIGINT/SIGTERM mid-callback) is dropped."""
+        try:
+            publisher.publish(msg)
+        except Exception:
+            if self.context.ok():
+                raise
+
     def _stamp(self):
         return self.get_clock().now().to_msg()
 
     def _publish_joint_state(self) -> None:
         names, q = self._output
-        self._joint_pub.publish(conv.joint_state_msg(names, q, self._stamp()))
+        self._send(self._joint_pub, conv.joint_state_msg(names, q, self._stamp()))
 
     def _publish_status(self, level: bytes, message: Callable[[], str],
                         values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
@@ -330,7 +345,7 @@ class IkNode(Node):
     def _send_status(self, status) -> None:
         msg = conv.diagnostic_array(status, self._stamp())
         self._last_diag, self._last_diag_time = msg, time.monotonic()
-        self._diag_pub.publish(msg)
+        self._send(self._diag_pub, msg)
 
     def _on_timer(self) -> None:
         self._publish_joint_state()
@@ -339,6 +354,8 @@ class IkNode(Node):
             held = self._gate.flush(now)
         for build in held:
             self._send_status(build())
+        if held:
+            self._publish_target_markers()  # those of the result whose status was held
         if not held and self._last_diag is not None \
                 and now - self._last_diag_time >= HEARTBEAT_PERIOD_S:
             self._send_status(self._last_diag.status[0])  # heartbeat for diagnostic monitors
@@ -348,25 +365,32 @@ class IkNode(Node):
         with self._lock:
             chain, solver, frame = self._chain, self._solver, self._config.base_link
             self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
-        self._marker_pub.publish(markers.marker_array(
+        self._send(self._marker_pub, markers.marker_array(
             markers.envelope_markers(frame, self._stamp(), self._envelope)))
 
-    def _publish_target_markers(self, result, goals) -> None:
-        chain, frame, stamp = self._chain, self._config.base_link, self._stamp()
+    def _publish_target_markers(self) -> None:
+        """Markers of the newest solve not shown yet: envelope, target spheres, miss lines."""
+        with self._lock:
+            due, self._markers_due = self._markers_due, None
+            chain, frame, branched = self._chain, self._config.base_link, self._config.branched
+        if due is None:
+            return
+        result, goals, known = due
+        stamp = self._stamp()
         out = list(markers.envelope_markers(frame, stamp, self._envelope))
         tips_T = chain.fk_tips(result.joint_positions)
-        if self._config.branched:
+        if branched:
             for k, tip in enumerate(chain.tip_links):
-                if tip in self._known:
+                if tip in known:
                     tip_result = (result.tips or {}).get(tip)
                     reached = tip_result.reachable if tip_result else result.reachable
-                    out.extend(markers.target_markers(frame, stamp, k, self._known[tip], reached,
+                    out.extend(markers.target_markers(frame, stamp, k, known[tip], reached,
                                                       tips_T[tip][:3, 3]))
         else:
             p, _ = goals[None]
             out.extend(markers.target_markers(frame, stamp, 0, p, result.reachable,
                                               tips_T[chain.tip_link][:3, 3]))
-        self._marker_pub.publish(markers.marker_array(out))
+        self._send(self._marker_pub, markers.marker_array(out))
 
     def _hardware_id(self) -> str:
         return f'{self._model_name()}: {self._config.base_link} -> ' \

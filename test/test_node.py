@@ -215,6 +215,14 @@ def positions_of(msg: JointState, names) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------- fixture
+def try_shutdown(context) -> None:
+    """Shut a context down unless already done (Humble's older rclpy has no try_shutdown)."""
+    if hasattr(rclpy, 'try_shutdown'):
+        rclpy.try_shutdown(context=context)
+    elif context.ok():
+        rclpy.shutdown(context=context)
+
+
 class Harness:
     def __init__(self, context, tmp_path):
         self.context, self.tmp_path = context, tmp_path
@@ -264,7 +272,7 @@ def harness(tmp_path):
         yield h
     finally:
         h.close()
-        rclpy.try_shutdown(context=context)
+        try_shutdown(context)
 
 
 # ------------------------------------------------------------------------------------ tests

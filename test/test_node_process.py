@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from test_node import Probe, chain_of, values  # noqa: E402
+from test_node import Probe, chain_of, try_shutdown, values  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,9 +34,10 @@ def start_node(*ros_args: str) -> subprocess.Popen:
                             text=True)
 
 
-def stop(proc: subprocess.Popen, sig=signal.SIGINT, timeout: float = 15.0):
-    """Signal the node and return (exit status, stdout, stderr); kill it if it hangs."""
-    if proc.poll() is None:
+def stop(proc: subprocess.Popen, sig=signal.SIGINT, timeout: float = 15.0, send: bool = True):
+    """Signal the node (unless ``send`` is False) and return (exit status, stdout, stderr);
+    kill it if it hangs."""
+    if send and proc.poll() is None:
         proc.send_signal(sig)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -67,7 +69,7 @@ def probe_for():
         executor.shutdown()
         for probe in made:
             probe.node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        try_shutdown(context)
 
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
@@ -174,6 +176,34 @@ def test_branched_node_process_takes_one_target_per_tip(probe_for):
                     return m
             return None
         probe.wait_for('both hands on their targets', both_reached)
+        # One target sphere per tip, in the order of tip_links, at that tip's target.
+        arrays = probe.wait_for('per-tip target markers', lambda: next(
+            (a for a in reversed(probe.marker_arrays)
+             if {10, 11} <= {m.id for m in a.markers}), None))
+        by_id = {m.id: m for m in arrays.markers}
+        for k, tip in enumerate(['left_hand', 'right_hand']):
+            p = by_id[10 + k].pose.position
+            assert np.allclose([p.x, p.y, p.z], goals[tip]), tip
     finally:
         code, out, err = stop(proc)
     assert code == 0 and 'Traceback' not in err, err
+
+
+@pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
+def test_signal_while_targets_stream_exits_cleanly(probe_for, sig):
+    proc = start_node('--params-file', str(REPO / 'config' / 'planar4.yaml'))
+    k = 0
+    try:
+        probe = probe_for()
+        probe.wait_connected()
+        mark = probe.mark()
+        for k in range(300):  # about 1 kHz, so solves and publishing are under way
+            probe.send_point([0.5 + 0.2 * np.cos(k / 30), 0.2 * np.sin(k / 30), 0.0])
+            if k == 150:
+                proc.send_signal(sig)
+            time.sleep(0.001)
+        assert len(probe.joint_states) > mark[0]  # it was solving when the signal came
+    finally:
+        code, out, err = stop(proc, sig, send=proc.poll() is None and k < 150)
+    assert code == 0, err
+    assert 'Traceback' not in err, err
