@@ -143,6 +143,21 @@ class DampedJacobianSolver(Solver):
         # Entries of row and column k of a flat lower triangle (see _lower_index).
         self._row_indices = [[_lower_index(max(k, j), min(k, j)) for j in range(chain.n)]
                              for k in range(chain.n)]
+        # (normal, step) by with_orientation: normal(J, e, w) -> (H, g) is what step(q, H, g, lam)
+        # takes. Measured on UR5/Panda: the n x n normal equations, built once per iterate and
+        # reused by every damping and every set of blocked joints tried from it, beat the m x m
+        # system for 6D; position only (3 rows), the 3 x 3 system built for each trial is cheaper.
+        weight = self.params['orientation_weight']
+        self._steps = {}
+        for with_orientation in (False, True) if chain.n else ():
+            rows = 6 if with_orientation else 3
+            if 2 * rows <= chain.n:
+                self._steps[with_orientation] = (_unchanged, functools.partial(
+                    self._trial_dual, damped_step_function(rows, chain.n), weight))
+            else:
+                self._steps[with_orientation] = (normal_equations_function(rows, chain.n),
+                                                 functools.partial(self._trial,
+                                                                   damped_solve_function(chain.n)))
         fast = chain.fast_kinematics
         if fast is not None:
             self._pose_jacobian = fast.pose_jacobian
@@ -164,7 +179,8 @@ class DampedJacobianSolver(Solver):
         if self.params['method'] == 'transpose':
             raw = self._solve_transpose(evaluate, q_seed.tolist())
         else:
-            raw = self._solve_dls(evaluate, self._cost_function(p_target, R_target),
+            raw = self._solve_dls(evaluate, functools.partial(self._cost_function, p_target,
+                                                              R_target),
                                   q_seed.tolist(), R_target is not None, min_residual)
         raw.min_residual = min_residual
         return raw
@@ -269,26 +285,18 @@ class DampedJacobianSolver(Solver):
             q = self._clip((np.asarray(q) + eta * gradient).tolist())
             iterations += 1
 
-    def _solve_dls(self, evaluate: Callable, cost_of: Callable, q: List[float],
+    def _solve_dls(self, evaluate: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float]) -> RawSolution:
+        """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
+        ``cost(q)`` that ranks restart candidates (built at the first restart only)."""
         params = self.params
         deadline = time.perf_counter() + params['timeout']
         max_iterations = params['max_iterations']
         tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
         tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
         history: Optional[List[float]] = [] if params['record_history'] else None
-        rows, n = 6 if with_orientation else 3, self.chain.n
         weight = params['orientation_weight']
-        # Measured on UR5/Panda: the n x n normal equations, built once per iterate and reused by
-        # every damping and every set of blocked joints tried from it, beat the m x m system
-        # for 6D; position only (3 rows), the 3 x 3 system built for each trial is cheaper.
-        if 2 * rows <= n:
-            def normal(J, e, weight):
-                return J, e
-            step = functools.partial(self._trial_dual, damped_step_function(rows, n), weight)
-        else:  # the n x n normal equations, built once per iterate
-            normal = normal_equations_function(rows, n)
-            step = functools.partial(self._trial, damped_solve_function(n))
+        normal, step = self._steps[with_orientation]
         # The cost never falls below floor (the squared proven residual): progress is measured
         # above it, so a descent toward an unreachable target's closest point is not stalled.
         floor = 0.0 if min_residual is None else min_residual * min_residual
@@ -304,7 +312,7 @@ class DampedJacobianSolver(Solver):
         while True:  # one descent from q per pass
             lam = params['damping']
             cost, position_error, angle_error, e, J = evaluate(q)
-            H, g = normal(J, e, weight)
+            H = g = None  # built when a step needs them: not at the converged iterate
             if history is not None:
                 history.append(position_error)
             if cost < best_cost:
@@ -329,6 +337,8 @@ class DampedJacobianSolver(Solver):
                                        history=history, message=f'timeout '
                                        f'{params["timeout"]:g} s after {restarts} restarts')
                 iterations += 1
+                if H is None:
+                    H, g = normal(J, e, weight)
                 q_new, blocked = step(q, H, g, lam)
                 if blocked:
                     last_blocked = iterations
@@ -336,7 +346,7 @@ class DampedJacobianSolver(Solver):
                 if trial is not None and trial[0] < cost:  # accept; trust the model more
                     q = q_new
                     cost, position_error, angle_error, e, J = trial
-                    H, g = normal(J, e, weight)
+                    H = g = None
                     if cost < best_cost:
                         best_q, best_cost = q, cost
                     lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
@@ -357,6 +367,7 @@ class DampedJacobianSolver(Solver):
             restarts += 1
             if rng is None:
                 rng = random.Random(params['restart_seed'])
+                cost_of = make_cost_function()
             q = self._restart_configuration(rng, cost_of)
 
     def _trial(self, solve: Callable, q: List[float], H: List[float], g: List[float],
@@ -446,6 +457,11 @@ class DampedJacobianSolver(Solver):
     def _generic_position_jacobian(self, q: List[float]):
         p, _, J = self._generic_pose_jacobian(q)
         return p, J[:3]
+
+
+def _unchanged(J, e, weight):
+    """The ``normal`` of the m x m form: the trial builds its system from ``J`` and ``e``."""
+    return J, e
 
 
 def _lower_index(a: int, b: int) -> int:
