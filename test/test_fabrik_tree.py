@@ -40,9 +40,9 @@ def solve_random(tips, count, max_iterations=300):
 
 
 # tips: (targets, share converged within 300 iterations that is required).
-# Measured at the time of writing: two hands 78 %, left hand + two right fingers 47 % (nine
-# joints for nine coordinates: an exactly determined, slow case for FABRIK).
-CASES = {'hands': (HANDS, 60, 0.65), 'nested': (NESTED, 40, 0.35)}
+# Measured at the time of writing: two hands 95 %, left hand + two right fingers 67.5 % (ten
+# joints for nine coordinates, tightly coupled at the right hand: slow for FABRIK).
+CASES = {'hands': (HANDS, 60, 0.88), 'nested': (NESTED, 40, 0.55)}
 
 
 @pytest.fixture(scope='module', params=sorted(CASES))
@@ -82,12 +82,12 @@ def test_joint_limits_hold_in_tree_solves(solved):
         assert np.all(q >= chain.lower) and np.all(q <= chain.upper)
 
 
-def test_nested_branches_bring_every_fingertip_close(solved):
+def test_nested_branches_bring_most_fingertips_within_a_millimetre(solved):
     name, _, out = solved
     if name != 'nested':
         pytest.skip('nested case only')
     errors = np.array([r.position_error for _, r in out])
-    assert np.median(errors) < 1e-3          # measured: 63 % of the solves below 1e-3 m
+    assert np.mean(errors < 1e-3) >= 0.75     # measured: 82.5 % of the solves below 1e-3 m
 
 
 def test_conflicting_targets_are_shared_as_the_weights_say():
@@ -170,7 +170,7 @@ def test_serial_call_and_targets_call_agree_on_a_one_tip_chain():
     p = chain.fk(np.array([0.3, 0.5, 0.4, -1.0]))[:3, 3]
     a, b = solver.solve(p), solver.solve(targets={'left_hand': p})
     assert np.array_equal(a.joint_positions, b.joint_positions)
-    assert a.position_error == b.tips['left_hand'].position_error
+    assert a.position_error == pytest.approx(b.tips['left_hand'].position_error, abs=1e-12)
 
 
 def test_plain_position_on_a_tree_targets_the_first_tip():
@@ -236,3 +236,27 @@ def test_shipped_twin_arm_config_is_valid_for_the_solver_and_the_model():
     solver = make_solver('fabrik', chain, params['fabrik'])
     assert isinstance(solver, FabrikSolver)
     assert solver.params['position_tolerance'] == params['fabrik']['position_tolerance']
+
+
+def test_kernel_keeps_joint_values_inside_limits_and_positions_equal_to_fk():
+    # Checked on the solver's own output, before Solver._finish clips anything.
+    from ik_node.solvers.fabrik_tree import FabrikTree
+    chain = twin(['left_hand', 'right_hand', 'right_finger_a', 'right_finger_b'])
+    tree = FabrikTree(chain)
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        T = chain.fk_tips(rng.uniform(chain.lower, chain.upper))
+        targets = np.array([T[tip][:3, 3] for tip in chain.tip_links]) + rng.normal(0, 0.05,
+                                                                                   (4, 3))
+        run = tree.run(chain.mid_configuration(), [0, 1, 2, 3], targets, np.ones(4), TOL, 50,
+                       1e-9, 10, restarts=2)
+        assert np.all(run.q >= chain.lower) and np.all(run.q <= chain.upper)
+        x, R = np.zeros((chain.n + 4, 3)), np.zeros((chain.n, 3, 3))
+        tree.rebuild(run.q, x, R)
+        frames = chain.joint_frames(run.q)
+        assert np.allclose(x[:chain.n], frames[:, :3, 3], atol=1e-12)
+        assert np.allclose(R, frames[:, :3, :3], atol=1e-12)
+        tips = chain.fk_tips(run.q)
+        errors = [np.linalg.norm(tips[t][:3, 3] - p) for t, p in zip(chain.tip_links, targets,
+                                                                      strict=True)]
+        assert np.allclose(run.tip_errors, errors, atol=1e-12)

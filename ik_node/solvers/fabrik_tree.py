@@ -49,6 +49,11 @@ _PARALLEL_COS = 0.9
 #: In a 'points' fit, a targeted tip counts this many times a child joint (the tip is what
 #: must arrive; measured best on UR5 and Panda among 0.3, 1, 3, 10).
 _TIP_FIT_WEIGHT = 3.0
+#: Extrapolation (see :meth:`FabrikTree.run`): tried when an iteration's error ratio is above
+#: this (slow, linear convergence), with the step stretched at most this many times. Chosen on
+#: planar4, leg3, UR5 and twin_arm among ratios 0, 0.3, 0.5 and caps 10, 30, 100.
+_EXTRAPOLATE_MIN_RATIO = 0.3
+_EXTRAPOLATE_MAX_FACTOR = 30.0
 
 
 @dataclass
@@ -76,6 +81,7 @@ class _Plan:
                 W[v] += w
                 v = tree.node_parent[v]
         self.W = W
+        self.fit_weight = W * np.where(np.arange(N) >= n, _TIP_FIT_WEIGHT, 1.0)
         # Forward pass: non-root joints with targets below, children first.
         self.forward = []
         for u in range(n - 1, -1, -1):
@@ -244,7 +250,7 @@ class FabrikTree:
                 if align[0] == 'bones':
                     _, ch, w_perp, w_cross = align
                     b = (P[ch] - xi) @ R0      # forward-pass directions in the q = 0 frame
-                    s, c = float(np.sum(w_cross * b)), float(np.sum(w_perp * b))
+                    s, c = float(np.vdot(w_cross, b)), float(np.vdot(w_perp, b))
                     fitted = s * s + c * c > _EPS_M * _EPS_M
                     if fitted:
                         q[i] = _angle_in_limits(math.atan2(s, c), q[i], self.lower[i],
@@ -269,10 +275,12 @@ class FabrikTree:
         axis = self.axes[i]
         r = (x[nodes] - x[i]) @ R[i]            # nodes in joint i's moved frame (old q)
         b = (P[nodes] - xi) @ R0                # their forward points in the q = 0 frame
-        w = plan.W[nodes] * np.where(nodes >= self.n, _TIP_FIT_WEIGHT, 1.0)
-        r_perp = r - np.outer(r @ axis, axis)
-        s = float(np.sum(w * np.einsum('ij,ij->i', np.cross(axis, r), b)))
-        c = float(np.sum(w * np.einsum('ij,ij->i', r_perp, b)))
+        w = plan.fit_weight[nodes]
+        # M = sum w r b^T gives both moments: sum w (r x b) from its skew part and
+        # sum w (r_perp . b) = trace M - a^T M a.
+        M = (r * w[:, None]).T @ b
+        s = float(axis @ (M[1, 2] - M[2, 1], M[2, 0] - M[0, 2], M[0, 1] - M[1, 0]))
+        c = float(M[0, 0] + M[1, 1] + M[2, 2] - axis @ M @ axis)
         if s * s + c * c <= _EPS_M * _EPS_M:
             return False
         q[i] = _angle_in_limits(math.atan2(s, c), q[i], self.lower[i], self.upper[i])
@@ -292,8 +300,8 @@ class FabrikTree:
     # ---------------------------------------------------------------------------------- run
     def run(self, q_seed: np.ndarray, tip_indices: Sequence[int], targets: np.ndarray,
             weights: np.ndarray, tolerance: float, max_iterations: int, min_improvement: float,
-            stall_iterations: int, restarts: int = 0, stretch_tip: Optional[int] = None,
-            record_history: bool = False) -> FabrikRun:
+            stall_iterations: int, restarts: int = 0, extrapolate: bool = True,
+            stretch_tip: Optional[int] = None, record_history: bool = False) -> FabrikRun:
         """Iterate FABRIK from ``q_seed`` until every targeted tip is within ``tolerance`` [m].
 
         Args:
@@ -309,6 +317,11 @@ class FabrikTree:
             restarts: after a stall, start again this many times from a random configuration
                 (of the joints that move targeted tips; a fixed-seed RNG, so a solve is
                 reproducible), within the same ``max_iterations``; the best result is kept.
+            extrapolate: after an iteration that cut the error by the ratio rho, also try the
+                iteration's joint step stretched by rho / (1 - rho) (where a linearly converging
+                sequence ends up) and keep it if it lowers the error. FABRIK crawls near full
+                extension and along limits; this cut the median iterations on planar4 from 4
+                to 3 and lifted convergence within 10 iterations from 83 % to 98 %.
             stretch_tip: a tip (index into ``chain.tips``) provably out of reach: the first
                 iteration lays its path straight towards its target.
             record_history: keep the largest tip error [m] of every iteration.
@@ -331,18 +344,36 @@ class FabrikTree:
         best_obj = start_best = math.sqrt(float(w_norm @ (err * err)))
         last_progress_obj, since_progress, iterations, stalled = best_obj, 0, 0, False
         converged = bool(np.all(err <= tolerance))
+        if not any(self.revolute[i] and plan.W[i] > 0 for i in range(n)):
+            max_iterations = 0                  # nothing can move a targeted tip
         rng, moving = None, None
+        x_try, R_try = np.zeros_like(x), np.zeros_like(R)
+        lower_all, upper_all = np.array(self.lower), np.array(self.upper)
         while not converged and iterations < max_iterations:
             iterations += 1
+            q_before, obj_before = q.copy(), math.sqrt(float(w_norm @ (err * err)))
             if stretch_tip is not None and iterations == 1:
                 self.stretch_pass(plan, stretch_tip, q, x, R, P, L, targets[0])
             else:
                 self.forward_pass(plan, x, P, L, targets)
                 self.backward_pass(plan, q, x, R, P)
             err = errors()
+            obj = math.sqrt(float(w_norm @ (err * err)))
+            if extrapolate and 0.0 < obj < obj_before and iterations > 1:
+                rho = obj / obj_before
+                if rho > _EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
+                    step = min(rho / (1.0 - rho), _EXTRAPOLATE_MAX_FACTOR) * (q - q_before)
+                    q_try = np.minimum(np.maximum(q + step, lower_all), upper_all)
+                    self.rebuild(q_try, x_try, R_try)
+                    d = x_try[plan.tip_nodes] - targets
+                    err_try = np.sqrt(np.einsum('ij,ij->i', d, d))
+                    obj_try = math.sqrt(float(w_norm @ (err_try * err_try)))
+                    if obj_try < obj:
+                        q[:] = q_try
+                        x[:], R[:] = x_try, R_try
+                        err, obj = err_try, obj_try
             if history is not None:
                 history.append(float(err.max()))
-            obj = math.sqrt(float(w_norm @ (err * err)))
             if obj < best_obj:
                 best_q, best_err, best_obj = q.copy(), err, obj
             converged = bool(np.all(err <= tolerance))
@@ -354,12 +385,14 @@ class FabrikTree:
             if since_progress < stall_iterations or converged:
                 continue
             stalled = True
-            if restarts <= 0 or stretch_tip is not None:
+            if moving is None:
+                moving = np.array([self.revolute[i] and plan.W[i] > 0 for i in range(n)],
+                                  dtype=bool)
+            if restarts <= 0 or stretch_tip is not None or not moving.any():
                 break
             restarts -= 1                      # a local minimum (joint limits): start afresh
             if rng is None:
                 rng = np.random.default_rng(0)
-                moving = np.array([self.revolute[i] and plan.W[i] > 0 for i in range(n)])
             lower = np.where(np.isfinite(self.lower), self.lower, -math.pi)
             upper = np.where(np.isfinite(self.upper), self.upper, math.pi)
             q[moving] = rng.uniform(lower, upper)[moving]
