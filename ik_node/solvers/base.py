@@ -265,10 +265,17 @@ class Solver:
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
         q = np.array(q_list)
-        T = self.chain.fk(q)
-        dx, dy, dz = (T[0, 3] - p_target[0], T[1, 3] - p_target[1], T[2, 3] - p_target[2])
+        fast = self.chain.fast_kinematics
+        if fast is not None:  # serial chain: FK in floats, no 4x4 array
+            p, R_flat = fast.pose(q_list)
+            R = [R_flat[0:3], R_flat[3:6], R_flat[6:9]]
+        else:
+            T = self.chain.fk(q)
+            p, R = T[:3, 3].tolist(), T[:3, :3].tolist()
+        tx, ty, tz = p_target.tolist()
+        dx, dy, dz = p[0] - tx, p[1] - ty, p[2] - tz
         pos_err = math.sqrt(dx * dx + dy * dy + dz * dz)
-        rot_err = None if R_target is None else rotation_error(T[:3, :3], R_target)
+        rot_err = None if R_target is None else rotation_error(R, R_target)
         reached = pos_err <= tol_p and (rot_err is None or rot_err <= tol_r)
         status = raw.status
         if reached and status is not IkStatus.DEGENERATE:
@@ -304,17 +311,18 @@ def target_from_input(target_position) -> np.ndarray:
 def rotation_from_input(quat_xyzw) -> np.ndarray:
     """3x3 rotation of a quaternion (x, y, z, w), normalised; :class:`TargetError` if invalid."""
     try:
-        qv = np.asarray(quat_xyzw, dtype=float).reshape(-1)
+        values = np.asarray(quat_xyzw, dtype=float).reshape(-1).tolist()
     except (TypeError, ValueError) as exc:
         raise TargetError(f'orientation {quat_xyzw!r} is not numeric') from exc
-    if qv.shape != (4,):
-        raise TargetError(f'orientation must be a quaternion (x, y, z, w), got {qv.size} values')
-    if not np.all(np.isfinite(qv)):
-        raise TargetError(f'orientation quaternion contains NaN or inf: {qv.tolist()}')
-    x, y, z, w = qv.tolist()
+    if len(values) != 4:
+        raise TargetError(f'orientation must be a quaternion (x, y, z, w), got {len(values)} '
+                          'values')
+    if not all(math.isfinite(v) for v in values):
+        raise TargetError(f'orientation quaternion contains NaN or inf: {values}')
+    x, y, z, w = values
     norm = math.sqrt(x * x + y * y + z * z + w * w)
     if norm < 1e-6:
-        raise TargetError(f'orientation quaternion {qv.tolist()} has zero length')
+        raise TargetError(f'orientation quaternion {values} has zero length')
     x, y, z, w = x / norm, y / norm, z / norm, w / norm
     # The unit-quaternion rotation matrix, in floats (transforms3d.quaternions.quat2mat's formula).
     return np.array([
@@ -323,10 +331,11 @@ def rotation_from_input(quat_xyzw) -> np.ndarray:
         [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)]])
 
 
-def rotation_error(R_actual: np.ndarray, R_target: np.ndarray) -> float:
-    """Angle [rad] of the rotation taking ``R_actual`` to ``R_target``."""
-    a = np.asarray(R_actual, dtype=float).tolist()
-    b = np.asarray(R_target, dtype=float).tolist()
+def rotation_error(R_actual, R_target) -> float:
+    """Angle [rad] of the rotation taking ``R_actual`` to ``R_target`` (3x3 arrays or nested
+    lists of floats)."""
+    a = R_actual.tolist() if isinstance(R_actual, np.ndarray) else R_actual
+    b = R_target.tolist() if isinstance(R_target, np.ndarray) else R_target
     # R = R_actual^T R_target, element by element in floats.
     R = [[a[0][i] * b[0][j] + a[1][i] * b[1][j] + a[2][i] * b[2][j] for j in range(3)]
          for i in range(3)]
