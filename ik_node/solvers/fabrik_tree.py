@@ -24,7 +24,8 @@ or along the child's hinge axis: an offset link). It then turns its informative 
 targeted tips below it, rigidly at their current places, onto their forward-pass points (targets
 for tips, weighted ``_TIP_FIT_WEIGHT``). If every point lies on the axis, the joint fits all its
 targeted descendants, and keeps its angle if those are on the axis too. The classic rule alone
-converged on 0 % of random UR5 targets; with the 'points' fit about 90 %.
+converged on 0 % of random UR5 targets; with the 'points' fit 93 % (99 % with the
+extrapolation of :meth:`FabrikTree.run`).
 
 Prismatic joints are held at their seed value; joints that move no targeted tip keep their
 value (an untargeted tip keeps its configuration relative to its branch).
@@ -92,7 +93,7 @@ class _Plan:
         # children's bones (classic FABRIK); 'points': a fit to the informative children plus
         # the targeted tips below it, used when some child bone is uninformative.
         self.align: List[Optional[tuple]] = [None] * n
-        self.fallback: List[List[int]] = [[] for _ in range(n)]
+        self.fallback: List[np.ndarray] = [np.zeros(0, dtype=int) for _ in range(n)]
         for i in range(n):
             if W[i] <= 0 or not tree.revolute[i]:
                 continue
