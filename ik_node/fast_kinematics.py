@@ -127,6 +127,9 @@ class SerialKinematics:
         pose_jacobian: ``(q) -> (p, R, J)`` with ``J`` the 6 x n geometric Jacobian as a tuple of
             6 row tuples (linear rows first).
         position_jacobian: ``(q) -> (p, J)`` with the 3 linear rows only.
+        pose_normal: ``(target, w2, q) -> (cost, position error, angle error, H, g)``: the
+            weighted 6D error of ``q`` to a target pose and its normal equations, in one
+            generated function (no Jacobian is packed); see :func:`_emit_pose_normal`.
         source: the generated Python source.
     """
 
@@ -147,9 +150,10 @@ class SerialKinematics:
         D = np.eye(4)
         D[:3, :] = A_prev.T @ chain.tips[0].T_joint_tip[:3, :]
 
-        namespace: Dict[str, Callable] = {'cos': math.cos, 'sin': math.sin}
+        namespace: Dict[str, Callable] = {'cos': math.cos, 'sin': math.sin, 'sqrt': math.sqrt,
+                                          'atan2': math.atan2, 'half_turn': _half_turn}
         sources = []
-        for kind in ('pose', 'pose_jacobian', 'position_jacobian'):
+        for kind in ('pose', 'pose_jacobian', 'position_jacobian', 'pose_normal'):
             sources.append(self._generate(kind, chain, consts, D, n))
         self.source = '\n\n'.join(sources)
         exec(compile(self.source, f'<serial kinematics of {chain.tip_link}>', 'exec'),
@@ -157,56 +161,144 @@ class SerialKinematics:
         self.pose = namespace['pose']
         self.pose_jacobian = namespace['pose_jacobian']
         self.position_jacobian = namespace['position_jacobian']
+        self.pose_normal = namespace['pose_normal']
 
     @staticmethod
     def _generate(kind: str, chain, consts: List[np.ndarray], D: np.ndarray, n: int) -> str:
         em = _Emitter()
         em.lines.append(f'    {", ".join(f"q{i}" for i in range(n))}{"," if n == 1 else ""} = q')
-        F: Affine = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
-        axes, origins = [], []
-        for i, joint in enumerate(chain.joints):
-            G = _compose(em, F, _const_affine(consts[i]))
-            axes.append([G[r][2] for r in range(3)])
-            origins.append([G[r][3] for r in range(3)])
-            if joint.is_prismatic:
-                F = [row[:3] + [em.combo([(1.0, row[3], 1.0), (1.0, row[2], f'q{i}')])]
-                     for row in G]
-            else:
-                c, s = em.assign(f'cos(q{i})'), em.assign(f'sin(q{i})')
-                F = [[em.combo([(1.0, row[0], c), (1.0, row[1], s)]),
-                      em.combo([(1.0, row[1], c), (-1.0, row[0], s)]), row[2], row[3]]
-                     for row in G]
-        if kind == 'position_jacobian':  # the tip rotation is not needed
-            p = [em.combo([(1.0, F[r][k], float(D[k][3])) for k in range(3)] +
-                          [(1.0, F[r][3], 1.0)]) for r in range(3)]
-            T = None
-        else:
-            T = _compose(em, F, _const_affine(D))
-            p = [T[r][3] for r in range(3)]
+        need_rotation = kind != 'position_jacobian'  # the tip rotation is not needed there
+        p, T, columns = _emit_kinematics(em, chain, consts, D, need_rotation,
+                                         jacobian=kind != 'pose')
         p_text = f'({", ".join(_entry(x) for x in p)},)'
+        R_text = '' if T is None else ', '.join(_entry(T[r][c]) for r in range(3)
+                                                for c in range(3))
         if kind == 'pose':
-            R_text = ', '.join(_entry(T[r][c]) for r in range(3) for c in range(3))
-            body = em.lines + [f'    return {p_text}, ({R_text})']
-            return '\n'.join(['def pose(q):'] + body)
-        rows: List[List[str]] = [[] for _ in range(6)]
-        for i, joint in enumerate(chain.joints):
-            z, o = axes[i], origins[i]
-            if joint.is_prismatic:
-                lin, ang = z, [0.0, 0.0, 0.0]
-            else:
-                d = [em.combo([(1.0, p[r], 1.0), (-1.0, o[r], 1.0)]) for r in range(3)]
-                lin = [em.combo([(1.0, z[1], d[2]), (-1.0, z[2], d[1])]),
-                       em.combo([(1.0, z[2], d[0]), (-1.0, z[0], d[2])]),
-                       em.combo([(1.0, z[0], d[1]), (-1.0, z[1], d[0])])]
-                ang = z
-            for r in range(3):
-                rows[r].append(_entry(lin[r]))
-                rows[3 + r].append(_entry(ang[r]))
+            return '\n'.join(['def pose(q):'] + em.lines + [f'    return {p_text}, ({R_text})'])
+        if kind == 'pose_normal':
+            return _emit_pose_normal(em, p, T, columns)
+        rows = [[_entry(column[r]) for column in columns] for r in range(6)]
         nrows = 3 if kind == 'position_jacobian' else 6
         J_text = ', '.join(f'({", ".join(row)},)' for row in rows[:nrows])
         if kind == 'position_jacobian':
             return '\n'.join(['def position_jacobian(q):'] + em.lines +
                              [f'    return {p_text}, ({J_text})'])
-        R_text = ', '.join(_entry(T[r][c]) for r in range(3) for c in range(3))
         return '\n'.join(['def pose_jacobian(q):'] + em.lines +
                          [f'    return {p_text}, ({R_text}), ({J_text})'])
+
+
+def _emit_kinematics(em: _Emitter, chain, consts: List[np.ndarray], D: np.ndarray,
+                     need_rotation: bool, jacobian: bool):
+    """Emit FK (and the Jacobian columns): ``(p, T or None, columns)``, each column 6 entries
+    (linear, then angular), empty unless ``jacobian``."""
+    F: Affine = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
+    axes, origins = [], []
+    for i, joint in enumerate(chain.joints):
+        G = _compose(em, F, _const_affine(consts[i]))
+        axes.append([G[r][2] for r in range(3)])
+        origins.append([G[r][3] for r in range(3)])
+        if joint.is_prismatic:
+            F = [row[:3] + [em.combo([(1.0, row[3], 1.0), (1.0, row[2], f'q{i}')])]
+                 for row in G]
+        else:
+            c, s = em.assign(f'cos(q{i})'), em.assign(f'sin(q{i})')
+            F = [[em.combo([(1.0, row[0], c), (1.0, row[1], s)]),
+                  em.combo([(1.0, row[1], c), (-1.0, row[0], s)]), row[2], row[3]]
+                 for row in G]
+    if not need_rotation:
+        p = [em.combo([(1.0, F[r][k], float(D[k][3])) for k in range(3)] +
+                      [(1.0, F[r][3], 1.0)]) for r in range(3)]
+        T = None
+    else:
+        T = _compose(em, F, _const_affine(D))
+        p = [T[r][3] for r in range(3)]
+    columns: List[List[Entry]] = []
+    if jacobian:
+        for i, joint in enumerate(chain.joints):
+            z, o = axes[i], origins[i]
+            if joint.is_prismatic:
+                columns.append(list(z) + [0.0, 0.0, 0.0])
+                continue
+            d = [em.combo([(1.0, p[r], 1.0), (-1.0, o[r], 1.0)]) for r in range(3)]
+            columns.append([em.combo([(1.0, z[1], d[2]), (-1.0, z[2], d[1])]),
+                            em.combo([(1.0, z[2], d[0]), (-1.0, z[0], d[2])]),
+                            em.combo([(1.0, z[0], d[1]), (-1.0, z[1], d[0])])] + list(z))
+    return p, T, columns
+
+
+def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, columns) -> str:
+    """``pose_normal(target, w2, q)``: the weighted 6D error and its normal equations (the
+    target first, so that ``functools.partial`` binds it once per solve).
+
+    ``target`` is ``(tx, ty, tz, t00, t01, ..., t22)`` (position [m], then the target rotation
+    row-major), ``w2`` the squared orientation weight [m^2/rad^2]. Returns ``(cost, position
+    error [m], angle error [rad], H, g)``: ``cost = |dp|^2 + w2 angle^2``, ``H = J^T W J`` as the
+    flat lower triangle row by row (entry (a, b), a >= b, at ``a (a + 1) / 2 + b``) and
+    ``g = J^T W e``, ``W = diag(1, 1, 1, w2, w2, w2)``, ``e = (dp, omega)`` with ``omega`` the
+    rotation vector taking the tip rotation to the target's (base frame).
+    """
+    lines = em.lines
+    lines.append('    tx, ty, tz, t00, t01, t02, t10, t11, t12, t20, t21, t22 = target')
+    r = [[_entry(T[a][b]) for b in range(3)] for a in range(3)]
+    px, py, pz = (_entry(x) for x in p)
+    lines += [
+        f'    dx = tx - {px}', f'    dy = ty - {py}', f'    dz = tz - {pz}',
+        # Rotation vector of R_err = R_target @ R^T from its skew part and trace.
+        f'    sx = 0.5 * (t20 * {r[1][0]} + t21 * {r[1][1]} + t22 * {r[1][2]} - '
+        f't10 * {r[2][0]} - t11 * {r[2][1]} - t12 * {r[2][2]})',
+        f'    sy = 0.5 * (t00 * {r[2][0]} + t01 * {r[2][1]} + t02 * {r[2][2]} - '
+        f't20 * {r[0][0]} - t21 * {r[0][1]} - t22 * {r[0][2]})',
+        f'    sz = 0.5 * (t10 * {r[0][0]} + t11 * {r[0][1]} + t12 * {r[0][2]} - '
+        f't00 * {r[1][0]} - t01 * {r[1][1]} - t02 * {r[1][2]})',
+        '    c = 0.5 * (' + ' + '.join(f't{a}{b} * {r[a][b]}' for a in range(3)
+                                       for b in range(3)) + ' - 1.0)',
+        '    sin_angle = sqrt(sx * sx + sy * sy + sz * sz)',
+        '    angle = atan2(sin_angle, c)',
+        '    if sin_angle > 1e-6:',
+        '        f = w2 * angle / sin_angle',
+        '        wx, wy, wz = sx * f, sy * f, sz * f',
+        '    elif c > 0.0:',  # angle ~ 0: the first-order term is exact to angle^3
+        '        wx, wy, wz = w2 * sx, w2 * sy, w2 * sz',
+        '    else:',  # half a turn away: rare, take the careful path
+        f'        wx, wy, wz = half_turn(target, ({", ".join(r[0] + r[1] + r[2])}), w2)',
+        '    position_sq = dx * dx + dy * dy + dz * dz',
+    ]
+    n = len(columns)
+    em.lines = lines
+    H: List[str] = []
+    for a in range(n):
+        for b in range(a + 1):
+            lin = em.combo([(1.0, columns[a][k], columns[b][k]) for k in range(3)])
+            ang = em.combo([(1.0, columns[a][k], columns[b][k]) for k in range(3, 6)])
+            H.append(_entry(em.combo([(1.0, lin, 1.0), (1.0, 'w2', ang)])))
+    g = [_entry(em.combo([(1.0, columns[a][0], 'dx'), (1.0, columns[a][1], 'dy'),
+                          (1.0, columns[a][2], 'dz'), (1.0, columns[a][3], 'wx'),
+                          (1.0, columns[a][4], 'wy'), (1.0, columns[a][5], 'wz')]))
+         for a in range(n)]
+    return '\n'.join(['def pose_normal(target, w2, q):'] + em.lines + [
+        f'    return (position_sq + w2 * angle * angle, sqrt(position_sq), angle, '
+        f'({", ".join(H)},), ({", ".join(g)},))'])
+
+
+def _half_turn(target, R, w2: float) -> Tuple[float, float, float]:
+    """``w2`` times the rotation vector of ``R_target @ R^T`` when its angle is near pi."""
+    t00, t01, t02, t10, t11, t12, t20, t21, t22 = target[3:]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
+    E = [[t00 * r00 + t01 * r01 + t02 * r02, t00 * r10 + t01 * r11 + t02 * r12,
+          t00 * r20 + t01 * r21 + t02 * r22],
+         [t10 * r00 + t11 * r01 + t12 * r02, t10 * r10 + t11 * r11 + t12 * r12,
+          t10 * r20 + t11 * r21 + t12 * r22],
+         [t20 * r00 + t21 * r01 + t22 * r02, t20 * r10 + t21 * r11 + t22 * r12,
+          t20 * r20 + t21 * r21 + t22 * r22]]
+    s = [0.5 * (E[2][1] - E[1][2]), 0.5 * (E[0][2] - E[2][0]), 0.5 * (E[1][0] - E[0][1])]
+    c = 0.5 * (E[0][0] + E[1][1] + E[2][2] - 1.0)
+    angle = math.atan2(math.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]), c)
+    # (E + I) / 2 = a a^T near a half turn; its dominant column is the axis (up to sign).
+    k = max(range(3), key=lambda i: E[i][i])
+    bkk = 0.5 * (E[k][k] + 1.0)
+    axis = [0.5 * (E[i][k] + (1.0 if i == k else 0.0)) / math.sqrt(max(bkk, 1e-300))
+            for i in range(3)]
+    if axis[0] * s[0] + axis[1] * s[1] + axis[2] * s[2] < 0.0:
+        axis = [-v for v in axis]
+    f = w2 * angle
+    return axis[0] * f, axis[1] * f, axis[2] * f

@@ -194,6 +194,54 @@ def test_fk_and_jacobian_equal_the_generic_frame_computation(label, chain, tip):
 
 
 @pytest.mark.parametrize('label,chain,tip', CHAINS, ids=CHAIN_IDS)
+def test_generated_pose_normal_equations_equal_numpy_ones(label, chain, tip):
+    # pose_normal fuses the 6D error and J^T W J, J^T W e into one generated function.
+    fast = chain.fast_kinematics
+    if fast is None or tip is not None:
+        pytest.skip('no generated kinematics for a tree')
+    rng = np.random.default_rng(11)
+    w2 = 0.3 ** 2
+    W = np.diag([1.0, 1.0, 1.0, w2, w2, w2])
+    lower_triangle = [(a, b) for a in range(chain.n) for b in range(a + 1)]
+    for trial in range(20):
+        q = _random_q(chain, rng)
+        T_target = chain.fk(_random_q(chain, rng))
+        if trial < 3:  # targets half a turn (and nearly) away from the tip rotation
+            angle = math.pi - [0.0, 1e-4, 1e-2][trial]
+            axis = rng.normal(size=3)
+            T_target[:3, :3] = _rotation(axis / np.linalg.norm(axis), angle) @ chain.fk(q)[:3, :3]
+        target = tuple(T_target[:3, 3]) + tuple(T_target[:3, :3].ravel())
+        cost, position_error, angle, H, g = fast.pose_normal(target, w2, q.tolist())
+        T = chain.fk(q)
+        J = chain.jacobian(q)
+        R_error = T_target[:3, :3] @ T[:3, :3].T
+        expected_angle = math.acos(np.clip(0.5 * (np.trace(R_error) - 1.0), -1.0, 1.0))
+        omega = _rotation_vector(R_error, expected_angle)
+        e = np.concatenate([T_target[:3, 3] - T[:3, 3], omega])
+        assert position_error == pytest.approx(np.linalg.norm(e[:3]), abs=1e-12)
+        assert angle == pytest.approx(expected_angle, abs=1e-7)
+        assert cost == pytest.approx(position_error ** 2 + w2 * angle ** 2, abs=1e-12)
+        H_expected = J.T @ W @ J
+        np.testing.assert_allclose(H, [H_expected[a, b] for a, b in lower_triangle], atol=1e-12)
+        np.testing.assert_allclose(g, J.T @ W @ e, atol=1e-6 if trial < 3 else 1e-12)
+
+
+def _rotation(axis, angle):
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
+
+
+def _rotation_vector(R, angle):
+    """Rotation vector of R by the eigenvector of eigenvalue 1, signed by the skew part."""
+    values, vectors = np.linalg.eig(R)
+    axis = np.real(vectors[:, np.argmin(np.abs(values - 1.0))])
+    skew = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if axis @ skew < 0.0:
+        axis = -axis
+    return axis / np.linalg.norm(axis) * angle
+
+
+@pytest.mark.parametrize('label,chain,tip', CHAINS, ids=CHAIN_IDS)
 def test_fk_rotation_is_orthonormal(label, chain, tip):
     rng = np.random.default_rng(5)
     for _ in range(10):

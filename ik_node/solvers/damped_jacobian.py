@@ -143,22 +143,29 @@ class DampedJacobianSolver(Solver):
         # Entries of row and column k of a flat lower triangle (see _lower_index).
         self._row_indices = [[_lower_index(max(k, j), min(k, j)) for j in range(chain.n)]
                              for k in range(chain.n)]
-        # (normal, step) by with_orientation: normal(J, e, w) -> (H, g) is what step(q, H, g, lam)
-        # takes. Measured on UR5/Panda: the n x n normal equations, built once per iterate and
-        # reused by every damping and every set of blocked joints tried from it, beat the m x m
-        # system for 6D; position only (3 rows), the 3 x 3 system built for each trial is cheaper.
+        # Per with_orientation: (normal, step); normal(J, e, w) -> (A, b) is what
+        # step(q, A, b, lam) takes. Measured on UR5/Panda: the n x n normal equations, built once
+        # per iterate and reused by every damping and every set of blocked joints tried from it,
+        # beat the m x m system for 6D; position only (3 rows), the 3 x 3 system built for each
+        # trial is cheaper (A, b = J, e).
         weight = self.params['orientation_weight']
         self._steps = {}
+        self._normals = {}
+        if chain.n:
+            self._advance, self._blocked_joints = limit_functions(
+                self._low, self._high, self._wraps, self._bounded)
         for with_orientation in (False, True) if chain.n else ():
             rows = 6 if with_orientation else 3
             if 2 * rows <= chain.n:
-                self._steps[with_orientation] = (_unchanged, functools.partial(
-                    self._trial_dual, damped_step_function(rows, chain.n), weight))
+                self._normals[with_orientation] = None
+                self._steps[with_orientation] = functools.partial(
+                    self._trial_dual, damped_step_function(rows, chain.n), weight)
             else:
-                self._steps[with_orientation] = (normal_equations_function(rows, chain.n),
-                                                 functools.partial(self._trial,
-                                                                   damped_solve_function(chain.n)))
+                self._normals[with_orientation] = normal_equations_function(rows, chain.n)
+                self._steps[with_orientation] = functools.partial(
+                    self._trial, damped_solve_function(chain.n))
         fast = chain.fast_kinematics
+        self._pose_normal = None if fast is None else fast.pose_normal
         if fast is not None:
             self._pose_jacobian = fast.pose_jacobian
             self._position_jacobian = fast.position_jacobian
@@ -175,12 +182,11 @@ class DampedJacobianSolver(Solver):
         if self.chain.n == 0:  # nothing to move: the measured error is the answer
             return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
                                message='the chain has no moving joints')
-        evaluate = self._evaluator(p_target, R_target)
         if self.params['method'] == 'transpose':
-            raw = self._solve_transpose(evaluate, q_seed.tolist())
+            raw = self._solve_transpose(self._evaluator(p_target, R_target), q_seed.tolist())
         else:
-            raw = self._solve_dls(evaluate, functools.partial(self._cost_function, p_target,
-                                                              R_target),
+            raw = self._solve_dls(self._dls_evaluator(p_target, R_target),
+                                  functools.partial(self._cost_function, p_target, R_target),
                                   q_seed.tolist(), R_target is not None, min_residual)
         raw.min_residual = min_residual
         return raw
@@ -230,6 +236,34 @@ class DampedJacobianSolver(Solver):
             return (position_sq + w2 * angle * angle, math.sqrt(position_sq), angle,
                     (dx, dy, dz) + omega, J)
         return evaluate_pose
+
+    def _dls_evaluator(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
+        """``evaluate(q) -> (cost, position error [m], angle error [rad], A, b)``, where
+        ``(A, b)`` is what the step function of this target kind takes: the normal equations
+        ``(H, g)``, or ``(J, e)`` when the smaller m x m system is built for each trial.
+
+        6D on a serial chain: one generated function (:meth:`SerialKinematics.pose_normal`)
+        computes the error and the normal equations without packing a Jacobian.
+        """
+        with_orientation = R_target is not None
+        if with_orientation and self._pose_normal is not None and \
+                self._normals[True] is not None:
+            target = tuple(p_target.tolist()) + tuple(R_target.ravel().tolist())
+            return functools.partial(self._pose_normal, target,
+                                     self.params['orientation_weight'] ** 2)
+        evaluate = self._evaluator(p_target, R_target)
+        normal = self._normals[with_orientation]
+        if normal is None:
+            def evaluate_dual(q):
+                cost, position_error, angle_error, e, J = evaluate(q)
+                return cost, position_error, angle_error, J, e
+            return evaluate_dual
+        weight = self.params['orientation_weight']
+
+        def evaluate_normal(q):
+            cost, position_error, angle_error, e, J = evaluate(q)
+            return (cost, position_error, angle_error) + normal(J, e, weight)
+        return evaluate_normal
 
     def _cost_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
         """``cost(q)``: the weighted squared error of :meth:`_evaluator`, without a Jacobian."""
@@ -295,8 +329,7 @@ class DampedJacobianSolver(Solver):
         tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
         tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
         history: Optional[List[float]] = [] if params['record_history'] else None
-        weight = params['orientation_weight']
-        normal, step = self._steps[with_orientation]
+        step = self._steps[with_orientation]
         # The cost never falls below floor (the squared proven residual): progress is measured
         # above it, so a descent toward an unreachable target's closest point is not stalled.
         floor = 0.0 if min_residual is None else min_residual * min_residual
@@ -311,8 +344,7 @@ class DampedJacobianSolver(Solver):
         best_q, best_cost = q, math.inf
         while True:  # one descent from q per pass
             lam = params['damping']
-            cost, position_error, angle_error, e, J = evaluate(q)
-            H = g = None  # built when a step needs them: not at the converged iterate
+            cost, position_error, angle_error, A, b = evaluate(q)
             if history is not None:
                 history.append(position_error)
             if cost < best_cost:
@@ -337,16 +369,13 @@ class DampedJacobianSolver(Solver):
                                        history=history, message=f'timeout '
                                        f'{params["timeout"]:g} s after {restarts} restarts')
                 iterations += 1
-                if H is None:
-                    H, g = normal(J, e, weight)
-                q_new, blocked = step(q, H, g, lam)
+                q_new, blocked = step(q, A, b, lam)
                 if blocked:
                     last_blocked = iterations
                 trial = None if q_new is None else evaluate(q_new)
                 if trial is not None and trial[0] < cost:  # accept; trust the model more
                     q = q_new
-                    cost, position_error, angle_error, e, J = trial
-                    H = g = None
+                    cost, position_error, angle_error, A, b = trial
                     if cost < best_cost:
                         best_q, best_cost = q, cost
                     lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
@@ -379,11 +408,9 @@ class DampedJacobianSolver(Solver):
         the normal equations are replaced by the identity's and their gradient by 0), so the
         others still get a full step instead of a direction bent by the clip.
         """
-        low, high = self._low, self._high
         try:
             dq = solve(H, g, lam)
-            blocked = [k for k in self._bounded if (dq[k] < 0.0 and q[k] <= low[k]) or
-                       (dq[k] > 0.0 and q[k] >= high[k])]
+            blocked = self._blocked_joints(q, dq)
             if blocked:
                 H, g = list(H), list(g)
                 for k in blocked:
@@ -393,7 +420,7 @@ class DampedJacobianSolver(Solver):
                 dq = solve(H, g, lam)
         except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
             return None, False
-        return self._limited_step(q, dq), bool(blocked)
+        return self._advance(q, dq), bool(blocked)
 
     def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
                     ) -> Tuple[Optional[List[float]], bool]:
@@ -402,11 +429,9 @@ class DampedJacobianSolver(Solver):
 
         Joints sitting out the step have their Jacobian columns zeroed.
         """
-        low, high = self._low, self._high
         try:
             dq = step(J, e, lam, weight)
-            blocked = [k for k in self._bounded if (dq[k] < 0.0 and q[k] <= low[k]) or
-                       (dq[k] > 0.0 and q[k] >= high[k])]
+            blocked = self._blocked_joints(q, dq)
             if blocked:
                 J = [list(row) for row in J]
                 for row in J:
@@ -415,14 +440,7 @@ class DampedJacobianSolver(Solver):
                 dq = step(J, e, lam, weight)
         except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
             return None, False
-        return self._limited_step(q, dq), bool(blocked)
-
-    def _limited_step(self, q: List[float], dq: List[float]) -> List[float]:
-        largest = max(map(abs, dq))
-        if largest > _MAX_STEP:
-            scale = _MAX_STEP / largest
-            dq = [d * scale for d in dq]
-        return self._clip([a + b for a, b in zip(q, dq, strict=True)])
+        return self._advance(q, dq), bool(blocked)
 
     def _restart_configuration(self, rng: random.Random, cost_of: Callable) -> List[float]:
         """The best (lowest cost) of a few uniformly random configurations."""
@@ -459,9 +477,48 @@ class DampedJacobianSolver(Solver):
         return p, J[:3]
 
 
-def _unchanged(J, e, weight):
-    """The ``normal`` of the m x m form: the trial builds its system from ``J`` and ``e``."""
-    return J, e
+def limit_functions(low: Sequence[float], high: Sequence[float], wraps: Sequence[bool],
+                    bounded: Sequence[int]) -> Tuple[Callable, Callable]:
+    """``(advance, blocked)``, generated with the limits written into the code.
+
+    ``advance(q, dq) -> q_new``: ``q + dq`` with ``dq`` scaled down to at most ``_MAX_STEP`` per
+    joint, then wrapped by whole turns (joints with ``wraps``) or clipped into the limits.
+    ``blocked(q, dq)``: the indices of the ``bounded`` joints at a limit whose step points
+    outwards (empty if none).
+    """
+    n = len(low)
+    unpack = f'{", ".join(f"q{k}" for k in range(n))}{"," if n == 1 else ""} = q'
+    unpack_d = f'{", ".join(f"d{k}" for k in range(n))}{"," if n == 1 else ""} = dq'
+    lines = ['def advance(q, dq):', '    ' + unpack, '    ' + unpack_d]
+    inside = ' and '.join(f'-{_MAX_STEP!r} <= d{k} <= {_MAX_STEP!r}' for k in range(n))
+    lines += [f'    if not ({inside}):',
+              f'        s = {_MAX_STEP!r} / max({", ".join(f"abs(d{k})" for k in range(n))})']
+    lines += [f'        d{k} *= s' for k in range(n)]
+    for k, (lo, hi, wrap) in enumerate(zip(low, high, wraps, strict=True)):
+        lines.append(f'    v{k} = q{k} + d{k}')
+        if math.isfinite(lo):
+            fix = (f'v{k} + {_TWO_PI!r} * ceil(({lo!r} - v{k}) / {_TWO_PI!r})' if wrap
+                   else repr(lo))
+            lines += [f'    if v{k} < {lo!r}:', f'        v{k} = {fix}']
+        if math.isfinite(hi):
+            fix = (f'v{k} - {_TWO_PI!r} * ceil((v{k} - {hi!r}) / {_TWO_PI!r})' if wrap
+                   else repr(hi))
+            lines += [f'    {"elif" if math.isfinite(lo) else "if"} v{k} > {hi!r}:',
+                      f'        v{k} = {fix}']
+    lines.append(f'    return [{", ".join(f"v{k}" for k in range(n))}]')
+    lines += ['', 'def blocked(q, dq):']
+    if bounded:
+        lines += ['    ' + unpack, '    ' + unpack_d, '    out = []']
+        for k in bounded:
+            lines += [f'    if (d{k} < 0.0 and q{k} <= {low[k]!r}) or '
+                      f'(d{k} > 0.0 and q{k} >= {high[k]!r}):',
+                      f'        out.append({k})']
+        lines.append('    return out')
+    else:
+        lines.append('    return ()')
+    namespace = {'ceil': math.ceil}
+    exec(compile('\n'.join(lines), '<joint limits>', 'exec'), namespace)
+    return namespace['advance'], namespace['blocked']
 
 
 def _lower_index(a: int, b: int) -> int:
