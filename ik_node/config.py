@@ -338,7 +338,11 @@ def build_chain(config: IkConfig) -> Chain:
     """
     tips: Union[str, Sequence[str]] = config.tip_link if len(config.tip_links) == 1 \
         else list(config.tip_links)
-    return Chain.from_urdf_string(config.urdf_xml(), config.base_link, tips)
+    chain = Chain.from_urdf_string(config.urdf_xml(), config.base_link, tips)
+    if chain.n == 0:  # e.g. base_link == tip_link: nothing to solve, every target is refused
+        raise ConfigError(f'no moving joint between base link {config.base_link!r} and '
+                          f'{", ".join(config.tip_links)}: choose links with joints between them')
+    return chain
 
 
 def build_solver(config: IkConfig, chain: Chain) -> Solver:

@@ -98,8 +98,9 @@ class IkNode(Node):
         self._publish_joint_state()
         self._publish_envelope()
         self._publish_status(conv.OK, lambda: 'waiting for a target',
-                             lambda: conv.error_values(config.solver, '', 0, 0,
-                                                       'waiting for a target'), force=True)
+                             lambda: {**conv.error_values(config.solver, '', 0, 0,
+                                                          'waiting for a target'),
+                                      'status': 'idle'}, force=True)
         self.get_logger().info(
             f'{self._model_name()}: {config.base_link} -> {", ".join(config.tip_links)} '
             f'({chain.n} joints), solver {config.solver}; targets on '

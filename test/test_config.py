@@ -190,3 +190,10 @@ def test_urdf_path_of_a_missing_file_lists_the_packaged_urdfs(tmp_path):
         urdf_path('nope.urdf')
     with pytest.raises(ConfigError, match='not found'):
         urdf_path(str(tmp_path / 'sub' / 'leg3.urdf'))  # a path is never looked up elsewhere
+
+
+def test_a_chain_without_moving_joints_is_refused_naming_the_links():
+    config = config_from_flat({'urdf_file': 'arm6.urdf', 'base_link': 'tool0',
+                               'tip_link': 'tool0', 'solver': 'damped_jacobian'})
+    with pytest.raises(ConfigError, match="no moving joint between base link 'tool0' and tool0"):
+        build_chain(config)

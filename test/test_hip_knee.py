@@ -559,3 +559,16 @@ def test_solver_declares_position_only_and_its_branch_parameter():
     assert s.supports_orientation is False
     assert s.params['branch'] == 'closest'
     assert s.param_specs()['branch'].choices == ('forward', 'backward', 'closest')
+
+
+def test_reach_envelope_bounds_every_tip_position_and_is_attained():
+    chain, _ = leg('ours')
+    centre, r_min, r_max = solver(chain).reach_envelope()
+    # The hip centre is where the pitch joint sits (it lies on the yaw axis in this model).
+    np.testing.assert_allclose(centre, chain.joint_frames(np.zeros(3))[1, :3, 3], atol=1e-12)
+    rng = np.random.default_rng(11)
+    q = rng.uniform(chain.lower, chain.upper, size=(500, 3))
+    r = np.linalg.norm(chain.fk(q)[:, :3, 3] - centre, axis=1)
+    assert np.all(r >= r_min - 1e-12) and np.all(r <= r_max + 1e-12)
+    assert r_max == pytest.approx(np.linalg.norm(chain.fk([0.0, 0.0, 0.0])[:3, 3] - centre))
+    assert r_min == pytest.approx(abs(0.30 - 0.28))  # thigh and shin of urdf/leg3.urdf

@@ -295,6 +295,12 @@ def test_joint_states_flow_at_the_steady_rate_before_any_target(harness):
         # Initial state: every joint at 0 (inside the leg's limits), i.e. the leg hangs straight.
         assert np.allclose(msg.position, [0.0, 0.0, 0.0])
     assert probe.last_solve_count() == 0
+    # Before the first target the status says the node is idle: OK, not an error.
+    probe.wait_for('a diagnostic status', lambda: probe.diagnostics)
+    with probe.lock:
+        first_status = probe.diagnostics[0]
+    assert first_status.level == DiagnosticStatus.OK
+    assert values(first_status)['status'] == 'idle'
 
 
 @pytest.mark.parametrize('robot,solver', ROBOTS, ids=[r for r, _ in ROBOTS])

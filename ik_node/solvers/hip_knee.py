@@ -303,6 +303,7 @@ class HipKneeSolver(Solver):
         self._pref_backward = 1 if branch == 'forward' else 0
         self._record = self.params['record_history']
         c = g['centre']
+        self._centre = np.asarray(c, dtype=float)
         if self._n == 3:
             self._yaw_limits = (lower[0], upper[0])
             # X: height above the hip centre; E1, E2: horizontal coordinates about the yaw axis.
@@ -311,6 +312,14 @@ class HipKneeSolver(Solver):
         else:
             self._rows = (_dot_row(g['b1'], c) + _dot_row(g['b2'], c) +
                           _dot_row(g['normal'], c))
+
+    def reach_envelope(self, tip: Optional[str] = None) -> Tuple[np.ndarray, float, float]:
+        """The geometric reach: ``(centre, r_min, r_max)`` [m] about the hip centre.
+
+        For the leg the tip reaches (limits aside) the spherical shell between the radii; for the
+        planar core, the annulus in its plane. Used by the node's envelope marker.
+        """
+        return self._centre.copy(), self._core.r_inner, self._core.r_outer
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
