@@ -245,9 +245,22 @@ def analyse(chain, targets: np.ndarray, sent: np.ndarray, sent_wall: np.ndarray,
             node_latency[k] = (stamp_ns - sent_wall[k]) * 1e-6
     answered = ~np.isnan(latency)
     lat = latency[answered]
+    # runs of consecutive unanswered targets: many short ones = steady overload, few long ones =
+    # stalls (of the node, or of this machine)
+    gaps, run = [], 0
+    for ok in answered:
+        if ok:
+            if run:
+                gaps.append(run)
+            run = 0
+        else:
+            run += 1
+    if run:
+        gaps.append(run)
     out = {'sent': int(len(targets)), 'answered': int(answered.sum()),
            'not_answered': int((~answered).sum()),
            'answers_matching_no_target': unmatched,
+           'unanswered_runs': len(gaps), 'longest_unanswered_run': max(gaps, default=0),
            'achieved_rate_hz': (len(sent) - 1) / ((sent[-1] - sent[0]) * 1e-9)
            if len(sent) > 1 else None}
     if lat.size:
@@ -267,6 +280,29 @@ def analyse(chain, targets: np.ndarray, sent: np.ndarray, sent_wall: np.ndarray,
             'median_last_second_ms': float(np.median(last)) if last.size else None,
         })
     return out
+
+
+def wait_for_answers(chain, publisher, recorder, pose: bool, log_path: Path) -> None:
+    """Send one target every 0.1 s until the node answers it (DDS discovery of our publisher
+    can take seconds; targets sent before it completes are lost and would count as skipped)."""
+    q = trajectory(chain, 1, 10.0, 1.0, rng_seed=99)
+    T = chain.fk(q)
+    quats = None
+    if pose:
+        import transforms3d
+        quats = [np.roll(transforms3d.quaternions.mat2quat(T[0, :3, :3]), -1)]
+    msgs = publisher.messages(T[:, :3, 3], quats)
+    recorder.ask('reset')
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        publisher.publish_paced(msgs, 10.0)
+        time.sleep(0.1)
+        received, _ = recorder.ask('collect')
+        for _, _, positions in received:
+            p = chain.fk(np.asarray(positions))[:3, 3]
+            if np.linalg.norm(p - T[0, :3, 3]) < MATCH_TOLERANCE_M:
+                return
+    raise RuntimeError(f'the node answered no target in 30 s; see {log_path}')
 
 
 def run_config(name: str, args, domain: int) -> Dict[str, Any]:
@@ -300,6 +336,7 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f'no /joint_states from the node in 30 s; see {log_path}')
             time.sleep(0.1)
+        wait_for_answers(chain, publisher, recorder, pose, log_path)
         phases = [(True, args.warmup_rate, 1.0)] + [(False, r, args.duration) for r in args.rates]
         for warm, rate, seconds in phases:
             n = int(rate * seconds)
@@ -360,13 +397,14 @@ def markdown(results) -> str:
              'without the delivery to the recorder. "answered" counts targets whose solution '
              'was published; the others were superseded by a newer target before the node got '
              'to them (it solves the newest only); "skipped (node)" is the node\'s own count '
-             'from /diagnostics. Backlog slope: a line fitted to e2e latency against send time '
-             '(about 0 = no backlog). Load: 1-minute load average of the shared 2-core machine '
-             'at the end of the phase.', '',
+             'from /diagnostics; gaps: runs of consecutive unanswered targets (many short ones = '
+             'steady overload, a long one = a stall). Backlog slope: a line fitted to e2e '
+             'latency against send time (about 0 = no backlog). Load: 1-minute load average '
+             'of the shared 2-core machine at the end of the phase.', '',
              '| config | solver | target | run | rate Hz | achieved Hz | sent | answered | '
-             'skipped (node) | e2e p50 ms | e2e p99 ms | e2e max ms | node side p50 ms | '
-             'node side p99 ms | slope ms/s | node CPU % | load |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             'gaps (longest) | skipped (node) | e2e p50 ms | e2e p99 ms | e2e max ms | '
+             'node side p50 ms | node side p99 ms | slope ms/s | node CPU % | load |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in results['configs']:
         if 'error' in r:
             lines.append(f'| {r["config"]} | error: {r["error"]} |')
@@ -376,7 +414,8 @@ def markdown(results) -> str:
                 return '-' if p.get(k) is None else f'{p[k]:.{d}f}'
             lines.append(f'| {r["config"]} | {r["solver"]} | {r["target"]} | {r["run"]} | '
                          f'{p["rate_hz"]:g} | {f("achieved_rate_hz", 0)} | {p["sent"]} | '
-                         f'{p["answered"]} | {p["skipped_reported_by_node"]} | '
+                         f'{p["answered"]} | {p["unanswered_runs"]} '
+                         f'({p["longest_unanswered_run"]}) | {p["skipped_reported_by_node"]} | '
                          f'{f("latency_p50_ms")} | {f("latency_p99_ms")} | '
                          f'{f("latency_max_ms")} | {f("node_side_p50_ms")} | '
                          f'{f("node_side_p99_ms")} | {f("backlog_slope_ms_per_s", 3)} | '

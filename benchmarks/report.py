@@ -38,7 +38,7 @@ def goals(results) -> List[Dict[str, Any]]:
             else:
                 ratio = s['median_ms'] / lma['median_ms']
                 out.append(_goal(goal, f'{s["median_ms"]:.3f} ms vs {lma["median_ms"]:.3f} ms '
-                                 f'= {ratio:.2f}x', ratio <= 2.0))
+                                 f'= {ratio:.3f}x', ratio <= 2.0))
     medians = []
     for seed in ('mid', 'random'):
         b = _block(results, 'leg3', 'position', seed)
