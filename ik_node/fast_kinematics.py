@@ -127,7 +127,8 @@ class SerialKinematics:
         pose_jacobian: ``(q) -> (p, R, J)`` with ``J`` the 6 x n geometric Jacobian as a tuple of
             6 row tuples (linear rows first).
         position_jacobian: ``(q) -> (p, J)`` with the 3 linear rows only.
-        pose_normal: ``(target, w2, q) -> (cost, position error, angle error, H, g)``: the
+        pose_normal: ``(target, w2, tolerances, q) -> (cost, position error, angle error, H,
+            g)``: the
             weighted 6D error of ``q`` to a target pose and its normal equations, in one
             generated function (no Jacobian is packed); see :func:`_emit_pose_normal`.
         source: the generated Python source.
@@ -168,15 +169,15 @@ class SerialKinematics:
         em = _Emitter()
         em.lines.append(f'    {", ".join(f"q{i}" for i in range(n))}{"," if n == 1 else ""} = q')
         need_rotation = kind != 'position_jacobian'  # the tip rotation is not needed there
-        p, T, columns = _emit_kinematics(em, chain, consts, D, need_rotation,
-                                         jacobian=kind != 'pose')
+        p, T, emit_columns = _emit_kinematics(em, chain, consts, D, need_rotation)
         p_text = f'({", ".join(_entry(x) for x in p)},)'
         R_text = '' if T is None else ', '.join(_entry(T[r][c]) for r in range(3)
                                                 for c in range(3))
         if kind == 'pose':
             return '\n'.join(['def pose(q):'] + em.lines + [f'    return {p_text}, ({R_text})'])
         if kind == 'pose_normal':
-            return _emit_pose_normal(em, p, T, columns)
+            return _emit_pose_normal(em, p, T, emit_columns)
+        columns = emit_columns()
         rows = [[_entry(column[r]) for column in columns] for r in range(6)]
         nrows = 3 if kind == 'position_jacobian' else 6
         J_text = ', '.join(f'({", ".join(row)},)' for row in rows[:nrows])
@@ -188,9 +189,9 @@ class SerialKinematics:
 
 
 def _emit_kinematics(em: _Emitter, chain, consts: List[np.ndarray], D: np.ndarray,
-                     need_rotation: bool, jacobian: bool):
-    """Emit FK (and the Jacobian columns): ``(p, T or None, columns)``, each column 6 entries
-    (linear, then angular), empty unless ``jacobian``."""
+                     need_rotation: bool):
+    """Emit FK: ``(p, T or None, emit_columns)``; ``emit_columns()`` emits the Jacobian and
+    returns its columns, 6 entries each (linear, then angular)."""
     F: Affine = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
     axes, origins = [], []
     for i, joint in enumerate(chain.joints):
@@ -212,8 +213,9 @@ def _emit_kinematics(em: _Emitter, chain, consts: List[np.ndarray], D: np.ndarra
     else:
         T = _compose(em, F, _const_affine(D))
         p = [T[r][3] for r in range(3)]
-    columns: List[List[Entry]] = []
-    if jacobian:
+
+    def emit_columns() -> List[List[Entry]]:
+        columns: List[List[Entry]] = []
         for i, joint in enumerate(chain.joints):
             z, o = axes[i], origins[i]
             if joint.is_prismatic:
@@ -223,16 +225,19 @@ def _emit_kinematics(em: _Emitter, chain, consts: List[np.ndarray], D: np.ndarra
             columns.append([em.combo([(1.0, z[1], d[2]), (-1.0, z[2], d[1])]),
                             em.combo([(1.0, z[2], d[0]), (-1.0, z[0], d[2])]),
                             em.combo([(1.0, z[0], d[1]), (-1.0, z[1], d[0])])] + list(z))
-    return p, T, columns
+        return columns
+    return p, T, emit_columns
 
 
-def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, columns) -> str:
-    """``pose_normal(target, w2, q)``: the weighted 6D error and its normal equations (the
-    target first, so that ``functools.partial`` binds it once per solve).
+def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, emit_columns: Callable) -> str:
+    """``pose_normal(target, w2, tolerances, q)``: the weighted 6D error and its normal
+    equations (the arguments fixed for a solve first, so ``functools.partial`` binds them).
 
     ``target`` is ``(tx, ty, tz, t00, t01, ..., t22)`` (position [m], then the target rotation
-    row-major), ``w2`` the squared orientation weight [m^2/rad^2]. Returns ``(cost, position
-    error [m], angle error [rad], H, g)``: ``cost = |dp|^2 + w2 angle^2``, ``H = J^T W J`` as the
+    row-major), ``w2`` the squared orientation weight [m^2/rad^2], ``tolerances`` the position
+    [m] and angle [rad] errors within which no step is needed. Returns ``(cost, position
+    error [m], angle error [rad], H, g)``, with ``H`` and ``g`` None when both errors are within
+    ``tolerances`` (compared as ``<=``): ``cost = |dp|^2 + w2 angle^2``, ``H = J^T W J`` as the
     flat lower triangle row by row (entry (a, b), a >= b, at ``a (a + 1) / 2 + b``) and
     ``g = J^T W e``, ``W = diag(1, 1, 1, w2, w2, w2)``, ``e = (dp, omega)`` with ``omega`` the
     rotation vector taking the tip rotation to the target's (base frame).
@@ -262,9 +267,13 @@ def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, columns) -> str:
         '    else:',  # half a turn away: rare, take the careful path
         f'        wx, wy, wz = half_turn(target, ({", ".join(r[0] + r[1] + r[2])}), w2)',
         '    position_sq = dx * dx + dy * dy + dz * dz',
+        '    position_error = sqrt(position_sq)',
+        '    if position_error <= tolerances[0] and angle <= tolerances[1]:',
+        '        return position_sq + w2 * angle * angle, position_error, angle, None, None',
     ]
-    n = len(columns)
     em.lines = lines
+    columns = emit_columns()
+    n = len(columns)
     H: List[str] = []
     for a in range(n):
         for b in range(a + 1):
@@ -275,8 +284,8 @@ def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, columns) -> str:
                           (1.0, columns[a][2], 'dz'), (1.0, columns[a][3], 'wx'),
                           (1.0, columns[a][4], 'wy'), (1.0, columns[a][5], 'wz')]))
          for a in range(n)]
-    return '\n'.join(['def pose_normal(target, w2, q):'] + em.lines + [
-        f'    return (position_sq + w2 * angle * angle, sqrt(position_sq), angle, '
+    return '\n'.join(['def pose_normal(target, w2, tolerances, q):'] + em.lines + [
+        f'    return (position_sq + w2 * angle * angle, position_error, angle, '
         f'({", ".join(H)},), ({", ".join(g)},))'])
 
 

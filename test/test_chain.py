@@ -211,7 +211,8 @@ def test_generated_pose_normal_equations_equal_numpy_ones(label, chain, tip):
             axis = rng.normal(size=3)
             T_target[:3, :3] = _rotation(axis / np.linalg.norm(axis), angle) @ chain.fk(q)[:3, :3]
         target = tuple(T_target[:3, 3]) + tuple(T_target[:3, :3].ravel())
-        cost, position_error, angle, H, g = fast.pose_normal(target, w2, q.tolist())
+        cost, position_error, angle, H, g = fast.pose_normal(target, w2, (-1.0, -1.0),
+                                                             q.tolist())
         T = chain.fk(q)
         J = chain.jacobian(q)
         R_error = T_target[:3, :3] @ T[:3, :3].T
@@ -224,6 +225,12 @@ def test_generated_pose_normal_equations_equal_numpy_ones(label, chain, tip):
         H_expected = J.T @ W @ J
         np.testing.assert_allclose(H, [H_expected[a, b] for a, b in lower_triangle], atol=1e-12)
         np.testing.assert_allclose(g, J.T @ W @ e, atol=1e-6 if trial < 3 else 1e-12)
+
+        # Within the tolerances no step follows: the normal equations are not built.
+        tolerances = (position_error, angle)
+        assert fast.pose_normal(target, w2, tolerances, q.tolist())[3:] == (None, None)
+        assert fast.pose_normal(target, w2, (0.99 * position_error, angle), q.tolist())[3] \
+            is not None
 
 
 def _rotation(axis, angle):

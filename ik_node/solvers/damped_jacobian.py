@@ -18,7 +18,7 @@ and a joint already at a limit whose step points outwards sits out that step, so
 full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
 the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
 limit sat out a step meanwhile), or no damping finds a lower error; a restart begins at the
-lowest-error of 8 random configurations.
+lowest-error of 4 random configurations.
 
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
@@ -66,7 +66,7 @@ _TOLERANCE_MARGIN = 0.5
 # damping asks for huge steps that the clip would turn into a random jump.
 _MAX_STEP = 1.0
 # A restart starts from the lowest-cost of this many random configurations.
-_RESTART_CANDIDATES = 8
+_RESTART_CANDIDATES = 4
 _TWO_PI = 2.0 * math.pi
 
 
@@ -140,6 +140,8 @@ class DampedJacobianSolver(Solver):
             if not wraps and math.isfinite(lo) and math.isfinite(hi)]
         self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
+        self._restart_spans = [(lo, hi - lo) for lo, hi in
+                               zip(self._restart_low, self._restart_high, strict=True)]
         # Entries of row and column k of a flat lower triangle (see _lower_index).
         self._row_indices = [[_lower_index(max(k, j), min(k, j)) for j in range(chain.n)]
                              for k in range(chain.n)]
@@ -249,8 +251,12 @@ class DampedJacobianSolver(Solver):
         if with_orientation and self._pose_normal is not None and \
                 self._normals[True] is not None:
             target = tuple(p_target.tolist()) + tuple(R_target.ravel().tolist())
+            # H, g are not built at an iterate within the tolerances of _solve_dls: its loop
+            # returns there before any step (the same comparisons on the same floats).
+            tolerances = (_TOLERANCE_MARGIN * self.params['position_tolerance'],
+                          _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
             return functools.partial(self._pose_normal, target,
-                                     self.params['orientation_weight'] ** 2)
+                                     self.params['orientation_weight'] ** 2, tolerances)
         evaluate = self._evaluator(p_target, R_target)
         normal = self._normals[with_orientation]
         if normal is None:
@@ -445,9 +451,10 @@ class DampedJacobianSolver(Solver):
     def _restart_configuration(self, rng: random.Random, cost_of: Callable) -> List[float]:
         """The best (lowest cost) of a few uniformly random configurations."""
         best, best_cost = None, math.inf
+        random_unit = rng.random
         for _ in range(_RESTART_CANDIDATES):
-            candidate = [rng.uniform(lo, hi) for lo, hi in
-                         zip(self._restart_low, self._restart_high, strict=True)]
+            # lo + span * random() is what rng.uniform(lo, hi) computes, without its call.
+            candidate = [lo + span * random_unit() for lo, span in self._restart_spans]
             cost = cost_of(candidate)
             if cost < best_cost or best is None:
                 best, best_cost = candidate, cost
