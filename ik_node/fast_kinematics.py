@@ -131,6 +131,10 @@ class SerialKinematics:
             g)``: the
             weighted 6D error of ``q`` to a target pose and its normal equations, in one
             generated function (no Jacobian is packed); see :func:`_emit_pose_normal`.
+        position_residual: ``(target, tolerance, q) -> (cost, position error, 0.0, J, e)``:
+            ``e`` the position error vector to ``target`` (x, y, z) [m], ``cost = |e|^2``,
+            ``J`` its 3 x n Jacobian as row tuples; ``J`` and ``e`` are None when the error is
+            within ``tolerance`` [m] (compared as ``<=``).
         source: the generated Python source.
     """
 
@@ -154,7 +158,8 @@ class SerialKinematics:
         namespace: Dict[str, Callable] = {'cos': math.cos, 'sin': math.sin, 'sqrt': math.sqrt,
                                           'atan2': math.atan2, 'half_turn': _half_turn}
         sources = []
-        for kind in ('pose', 'pose_jacobian', 'position_jacobian', 'pose_normal'):
+        for kind in ('pose', 'pose_jacobian', 'position_jacobian', 'pose_normal',
+                     'position_residual'):
             sources.append(self._generate(kind, chain, consts, D, n))
         self.source = '\n\n'.join(sources)
         exec(compile(self.source, f'<serial kinematics of {chain.tip_link}>', 'exec'),
@@ -163,12 +168,14 @@ class SerialKinematics:
         self.pose_jacobian = namespace['pose_jacobian']
         self.position_jacobian = namespace['position_jacobian']
         self.pose_normal = namespace['pose_normal']
+        self.position_residual = namespace['position_residual']
 
     @staticmethod
     def _generate(kind: str, chain, consts: List[np.ndarray], D: np.ndarray, n: int) -> str:
         em = _Emitter()
         em.lines.append(f'    {", ".join(f"q{i}" for i in range(n))}{"," if n == 1 else ""} = q')
-        need_rotation = kind != 'position_jacobian'  # the tip rotation is not needed there
+        # the tip rotation is not needed for position only
+        need_rotation = kind not in ('position_jacobian', 'position_residual')
         p, T, emit_columns = _emit_kinematics(em, chain, consts, D, need_rotation)
         p_text = f'({", ".join(_entry(x) for x in p)},)'
         R_text = '' if T is None else ', '.join(_entry(T[r][c]) for r in range(3)
@@ -177,7 +184,17 @@ class SerialKinematics:
             return '\n'.join(['def pose(q):'] + em.lines + [f'    return {p_text}, ({R_text})'])
         if kind == 'pose_normal':
             return _emit_pose_normal(em, p, T, emit_columns)
+        if kind == 'position_residual':
+            em.lines += [f'    d{axis} = target[{r}] - {_entry(p[r])}'
+                         for r, axis in enumerate('xyz')]
+            em.lines += ['    cost = dx * dx + dy * dy + dz * dz', '    error = sqrt(cost)',
+                         '    if error <= tolerance:',
+                         '        return cost, error, 0.0, None, None']
         columns = emit_columns()
+        if kind == 'position_residual':
+            J_text = ', '.join(f'({", ".join(_entry(c[r]) for c in columns)},)' for r in range(3))
+            return '\n'.join(['def position_residual(target, tolerance, q):'] + em.lines +
+                             [f'    return cost, error, 0.0, ({J_text}), (dx, dy, dz)'])
         rows = [[_entry(column[r]) for column in columns] for r in range(6)]
         nrows = 3 if kind == 'position_jacobian' else 6
         J_text = ', '.join(f'({", ".join(row)},)' for row in rows[:nrows])

@@ -233,6 +233,24 @@ def test_generated_pose_normal_equations_equal_numpy_ones(label, chain, tip):
             is not None
 
 
+
+@pytest.mark.parametrize('label,chain,tip', CHAINS, ids=CHAIN_IDS)
+def test_generated_position_residual_equals_fk_and_jacobian(label, chain, tip):
+    fast = chain.fast_kinematics
+    if fast is None or tip is not None:
+        pytest.skip('no generated kinematics for a tree')
+    rng = np.random.default_rng(12)
+    for _ in range(20):
+        q = _random_q(chain, rng)
+        target = tuple(chain.fk(_random_q(chain, rng))[:3, 3])
+        cost, error, angle, J, e = fast.position_residual(target, -1.0, q.tolist())
+        e_expected = np.array(target) - chain.fk(q)[:3, 3]
+        np.testing.assert_allclose(e, e_expected, atol=1e-12)
+        assert error == pytest.approx(np.linalg.norm(e_expected), abs=1e-12)
+        assert cost == pytest.approx(error ** 2, abs=1e-12) and angle == 0.0
+        np.testing.assert_allclose(J, chain.jacobian(q)[:3], atol=1e-12)
+        assert fast.position_residual(target, error, q.tolist())[3:] == (None, None)
+
 def _rotation(axis, angle):
     K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
     return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K

@@ -257,8 +257,13 @@ class DampedJacobianSolver(Solver):
                           _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
             return functools.partial(self._pose_normal, target,
                                      self.params['orientation_weight'] ** 2, tolerances)
-        evaluate = self._evaluator(p_target, R_target)
         normal = self._normals[with_orientation]
+        if not with_orientation and normal is None and self._pose_normal is not None:
+            # J, e are not built within the position tolerance of _solve_dls (see above).
+            return functools.partial(self.chain.fast_kinematics.position_residual,
+                                     tuple(p_target.tolist()),
+                                     _TOLERANCE_MARGIN * self.params['position_tolerance'])
+        evaluate = self._evaluator(p_target, R_target)
         if normal is None:
             def evaluate_dual(q):
                 cost, position_error, angle_error, e, J = evaluate(q)
