@@ -245,13 +245,17 @@ class Solver:
     def _seed_from_input(self, seed) -> np.ndarray:
         if seed is None:
             return self._q_mid.copy()
-        q = np.asarray(seed, dtype=float).reshape(-1)
-        if q.shape != (self.chain.n,):
-            raise TargetError(f'seed has {q.size} values; the chain has {self.chain.n} joints '
-                              f'({", ".join(self.chain.joint_names)})')
-        if not np.all(np.isfinite(q)):
-            raise TargetError(f'seed contains NaN or inf: {q.tolist()}')
-        return self.chain.clip(q)
+        try:
+            values = np.asarray(seed, dtype=float).reshape(-1).tolist()
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f'seed {seed!r} is not numeric') from exc
+        if len(values) != self.chain.n:
+            raise TargetError(f'seed has {len(values)} values; the chain has {self.chain.n} '
+                              f'joints ({", ".join(self.chain.joint_names)})')
+        if not all(math.isfinite(v) for v in values):
+            raise TargetError(f'seed contains NaN or inf: {values}')
+        return np.array([min(max(v, lo), hi) for v, lo, hi in
+                         zip(values, self._lower_list, self._upper_list)])
 
     def _finish(self, raw: RawSolution, p_target: np.ndarray, R_target: Optional[np.ndarray],
                 elapsed: float, orientation_ignored: bool) -> IkResult:
