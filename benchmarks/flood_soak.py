@@ -436,7 +436,10 @@ def main(argv=None) -> int:
             except subprocess.TimeoutExpired:
                 node_proc.kill()
                 node_proc.wait(timeout=5)
-        executor.shutdown(timeout_sec=1.0)
+        # Stop spinning before tearing down: destroying a node (or exiting the interpreter)
+        # while the spin thread still waits in rcl aborts the process.
+        executor.shutdown(timeout_sec=5.0)
+        spin.join(timeout=5.0)
         monitor.node.destroy_node()
         rclpy.try_shutdown()
         log.close()

@@ -129,6 +129,7 @@ class RunningNode:
         self.atomic_client = p.create_client(SetParametersAtomically,
                                              f'/{self.name}/set_parameters_atomically')
         self.get_client = p.create_client(GetParameters, f'/{self.name}/get_parameters')
+        self._stopping = False
         self._spin = threading.Thread(target=self._spin_loop, daemon=True)
         self._spin.start()
         self.wait_for('the first joint state', lambda: self.joint_states)
@@ -138,7 +139,7 @@ class RunningNode:
         self.wait_for('the first diagnostics', lambda: self.diagnostics)
 
     def _spin_loop(self):
-        while self.context.ok():
+        while self.context.ok() and not self._stopping:
             try:
                 self.executor.spin_once(timeout_sec=0.05)
             except Exception:  # shutdown races
@@ -333,10 +334,12 @@ class RunningNode:
                     self.proc.kill()
                     self.proc.wait(timeout=10)
         finally:
+            # Stop the spin thread before destroying anything it may be waiting on.
+            self._stopping = True
+            self._spin.join(timeout=5)
             self.executor.shutdown(timeout_sec=1.0)
             self.probe.destroy_node()
             rclpy.shutdown(context=self.context)
-            self._spin.join(timeout=5)
             self._log.close()
 
 

@@ -54,19 +54,22 @@ def probe_for():
     context = rclpy.Context()
     rclpy.init(context=context)
     executor = SingleThreadedExecutor(context=context)
-    made = []
+    made, threads = [], []
 
     def make(tips=(None,)) -> Probe:
         probe = Probe(context, 'ik_node', '', tips)
         made.append(probe)
         executor.add_node(probe.node)
-        threading.Thread(target=executor.spin, daemon=True).start()
+        threads.append(threading.Thread(target=executor.spin, daemon=True))
+        threads[-1].start()
         return probe
 
     try:
         yield make
     finally:
         executor.shutdown()
+        for thread in threads:  # no node is destroyed while a spin thread still waits in rcl
+            thread.join(timeout=5.0)
         for probe in made:
             probe.node.destroy_node()
         try_shutdown(context)
