@@ -265,7 +265,7 @@ class Solver:
         q_list = [min(max(v, lo), hi) for v, lo, hi in
                   zip(np.asarray(raw.q, dtype=float).tolist(), self._lower_list,
                       self._upper_list)]
-        if not all(math.isfinite(v) for v in q_list):  # a solver bug never reaches the caller
+        if not math.isfinite(sum(q_list)):  # NaN/inf anywhere: a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
         q = np.array(q_list)
@@ -305,9 +305,10 @@ def target_from_input(target_position) -> np.ndarray:
         raise TargetError(f'target position {target_position!r} is not numeric') from exc
     if len(values) != 3:
         raise TargetError(f'target position must have 3 values (x, y, z), got {len(values)}')
-    if not all(math.isfinite(v) for v in values):
+    x, y, z = values
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise TargetError(f'target position contains NaN or inf: {values}')
-    if max(abs(v) for v in values) > MAX_COORDINATE_M:
+    if max(abs(x), abs(y), abs(z)) > MAX_COORDINATE_M:
         raise TargetError(f'target position {values} is beyond {MAX_COORDINATE_M:g} m')
     return np.array(values)
 
