@@ -331,6 +331,33 @@ def add_ratios(solvers: Dict[str, Dict[str, Any]], peer_names) -> None:
         s['ratio_to_best_peer'] = {k: (s[k] / v if v else None) for k, v in best.items()}
 
 
+def hip_knee_stream(robot: Robot, targets, params) -> Optional[Dict[str, Any]]:
+    """analytic_hip_knee solving a stream back to back, as the node does (each solve seeded
+    with the previous solution); per-call time with time.perf_counter.
+
+    The interleaved blocks run every peer between two of its solves, which evicts the
+    interpreter's caches; this is the figure for a solver serving a target stream.
+    """
+    if 'analytic_hip_knee' not in ik_node.SOLVERS:
+        return None
+    try:
+        solver = ik_node.make_solver('analytic_hip_knee', robot.chain, params)
+    except Exception as exc:
+        return {'error': f'{type(exc).__name__}: {exc}'}
+    q = robot.chain.mid_configuration()
+    times = []
+    for _ in range(3):  # three passes over the targets; the first warms up
+        times.clear()
+        for target in targets:
+            t0 = time.perf_counter()
+            r = solver.solve(target.position, None, q)
+            times.append(time.perf_counter() - t0)
+            q = r.joint_positions
+    return {'robot': robot.name, 'n': len(targets),
+            'median_us': float(np.median(times) * 1e6),
+            'p95_us': float(np.percentile(times, 95) * 1e6)}
+
+
 def fabrik_iterations(robot: Robot, targets, params) -> Optional[Dict[str, Any]]:
     """fabrik at 1e-4 m on planar4, mid seed: share converged within 10 iterations.
 
@@ -439,7 +466,7 @@ def main(argv=None) -> int:
     peer_names = [f.name for f in factories]
     caps: Dict = {}
     blocks = []
-    fabrik = None
+    fabrik = stream = None
     t_start = time.perf_counter()
     for robot in robots:
         targets, q_seeds = make_targets(robot.chain, args.n, args.rng_seed)
@@ -461,12 +488,16 @@ def main(argv=None) -> int:
                                'task': task, 'seed': seed_kind, 'solvers': solvers,
                                'settings': {a.name: a.settings for a in adapters},
                                'skipped': skipped})
+        if robot.name == 'leg3' and (not args.solvers or 'analytic_hip_knee' in args.solvers):
+            stream = hip_knee_stream(robot, targets, params.get('analytic_hip_knee', {}))
+            if stream:
+                log(f'[analytic_hip_knee stream, leg3] {stream}')
         if robot.name == 'planar4' and (not args.solvers or 'fabrik' in args.solvers):
             fabrik = fabrik_iterations(robot, targets, params.get('fabrik', {}))
             if fabrik:
                 log(f'[fabrik iterations, planar4] {fabrik}')
     results = {'meta': environment(args, factories), 'blocks': blocks,
-               'fabrik_iterations': fabrik,
+               'fabrik_iterations': fabrik, 'hip_knee_stream': stream,
                'elapsed_s': time.perf_counter() - t_start}
     results['goals'] = report.goals(results)
     args.out.mkdir(parents=True, exist_ok=True)
