@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ik_node quick start: sets up a virtual environment with everything (ROS 2 Jazzy wheels from
 # PyPI included) and runs the main job or the test suite. Idempotent: a second run reuses the
-# environment and only reinstalls when setup.py, setup.cfg or package.xml changed.
+# environment and only reinstalls when setup.py, setup.cfg, package.xml or this script changed.
 #
 #   ./quickstart.sh demo   the node on the default robot, fed scripted targets over ROS 2 topics
 #   ./quickstart.sh test   lint and the whole test suite
@@ -33,11 +33,14 @@ setup_env() {
     echo "quickstart: creating $venv with $py" >&2
     "$py" -m venv "$venv"
   fi
-  local stamp; stamp="$(cat setup.py setup.cfg package.xml | sha256sum | cut -d' ' -f1)"
+  local stamp; stamp="$(cat setup.py setup.cfg package.xml quickstart.sh | sha256sum | cut -d' ' -f1)"
   if [ "$(cat "$venv/.ik_node_stamp" 2>/dev/null)" != "$stamp" ]; then
     echo "quickstart: installing ik_node and its dependencies into $venv (first run: a few minutes)" >&2
     "$venv/bin/python" -m pip install -q --disable-pip-version-check 'setuptools<80' wheel
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e ".[ros,test,demo]"
+    # --use-pep517: an editable wheel, so ik_node and ik-solve land in the venv's bin/ (the
+    # legacy `setup.py develop` would follow setup.cfg's colcon layout into lib/ik_node).
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --use-pep517 \
+      -e ".[ros,test,demo]"
     echo "$stamp" > "$venv/.ik_node_stamp"
   fi
 }
