@@ -161,6 +161,26 @@ def test_same_restart_seed_gives_the_same_solution(planar4):
     np.testing.assert_array_equal(a.joint_positions, b.joint_positions)
 
 
+def test_panda_pose_solves_with_restarts_are_deterministic_for_a_restart_seed():
+    # Random seeds on the Panda: most solves restart (first at the mid configuration, then at
+    # random ones); the same restart_seed must give the same joints, iterations and message.
+    chain = _shared('panda.urdf', 'panda_link0', 'panda_hand_tcp')
+    rng = np.random.default_rng(7)
+    params = {**DETERMINISTIC, 'restart_seed': 3}
+    first = make_solver('damped_jacobian', chain, params)
+    second = make_solver('damped_jacobian', chain, params)
+    restarted = 0
+    for _ in range(20):
+        T = chain.fk(rng.uniform(chain.lower, chain.upper))
+        seed = rng.uniform(chain.lower, chain.upper)
+        a = first.solve(T[:3, 3], _quat_xyzw(T[:3, :3]), seed)
+        b = second.solve(T[:3, 3], _quat_xyzw(T[:3, :3]), seed)
+        np.testing.assert_array_equal(a.joint_positions, b.joint_positions)
+        assert (a.iterations, a.message) == (b.iterations, b.message)
+        restarted += not a.message.startswith('converged after 0 ')
+    assert restarted >= 5  # the restart paths were exercised
+
+
 def test_position_only_dls_error_never_rises_within_a_descent(planar4):
     params = {**DETERMINISTIC, 'restarts': 0, 'record_history': True}
     rng = np.random.default_rng(9)
