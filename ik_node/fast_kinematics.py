@@ -8,7 +8,10 @@ the zeros and ones of typical URDF origins (rotations by multiples of pi/2) disa
 * every joint frame is re-chosen so that its axis is z (``R(axis, q) = A Rz(q) A^T``, ``A``
   folded into the constant transforms), leaving 4 multiplications per revolute joint for the
   motion itself;
-* ``T_parent_joint`` (with ``A^T`` of the previous joint) is one constant 3x4 transform per joint.
+* ``T_parent_joint`` (with ``A^T`` of the previous joint) is one constant 3x4 transform per joint;
+* an expression is assigned once and its variable reused (joints sharing an origin), and values
+  used once (the entries of ``J^T W J``, ``J^T W e``; the position-only Jacobian) are written
+  straight into the returned tuple, without a variable.
 
 The generated source is kept in :attr:`SerialKinematics.source` for reading and debugging. The
 functions take a list of floats and return tuples of floats; :class:`~ik_node.chain.Chain` wraps
@@ -53,9 +56,17 @@ class _Emitter:
     def __init__(self) -> None:
         self.lines: List[str] = []
         self._count = 0
+        self._names: Dict[str, str] = {}  # expression -> the variable that holds it
 
     def combo(self, terms: List[Tuple[float, Entry, Entry]]) -> Entry:
         """``sum(sign * a * b)``: a constant if every factor is known, else a variable name."""
+        expr = self.expression(terms)
+        if isinstance(expr, float) or expr.isidentifier():
+            return expr
+        return self.assign(expr)
+
+    def expression(self, terms: List[Tuple[float, Entry, Entry]]) -> Entry:
+        """``sum(sign * a * b)`` as a constant, a variable name or an expression (no code)."""
         const = 0.0
         parts: List[str] = []
         for sign, a, b in terms:
@@ -86,12 +97,16 @@ class _Emitter:
         expr = expr[2:] if expr.startswith('+ ') else '-' + expr[2:]
         if const != 0.0:
             expr = f'{const!r} + {expr}'
-        return self.assign(expr)
+        return expr
 
     def assign(self, expr: str) -> str:
-        name = f'v{self._count}'
-        self._count += 1
-        self.lines.append(f'    {name} = {expr}')
+        """A variable holding ``expr``: the one already assigned the same expression, if any
+        (the code is straight-line, every variable assigned once)."""
+        name = self._names.get(expr)
+        if name is None:
+            name = self._names[expr] = f'v{self._count}'
+            self._count += 1
+            self.lines.append(f'    {name} = {expr}')
         return name
 
 
@@ -190,7 +205,7 @@ class SerialKinematics:
             em.lines += ['    cost = dx * dx + dy * dy + dz * dz', '    error = sqrt(cost)',
                          '    if error <= tolerance:',
                          '        return cost, error, 0.0, None, None']
-        columns = emit_columns()
+        columns = emit_columns(inline=kind == 'position_residual')
         if kind == 'position_residual':
             J_text = ', '.join(f'({", ".join(_entry(c[r]) for c in columns)},)' for r in range(3))
             return '\n'.join(['def position_residual(target, tolerance, q):'] + em.lines +
@@ -231,7 +246,10 @@ def _emit_kinematics(em: _Emitter, chain, consts: List[np.ndarray], D: np.ndarra
         T = _compose(em, F, _const_affine(D))
         p = [T[r][3] for r in range(3)]
 
-    def emit_columns() -> List[List[Entry]]:
+    def emit_columns(inline: bool = False) -> List[List[Entry]]:
+        # inline: the linear entries are returned as expressions, not assigned (for code that
+        # uses each entry once)
+        cross = em.expression if inline else em.combo
         columns: List[List[Entry]] = []
         for i, joint in enumerate(chain.joints):
             z, o = axes[i], origins[i]
@@ -239,9 +257,9 @@ def _emit_kinematics(em: _Emitter, chain, consts: List[np.ndarray], D: np.ndarra
                 columns.append(list(z) + [0.0, 0.0, 0.0])
                 continue
             d = [em.combo([(1.0, p[r], 1.0), (-1.0, o[r], 1.0)]) for r in range(3)]
-            columns.append([em.combo([(1.0, z[1], d[2]), (-1.0, z[2], d[1])]),
-                            em.combo([(1.0, z[2], d[0]), (-1.0, z[0], d[2])]),
-                            em.combo([(1.0, z[0], d[1]), (-1.0, z[1], d[0])])] + list(z))
+            columns.append([cross([(1.0, z[1], d[2]), (-1.0, z[2], d[1])]),
+                            cross([(1.0, z[2], d[0]), (-1.0, z[0], d[2])]),
+                            cross([(1.0, z[0], d[1]), (-1.0, z[1], d[0])])] + list(z))
         return columns
     return p, T, emit_columns
 
@@ -291,19 +309,37 @@ def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, emit_columns: Cal
     em.lines = lines
     columns = emit_columns()
     n = len(columns)
+    # Each entry of H and g is written as one expression in the returned tuple (used once: no
+    # variable). The angular part of a diagonal entry is |z|^2 = 1 for a revolute joint whose
+    # axis turns (a column of a rotation matrix; constant axes fold into constants anyway).
     H: List[str] = []
     for a in range(n):
         for b in range(a + 1):
-            lin = em.combo([(1.0, columns[a][k], columns[b][k]) for k in range(3)])
-            ang = em.combo([(1.0, columns[a][k], columns[b][k]) for k in range(3, 6)])
-            H.append(_entry(em.combo([(1.0, lin, 1.0), (1.0, 'w2', ang)])))
-    g = [_entry(em.combo([(1.0, columns[a][0], 'dx'), (1.0, columns[a][1], 'dy'),
-                          (1.0, columns[a][2], 'dz'), (1.0, columns[a][3], 'wx'),
-                          (1.0, columns[a][4], 'wy'), (1.0, columns[a][5], 'wz')]))
+            lin = em.expression([(1.0, columns[a][k], columns[b][k]) for k in range(3)])
+            angular = [(1.0, columns[a][k], columns[b][k]) for k in range(3, 6)]
+            if a == b and not all(isinstance(columns[a][k], float) for k in range(3, 6)):
+                ang: Entry = 1.0
+            else:
+                ang = em.expression(angular)
+            H.append(_sum_text(lin, ang))
+    g = [_entry(em.expression([(1.0, columns[a][0], 'dx'), (1.0, columns[a][1], 'dy'),
+                               (1.0, columns[a][2], 'dz'), (1.0, columns[a][3], 'wx'),
+                               (1.0, columns[a][4], 'wy'), (1.0, columns[a][5], 'wz')]))
          for a in range(n)]
     return '\n'.join(['def pose_normal(target, w2, tolerances, q):'] + em.lines + [
         f'    return (position_sq + w2 * angle * angle, position_error, angle, '
         f'({", ".join(H)},), ({", ".join(g)},))'])
+
+
+def _sum_text(linear: Entry, angular: Entry) -> str:
+    """Code of ``linear + w2 * angular``, each a constant, a variable or an expression."""
+    parts = [] if linear == 0.0 else [_entry(linear)]
+    if isinstance(angular, float):
+        if angular != 0.0:
+            parts.append('w2' if angular == 1.0 else f'w2 * {angular!r}')
+    else:
+        parts.append(f'w2 * ({angular})')
+    return ' + '.join(parts) or '0.0'
 
 
 def _half_turn(target, R, w2: float) -> Tuple[float, float, float]:

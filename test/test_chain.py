@@ -251,6 +251,17 @@ def test_generated_position_residual_equals_fk_and_jacobian(label, chain, tip):
         np.testing.assert_allclose(J, chain.jacobian(q)[:3], atol=1e-12)
         assert fast.position_residual(target, error, q.tolist())[3:] == (None, None)
 
+
+@pytest.mark.parametrize('label,chain,tip', CHAINS, ids=CHAIN_IDS)
+def test_generated_code_assigns_each_expression_once(label, chain, tip):
+    fast = chain.fast_kinematics
+    if fast is None or tip is not None:
+        pytest.skip('no generated kinematics for a tree')
+    for function in fast.source.split('\n\n'):
+        assigned = [line.split(' = ', 1)[1] for line in function.splitlines()
+                    if line.startswith('    v') and ' = ' in line]
+        assert len(assigned) == len(set(assigned)), function.splitlines()[0]
+
 def _rotation(axis, angle):
     K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
     return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
