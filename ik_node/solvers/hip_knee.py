@@ -34,143 +34,17 @@ from ik_node.chain import Chain
 from ik_node.errors import ChainError
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
+                                          annulus_distance, clamp_on_circle, near_angle)
 
 #: |cos| between axes that must be perpendicular, |sin| between axes that must be parallel.
 AXIS_TOLERANCE = 1e-6
 #: Offsets [m] that must be zero for the structure (lateral offsets, axis distances).
 OFFSET_TOLERANCE_M = 1e-6
-#: A target closer than this [m] to the yaw axis or the hip centre has no defined direction.
-DEGENERATE_DISTANCE_M = 1e-9
 
-_LIMIT_SLACK = 1e-9  # joint values this far [rad] past a limit count as inside (then clipped)
-_TIE_M = 1e-10       # errors [m] this close count as equal; the nearer-seed pose wins
-_PI = math.pi
-_TWO_PI = 2.0 * math.pi
 _EXPECTED = ('expected a leg of 3 revolute joints (hip yaw, then hip pitch and knee about '
              'parallel axes perpendicular to the yaw axis) or a planar chain of 2 revolute '
              'joints about parallel axes')
-
-
-# ----------------------------------------------------------------------------- angle helpers
-def _wrap(angle: float) -> float:
-    """``angle`` wrapped into [-pi, pi] [rad]."""
-    return angle - _TWO_PI * round(angle / _TWO_PI)
-
-
-def _near(angle: float, seed: float, lower: float, upper: float) -> Optional[float]:
-    """The value of ``angle`` (mod 2 pi) inside [lower, upper] nearest ``seed``, or None [rad]."""
-    a = angle + _TWO_PI * round((seed - angle) / _TWO_PI)
-    if a < lower - _LIMIT_SLACK:
-        a += _TWO_PI
-    elif a > upper + _LIMIT_SLACK:
-        a -= _TWO_PI
-    else:
-        return a
-    return a if lower - _LIMIT_SLACK <= a <= upper + _LIMIT_SLACK else None
-
-
-def _clamp_on_circle(angle: float, seed: float, lower: float, upper: float) -> float:
-    """The value in [lower, upper] nearest ``angle`` on the circle (ties: nearer ``seed``).
-
-    The distance from a point on a circle to a fixed point grows with the angle between them, so
-    this is also the closest reachable point of a joint that turns a point about a centre.
-    """
-    a = _near(angle, seed, lower, upper)
-    if a is not None:
-        return a
-    d_lower, d_upper = abs(_wrap(angle - lower)), abs(_wrap(angle - upper))
-    if abs(d_lower - d_upper) <= 1e-12:
-        return lower if abs(seed - lower) <= abs(seed - upper) else upper
-    return lower if d_lower < d_upper else upper
-
-
-def _annulus_distance(r: float, r_inner: float, r_outer: float) -> float:
-    """Distance [m] from radius ``r`` to the interval [r_inner, r_outer]."""
-    if r > r_outer:
-        return r - r_outer
-    if r < r_inner:
-        return r_inner - r
-    return 0.0
-
-
-# ------------------------------------------------------------------------------ planar core
-class _PlanarCore:
-    """The 2-link core in its plane: branches in closed form, nearest pose within limits."""
-
-    def __init__(self, l1: float, l2: float, alpha1: float, alpha2: float, knee_sign: float,
-                 limits: Tuple[float, float, float, float]):
-        self.l1, self.l2, self.alpha1, self.alpha2 = l1, l2, alpha1, alpha2
-        self.knee_sign = knee_sign
-        self.delta = alpha2 - alpha1
-        self.lower1, self.upper1, self.lower2, self.upper2 = limits
-        self.r_inner, self.r_outer = abs(l1 - l2), l1 + l2
-        self.l1l1_l2l2 = l1 * l1 + l2 * l2
-        self.two_l1l2 = 2.0 * l1 * l2
-
-    def bend(self, r: float) -> Tuple[float, float, float]:
-        """Knee bend gamma in [0, pi] for tip distance ``r`` (clamped to the annulus), and the
-        knee values [rad] of the forward (+gamma) and backward (-gamma) branches (unwrapped)."""
-        c = (r * r - self.l1l1_l2l2) / self.two_l1l2
-        c = 1.0 if c > 1.0 else (-1.0 if c < -1.0 else c)
-        gamma = math.acos(c)
-        s, d = self.knee_sign, self.delta
-        return gamma, s * (gamma - d), s * (-gamma - d)
-
-    def thigh_offset(self, gamma: float) -> float:
-        """Angle [rad] from the thigh to the hip-tip line at knee bend ``gamma``."""
-        return math.atan2(self.l2 * math.sin(gamma), self.l1 + self.l2 * math.cos(gamma))
-
-    def tip(self, q1: float, q2: float) -> Tuple[float, float]:
-        """Planar forward kinematics: tip (X, Y) [m] relative to the hip centre."""
-        t1 = self.alpha1 + q1
-        t2 = self.alpha2 + q1 + self.knee_sign * q2
-        return (self.l1 * math.cos(t1) + self.l2 * math.cos(t2),
-                self.l1 * math.sin(t1) + self.l2 * math.sin(t2))
-
-    def nearest(self, x: float, y: float, seed1: float, seed2: float) -> Tuple[float, float, float]:
-        """The pose within the joint limits whose tip is nearest (x, y): (error [m], q1, q2).
-
-        Exact: the minimum of the distance over the box of limits is either an unconstrained
-        critical point (the closed-form branches, stretched or folded toward the target when out
-        of reach) or lies on an edge of the box, where one joint is at a limit and the other turns
-        a point about a centre (solved by :func:`_clamp_on_circle`).
-        """
-        lo1, hi1, lo2, hi2 = self.lower1, self.upper1, self.lower2, self.upper2
-        s = self.knee_sign
-        r = math.hypot(x, y)
-        if r <= DEGENERATE_DISTANCE_M:  # target at the centre: only the bend matters
-            q2 = _clamp_on_circle(s * (_PI - self.delta), seed2, lo2, hi2)
-            tx, ty = self.tip(seed1, q2)
-            return math.hypot(tx - x, ty - y), seed1, q2
-        beta = math.atan2(y, x)
-        candidates: List[Tuple[float, float]] = []
-        gamma, q2f, q2b = self.bend(r)
-        psi = self.thigh_offset(gamma)
-        for q1, q2 in ((beta - psi - self.alpha1, q2f), (beta + psi - self.alpha1, q2b)):
-            n1, n2 = _near(q1, seed1, lo1, hi1), _near(q2, seed2, lo2, hi2)
-            if n1 is not None and n2 is not None:
-                candidates.append((n1, n2))
-        for q1 in (lo1, hi1):  # thigh at a limit: the shin turns about the knee
-            if math.isfinite(q1):
-                t1 = self.alpha1 + q1
-                kx, ky = self.l1 * math.cos(t1), self.l1 * math.sin(t1)
-                shin = math.atan2(y - ky, x - kx)
-                candidates.append(
-                    (q1, _clamp_on_circle(s * (shin - self.alpha2 - q1), seed2, lo2, hi2)))
-        for q2 in (lo2, hi2):  # knee at a limit: the rigid leg turns about the hip
-            if math.isfinite(q2):
-                vx, vy = self.tip(0.0, q2)
-                candidates.append((_clamp_on_circle(beta - math.atan2(vy, vx), seed1, lo1, hi1),
-                                   q2))
-        best = None
-        for q1, q2 in candidates:
-            tx, ty = self.tip(q1, q2)
-            err = math.hypot(tx - x, ty - y)
-            dist = (q1 - seed1) ** 2 + (q2 - seed2) ** 2
-            if best is None or err < best[0] - _TIE_M or (err <= best[0] + _TIE_M and
-                                                          dist < best[3]):
-                best = (err, q1, q2, dist)
-        return best[0], best[1], best[2]
 
 
 # ------------------------------------------------------------------------- chain geometry
@@ -247,7 +121,7 @@ def _geometry_from_chain(chain: Chain) -> dict:
         raise ChainError(f'analytic_hip_knee: tip {chain.tip_link!r} lies on the knee axis of '
                          f'{names[knee]!r}: the shin has no length')
     lower, upper = geometry['limits']
-    geometry['core'] = _PlanarCore(
+    geometry['core'] = PlanarCore(
         l1, l2, math.atan2(float(np.dot(d1, b2)), float(np.dot(d1, b1))),
         math.atan2(float(np.dot(d2, b2)), float(np.dot(d2, b1))),
         1.0 if float(np.dot(u, u_knee)) > 0.0 else -1.0,
@@ -296,7 +170,7 @@ class HipKneeSolver(Solver):
         """
         g = _geometry_from_chain(chain)
         self._n = g['n']
-        self._core: _PlanarCore = g['core']
+        self._core: PlanarCore = g['core']
         lower, upper = g['limits']
         branch = self.params['branch']
         self._pref_forward = 1 if branch == 'backward' else 0
@@ -339,7 +213,7 @@ class HipKneeSolver(Solver):
         lo0, hi0 = self._yaw_limits
         rho = math.hypot(e1, e2)
         r = math.hypot(x, rho)
-        miss = _annulus_distance(r, core.r_inner, core.r_outer)
+        miss = annulus_distance(r, core.r_inner, core.r_outer)
         gamma, q2f, q2b = core.bend(r)
         note = ''
         # Candidate planes: (yaw, hip pitch of the forward branch, of the backward branch).
@@ -356,24 +230,24 @@ class HipKneeSolver(Solver):
             else:  # the plane through the target, and the yaw flip (plane mirrored)
                 phi, beta = math.atan2(e2, e1), math.atan2(rho, x)
                 planes = ((phi, beta - psi - a1, beta + psi - a1),
-                          (phi + _PI, -beta - psi - a1, -beta + psi - a1))
+                          (phi + math.pi, -beta - psi - a1, -beta + psi - a1))
         lo1, hi1, lo2, hi2 = core.lower1, core.upper1, core.lower2, core.upper2
-        n2f, n2b = _near(q2f, s2, lo2, hi2), _near(q2b, s2, lo2, hi2)
+        n2f, n2b = near_angle(q2f, s2, lo2, hi2), near_angle(q2b, s2, lo2, hi2)
         pref_f, pref_b = self._pref_forward, self._pref_backward
         best = None  # ((preference, squared distance to the seed), q0, q1, q2)
         for yaw, q1f, q1b in planes:
-            q0 = _near(yaw, s0, lo0, hi0)
+            q0 = near_angle(yaw, s0, lo0, hi0)
             if q0 is None:
                 continue
             d0 = (q0 - s0) ** 2
             if n2f is not None:
-                q1 = _near(q1f, s1, lo1, hi1)
+                q1 = near_angle(q1f, s1, lo1, hi1)
                 if q1 is not None:
                     key = (pref_f, d0 + (q1 - s1) ** 2 + (n2f - s2) ** 2)
                     if best is None or key < best[0]:
                         best = (key, q0, q1, n2f)
             if n2b is not None:
-                q1 = _near(q1b, s1, lo1, hi1)
+                q1 = near_angle(q1b, s1, lo1, hi1)
                 if q1 is not None:
                     key = (pref_b, d0 + (q1 - s1) ** 2 + (n2b - s2) ** 2)
                     if best is None or key < best[0]:
@@ -387,7 +261,7 @@ class HipKneeSolver(Solver):
 
     def _nearest_leg(self, x: float, e1: float, e2: float, rho: float,
                      seed: List[float]) -> Tuple[float, np.ndarray]:
-        """Nearest pose within all limits (exact; see :meth:`_PlanarCore.nearest`).
+        """Nearest pose within all limits (exact; see :meth:`PlanarCore.nearest`).
 
         For fixed hip pitch and knee the tip circles the yaw axis, nearest the target at the
         allowed yaw closest (on the circle) to the target's azimuth (tip ahead of the axis) or
@@ -399,14 +273,14 @@ class HipKneeSolver(Solver):
             phi, yaws = s0, (s0,)
         else:
             phi = math.atan2(e2, e1)
-            yaws = (_clamp_on_circle(phi, s0, lo0, hi0),
-                    _clamp_on_circle(phi + _PI, s0, lo0, hi0))
+            yaws = (clamp_on_circle(phi, s0, lo0, hi0),
+                    clamp_on_circle(phi + math.pi, s0, lo0, hi0))
         best = None
         for q0 in yaws:
             err, q1, q2 = self._core.nearest(x, rho * math.cos(q0 - phi), s1, s2)
             err = math.hypot(err, rho * math.sin(q0 - phi))
             dist = (q0 - s0) ** 2 + (q1 - s1) ** 2 + (q2 - s2) ** 2
-            if best is None or err < best[0] - _TIE_M or (err <= best[0] + _TIE_M and
+            if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
                                                           dist < best[1]):
                 best = (err, dist, q0, q1, q2)
         return best[0], np.array(best[2:])
@@ -416,7 +290,7 @@ class HipKneeSolver(Solver):
         core = self._core
         s1, s2 = seed
         r = math.hypot(x, y)
-        miss = _annulus_distance(r, core.r_inner, core.r_outer)
+        miss = annulus_distance(r, core.r_inner, core.r_outer)
         bound = math.hypot(miss, off_plane) if off_plane else miss
         gamma, q2f, q2b = core.bend(r)
         note = ''
@@ -429,8 +303,8 @@ class HipKneeSolver(Solver):
             q1f, q1b = beta - psi - core.alpha1, beta + psi - core.alpha1
         best = None
         for pref, q1, q2 in ((self._pref_forward, q1f, q2f), (self._pref_backward, q1b, q2b)):
-            n1 = _near(q1, s1, core.lower1, core.upper1)
-            n2 = _near(q2, s2, core.lower2, core.upper2)
+            n1 = near_angle(q1, s1, core.lower1, core.upper1)
+            n2 = near_angle(q2, s2, core.lower2, core.upper2)
             if n1 is not None and n2 is not None:
                 key = (pref, (n1 - s1) ** 2 + (n2 - s2) ** 2)
                 if best is None or key < best[0]:
@@ -447,7 +321,7 @@ class HipKneeSolver(Solver):
              error: float, note: str) -> RawSolution:
         """Status, proven residual and message of a pose (``error``: its predicted miss [m])."""
         history = [error] if self._record else None
-        if bound > _TIE_M:  # below: rounding at the rim of the shell
+        if bound > TIE_M:  # below: rounding at the rim of the shell
             core = self._core
             where = (f'{miss:.4g} m outside the reachable shell [{core.r_inner:.4g}, '
                      f'{core.r_outer:.4g}] m around the hip' if miss > 0.0 else
