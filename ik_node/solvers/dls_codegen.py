@@ -1,0 +1,194 @@
+"""Code generators of the damped-least-squares solver: limits, normal equations, damped solves.
+
+Each function writes straight-line Python for one chain size (or one chain's limits), compiles
+it once and returns the function: for 6-7 joints an unrolled Cholesky factorisation in plain
+floats is several times faster than numpy, whose per-call overhead dominates arrays this small.
+Used by :mod:`ik_node.solvers.damped_jacobian`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, Sequence, Tuple
+
+#: No joint moves more than this in one step [rad or m]: a nearly singular Jacobian with little
+#: damping asks for huge steps that the clip would turn into a random jump.
+MAX_STEP = 1.0
+TWO_PI = 2.0 * math.pi
+
+
+def limit_functions(low: Sequence[float], high: Sequence[float], wraps: Sequence[bool],
+                    bounded: Sequence[int]) -> Tuple[Callable, Callable]:
+    """``(advance, blocked)``, generated with the limits written into the code.
+
+    ``advance(q, dq) -> q_new``: ``q + dq`` with ``dq`` scaled down to at most ``MAX_STEP`` per
+    joint, then wrapped by whole turns (joints with ``wraps``) or clipped into the limits.
+    ``blocked(q, dq)``: the indices of the ``bounded`` joints at a limit whose step points
+    outwards (empty if none).
+    """
+    n = len(low)
+    unpack = f'{", ".join(f"q{k}" for k in range(n))}{"," if n == 1 else ""} = q'
+    unpack_d = f'{", ".join(f"d{k}" for k in range(n))}{"," if n == 1 else ""} = dq'
+    lines = ['def advance(q, dq):', '    ' + unpack, '    ' + unpack_d]
+    inside = ' and '.join(f'-{MAX_STEP!r} <= d{k} <= {MAX_STEP!r}' for k in range(n))
+    lines += [f'    if not ({inside}):',
+              f'        s = {MAX_STEP!r} / max({", ".join(f"abs(d{k})" for k in range(n))})']
+    lines += [f'        d{k} *= s' for k in range(n)]
+    for k, (lo, hi, wrap) in enumerate(zip(low, high, wraps, strict=True)):
+        lines.append(f'    v{k} = q{k} + d{k}')
+        if math.isfinite(lo):
+            fix = (f'v{k} + {TWO_PI!r} * ceil(({lo!r} - v{k}) / {TWO_PI!r})' if wrap
+                   else repr(lo))
+            lines += [f'    if v{k} < {lo!r}:', f'        v{k} = {fix}']
+        if math.isfinite(hi):
+            fix = (f'v{k} - {TWO_PI!r} * ceil((v{k} - {hi!r}) / {TWO_PI!r})' if wrap
+                   else repr(hi))
+            lines += [f'    {"elif" if math.isfinite(lo) else "if"} v{k} > {hi!r}:',
+                      f'        v{k} = {fix}']
+    lines.append(f'    return [{", ".join(f"v{k}" for k in range(n))}]')
+    lines += ['', 'def blocked(q, dq):']
+    if bounded:
+        lines += ['    ' + unpack, '    ' + unpack_d, '    out = []']
+        for k in bounded:
+            lines += [f'    if (d{k} < 0.0 and q{k} <= {low[k]!r}) or '
+                      f'(d{k} > 0.0 and q{k} >= {high[k]!r}):',
+                      f'        out.append({k})']
+        lines.append('    return out')
+    else:
+        lines.append('    return ()')
+    namespace = {'ceil': math.ceil}
+    exec(compile('\n'.join(lines), '<joint limits>', 'exec'), namespace)
+    return namespace['advance'], namespace['blocked']
+
+
+def lower_index(a: int, b: int) -> int:
+    """Index of entry (a, b), a >= b, of a symmetric matrix stored as its lower triangle."""
+    return a * (a + 1) // 2 + b
+
+
+@functools.lru_cache(maxsize=None)
+def normal_equations_function(m: int, n: int) -> Callable:
+    """``normal(J, e, w) -> (H, g)``: the normal equations of the weighted error, generated.
+
+    ``H = J_w^T J_w`` (n x n, its lower triangle row by row as a flat list, see
+    :func:`lower_index`) and ``g = J_w^T e_w``, where rows 3-5 of ``J`` and ``e`` are scaled by
+    ``w`` (the orientation weight; ``m`` is 3 or 6). Computed once per accepted iterate, they
+    serve every damping tried from it and every set of joints sitting out a step.
+    """
+    lines = ['def normal(J, e, w):']
+    for i in range(m):
+        names = ', '.join(f'j{i}_{k}' for k in range(n))
+        lines.append(f'    {names}{"," if n == 1 else ""} = J[{i}]')
+    lines.append(f'    {", ".join(f"e{i}" for i in range(m))}{"," if m == 1 else ""} = e')
+    if m > 3:
+        lines.append('    w2 = w * w')
+        for i in range(3, m):
+            lines.append(f'    e{i} *= w2')  # J_w^T e_w = J^T (w^2 e) on these rows
+    entries = []
+    for a in range(n):
+        for b in range(a + 1):
+            linear = ' + '.join(f'j{i}_{a} * j{i}_{b}' for i in range(min(m, 3)))
+            if m > 3:
+                angular = ' + '.join(f'j{i}_{a} * j{i}_{b}' for i in range(3, m))
+                entries.append(f'{linear} + w2 * ({angular})')
+            else:
+                entries.append(linear)
+    gradient = [' + '.join(f'j{i}_{a} * e{i}' for i in range(m)) for a in range(n)]
+    lines.append(f'    return [{", ".join(entries)}], [{", ".join(gradient)}]')
+    namespace: dict = {}
+    exec(compile('\n'.join(lines), f'<normal equations {m}x{n}>', 'exec'), namespace)
+    return namespace['normal']
+
+
+@functools.lru_cache(maxsize=None)
+def damped_solve_function(n: int) -> Callable:
+    """``solve(H, g, lam) -> dq``: ``(H + lam I) dq = g`` by an unrolled Cholesky factorisation.
+
+    ``H`` is a flat lower triangle (see :func:`normal_equations_function`). A matrix that is not
+    positive definite raises ``ValueError`` (sqrt of a negative number) or
+    ``ZeroDivisionError``.
+    """
+    lines = ['def solve(H, g, lam):']
+    count = n * (n + 1) // 2
+    lines.append(f'    {", ".join(f"h{k}" for k in range(count))}{"," if count == 1 else ""} = H')
+    lines.append(f'    {", ".join(f"g{k}" for k in range(n))}{"," if n == 1 else ""} = g')
+    # Cholesky H + lam I = L L^T, then L y = g, L^T x = y.
+    for a in range(n):
+        for b in range(a + 1):
+            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
+            if a == b:
+                lines.append(f'    l{a}_{a} = sqrt(h{lower_index(a, a)} + lam{acc})')
+                lines.append(f'    i{a} = 1.0 / l{a}_{a}')
+            else:
+                lines.append(f'    l{a}_{b} = (h{lower_index(a, b)}{acc}) * i{b}')
+    for a in range(n):
+        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
+        lines.append(f'    y{a} = (g{a}{acc}) * i{a}')
+    for a in reversed(range(n)):
+        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, n))
+        lines.append(f'    x{a} = (y{a}{acc}) * i{a}')
+    lines.append(f'    return [{", ".join(f"x{a}" for a in range(n))}]')
+    namespace = {'sqrt': math.sqrt}
+    exec(compile('\n'.join(lines), f'<damped solve {n}>', 'exec'), namespace)
+    return namespace['solve']
+
+
+@functools.lru_cache(maxsize=None)
+def damped_step_function(m: int, n: int) -> Callable:
+    """``step(J, e, lam, w) -> dq``: the damped least-squares step, generated for m x n.
+
+    ``dq = (J_w^T J_w + lam I)^-1 J_w^T e_w`` where rows 3-5 of ``J`` and ``e`` are scaled by
+    ``w`` (the orientation weight; ``m`` is 3 or 6). It is solved in the smaller of the two
+    equivalent systems (``J_w J_w^T + lam I`` is m x m) by an unrolled Cholesky factorisation;
+    a matrix that is not positive definite raises ``ValueError`` (sqrt of a negative number).
+    """
+    lines = ['def step(J, e, lam, w):']
+    for i in range(m):
+        scale = ' * w' if i >= 3 else ''
+        names = ', '.join(f'j{i}_{k}' for k in range(n))
+        lines.append(f'    {names}{"," if n == 1 else ""} = J[{i}]')
+        if scale:
+            for k in range(n):
+                lines.append(f'    j{i}_{k} *= w')
+    lines.append(f'    {", ".join(f"e{i}" for i in range(m))} = e')
+    for i in range(3, m):
+        lines.append(f'    e{i} *= w')
+    if n >= m:  # (J J^T + lam I) y = e, dq = J^T y
+        size = m
+        for a in range(m):
+            for b in range(a + 1):
+                dot = ' + '.join(f'j{a}_{k} * j{b}_{k}' for k in range(n))
+                lines.append(f'    a{a}_{b} = {dot}{" + lam" if a == b else ""}')
+        rhs = [f'e{i}' for i in range(m)]
+    else:  # (J^T J + lam I) dq = J^T e
+        size = n
+        for a in range(n):
+            for b in range(a + 1):
+                dot = ' + '.join(f'j{i}_{a} * j{i}_{b}' for i in range(m))
+                lines.append(f'    a{a}_{b} = {dot}{" + lam" if a == b else ""}')
+        for a in range(n):
+            lines.append(f'    g{a} = {" + ".join(f"j{i}_{a} * e{i}" for i in range(m))}')
+        rhs = [f'g{a}' for a in range(n)]
+    # Cholesky A = L L^T, then L y = rhs, L^T x = y.
+    for a in range(size):
+        for b in range(a + 1):
+            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
+            if a == b:
+                lines.append(f'    l{a}_{a} = sqrt(a{a}_{a}{acc})')
+            else:
+                lines.append(f'    l{a}_{b} = (a{a}_{b}{acc}) / l{b}_{b}')
+    for a in range(size):
+        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
+        lines.append(f'    y{a} = ({rhs[a]}{acc}) / l{a}_{a}')
+    for a in reversed(range(size)):
+        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, size))
+        lines.append(f'    x{a} = (y{a}{acc}) / l{a}_{a}')
+    if n >= m:
+        out = [' + '.join(f'j{i}_{k} * x{i}' for i in range(m)) for k in range(n)]
+    else:
+        out = [f'x{a}' for a in range(n)]
+    lines.append(f'    return [{", ".join(out)}]')
+    namespace = {'sqrt': math.sqrt}
+    exec(compile('\n'.join(lines), f'<damped step {m}x{n}>', 'exec'), namespace)
+    return namespace['step']
