@@ -180,6 +180,9 @@ class Solver:
         self._q_mid = chain.mid_configuration()
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
+        self._joint_names = tuple(chain.joint_names)
+        self._tol_p = self.params['position_tolerance']
+        self._tol_r = self.params['orientation_tolerance']
 
     # -------------------------------------------------------------------------- parameters
     @classmethod
@@ -259,12 +262,12 @@ class Solver:
 
     def _finish(self, raw: RawSolution, p_target: np.ndarray, R_target: Optional[np.ndarray],
                 elapsed: float, orientation_ignored: bool) -> IkResult:
-        tol_p = self.params['position_tolerance']
-        tol_r = self.params['orientation_tolerance']
+        tol_p, tol_r = self._tol_p, self._tol_r
         # Plain floats: for 3-7 joints this is several times cheaper than numpy reductions.
-        q_list = [min(max(v, lo), hi) for v, lo, hi in
-                  zip(np.asarray(raw.q, dtype=float).tolist(), self._lower_list,
-                      self._upper_list)]
+        q_raw = raw.q.tolist() if isinstance(raw.q, np.ndarray) else \
+            np.asarray(raw.q, dtype=float).tolist()
+        q_list = [min(max(float(v), lo), hi) for v, lo, hi in
+                  zip(q_raw, self._lower_list, self._upper_list)]
         if not math.isfinite(sum(q_list)):  # NaN/inf anywhere: a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
@@ -289,7 +292,7 @@ class Solver:
         if not reached and raw.min_residual is not None and raw.min_residual > tol_p:
             status = IkStatus.UNREACHABLE
         return IkResult(
-            joint_positions=q, joint_names=tuple(self.chain.joint_names), reachable=reached,
+            joint_positions=q, joint_names=self._joint_names, reachable=reached,
             status=status, position_error=pos_err, orientation_error=rot_err,
             min_residual=raw.min_residual, iterations=int(raw.iterations), solve_time=elapsed,
             message=raw.message, orientation_ignored=orientation_ignored,
