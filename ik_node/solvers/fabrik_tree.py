@@ -27,6 +27,11 @@ targeted descendants, and keeps its angle if those are on the axis too. The clas
 converged on 0 % of random UR5 targets; with the 'points' fit 93 % (99 % with the
 extrapolation of :meth:`FabrikTree.run`).
 
+After the passes, optionally, a finishing step that is not FABRIK (:meth:`FabrikTree.polish`):
+damped least squares on the stacked position Jacobian of the targeted tips, tried when a FABRIK
+iteration crawls. When it crawls too, the run counts as stalled (a local minimum, usually at a
+joint limit) and restarts at once instead of creeping on.
+
 Prismatic joints are held at their seed value; joints that move no targeted tip keep their
 value (an untargeted tip keeps its configuration relative to its branch).
 """
@@ -55,6 +60,12 @@ _TIP_FIT_WEIGHT = 3.0
 #: planar4, leg3, UR5 and twin_arm among ratios 0, 0.3, 0.5 and caps 10, 30, 100.
 _EXTRAPOLATE_MIN_RATIO = 0.3
 _EXTRAPOLATE_MAX_FACTOR = 30.0
+#: Polish (see :meth:`FabrikTree.polish`): initial and smallest Levenberg-Marquardt damping
+#: [m^2]; tried when a FABRIK iteration cut the error by less than this ratio.
+_POLISH_DAMPING = 1e-3
+_POLISH_DAMPING_MIN = 1e-9
+_POLISH_RATIO = 0.5
+_POLISH_STUCK_RATIO = 0.9
 
 
 @dataclass
@@ -108,6 +119,16 @@ class _Plan:
                 nodes = np.array(sorted(set(ch.tolist()) | set(tips)), dtype=int)
                 self.align[i] = ('points', nodes)
             self.fallback[i] = np.array([d for d in tree.descendants[i] if W[d] > 0], dtype=int)
+        # Polish (see FabrikTree.polish): the joints moving targeted tips, and for each targeted
+        # tip the columns (indices into polish_joints) of the joints on its path.
+        self.polish_joints = np.array([i for i in range(n) if W[i] > 0 and tree.revolute[i]],
+                                      dtype=int)
+        column = {int(j): c for c, j in enumerate(self.polish_joints)}
+        self.polish_paths = []
+        for v in self.tip_nodes:
+            joints = [u for u in tree.path_to_tip(int(v) - n)[:-1] if u in column]
+            self.polish_paths.append((np.array(joints, dtype=int),
+                                      np.array([column[u] for u in joints], dtype=int)))
 
 
 class FabrikTree:
@@ -298,11 +319,77 @@ class FabrikTree:
         P[path] = origin + reach[:, None] * direction
         self.backward_pass(plan, q, x, R, P)
 
+    # ------------------------------------------------------------------------------ polish
+    def polish(self, plan: _Plan, q: np.ndarray, x: np.ndarray, R: np.ndarray,
+               targets: np.ndarray, w_norm: np.ndarray, tolerance: float, steps: int,
+               history: Optional[List[float]] = None) -> int:
+        """A finishing step that is not FABRIK: damped least squares on the tips' Jacobian.
+
+        Up to ``steps`` Levenberg-Marquardt steps on the stacked position Jacobian of the
+        targeted tips (columns: the revolute joints that move them), weighted by the tip
+        weights. A step is clipped to the joint limits, joints pressed against a limit by the
+        step are frozen for it, and it is kept only if it lowers the weighted tip error (else
+        the damping grows tenfold). ``q``, ``x`` and ``R`` are updated in place and stay equal
+        to FK of ``q``. Returns the number of steps taken (each counts as an iteration).
+        """
+        cols = plan.polish_joints
+        if steps <= 0 or len(cols) == 0:
+            return 0
+        tips = plan.tip_nodes
+        sw = np.repeat(np.sqrt(w_norm), 3)
+        lower, upper = np.array(self.lower)[cols], np.array(self.upper)[cols]
+        e = (targets - x[tips]).reshape(-1) * sw
+        obj = float(e @ e)
+        J = np.zeros((3 * len(tips), len(cols)))
+        x_try, R_try = np.zeros_like(x), np.zeros_like(R)
+        damping, taken = _POLISH_DAMPING, 0
+        while taken < steps:
+            taken += 1
+            world_axes = np.einsum('nij,nj->ni', R[cols], self.axes[cols])
+            for k, (joints, c) in enumerate(plan.polish_paths):
+                J[3 * k:3 * k + 3, c] = np.cross(world_axes[c], x[tips[k]] - x[joints]).T
+            Jw = J * sw[:, None]
+            q_cols = q[cols]
+            free = np.ones(len(cols), dtype=bool)
+            dq = np.zeros(len(cols))
+            for _ in range(3):                 # freeze joints the step pushes past a limit
+                A = Jw[:, free]
+                dq[:] = 0.0
+                dq[free] = np.linalg.solve(A.T @ A + damping * np.eye(A.shape[1]), A.T @ e)
+                pressed = free & (((q_cols <= lower) & (dq < 0.0)) |
+                                  ((q_cols >= upper) & (dq > 0.0)))
+                if not pressed.any():
+                    break
+                free &= ~pressed
+                if not free.any():
+                    dq[:] = 0.0
+                    break
+            q_try = q.copy()
+            q_try[cols] = np.minimum(np.maximum(q_cols + dq, lower), upper)
+            self.rebuild(q_try, x_try, R_try)
+            d = targets - x_try[tips]
+            e_try = d.reshape(-1) * sw
+            obj_try = float(e_try @ e_try)
+            if obj_try < obj:
+                q[:], x[:], R[:] = q_try, x_try, R_try
+                e, obj = e_try, obj_try
+                damping = max(damping * 0.1, _POLISH_DAMPING_MIN)
+            else:
+                damping *= 10.0
+            d = x[tips] - targets
+            tip_err = np.sqrt(np.einsum('ij,ij->i', d, d))
+            if history is not None:
+                history.append(float(tip_err.max()))
+            if np.all(tip_err <= tolerance):
+                break
+        return taken
+
     # ---------------------------------------------------------------------------------- run
     def run(self, q_seed: np.ndarray, tip_indices: Sequence[int], targets: np.ndarray,
             weights: np.ndarray, tolerance: float, max_iterations: int, min_improvement: float,
             stall_iterations: int, restarts: int = 0, extrapolate: bool = True,
-            stretch_tip: Optional[int] = None, record_history: bool = False) -> FabrikRun:
+            stretch_tip: Optional[int] = None, record_history: bool = False,
+            polish: int = 0) -> FabrikRun:
         """Iterate FABRIK from ``q_seed`` until every targeted tip is within ``tolerance`` [m].
 
         Args:
@@ -326,6 +413,10 @@ class FabrikTree:
             stretch_tip: a tip (index into ``chain.tips``) provably out of reach: the first
                 iteration lays its path straight towards its target.
             record_history: keep the largest tip error [m] of every iteration.
+            polish: after a FABRIK iteration that cut the error by less than ``_POLISH_RATIO``,
+                up to this many :meth:`polish` steps (each counted as an iteration); when they
+                cut it by less than ``_POLISH_STUCK_RATIO`` and a restart is left, the run
+                counts as stalled and restarts at once. 0: FABRIK passes only.
         """
         n, N = self.n, self.n + self.n_tips
         plan = _Plan(self, tip_indices, weights)
@@ -347,7 +438,7 @@ class FabrikTree:
         converged = bool(np.all(err <= tolerance))
         if not any(self.revolute[i] and plan.W[i] > 0 for i in range(n)):
             max_iterations = 0                  # nothing can move a targeted tip
-        rng, moving = None, None
+        rng, moving, polish_after = None, None, 0
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
         lower_all, upper_all = np.array(self.lower), np.array(self.upper)
         while not converged and iterations < max_iterations:
@@ -375,6 +466,25 @@ class FabrikTree:
                         err, obj = err_try, obj_try
             if history is not None:
                 history.append(float(err.max()))
+            if (polish > 0 and iterations >= polish_after and obj > 0.0 and
+                    obj >= _POLISH_RATIO * obj_before and iterations < max_iterations):
+                taken = self.polish(plan, q, x, R, targets, w_norm, tolerance,
+                                    min(polish, max_iterations - iterations), history)
+                iterations += taken
+                err = errors()
+                obj_polished = math.sqrt(float(w_norm @ (err * err)))
+                stuck = obj_polished > _POLISH_STUCK_RATIO * obj
+                if obj_polished > _POLISH_RATIO * obj:   # no help here: let FABRIK work a while
+                    polish_after = iterations + stall_iterations
+                obj = obj_polished
+                # FABRIK and the polish both crawl: a local minimum, restart now (without a
+                # restart left, crawling on can only lower the error).
+                if stuck and min_improvement > 0.0 and restarts > 0 and stretch_tip is None:
+                    if obj < best_obj:
+                        best_q, best_err, best_obj = q.copy(), err, obj
+                    start_best = min(start_best, obj)
+                    last_progress_obj = start_best + min_improvement
+                    since_progress = stall_iterations - 1
             if obj < best_obj:
                 best_q, best_err, best_obj = q.copy(), err, obj
             converged = bool(np.all(err <= tolerance))
