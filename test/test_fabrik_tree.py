@@ -40,10 +40,10 @@ def solve_random(tips, count, max_iterations=300, **params):
 
 
 # tips: (targets, share converged within 300 iterations that is required).
-# Measured at the time of writing: two hands 100 %, left hand + two right fingers 95 % (ten
+# Measured at the time of writing: two hands 100 %, left hand + two right fingers 97.5 % (ten
 # joints for nine coordinates, tightly coupled at the right hand: slow for FABRIK; 67.5 % and
-# 95 % before the polish step).
-CASES = {'hands': (HANDS, 60, 0.98), 'nested': (NESTED, 40, 0.925)}
+# 95 % before the polish step and 20 restarts).
+CASES = {'hands': (HANDS, 60, 0.98), 'nested': (NESTED, 40, 0.95)}
 
 
 @pytest.fixture(scope='module', params=sorted(CASES))
@@ -88,7 +88,7 @@ def test_nested_branches_bring_most_fingertips_within_a_millimetre(solved):
     if name != 'nested':
         pytest.skip('nested case only')
     errors = np.array([r.position_error for _, r in out])
-    assert np.mean(errors < 1e-3) >= 0.925    # measured: 95 % of the solves below 1e-3 m
+    assert np.mean(errors < 1e-3) >= 0.95     # measured: 97.5 % of the solves below 1e-3 m
 
 
 def test_iterations_including_polish_steps_stay_within_max_iterations(solved):

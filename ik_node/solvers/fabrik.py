@@ -14,11 +14,11 @@ joint limits restarts from a random configuration (``restarts``); a linearly con
 extrapolated (``extrapolate``). A finishing step that is *not* FABRIK, the hybrid many FABRIK
 implementations use: when an iteration cuts the error by less than half, a few damped
 least-squares steps on the targeted tips' stacked position Jacobian (``polish_iterations``;
-0 switches it off). Measured with it (1e-4 m, random reachable targets, 300 each): twin_arm
-both hands 85 -> 93 % within 100 iterations, 95 -> 99 % within 300; left hand plus both right
-fingers 49 -> 89 % and 69 -> 94 %; UR5 99.3 -> 100 % within 100. ``min_residual`` is a proven
-lower bound on a tip's error, given only for tips whose joints are all revolute or continuous;
-None otherwise or when it is 0.
+0 switches it off). Measured with it and 20 restarts (1e-4 m, random reachable targets, 300
+each): twin_arm both hands 85 -> 93 % within 100 iterations, 95 -> 99.3 % within 300; left hand
+plus both right fingers 49 -> 89 % and 69 -> 98 %; UR5 99.3 -> 100 % within 100.
+``min_residual`` is a proven lower bound on a tip's error, given only for tips whose joints are
+all revolute or continuous; None otherwise or when it is 0.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class FabrikSolver(Solver):
             'error ratio, at most 30 times), kept only if it lowers the error; false (with '
             'restarts and polish_iterations 0) gives plain FABRIK'),
         'restarts': ParamSpec(
-            int, 5, 'after a stall (a local minimum at joint limits), start again this many '
+            int, 20, 'after a stall (a local minimum at joint limits), start again this many '
             'times from a random configuration drawn with a fixed seed (reproducible), within '
             'max_iterations; the best configuration seen is returned', '', min=0, max=1000),
         'polish_iterations': ParamSpec(
