@@ -40,10 +40,10 @@ def solve_random(tips, count, max_iterations=300, **params):
 
 
 # tips: (targets, share converged within 300 iterations that is required).
-# Measured at the time of writing: two hands 100 %, left hand + two right fingers 97.5 % (ten
+# Measured at the time of writing: two hands 100 %, left hand + two right fingers 100 % (ten
 # joints for nine coordinates, tightly coupled at the right hand: slow for FABRIK; 67.5 % and
-# 95 % before the polish step and 20 restarts).
-CASES = {'hands': (HANDS, 60, 0.98), 'nested': (NESTED, 40, 0.95)}
+# 95 % before the polish step, 20 restarts and stall_iterations 5).
+CASES = {'hands': (HANDS, 60, 0.98), 'nested': (NESTED, 40, 0.975)}
 
 
 @pytest.fixture(scope='module', params=sorted(CASES))
@@ -88,7 +88,7 @@ def test_nested_branches_bring_most_fingertips_within_a_millimetre(solved):
     if name != 'nested':
         pytest.skip('nested case only')
     errors = np.array([r.position_error for _, r in out])
-    assert np.mean(errors < 1e-3) >= 0.95     # measured: 97.5 % of the solves below 1e-3 m
+    assert np.mean(errors < 1e-3) >= 0.975    # measured: 100 % of the solves below 1e-3 m
 
 
 def test_iterations_including_polish_steps_stay_within_max_iterations(solved):
@@ -97,12 +97,12 @@ def test_iterations_including_polish_steps_stay_within_max_iterations(solved):
 
 
 def test_polish_lifts_nested_convergence_within_100_iterations_and_can_be_switched_off():
-    # Measured (40 targets): 92.5 % with the polish, 52.5 % with FABRIK passes only.
+    # Measured (40 targets): 90 % with the polish, 50 % with FABRIK passes only.
     shares = {}
     for polish in (0, 10):
         _, out = solve_random(NESTED, 40, max_iterations=100, polish_iterations=polish)
         shares[polish] = np.mean([r.reachable for _, r in out])
-    assert shares[10] >= 0.9 and shares[10] >= shares[0] + 0.3, shares
+    assert shares[10] >= 0.875 and shares[10] >= shares[0] + 0.3, shares
 
 
 def test_tree_solves_are_deterministic():
