@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable, Sequence, Tuple
+from typing import Callable, List, Sequence, Tuple
 
 #: No joint moves more than this in one step [rad or m]: a nearly singular Jacobian with little
 #: damping asks for huge steps that the clip would turn into a random jump.
@@ -101,6 +101,36 @@ def normal_equations_function(m: int, n: int) -> Callable:
     return namespace['normal']
 
 
+def cholesky_solve_lines(size: int, entry: Callable[[int, int], str], rhs: Sequence[str],
+                         reciprocal: bool) -> List[str]:
+    """Unrolled lines solving ``A x = rhs`` by Cholesky ``A = L L^T``, into ``x0 .. x{size-1}``.
+
+    ``entry(a, b)`` is the expression of ``A[a][b]`` (``a >= b``). With ``reciprocal`` the
+    diagonal's inverses ``i{a}`` are computed once and multiplied; else each use divides.
+    """
+    lines = []
+
+    def over(a: int) -> str:
+        return f' * i{a}' if reciprocal else f' / l{a}_{a}'
+
+    for a in range(size):
+        for b in range(a + 1):
+            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
+            if a == b:
+                lines.append(f'    l{a}_{a} = sqrt({entry(a, a)}{acc})')
+                if reciprocal:
+                    lines.append(f'    i{a} = 1.0 / l{a}_{a}')
+            else:
+                lines.append(f'    l{a}_{b} = ({entry(a, b)}{acc}){over(b)}')
+    for a in range(size):
+        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
+        lines.append(f'    y{a} = ({rhs[a]}{acc}){over(a)}')
+    for a in reversed(range(size)):
+        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, size))
+        lines.append(f'    x{a} = (y{a}{acc}){over(a)}')
+    return lines
+
+
 @functools.lru_cache(maxsize=None)
 def damped_solve_function(n: int) -> Callable:
     """``solve(H, g, lam) -> dq``: ``(H + lam I) dq = g`` by an unrolled Cholesky factorisation.
@@ -114,20 +144,9 @@ def damped_solve_function(n: int) -> Callable:
     lines.append(f'    {", ".join(f"h{k}" for k in range(count))}{"," if count == 1 else ""} = H')
     lines.append(f'    {", ".join(f"g{k}" for k in range(n))}{"," if n == 1 else ""} = g')
     # Cholesky H + lam I = L L^T, then L y = g, L^T x = y.
-    for a in range(n):
-        for b in range(a + 1):
-            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
-            if a == b:
-                lines.append(f'    l{a}_{a} = sqrt(h{lower_index(a, a)} + lam{acc})')
-                lines.append(f'    i{a} = 1.0 / l{a}_{a}')
-            else:
-                lines.append(f'    l{a}_{b} = (h{lower_index(a, b)}{acc}) * i{b}')
-    for a in range(n):
-        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
-        lines.append(f'    y{a} = (g{a}{acc}) * i{a}')
-    for a in reversed(range(n)):
-        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, n))
-        lines.append(f'    x{a} = (y{a}{acc}) * i{a}')
+    lines += cholesky_solve_lines(
+        n, lambda a, b: f'h{lower_index(a, b)}' + (' + lam' if a == b else ''),
+        [f'g{a}' for a in range(n)], reciprocal=True)
     lines.append(f'    return [{", ".join(f"x{a}" for a in range(n))}]')
     namespace = {'sqrt': math.sqrt}
     exec(compile('\n'.join(lines), f'<damped solve {n}>', 'exec'), namespace)
@@ -171,19 +190,7 @@ def damped_step_function(m: int, n: int) -> Callable:
             lines.append(f'    g{a} = {" + ".join(f"j{i}_{a} * e{i}" for i in range(m))}')
         rhs = [f'g{a}' for a in range(n)]
     # Cholesky A = L L^T, then L y = rhs, L^T x = y.
-    for a in range(size):
-        for b in range(a + 1):
-            acc = ''.join(f' - l{a}_{k} * l{b}_{k}' for k in range(b))
-            if a == b:
-                lines.append(f'    l{a}_{a} = sqrt(a{a}_{a}{acc})')
-            else:
-                lines.append(f'    l{a}_{b} = (a{a}_{b}{acc}) / l{b}_{b}')
-    for a in range(size):
-        acc = ''.join(f' - l{a}_{k} * y{k}' for k in range(a))
-        lines.append(f'    y{a} = ({rhs[a]}{acc}) / l{a}_{a}')
-    for a in reversed(range(size)):
-        acc = ''.join(f' - l{k}_{a} * x{k}' for k in range(a + 1, size))
-        lines.append(f'    x{a} = (y{a}{acc}) / l{a}_{a}')
+    lines += cholesky_solve_lines(size, lambda a, b: f'a{a}_{b}', rhs, reciprocal=False)
     if n >= m:
         out = [' + '.join(f'j{i}_{k} * x{i}' for i in range(m)) for k in range(n)]
     else:
