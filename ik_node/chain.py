@@ -207,6 +207,11 @@ class Chain:
         return cls(joints, tips, base_link, robot)
 
     # ------------------------------------------------------------------------------ queries
+    @property
+    def robot(self):
+        """The parsed URDF (urdf_parser_py ``Robot``) the chain was read from, or None."""
+        return self._robot
+
     def mid_configuration(self) -> np.ndarray:
         """The middle of every joint's range (0 for continuous joints) [rad or m]."""
         finite = np.isfinite(self.lower) & np.isfinite(self.upper)

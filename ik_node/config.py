@@ -36,6 +36,7 @@ import yaml
 
 from ik_node.chain import Chain
 from ik_node.errors import ConfigError
+from ik_node.graph import GRAPH_KEYS
 from ik_node.resources import urdf_path
 from ik_node.solvers import SOLVERS, ParamSpec, Solver, make_solver, solver_class
 
@@ -110,6 +111,11 @@ class IkConfig:
         """What the chain is built from: equal values mean an equal chain."""
         return (self.robot_description, self.urdf_file, self.base_link, self.tip_links)
 
+    @property
+    def has_model(self) -> bool:
+        """True when the configuration names a robot model (URDF text or file)."""
+        return bool(self.robot_description or self.urdf_file)
+
     def params_of(self, solver: Optional[str] = None) -> Dict[str, Any]:
         """The validated parameters of ``solver`` (default: the selected one)."""
         return dict(self.solver_params[solver or self.solver])
@@ -177,7 +183,8 @@ def load_config(path: Union[str, Path], node_name: str = NODE_NAME) -> 'IkConfig
 # ----------------------------------------------------------------------------- validation
 def valid_keys() -> Tuple[str, ...]:
     """Top-level keys of a configuration, sorted (solver names stand for their blocks)."""
-    return tuple(sorted({*STRING_PARAMS, 'tip_links', *NODE_PARAMS, *IGNORED_KEYS, *SOLVERS}))
+    return tuple(sorted({*STRING_PARAMS, 'tip_links', *NODE_PARAMS, *IGNORED_KEYS, *SOLVERS,
+                         *GRAPH_KEYS}))
 
 
 def parameters_of_file(data: Any, source: str = 'config',
@@ -248,11 +255,14 @@ def config_from_mapping(data: Any, source: str = 'config',
     return config_from_flat(flat, source)
 
 
-def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfig:
+def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
+                     require_model: bool = True) -> IkConfig:
     """Validate a flat mapping of parameter names (dotted for solvers) to values.
 
     Missing keys take their defaults. This is the one validation path: the node calls it with
-    its ROS parameters, the CLI with the file overlaid with its flags.
+    its ROS parameters, the CLI with the file overlaid with its flags. With ``require_model``
+    False a configuration without a robot model is valid (the node then waits for one on its
+    description topic: :attr:`IkConfig.has_model` is False).
 
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
@@ -271,7 +281,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
             tip_links = _string_list(key, value, source)
         elif key in NODE_PARAMS:
             numbers[key] = _validate(NODE_PARAMS[key], key, value, source)
-        elif key in IGNORED_KEYS:
+        elif key in IGNORED_KEYS or key in GRAPH_KEYS:  # the node's (ik_node.graph)
             continue
         elif '.' in key and key.split('.', 1)[0] in SOLVERS:
             solver, param = key.split('.', 1)
@@ -300,7 +310,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
                           'chain)')
     if not strings['base_link']:
         raise ConfigError(f'{source}: base_link is empty')
-    if not strings['robot_description'] and not strings['urdf_file']:
+    if not strings['robot_description'] and not strings['urdf_file'] and require_model:
         raise ConfigError(f'{source}: no robot model: set urdf_file (a path or a packaged name) '
                           'or robot_description (URDF XML)')
     return IkConfig(robot_description=strings['robot_description'],

@@ -153,3 +153,13 @@ def marker_array(markers: Sequence[Marker]) -> MarkerArray:
     msg = MarkerArray()
     msg.markers = list(markers)
     return msg
+
+
+def delete_all(frame_id: str, stamp) -> Sequence[Marker]:
+    """One DELETEALL marker: RViz drops every marker of this publisher (e.g. a chain change)."""
+    m = Marker()
+    m.header.frame_id = frame_id
+    m.header.stamp = stamp
+    m.ns = NAMESPACE
+    m.action = Marker.DELETEALL
+    return [m]

@@ -117,6 +117,8 @@ class RunningNode:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.probe)
         self.lock = threading.Lock()
+        self.sent: List[str] = []  # header stamps of the targets sent, 'sec.nanosec'
+        self._last_ns = 0
         self.joint_states: List[JointState] = []
         self.diagnostics: List[DiagnosticStatus] = []
         self.bad_joint_states: List[str] = []
@@ -204,7 +206,7 @@ class RunningNode:
 
     def mark(self):
         with self.lock:
-            return len(self.joint_states), len(self.diagnostics)
+            return len(self.joint_states), len(self.diagnostics), len(self.sent)
 
     def assert_alive(self):
         assert self.proc.poll() is None, f'node died:\n{self.log_tail()}'
@@ -219,6 +221,7 @@ class RunningNode:
         msg = PointStamped()
         msg.header.frame_id = self.base if frame_id is None else frame_id
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in xyz)
+        self.stamp(msg)
         self.point_pub.publish(msg)
 
     def send_pose(self, xyz, quat_xyzw, frame_id: Optional[str] = None):
@@ -227,11 +230,25 @@ class RunningNode:
         p, o = msg.pose.position, msg.pose.orientation
         p.x, p.y, p.z = (float(v) for v in xyz)
         o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw)
+        self.stamp(msg)
         self.pose_pub.publish(msg)
 
     def next_status(self, mark, predicate, what: str) -> DiagnosticStatus:
+        """The first status after ``mark`` that ``predicate`` accepts and, when targets were sent
+        since ``mark``, that answers one of them: the node echoes a target's header stamp as
+        ``target_stamp``, so heartbeats and answers to earlier targets never match."""
+        def answers(s) -> bool:
+            sent = set(self.sent[mark[-1]:])
+            return not sent or bool(sent & set(values(s).get('target_stamp', '').split(',')))
         return self.wait_for(what, lambda: next(
-            (s for s in self.diagnostics[mark[1]:] if predicate(s)), None))
+            (s for s in self.diagnostics[mark[1]:] if answers(s) and predicate(s)), None))
+
+    def stamp(self, msg) -> None:
+        """Give ``msg`` a header stamp no earlier target of this probe had, and remember it."""
+        ns = max(time.time_ns(), self._last_ns + 1)
+        self._last_ns = ns
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+        self.sent.append(f'{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}')
 
     def expect_error(self, mark, words) -> DiagnosticStatus:
         """The first ERROR status after ``mark``; it must contain every one of ``words``."""
