@@ -94,7 +94,9 @@ class IkNode(Node):
         self._tf = TfFrames(self)
         self._state: Optional[MeasuredState] = None
         self._description: Optional[DescriptionListener] = None
+        self._sub_tips: Optional[tuple] = None
         self._sync_inputs(None)
+        self._subscribe_targets(config)  # targets are answered (refused) while waiting too
         if config.has_model:
             self._install(self._build(config, graph))
         else:
@@ -229,6 +231,7 @@ class IkNode(Node):
             self._flat, self._config, self._graph = flat, config, graph
             self._diag.set_rate(config.diagnostics_rate)
             self._sync_inputs(old_graph)
+            self._subscribe_targets(config)
             if model is not None:
                 self._install(model)
             else:
@@ -270,9 +273,7 @@ class IkNode(Node):
             measured, _ = self._measured(model.chain)
             if measured is not None:
                 self._q = measured
-            tips = model.config.tip_links if model.config.branched else (None,)
-            if old is None or old.config.tip_links != model.config.tip_links:
-                self._target_inputs.make(tips)
+            self._subscribe_targets(model.config)
         if self._output is None or self._output.kind != model.plan.graph.output or \
                 self._output.topic != model.plan.graph.topic:
             if self._output is not None:
@@ -294,6 +295,13 @@ class IkNode(Node):
             f'{", ".join(model.config.tip_links)} ({model.chain.n} joints), solver '
             f'{model.config.solver}, output {self._output.kind} on {self._output.topic}; '
             f'targets on {", ".join(self._target_inputs.topics)}')
+
+    def _subscribe_targets(self, config: IkConfig) -> None:
+        """Target subscriptions for the configured tips (kept when the tips do not change)."""
+        tips = tuple(config.tip_links) if config.branched else (None,)
+        if tips != self._sub_tips:
+            self._target_inputs.make(tips)
+            self._sub_tips = tips
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""
