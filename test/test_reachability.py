@@ -4,6 +4,8 @@ cancellable, the queries keep their promises, and the files round-trip through n
 
 import dataclasses
 import math
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -343,3 +345,13 @@ def test_a_bad_point_raises_target_error(arm_map, point):
         nearest_reachable_distance(arm_map, point)
     with pytest.raises(TargetError, match='point'):
         reachability_index_at(arm_map, point)
+
+
+def test_the_build_benchmark_runs_and_prints_a_markdown_row():
+    proc = subprocess.run([sys.executable, str(REPO / 'benchmarks' / 'bench_reach_map.py'),
+                           '--robots', 'arm6', '--samples', '2000', '--repeat', '1'],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    header, rule, row = proc.stdout.strip().splitlines()
+    assert header.startswith('| date') and rule.startswith('|---')
+    assert row.count('|') == header.count('|') and 'voxels' in row
