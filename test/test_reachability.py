@@ -85,6 +85,23 @@ def test_vectorised_fk_of_each_tip_of_a_tree_equals_chain_fk(twin):
             np.testing.assert_allclose([c[k] for c in p], twin.fk(q[k], tip)[:3, 3], atol=1e-12)
 
 
+def test_continuous_and_prismatic_joints_are_sampled_over_a_turn_and_their_travel():
+    from test_quality import MIXED_URDF  # yaw (continuous), lift (prismatic 0..0.5 m), elbow
+    mixed = Chain.from_urdf_string(MIXED_URDF, 'base', 'tool')
+    joints, pose = tip_pose_function(mixed)
+    q = _samples(mixed, list(joints), 30, seed=9)
+    assert np.all(np.abs(q[:, 0]) <= math.pi) and np.all((q[:, 1] >= 0) & (q[:, 1] <= 0.5))
+    p, _ = pose(q.T)
+    for k in range(len(q)):
+        np.testing.assert_allclose([c[k] for c in p], mixed.fk(q[k])[:3, 3], atol=1e-12)
+    reach_map = build_reachability_map(mixed, samples=20_000, voxel_size=0.05)
+    z = reach_map.centres[:, 2]
+    # the tool sits 0.3 m from the lift on an elbow of -1 .. 1.5 rad about y, lifted 0 .. 0.5 m
+    assert z.min() >= -0.3 * math.sin(1.5) - 0.05 and z.max() <= 0.5 + 0.3 * math.sin(1.0) + 0.05
+    angles = np.arctan2(reach_map.centres[:, 1], reach_map.centres[:, 0])
+    assert np.histogram(angles, bins=8, range=(-math.pi, math.pi))[0].min() > 0  # all round
+
+
 def test_direction_cells_cover_the_sphere_in_equal_areas():
     rng = np.random.default_rng(0)
     v = rng.normal(size=(200_000, 3))
