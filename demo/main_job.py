@@ -253,6 +253,14 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
     print('computing the leg\'s reachability map ...', flush=True)
     pictures.plot_reachability_map(chains['leg3'], path)
     print(f'wrote {path}', flush=True)
+    path = out_dir / 'reachability_maps.png'
+    print('building the sampled reachability maps of leg3 and arm6 ...', flush=True)
+    from ik_node.config import build_chain, load_config
+    arm6 = build_chain(load_config(REPO / 'config' / 'arm6.yaml'))  # base and tip from there
+    maps = pictures.plot_sampled_reachability(chains['leg3'], arm6, path)
+    print(f'wrote {path}', flush=True)
+    for robot, reach_map in maps.items():
+        print(f'  {robot}: {reach_map}')
     path = out_dir / 'convergence.png'
     finals = pictures.plot_convergence(path, chains['leg3'], chains['planar4'])
     print(f'wrote {path}', flush=True)
