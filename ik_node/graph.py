@@ -74,6 +74,18 @@ GRAPH_NUMBER_PARAMS: Dict[str, ParamSpec] = {
                                              '', min=0.0, max=1.0, min_inclusive=False),
     'trajectory_min_duration': ParamSpec(float, 0.02, 'joint_trajectory output: shortest '
                                          'time_from_start of the point', 's', min=0.0, max=60.0),
+    'reachability_samples': ParamSpec(int, 500_000, 'joint-space samples of the ~/reachability '
+                                      'map, built in the background after start-up and after '
+                                      'every chain change (0: no map)', '', min=0,
+                                      max=50_000_000),
+    'reachability_voxel_size': ParamSpec(float, 0.1, 'voxel edge of the ~/reachability map', 'm',
+                                         min=0.01, max=1.0),
+    'singular_threshold': ParamSpec(float, 0.01, 'a reached solution whose Jacobian\'s smallest '
+                                    'singular value is below this is near a singularity (WARN)',
+                                    '', min=0.0, max=10.0),
+    'limit_margin_threshold': ParamSpec(float, 0.05, 'a reached solution this close to a joint '
+                                        'limit is near a limit (WARN)', 'rad or m', min=0.0,
+                                        max=10.0),
 }
 
 GRAPH_KEYS = (*GRAPH_STRING_PARAMS, *GRAPH_LIST_PARAMS, *GRAPH_NUMBER_PARAMS)
@@ -93,6 +105,10 @@ class GraphConfig:
     tf_timeout: float = 0.05
     trajectory_velocity_scaling: float = 1.0
     trajectory_min_duration: float = 0.02
+    reachability_samples: int = 500_000
+    reachability_voxel_size: float = 0.1
+    singular_threshold: float = 0.01
+    limit_margin_threshold: float = 0.05
 
     @property
     def topic(self) -> str:

@@ -43,7 +43,9 @@ from ik_node.graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_
                            GraphConfig, graph_config_from_flat, moving_joints)
 from ik_node.ros.inputs import (DescriptionListener, MeasuredState, TargetSubscriptions,
                                 TfFrames)
+from ik_node.quality import solution_quality  # noqa: E402
 from ik_node.ros.outputs import DiagnosticsOutput, OutputPlan, ResultOutput  # noqa: E402
+from ik_node.ros.reachmap import ReachabilityMaps  # noqa: E402
 from ik_node.ros.visuals import MarkerOutput  # noqa: E402
 from ik_node.solvers import SOLVERS, ParamSpec  # noqa: E402
 
@@ -87,6 +89,8 @@ class IkNode(Node):
         self._solve_count = 0
         self._diag = DiagnosticsOutput(self, self._send, config.diagnostics_rate)
         self._markers = MarkerOutput(self, self._send)
+        self._reach = ReachabilityMaps(self, self._send)
+        self._reach_key: Optional[tuple] = None
         self._output: Optional[ResultOutput] = None
         self._targets = conv.LatestTargets()
         self._solving = threading.Lock()
@@ -284,6 +288,12 @@ class IkNode(Node):
         if self._output.steady:
             self._output.publish(self._q)
         self._markers.envelope(model.chain, model.solver, model.config.base_link)
+        graph = model.plan.graph
+        reach_key = (id(model.chain), graph.reachability_samples, graph.reachability_voxel_size)
+        if reach_key != self._reach_key:
+            self._reach_key = reach_key
+            self._reach.start(model.chain, graph.reachability_samples,
+                              graph.reachability_voxel_size)
         self._diag.force = True
         if new_chain:
             values = {**conv.error_values(model.config.solver, '', self._targets.skipped,
@@ -307,6 +317,8 @@ class IkNode(Node):
         """No robot model (parameters cleared): wait for one on the description topic."""
         if self._model is not None:
             self._markers.clear(self._model.config.base_link)
+            self._reach.start(self._model.chain, 0, 0.1)  # cancels and clears the map
+            self._reach_key = None
         self._model = None
         self._report_waiting(force=True)
 
@@ -409,16 +421,59 @@ class IkNode(Node):
             self._q = q
             self._solve_count += 1
             count = self._solve_count
-            self._markers_due = (result, goals, dict(self._known))
+            self._markers_due = (result, goals, dict(self._known), q)
             out_stamp = self._output.publish(q, seed)
+            graph = self._graph
         skipped = self._targets.skipped
         extra = {'seed': seed_note, 'output': self._output.kind, 'joint_state_stamp': out_stamp}
+        level, summary = conv.result_level(result), conv.result_summary(result, config.solver)
+        position_only = result.orientation_ignored or \
+            all(quat is None for _, quat in goals.values())
+        try:
+            fragile = self._quality(chain, q, goals, position_only, graph, extra)
+        except Exception as exc:  # a measure for the user never fails a solve
+            extra['quality'] = f'not measured: {type(exc).__name__}: {exc}'
+            fragile = ''
+        if fragile and level == conv.OK:
+            level = conv.WARN
+        if fragile:
+            summary += f'; fragile: {fragile}'
+        if not result.reachable and self._reach.ready:
+            distances = [d for tip, (p, _) in goals.items()
+                         if (d := self._reach.distance(tip or chain.tip_link, p)) is not None]
+            if distances:
+                extra['map_distance_m'] = f'{max(distances):.4g}'
         published = self._offer(
-            conv.result_level(result), lambda: conv.result_summary(result, config.solver),
+            level, lambda: summary,
             lambda: conv.result_values(result, config.solver, frame, skipped, count, stamps,
                                        extra))
         if published:
             self._publish_target_markers()
+
+    @staticmethod
+    def _quality(chain, q, goals, position_only: bool, graph: GraphConfig,
+                 extra: Dict[str, str]) -> str:
+        """Manipulability, smallest singular value and limit margin of the targeted tips into
+        ``extra``; returns what makes the solution fragile ('' when nothing does)."""
+        tips = [tip or chain.tip_link for tip in goals]
+        qualities = [solution_quality(chain, q, tip, position_only=position_only or None,
+                                      singular_threshold=graph.singular_threshold,
+                                      limit_threshold=graph.limit_margin_threshold)
+                     for tip in tips]
+        worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
+        nearest = min(qualities, key=lambda x: x.limit_distance)
+        extra['manipulability'] = f'{min(x.manipulability for x in qualities):.4g}'
+        extra['min_singular_value'] = f'{worst_sigma.min_singular_value:.4g}'
+        extra['limit_margin'] = f'{nearest.limit_distance:.4g}'
+        extra['limit_joint'] = nearest.limit_joint or ''
+        why = []
+        if worst_sigma.near_singular:
+            why.append(f'near a singularity (smallest singular value '
+                       f'{worst_sigma.min_singular_value:.3g})')
+        if nearest.near_limit:
+            why.append(f'{nearest.limit_joint} {nearest.limit_distance:.3g} from its '
+                       f'{nearest.limit_side} limit')
+        return ', '.join(why)
 
     def _lookup(self, frame: str, stamp) -> np.ndarray:
         return self._tf.lookup(self._model.config.base_link, frame, stamp, self._graph.tf_timeout)
@@ -490,9 +545,13 @@ class IkNode(Node):
             model = self._model
             if due is None or model is None:
                 return
-            result, goals, known = due
+            result, goals, known, q = due
             self._markers.result(model.chain, model.config.base_link, result, goals, known,
-                                 model.config.branched)
+                                 model.config.branched, q)
+
+    def destroy_node(self) -> None:
+        self._reach.stop()
+        super().destroy_node()
 
     def _hardware_id(self) -> str:
         if self._model is None:

@@ -297,7 +297,7 @@ class RunningNode:
             except AssertionError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     raise
-        self.next_status(mark, lambda s: s.level == OK and values(s).get('reachable') == 'true'
+        self.next_status(mark, lambda s: reached_ok(s)
                          and int(values(s).get('solve_count') or 0) > count,
                          'an OK diagnostic')
         self.settle()
@@ -443,6 +443,13 @@ def test_bad_target_gets_an_error_diagnostic_no_joint_state_and_the_next_is_solv
     node.solve_valid(qs[(k + 7) % len(qs)])
 
 
+def reached_ok(status) -> bool:
+    """A reached target: OK, or WARN only because the solution is fragile (near a singularity
+    or a joint limit, which the status message says)."""
+    return values(status).get('reachable') == 'true' and (
+        status.level == OK or (status.level == WARN and 'fragile' in status.message))
+
+
 # ------------------------------------------------------------ awkward targets: handled
 def test_empty_frame_id_is_the_base_frame(leg):
     target = leg.chain.fk(np.array([0.4, 0.2, -0.9]))[:3, 3]
@@ -452,7 +459,7 @@ def test_empty_frame_id_is_the_base_frame(leg):
     leg.wait_for('the target solved in the base frame',
                  lambda: leg._reaching(target, mark[0], 1e-4))
     status = leg.next_result(mark, count)
-    assert status.level == OK and values(status)['reachable'] == 'true'
+    assert reached_ok(status)
     leg.assert_alive()
 
 
@@ -488,7 +495,7 @@ def test_non_unit_quaternion_is_normalised(arm):
         return False
     arm.wait_for('the pose of the non-unit quaternion', reached)
     status = arm.next_result(mark, count)
-    assert status.level == OK
+    assert reached_ok(status)
     arm.assert_alive()
 
 
@@ -516,7 +523,9 @@ def test_singular_or_unreachable_target_gets_a_finite_in_limit_answer_and_honest
     assert float(v['position_error_m']) == pytest.approx(error, rel=1e-4, abs=1e-9)
     tolerance = 1e-5   # analytic_hip_knee.position_tolerance in config/leg3.yaml
     assert v['reachable'] == str(error <= tolerance).lower()
-    assert status.level == (OK if error <= tolerance else WARN)
+    assert reached_ok(status) if error <= tolerance else status.level == WARN
+    if target == [0.0, 0.0, LEG_HIP_Z - LEG_REACH]:  # stretched: the knee's singularity
+        assert status.level == WARN and 'near a singularity' in status.message, status.message
     if error > tolerance:
         assert v['status'] != 'converged'
     leg.solve_valid(LEG_QS[4])

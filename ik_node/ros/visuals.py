@@ -43,8 +43,8 @@ class MarkerOutput:
         self._send(self._pub, markers.marker_array(markers.delete_all(frame, self._stamp())))
 
     def result(self, chain: Chain, frame: str, result, goals: Mapping, known: Mapping,
-               branched: bool) -> None:
-        """Envelope, target spheres and tip-to-target lines of one solve."""
+               branched: bool, q: np.ndarray) -> None:
+        """Envelope, target spheres, tip-to-target lines and joint limit margins of a solve."""
         stamp = self._stamp()
         out = list(markers.envelope_markers(frame, stamp, self._envelope))
         tips_T: Dict[str, np.ndarray] = chain.fk_tips(result.joint_positions)
@@ -59,4 +59,5 @@ class MarkerOutput:
             p, _ = goals[None]
             out.extend(markers.target_markers(frame, stamp, 0, p, result.reachable,
                                               tips_T[chain.tip_link][:3, 3]))
+        out.extend(markers.joint_margin_markers(frame, stamp, chain, q))
         self._send(self._pub, markers.marker_array(out))
