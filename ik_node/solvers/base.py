@@ -8,7 +8,8 @@ those measured errors, never from the solver's own belief.
 Every joint that can take an angle at two values within its limits (continuous joints, revolute
 joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the
 solver's own search added (wraps at a +-2 pi limit, random restarts): consecutive solves seeded
-with the previous answer never make a controller spin a joint a full turn for the same pose.
+with the previous answer do not turn a joint a full turn for the same pose, unless its limits
+leave no nearer value (a joint driven past its limit reappears a turn away, at the other end).
 """
 
 from __future__ import annotations
