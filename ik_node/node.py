@@ -44,6 +44,7 @@ from ik_node.graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_
 from ik_node.ros.inputs import (DescriptionListener, MeasuredState, TargetSubscriptions,
                                 TfFrames)
 from ik_node.quality import solution_quality  # noqa: E402
+from ik_node.ros.interactive import INTERACTIVE_PARAMS, InteractiveTargets  # noqa: E402
 from ik_node.ros.outputs import DiagnosticsOutput, OutputPlan, ResultOutput  # noqa: E402
 from ik_node.ros.reachmap import ReachabilityMaps  # noqa: E402
 from ik_node.ros.visuals import MarkerOutput  # noqa: E402
@@ -78,6 +79,8 @@ class IkNode(Node):
         super().__init__(node_name, **kwargs)
         self._lock = threading.RLock()
         self._names = self._declare_parameters()
+        for name, spec in INTERACTIVE_PARAMS.items():  # read where used, not in the config
+            self._declare_spec(name, spec)
         self._check_overrides()
         self._flat = {name: value for name in self._names
                       if (value := self._param_value(name)) is not None}
@@ -95,6 +98,11 @@ class IkNode(Node):
         self._targets = conv.LatestTargets()
         self._solving = threading.Lock()
         self._target_inputs = TargetSubscriptions(self, self._on_target, ReentrantCallbackGroup())
+        self._released: Dict[Optional[str], conv.Target] = {}  # dropped markers, to snap
+        self._interactive = InteractiveTargets(
+            self, on_target=self._on_marker_target, send=self._send,
+            on_error=lambda message: self._report_error(message, ''),
+            callback_group=ReentrantCallbackGroup())
         self._tf = TfFrames(self)
         self._state: Optional[MeasuredState] = None
         self._description: Optional[DescriptionListener] = None
@@ -294,6 +302,10 @@ class IkNode(Node):
             self._reach_key = reach_key
             self._reach.start(model.chain, graph.reachability_samples,
                               graph.reachability_voxel_size)
+        tips_T = model.chain.fk_tips(self._q)
+        six_dof = not model.config.branched and model.solver.supports_orientation
+        self._interactive.set_tips(model.config.base_link,
+                                   [(tip, tips_T[tip], six_dof) for tip in model.config.tip_links])
         self._diag.force = True
         if new_chain:
             values = {**conv.error_values(model.config.solver, '', self._targets.skipped,
@@ -320,6 +332,7 @@ class IkNode(Node):
             self._reach.start(self._model.chain, 0, 0.1)  # cancels and clears the map
             self._reach_key = None
         self._model = None
+        self._interactive.set_tips('', [])
         self._report_waiting(force=True)
 
     def _sync_inputs(self, old: Optional[GraphConfig]) -> None:
@@ -424,6 +437,7 @@ class IkNode(Node):
             self._markers_due = (result, goals, dict(self._known), q)
             out_stamp = self._output.publish(q, seed)
             graph = self._graph
+            self._show_on_interactive(model, batch, goals, result, q)
         skipped = self._targets.skipped
         extra = {'seed': seed_note, 'output': self._output.kind, 'joint_state_stamp': out_stamp}
         level, summary = conv.result_level(result), conv.result_summary(result, config.solver)
@@ -474,6 +488,40 @@ class IkNode(Node):
             why.append(f'{nearest.limit_joint} {nearest.limit_distance:.3g} from its '
                        f'{nearest.limit_side} limit')
         return ', '.join(why)
+
+    def _on_marker_target(self, tip: str, position, quat_xyzw, frame_id: str, stamp,
+                          released: bool) -> None:
+        """A drag of a tip's interactive marker: solved as a topic target (newest wins)."""
+        model = self._model
+        if model is None:
+            return
+        slot = tip if model.config.branched else None
+        target = conv.Target(np.asarray(position, dtype=float),
+                             None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float),
+                             frame_id, slot, stamp)
+        if released:
+            self._released[slot] = target
+        self._on_target(target)
+
+    def _show_on_interactive(self, model: _Model, batch, goals, result, q) -> None:
+        """Interactive markers after a solve: follow the targets, colour by reached, and snap
+        a released marker to the pose reached (``target_marker.snap_on_release``)."""
+        config = model.config
+        for tip, (p, quat) in goals.items():
+            self._interactive.follow(tip or config.tip_link, p, quat)
+        tips = result.tips or {}
+        for tip in goals if not config.branched else self._known:
+            name = tip or config.tip_link
+            self._interactive.set_reached(
+                name, tips[name].reachable if name in tips else result.reachable)
+        snap = self.get_parameter('target_marker.snap_on_release').value
+        for tip in goals:
+            if self._released.get(tip) is batch[tip]:
+                del self._released[tip]
+                if snap:
+                    T = model.chain.fk(q, tip or config.tip_link)
+                    self._interactive.snap(tip or config.tip_link, T[:3, 3],
+                                           conv.quat_xyzw_from_rotation(T[:3, :3]))
 
     def _lookup(self, frame: str, stamp) -> np.ndarray:
         return self._tf.lookup(self._model.config.base_link, frame, stamp, self._graph.tf_timeout)
