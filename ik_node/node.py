@@ -43,7 +43,7 @@ from ik_node.graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_
                            GraphConfig, graph_config_from_flat, moving_joints)
 from ik_node.ros.inputs import (DescriptionListener, MeasuredState, TargetSubscriptions,
                                 TfFrames)
-from ik_node.quality import solution_quality  # noqa: E402
+from ik_node.quality import solution_quality, task_rank  # noqa: E402
 from ik_node.ros.interactive import INTERACTIVE_PARAMS, InteractiveTargets  # noqa: E402
 from ik_node.ros.outputs import DiagnosticsOutput, OutputPlan, ResultOutput  # noqa: E402
 from ik_node.ros.reachmap import ReachabilityMaps  # noqa: E402
@@ -472,7 +472,8 @@ class IkNode(Node):
         tips = [tip or chain.tip_link for tip in goals]
         qualities = [solution_quality(chain, q, tip, position_only=position_only or None,
                                       singular_threshold=graph.singular_threshold,
-                                      limit_threshold=graph.limit_margin_threshold)
+                                      limit_threshold=graph.limit_margin_threshold,
+                                      rank=_rank(chain, tip, position_only))
                      for tip in tips]
         worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
         nearest = min(qualities, key=lambda x: x.limit_distance)
@@ -609,6 +610,15 @@ class IkNode(Node):
 
     def _model_name(self) -> str:
         return self._config.urdf_file or 'robot_description'
+
+
+def _rank(chain, tip: str, position_only: bool) -> int:
+    """The generic task rank of a tip, cached on the chain object."""
+    cache = chain.__dict__.setdefault('_ik_node_task_rank', {})
+    key = (tip, bool(position_only) or len(chain.joints_of_tip(tip)) < 6)
+    if key not in cache:
+        cache[key] = task_rank(chain, tip, key[1])
+    return cache[key]
 
 
 def _plain(value: Any) -> Any:

@@ -88,7 +88,8 @@ class SolutionQuality:
 def solution_quality(chain: Chain, q, tip: Optional[str] = None, *,
                      position_only: Optional[bool] = None,
                      singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
-                     limit_threshold: float = DEFAULT_LIMIT_THRESHOLD) -> SolutionQuality:
+                     limit_threshold: float = DEFAULT_LIMIT_THRESHOLD,
+                     rank: Optional[int] = None) -> SolutionQuality:
     """Manipulability, smallest singular value and nearest joint limit of ``q`` for one tip.
 
     Args:
@@ -99,6 +100,9 @@ def solution_quality(chain: Chain, q, tip: Optional[str] = None, *,
             joints move the tip.
         singular_threshold: ``near_singular`` below this ``sigma_min`` (>= 0).
         limit_threshold: ``near_limit`` below this distance to a limit [rad or m] (>= 0).
+        rank: the rank of the task rows at a generic configuration (:func:`task_rank`); a planar
+            chain's position rows have rank 2, so its third singular value is always 0. The
+            measures then use the ``rank`` largest singular values. ``None``: all task rows.
 
     Raises:
         TargetError: ``q`` has the wrong shape or a non-finite value.
@@ -121,10 +125,25 @@ def solution_quality(chain: Chain, q, tip: Optional[str] = None, *,
     J = chain.jacobian(q, tip_link)[:rows, joints]
     sigma = np.linalg.svd(J, compute_uv=False) if joints else np.zeros(0)
     sigma = np.concatenate([sigma, np.zeros(max(0, rows - len(sigma)))])[:rows]
+    if rank is not None:
+        sigma = sigma[:max(1, min(int(rank), rows))]
     distance, joint, side = nearest_limit(chain, q, joints)
     return SolutionQuality(tip_link, bool(position_only), float(np.prod(sigma)),
                            float(sigma[-1]), distance, joint, side,
                            float(singular_threshold), float(limit_threshold))
+
+
+def task_rank(chain: Chain, tip: Optional[str] = None, position_only: bool = False,
+              seed: int = 0) -> int:
+    """The rank of a tip's task Jacobian rows at a random configuration within the limits
+    (the rank almost everywhere: 2 for a planar chain's position, 3 for a leg, 6 for an arm)."""
+    rng = np.random.default_rng(seed)
+    low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+    high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+    tip_link = chain.tip_links[chain.tip_index(tip)]
+    joints = chain.joints_of_tip(tip_link)
+    J = chain.jacobian(rng.uniform(low, high), tip_link)[:3 if position_only else 6, joints]
+    return int(np.linalg.matrix_rank(J, tol=1e-9)) if joints else 0
 
 
 def nearest_limit(chain: Chain, q, joints=None):

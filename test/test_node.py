@@ -65,6 +65,14 @@ def params_file(tmp_path: Path, robot: str, node_name: str, **overrides) -> Path
     return path
 
 
+def reached_ok(status) -> bool:
+    """A reached target: OK, or WARN only because the solution is fragile (near a singularity
+    or a joint limit, which the status message says)."""
+    return values(status).get('reachable') == 'true' and (
+        status.level == DiagnosticStatus.OK or
+        (status.level == DiagnosticStatus.WARN and 'fragile' in status.message))
+
+
 # ----------------------------------------------------------------------------------- probe
 class Probe:
     """A test node: publishes targets to one ik node, records its outputs, sets its parameters."""
@@ -341,7 +349,7 @@ def test_point_and_pose_targets_are_reached_by_fk(harness, robot, solver):
         count = int(values(status)['solve_count'])
         v = values(status)
         assert v['solver'] == solver
-        assert status.level == DiagnosticStatus.OK, (status.message, v)
+        assert reached_ok(status), (status.message, v)
         assert v['reachable'] == 'true'
         msg = probe.joint_state_at(chain, T[:3, 3], mark[0])
         q = positions_of(msg, chain.joint_names)
@@ -460,7 +468,7 @@ def test_target_in_another_link_frame_is_transformed_by_the_current_pose(harness
     mark = probe.mark()
     probe.send_point(p_hip, frame_id='hip_link')
     status = probe.next_result(mark, 1)
-    assert status.level == DiagnosticStatus.OK, status.message
+    assert reached_ok(status), status.message
     assert values(status)['target_frame'] == 'hip_link'
     probe.joint_state_at(chain, p_base, mark[0], 1e-4)
 
@@ -476,7 +484,7 @@ def test_solver_switched_at_runtime_reports_the_new_solver(harness):
     probe.send_point(target)
     status = probe.next_result(mark, 0)
     assert values(status)['solver'] == 'damped_jacobian'
-    assert status.level == DiagnosticStatus.OK, status.message
+    assert reached_ok(status), status.message
     (result,) = probe.set_params(solver='fabrik', fabrik__max_iterations=500)[:1]
     assert result.successful, result.reason
     mark = probe.mark()

@@ -198,3 +198,18 @@ def test_bad_threshold_raises_config_error(leg, kwargs):
 def test_unknown_tip_raises_chain_error(leg):
     with pytest.raises(ChainError, match='foot'):
         solution_quality(leg, np.zeros(3), 'hand')
+
+
+def test_a_planar_chain_is_measured_in_its_plane_not_as_always_singular():
+    from ik_node.quality import task_rank
+    from ik_node.resources import urdf_path
+    chain = Chain.from_urdf_file(urdf_path('planar4'), 'base_link', 'tip')
+    assert task_rank(chain, position_only=True) == 2
+    q = np.array([0.3, 0.6, -0.4, 0.5])
+    plain = solution_quality(chain, q, position_only=True)
+    assert plain.min_singular_value < 1e-12 and plain.near_singular  # the out-of-plane row
+    in_plane = solution_quality(chain, q, position_only=True, rank=2)
+    sigma = np.linalg.svd(chain.jacobian(q)[:3], compute_uv=False)
+    assert in_plane.min_singular_value == pytest.approx(sigma[1])
+    assert in_plane.manipulability == pytest.approx(sigma[0] * sigma[1])
+    assert not in_plane.near_singular
