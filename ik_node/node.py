@@ -37,7 +37,7 @@ from visualization_msgs.msg import MarkerArray
 from ik_node import conversions as conv
 from ik_node import markers
 from ik_node.config import (CHAIN_KEYS, NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION,
-                            build_chain, build_solver, config_from_flat)
+                            build_chain, build_solver, canonical_updates, config_from_flat)
 from ik_node.errors import IkError, TargetError
 from ik_node.solvers import SOLVERS, ParamSpec
 
@@ -68,6 +68,9 @@ class IkNode(Node):
         self._lock = threading.RLock()
         self._names = self._declare_parameters()
         self._check_overrides()
+        fixes = canonical_updates({name: self._param_value(name) for name in self._names})
+        if fixes:  # store what is in force: solver ' FABRIK ' in a file is kept as 'fabrik'
+            self.set_parameters([_parameter(k, v) for k, v in fixes.items()])
         self._flat = {name: value for name in self._names
                       if (value := self._param_value(name)) is not None}
         config = config_from_flat(self._flat, source='parameters')
@@ -94,6 +97,8 @@ class IkNode(Node):
         self._make_subscriptions()
         self._timer = self.create_timer(1.0 / config.publish_rate, self._on_timer)
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        if hasattr(self, 'add_pre_set_parameters_callback'):  # rclpy Jazzy and later
+            self.add_pre_set_parameters_callback(self._canonical_parameters)
 
         self._publish_joint_state()
         self._publish_envelope()
@@ -182,10 +187,22 @@ class IkNode(Node):
             return None
         return _plain(value)
 
+    def _canonical_parameters(self, params: List[Parameter]) -> List[Parameter]:
+        """Pre-set callback: string values set in their canonical form (config.canonical_value),
+        so the value stored is the value in force."""
+        fixes = canonical_updates({p.name: _plain(p.value) for p in params
+                                   if p.name in self._names})
+        return [_parameter(p.name, fixes[p.name]) if p.name in fixes else p for p in params]
+
     def _on_set_parameters(self, params: List[Parameter]) -> SetParametersResult:
         updates = {p.name: _plain(p.value) for p in params if p.name in self._names}
         if not updates:
             return SetParametersResult(successful=True)
+        fixes = canonical_updates(updates)  # only without a pre-set callback (before Jazzy)
+        if fixes:
+            return SetParametersResult(successful=False, reason='refused: ' + '; '.join(
+                f'{k} = {updates[k]!r} is not in canonical form: set {v!r}'
+                for k, v in fixes.items()))
         flat = {k: v for k, v in {**self._flat, **updates}.items() if v is not None}
         with self._lock:
             try:
@@ -406,6 +423,13 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     return list(value)
+
+
+def _parameter(name: str, value: Any) -> Parameter:
+    """A string or string-list parameter (typed: an empty list stays a string array)."""
+    if isinstance(value, (list, tuple)):
+        return Parameter(name, Parameter.Type.STRING_ARRAY, list(value))
+    return Parameter(name, Parameter.Type.STRING, value)
 
 
 def _shutdown() -> None:
