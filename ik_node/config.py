@@ -81,6 +81,12 @@ TIP_LINKS_DESCRIPTION = ('end-effector links of a branched chain (one target top
 #: Keys a ROS parameters file may carry that ik_node accepts and leaves to ROS.
 IGNORED_KEYS = ('use_sim_time',)
 
+#: A configuration holding more values than this (every list and mapping entry counted after
+#: YAML aliases are expanded), or nested deeper, is refused: it cannot be a configuration, and
+#: naming its values in an error message would take unbounded time.
+MAX_CONFIG_VALUES = 10_000
+MAX_CONFIG_DEPTH = 32
+
 #: Keys whose change means a new kinematic chain.
 CHAIN_KEYS = ('robot_description', 'urdf_file', 'base_link', 'tip_link', 'tip_links')
 
@@ -168,6 +174,8 @@ def load_yaml(text: str, source: str = 'config') -> Any:
     """Parse YAML text; :class:`ConfigError` naming ``source`` and the line on error."""
     try:
         return yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise ConfigError(f'{source}: malformed YAML: nested too deeply') from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         where = f' line {mark.line + 1}' if mark is not None else ''
@@ -257,6 +265,7 @@ def config_from_mapping(data: Any, source: str = 'config',
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
     """
+    _check_structure(data, source)
     flat = {key: canonical_value(key, value) for key, value in
             flatten(parameters_of_file(data, source, node_name), source).items()}
     for a, b in (('robot_description', 'urdf_file'), ('tip_links', 'tip_link')):
@@ -274,6 +283,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
     """
+    _check_structure(dict(flat), source)
     strings = {k: default for k, (default, _) in STRING_PARAMS.items()}
     numbers = {k: spec.default for k, spec in NODE_PARAMS.items()}
     blocks: Dict[str, Dict[str, Any]] = {name: {} for name in SOLVERS}
@@ -368,6 +378,23 @@ def canonical_updates(values: Mapping[str, Any]) -> Dict[str, Any]:
             if canonical != value:
                 out[key] = canonical
     return out
+
+
+def _check_structure(data: Any, source: str) -> None:
+    """Refuse more than MAX_CONFIG_VALUES values or nesting deeper than MAX_CONFIG_DEPTH."""
+    count, stack = 0, [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_CONFIG_VALUES or depth > MAX_CONFIG_DEPTH:
+            what = (f'more than {MAX_CONFIG_VALUES} values' if count > MAX_CONFIG_VALUES
+                    else f'nesting deeper than {MAX_CONFIG_DEPTH} levels')
+            raise ConfigError(f'{source}: the configuration has {what} (YAML aliases counted '
+                              'as often as they are used): not a parameter file')
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def _validate(spec: ParamSpec, key: str, value: Any, source: str) -> Any:
