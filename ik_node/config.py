@@ -269,7 +269,7 @@ def config_from_mapping(data: Any, source: str = 'config',
     flat = {key: canonical_value(key, value) for key, value in
             flatten(parameters_of_file(data, source, node_name), source).items()}
     for a, b in (('robot_description', 'urdf_file'), ('tip_links', 'tip_link')):
-        if flat.get(a) and flat.get(b):
+        if flat.get(a) and flat.get(b) and any(flat[a]):  # tip_links [''] is none
             raise ConfigError(f'{source}: give {a} or {b}, not both')
     return config_from_flat(flat, source)
 
