@@ -269,7 +269,7 @@ def config_from_mapping(data: Any, source: str = 'config',
     flat = {key: canonical_value(key, value) for key, value in
             flatten(parameters_of_file(data, source, node_name), source).items()}
     for a, b in (('robot_description', 'urdf_file'), ('tip_links', 'tip_link')):
-        if flat.get(a) and flat.get(b) and any(flat[a]):  # tip_links [''] is none
+        if _given(flat.get(a)) and _given(flat.get(b)):
             raise ConfigError(f'{source}: give {a} or {b}, not both')
     return config_from_flat(flat, source)
 
@@ -378,6 +378,11 @@ def canonical_updates(values: Mapping[str, Any]) -> Dict[str, Any]:
             if canonical != value:
                 out[key] = canonical
     return out
+
+
+def _given(value: Any) -> bool:
+    """A value that is set: not empty (tip_links [''] is how older rclpy spells none)."""
+    return any(value) if isinstance(value, (list, tuple)) else bool(value)
 
 
 def _check_structure(data: Any, source: str) -> None:
