@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from ik_node import Chain, ChainError, ConfigError
-from ik_node.config import (build_chain, canonical_updates, canonical_value, config_from_flat,
-                            config_from_mapping, load_config)
+from ik_node.config import build_chain, config_from_flat, config_from_mapping, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,10 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
     ('turbo', ' X ', ' X '),                         # unknown key: left to validation
 ])
 def test_canonical_value_follows_the_one_rule(key, value, expected):
+    from ik_node.config import canonical_value
     assert canonical_value(key, value) == expected
 
 
 def test_canonical_updates_lists_only_what_changes():
+    from ik_node.config import canonical_updates
     assert canonical_updates({'solver': 'fabrik', 'tip_link': ' foot', 'publish_rate': float('nan'),
                               'tip_links': ['a'], 'base_link': 'base_link'}) == {'tip_link': 'foot'}
 
