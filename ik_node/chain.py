@@ -19,8 +19,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import transforms3d
 
+from ik_node import urdf_checks
 from ik_node.errors import ChainError
 from ik_node.fast_kinematics import SerialKinematics
+from ik_node.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
 
 MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
 _AXIS_EPS = 1e-9
@@ -90,7 +92,7 @@ def _skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
-def _urdf_from_string(xml: str):
+def _urdf_from_string(xml: str, max_bytes: int):
     # urdf_parser_py prints warnings for unknown tags on stderr; parse errors raise.
     from urdf_parser_py.urdf import URDF  # local import keeps module import light
     import contextlib
@@ -98,11 +100,14 @@ def _urdf_from_string(xml: str):
 
     if not isinstance(xml, str) or not xml.strip():
         raise ChainError('URDF is empty: expected the XML text of a <robot>')
+    urdf_checks.check_description_size(xml, max_bytes)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            return URDF.from_xml_string(xml)
+            robot = URDF.from_xml_string(xml)
     except Exception as exc:  # lxml/xml errors, urdf_parser_py assertion errors
         raise ChainError(f'malformed URDF XML: {exc}') from exc
+    urdf_checks.check_robot(robot)
+    return robot
 
 
 class Chain:
@@ -142,35 +147,33 @@ class Chain:
     # ----------------------------------------------------------------------------- building
     @classmethod
     def from_urdf_file(cls, path: Union[str, Path], base_link: str,
-                       tip_link: Union[str, Sequence[str]]) -> 'Chain':
+                       tip_link: Union[str, Sequence[str]],
+                       max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES) -> 'Chain':
         """Read a chain from a URDF file (see :meth:`from_urdf_string`)."""
         try:
-            xml = Path(path).read_text()
+            xml = urdf_checks.read_description(path, max_bytes)
         except OSError as exc:
             raise ChainError(f'cannot read URDF file {str(path)!r}: {exc.strerror}') from exc
-        return cls.from_urdf_string(xml, base_link, tip_link)
+        return cls.from_urdf_string(xml, base_link, tip_link, max_bytes)
 
     @classmethod
-    def from_urdf_string(cls, xml: str, base_link: str,
-                         tip_link: Union[str, Sequence[str]]) -> 'Chain':
+    def from_urdf_string(cls, xml: str, base_link: str, tip_link: Union[str, Sequence[str]],
+                         max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES) -> 'Chain':
         """Read the chain from ``base_link`` to ``tip_link`` (one name or a list) out of URDF XML.
 
+        The whole URDF is checked first (:mod:`ik_node.urdf_checks`); ``max_bytes`` caps the
+        size of ``xml`` [bytes].
+
         Raises:
-            ChainError: malformed XML, unknown links, no path from base to a tip, a floating or
-                planar joint on the path, a mimic joint on the path, lower > upper, a zero axis.
+            ChainError: a description over ``max_bytes``, malformed XML, a URDF that is not one
+                valid tree (loops, several roots, repeated names, joints naming missing links,
+                bad numbers; see :mod:`ik_node.urdf_checks`), unknown links, no path from base
+                to a tip, a floating, planar or mimic joint on the path, too many joints.
         """
-        robot = _urdf_from_string(xml)
+        robot = _urdf_from_string(xml, max_bytes)
         tip_links = [tip_link] if isinstance(tip_link, str) else list(tip_link)
-        if not tip_links:
-            raise ChainError('no tip link given: name at least one link of the URDF')
-        links = [link.name for link in robot.links]
+        urdf_checks.check_chain_ends([link.name for link in robot.links], base_link, tip_links)
         parent_joint = {j.child: j for j in robot.joints}
-        for name, role in [(base_link, 'base link')] + [(t, 'tip link') for t in tip_links]:
-            if name not in links:
-                raise ChainError(f'{role} {name!r} is not in the URDF. '
-                                 f'Available links: {", ".join(links)}')
-        if len(set(tip_links)) != len(tip_links):
-            raise ChainError(f'tip links repeat a name: {tip_links}')
 
         # The URDF joints from the base to each tip, found by walking up from the tip.
         paths = []
@@ -184,6 +187,7 @@ class Chain:
                 path.append(joint)
                 link = joint.parent
             paths.append(path[::-1])
+        urdf_checks.check_chain_size(paths)
 
         joints: List[Joint] = []
         index_of: Dict[str, int] = {}  # URDF joint name -> moving joint index
@@ -430,10 +434,7 @@ def _moving_joint(uj, T_parent_joint: np.ndarray, parent: int) -> Joint:
                              'prismatic joints need lower and upper limits')
         lower = float(uj.limit.lower if uj.limit.lower is not None else 0.0)
         upper = float(uj.limit.upper if uj.limit.upper is not None else 0.0)
-        if not (math.isfinite(lower) and math.isfinite(upper)):
-            raise ChainError(f'joint {uj.name!r} has non-finite limits [{lower}, {upper}]')
-        if lower > upper:
-            raise ChainError(f'joint {uj.name!r} has lower limit {lower} > upper limit {upper}')
+        # finite and lower <= upper: checked for every joint by urdf_checks.check_robot
     return Joint(uj.name, uj.type, _axis(uj), T_parent_joint, parent, uj.child, lower, upper)
 
 

@@ -19,8 +19,9 @@ from typing import Any, Dict, List, NoReturn, Optional
 
 import numpy as np
 
-from ik_node.config import (DEFAULT_SOLVER, config_from_flat, config_from_mapping, flatten,
-                            load_yaml, parameters_of_file, parse_scalar)
+from ik_node.config import (DEFAULT_SOLVER, canonical_value, config_from_flat,
+                            config_from_mapping, flatten, load_yaml, parameters_of_file,
+                            parse_scalar)
 from ik_node.errors import ConfigError, IkError
 from ik_node.solvers import SOLVERS
 
@@ -96,7 +97,7 @@ def flat_config(args: argparse.Namespace) -> Dict[str, Any]:
         flat.pop('tip_links', None)
     if args.solver is not None:
         flat['solver'] = args.solver
-    solver = flat.get('solver', DEFAULT_SOLVER)
+    solver = canonical_value('solver', flat.get('solver', DEFAULT_SOLVER))  # ' FABRIK ' too
     for item in args.param:
         key, sep, text = item.partition('=')
         key = key.strip()

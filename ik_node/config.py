@@ -22,6 +22,13 @@ names as ROS parameters) and are validated with the solver's own :class:`ik_node
 Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``;
 ``tip_links``, when not empty, instead of ``tip_link``. A file must not give both of a pair.
 
+String values follow one rule, in files, on the command line, through this API and in the node
+(:func:`canonical_value`): surrounding whitespace is removed; names from a fixed set (``solver``,
+and solver parameters with choices such as ``damped_jacobian.method``) are also lower-cased;
+link names and paths keep their case (URDF names are case sensitive); ``robot_description`` is
+kept as given. The canonical value is the one in force and the one the node stores. Parameter
+*names* (keys) are exact.
+
 This module imports no ROS package.
 """
 
@@ -35,9 +42,11 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from ik_node.chain import Chain
-from ik_node.errors import ConfigError
-from ik_node.graph import GRAPH_KEYS
+from ik_node.errors import ChainError, ConfigError
+from ik_node.graph import GRAPH_KEYS, GRAPH_STRING_PARAMS
 from ik_node.resources import urdf_path
+from ik_node.urdf_checks import (DEFAULT_MAX_DESCRIPTION_BYTES, check_description_size,
+                                 read_description)
 from ik_node.solvers import SOLVERS, ParamSpec, Solver, make_solver, solver_class
 
 NODE_NAME = 'ik_node'
@@ -52,6 +61,10 @@ NODE_PARAMS: Dict[str, ParamSpec] = {
                                   'second while targets stream (errors and the first result '
                                   'after a change go out at once)', 'Hz',
                                   min=0.0, max=1000.0, min_inclusive=False),
+    'max_description_bytes': ParamSpec(int, DEFAULT_MAX_DESCRIPTION_BYTES, 'largest robot '
+                                       'description accepted (robot_description text or '
+                                       'urdf_file), checked before parsing', 'bytes',
+                                       min=1, max=1_000_000_000),
 }
 
 #: Node-level string parameters and their defaults.
@@ -69,6 +82,12 @@ TIP_LINKS_DESCRIPTION = ('end-effector links of a branched chain (one target top
 #: Keys a ROS parameters file may carry that ik_node accepts and leaves to ROS.
 IGNORED_KEYS = ('use_sim_time',)
 
+#: A configuration holding more values than this (every list and mapping entry counted after
+#: YAML aliases are expanded), or nested deeper, is refused: it cannot be a configuration, and
+#: naming its values in an error message would take unbounded time.
+MAX_CONFIG_VALUES = 10_000
+MAX_CONFIG_DEPTH = 32
+
 #: Keys whose change means a new kinematic chain.
 CHAIN_KEYS = ('robot_description', 'urdf_file', 'base_link', 'tip_link', 'tip_links')
 
@@ -85,6 +104,7 @@ class IkConfig:
         solver: registered solver name.
         publish_rate: steady JointState re-publish rate [Hz].
         diagnostics_rate: most diagnostics updates per second while targets stream [Hz].
+        max_description_bytes: largest URDF accepted [bytes].
         solver_params: for every registered solver, its full validated parameter dict.
     """
 
@@ -95,6 +115,7 @@ class IkConfig:
     solver: str
     publish_rate: float
     diagnostics_rate: float
+    max_description_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES
     solver_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
@@ -125,12 +146,13 @@ class IkConfig:
 
         Raises:
             ConfigError: the file is not found or cannot be read.
+            ChainError: the file is larger than ``max_description_bytes`` or not UTF-8.
         """
         if self.robot_description:
             return self.robot_description
         path = urdf_path(self.urdf_file)
         try:
-            return path.read_text()
+            return read_description(path, self.max_description_bytes)
         except OSError as exc:
             raise ConfigError(f'cannot read URDF file {str(path)!r}: {exc.strerror}') from exc
 
@@ -158,6 +180,8 @@ def load_yaml(text: str, source: str = 'config') -> Any:
     """Parse YAML text; :class:`ConfigError` naming ``source`` and the line on error."""
     try:
         return yaml.load(text, Loader=_Loader)
+    except RecursionError:
+        raise ConfigError(f'{source}: malformed YAML: nested too deeply') from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, 'problem_mark', None)
         where = f' line {mark.line + 1}' if mark is not None else ''
@@ -248,9 +272,11 @@ def config_from_mapping(data: Any, source: str = 'config',
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
     """
-    flat = flatten(parameters_of_file(data, source, node_name), source)
+    _check_structure(data, source)
+    flat = {key: canonical_value(key, value) for key, value in
+            flatten(parameters_of_file(data, source, node_name), source).items()}
     for a, b in (('robot_description', 'urdf_file'), ('tip_links', 'tip_link')):
-        if flat.get(a) and flat.get(b):
+        if _given(flat.get(a)) and _given(flat.get(b)):
             raise ConfigError(f'{source}: give {a} or {b}, not both')
     return config_from_flat(flat, source)
 
@@ -267,16 +293,18 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
     """
+    _check_structure(dict(flat), source)
     strings = {k: default for k, (default, _) in STRING_PARAMS.items()}
     numbers = {k: spec.default for k, spec in NODE_PARAMS.items()}
     blocks: Dict[str, Dict[str, Any]] = {name: {} for name in SOLVERS}
     tip_links: Sequence[str] = ()
     for key, value in flat.items():
         key = str(key)
+        value = canonical_value(key, value)
         if key in STRING_PARAMS:
             if not isinstance(value, str):
                 raise ConfigError(f'{source}: {key} must be a string, got {value!r}')
-            strings[key] = value.strip() if key != 'robot_description' else value
+            strings[key] = value
         elif key == 'tip_links':
             tip_links = _string_list(key, value, source)
         elif key in NODE_PARAMS:
@@ -313,11 +341,78 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
     if not strings['robot_description'] and not strings['urdf_file'] and require_model:
         raise ConfigError(f'{source}: no robot model: set urdf_file (a path or a packaged name) '
                           'or robot_description (URDF XML)')
+    try:
+        check_description_size(strings['robot_description'], numbers['max_description_bytes'])
+    except ChainError as exc:
+        raise ConfigError(f'{source}: {exc}') from None
     return IkConfig(robot_description=strings['robot_description'],
                     urdf_file='' if strings['robot_description'] else strings['urdf_file'],
                     base_link=strings['base_link'], tip_links=tips, solver=strings['solver'],
                     publish_rate=numbers['publish_rate'],
-                    diagnostics_rate=numbers['diagnostics_rate'], solver_params=solver_params)
+                    diagnostics_rate=numbers['diagnostics_rate'],
+                    max_description_bytes=numbers['max_description_bytes'],
+                    solver_params=solver_params)
+
+
+def canonical_value(key: str, value: Any) -> Any:
+    """The form of a parameter value that is in force and stored: the one rule for strings.
+
+    ``robot_description`` is kept as given. Enum-like values (``solver``; solver parameters with
+    choices, e.g. ``damped_jacobian.method``) are stripped of surrounding whitespace and
+    lower-cased: ``' FABRIK '`` -> ``'fabrik'``. Every other string (link names, ``urdf_file``)
+    and every name in ``tip_links`` is stripped and keeps its case, as URDF names are case
+    sensitive. Other values, and strings of unknown keys, are returned unchanged (validation
+    refuses them).
+    """
+    if key in ('tip_links', 'command_joints', 'hold_joint_names') and \
+            isinstance(value, (list, tuple)):
+        return type(value)(v.strip() if isinstance(v, str) else v for v in value)
+    if not isinstance(value, str) or key == 'robot_description':
+        return value
+    if key in ('solver', 'output'):
+        return value.strip().lower()
+    if key in GRAPH_STRING_PARAMS:
+        return value.strip()
+    if key in STRING_PARAMS:
+        return value.strip()
+    solver, _, param = key.partition('.')
+    spec = solver_class(solver).param_specs().get(param) if solver in SOLVERS else None
+    if spec is None or spec.type is not str:
+        return value
+    return value.strip().lower() if spec.choices else value.strip()
+
+
+def canonical_updates(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """The entries of ``values`` whose canonical form (:func:`canonical_value`) differs, in it."""
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, (str, list, tuple)):
+            canonical = canonical_value(key, value)
+            if canonical != value:
+                out[key] = canonical
+    return out
+
+
+def _given(value: Any) -> bool:
+    """A value that is set: not empty (tip_links [''] is how older rclpy spells none)."""
+    return any(value) if isinstance(value, (list, tuple)) else bool(value)
+
+
+def _check_structure(data: Any, source: str) -> None:
+    """Refuse more than MAX_CONFIG_VALUES values or nesting deeper than MAX_CONFIG_DEPTH."""
+    count, stack = 0, [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_CONFIG_VALUES or depth > MAX_CONFIG_DEPTH:
+            what = (f'more than {MAX_CONFIG_VALUES} values' if count > MAX_CONFIG_VALUES
+                    else f'nesting deeper than {MAX_CONFIG_DEPTH} levels')
+            raise ConfigError(f'{source}: the configuration has {what} (YAML aliases counted '
+                              'as often as they are used): not a parameter file')
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def _validate(spec: ParamSpec, key: str, value: Any, source: str) -> Any:
@@ -332,7 +427,11 @@ def _string_list(key: str, value: Any, source: str) -> Tuple[str, ...]:
         return ()
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f'{source}: {key} must be a list of link names, got {value!r}')
-    names = tuple(v.strip() for v in value if v.strip())
+    if not any(value):  # [] or [''] (how rclpy without typed declarations spells none)
+        return ()
+    if not all(value):
+        raise ConfigError(f'{source}: {key} has an empty name: {list(value)}')
+    names = tuple(value)
     if len(set(names)) != len(names):
         raise ConfigError(f'{source}: {key} repeats a name: {list(names)}')
     return names
@@ -348,7 +447,8 @@ def build_chain(config: IkConfig) -> Chain:
     """
     tips: Union[str, Sequence[str]] = config.tip_link if len(config.tip_links) == 1 \
         else list(config.tip_links)
-    chain = Chain.from_urdf_string(config.urdf_xml(), config.base_link, tips)
+    chain = Chain.from_urdf_string(config.urdf_xml(), config.base_link, tips,
+                                   config.max_description_bytes)
     if chain.n == 0:  # e.g. base_link == tip_link: nothing to solve, every target is refused
         raise ConfigError(f'no moving joint between base link {config.base_link!r} and '
                           f'{", ".join(config.tip_links)}: choose links with joints between them')

@@ -25,32 +25,30 @@ import threading  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional  # noqa: E402
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                ParameterType, SetParametersResult)
+from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
-from rclpy.exceptions import ParameterException  # noqa: E402
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
 
 from ik_node import conversions as conv  # noqa: E402
-from ik_node.config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION,
-                            IkConfig, build_chain, build_solver, config_from_flat)
+from ik_node.config import (IkConfig, build_chain, build_solver,  # noqa: E402
+                            canonical_updates, config_from_flat)
 from ik_node.errors import IkError, TargetError  # noqa: E402
-from ik_node.graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS,
-                           GraphConfig, graph_config_from_flat, moving_joints)
-from ik_node.ros.inputs import (DescriptionListener, MeasuredState, TargetSubscriptions,
-                                TfFrames)
-from ik_node.quality import solution_quality, task_rank  # noqa: E402
-from ik_node.ros.interactive import INTERACTIVE_PARAMS, InteractiveTargets  # noqa: E402
+from ik_node.graph import GraphConfig, graph_config_from_flat, moving_joints  # noqa: E402
+from ik_node.quality import fragility_report  # noqa: E402
+from ik_node.ros.inputs import (DescriptionListener, MeasuredState,  # noqa: E402
+                                TargetSubscriptions, TfFrames)
+from ik_node.ros.interactive import (INTERACTIVE_PARAMS, InteractiveHooks,  # noqa: E402
+                                     InteractiveTargets)
 from ik_node.ros.outputs import DiagnosticsOutput, OutputPlan, ResultOutput  # noqa: E402
+from ik_node.ros.parameters import ParameterDeclarations, plain, string_parameter  # noqa: E402
 from ik_node.ros.reachmap import ReachabilityMaps  # noqa: E402
+from ik_node.ros.run import main  # noqa: E402
 from ik_node.ros.visuals import MarkerOutput  # noqa: E402
-from ik_node.solvers import SOLVERS, ParamSpec  # noqa: E402
+from ik_node.urdf_checks import check_description_size  # noqa: E402
 
-_INT64_MAX = 2 ** 63 - 1
+__all__ = ['IkNode', 'main']
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +61,7 @@ class _Model:
     plan: OutputPlan
 
 
-class IkNode(Node):
+class IkNode(ParameterDeclarations, InteractiveHooks, Node):
     """Live IK: subscribes to targets, publishes the solution, ``/diagnostics`` and markers.
 
     Args:
@@ -82,6 +80,9 @@ class IkNode(Node):
         for name, spec in INTERACTIVE_PARAMS.items():  # read where used, not in the config
             self._declare_spec(name, spec)
         self._check_overrides()
+        fixes = canonical_updates({name: self._param_value(name) for name in self._names})
+        if fixes:  # store what is in force: solver ' FABRIK ' in a file is kept as 'fabrik'
+            self.set_parameters([string_parameter(k, v) for k, v in fixes.items()])
         self._flat = {name: value for name in self._names
                       if (value := self._param_value(name)) is not None}
         config = config_from_flat(self._flat, source='parameters', require_model=False)
@@ -119,115 +120,15 @@ class IkNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     # ------------------------------------------------------------------------- parameters
-    def _declare_parameters(self) -> List[str]:
-        names = []
-        strings = {**STRING_PARAMS, **GRAPH_STRING_PARAMS}
-        for name, (default, description) in strings.items():
-            extra = f' One of: {", ".join(sorted(SOLVERS))}' if name == 'solver' else ''
-            self.declare_parameter(name, default, ParameterDescriptor(
-                type=ParameterType.PARAMETER_STRING, description=description + extra))
-            names.append(name)
-        lists = {'tip_links': (str, TIP_LINKS_DESCRIPTION), **GRAPH_LIST_PARAMS}
-        for name, (kind, description) in lists.items():
-            ptype = Parameter.Type.STRING_ARRAY if kind is str else Parameter.Type.DOUBLE_ARRAY
-            self._convert_override(name)
-            # Declared by type: no value until set (an empty list cannot carry its type).
-            self.declare_parameter(name, ptype, ParameterDescriptor(
-                type=ptype.value, description=description))
-            names.append(name)
-        for name, spec in {**NODE_PARAMS, **GRAPH_NUMBER_PARAMS}.items():
-            self._declare_spec(name, spec)
-            names.append(name)
-        for solver_name in sorted(SOLVERS):
-            for param, spec in SOLVERS[solver_name].param_specs().items():
-                self._declare_spec(f'{solver_name}.{param}', spec)
-                names.append(f'{solver_name}.{param}')
-        return names
-
-    def _declare_spec(self, name: str, spec: ParamSpec) -> None:
-        """Declare a parameter from a :class:`ParamSpec`: type, range, unit in the description."""
-        unit = f' [{spec.unit}]' if spec.unit else ''
-        d = ParameterDescriptor(description=f'{spec.description}{unit}',
-                                additional_constraints=f'valid: {spec.range_text()}')
-        self._convert_override(name)
-        if spec.type is float:
-            d.type = ParameterType.PARAMETER_DOUBLE
-            d.floating_point_range = [FloatingPointRange(
-                from_value=float(spec.min if spec.min is not None else -sys.float_info.max),
-                to_value=float(spec.max if spec.max is not None else sys.float_info.max),
-                step=0.0)]
-        elif spec.type is int:
-            d.type = ParameterType.PARAMETER_INTEGER
-            d.integer_range = [IntegerRange(
-                from_value=int(spec.min if spec.min is not None else -_INT64_MAX),
-                to_value=int(spec.max if spec.max is not None else _INT64_MAX), step=0)]
-        elif spec.type is bool:
-            d.type = ParameterType.PARAMETER_BOOL
-        elif spec.type in (list, tuple):  # a list of numbers, e.g. fabrik.weights
-            d.type = ParameterType.PARAMETER_DOUBLE_ARRAY
-            default = list(spec.default) if spec.default else Parameter.Type.DOUBLE_ARRAY
-            self.declare_parameter(name, default, d)
-            return
-        else:
-            d.type = ParameterType.PARAMETER_STRING
-        self.declare_parameter(name, spec.default, d)
-
-    def _float_names(self) -> Dict[str, Parameter.Type]:
-        """Parameters declared as double (array): an integer (array) given for one is converted."""
-        out = {}
-        for name, spec in {**NODE_PARAMS, **GRAPH_NUMBER_PARAMS}.items():
-            if spec.type is float:
-                out[name] = Parameter.Type.DOUBLE
-        for solver_name, cls in SOLVERS.items():
-            for param, spec in cls.param_specs().items():
-                if spec.type is float:
-                    out[f'{solver_name}.{param}'] = Parameter.Type.DOUBLE
-                elif spec.type in (list, tuple):
-                    out[f'{solver_name}.{param}'] = Parameter.Type.DOUBLE_ARRAY
-        for name, (kind, _) in GRAPH_LIST_PARAMS.items():
-            if kind is float:
-                out[name] = Parameter.Type.DOUBLE_ARRAY
-        return out
-
-    def _as_float(self, param: Parameter) -> Parameter:
-        """``param`` with an integer value turned into the double its declaration expects."""
-        want = self._float_names().get(param.name)
-        if want == Parameter.Type.DOUBLE and param.type_ == Parameter.Type.INTEGER:
-            return Parameter(param.name, want, float(param.value))
-        if want == Parameter.Type.DOUBLE_ARRAY and param.type_ == Parameter.Type.INTEGER_ARRAY:
-            return Parameter(param.name, want, [float(v) for v in param.value])
-        return param
-
-    def _convert_override(self, name: str) -> None:
-        """A YAML file or ``-p`` saying ``rate: 20`` gives an integer; take it as the number."""
-        override = self._parameter_overrides.get(name)
-        if override is not None:
-            self._parameter_overrides[name] = self._as_float(override)
-
-    def _before_set_parameters(self, params: List[Parameter]) -> List[Parameter]:
-        """``ros2 param set /ik_node fabrik.timeout 1``: the integer becomes 1.0 before rclpy's
-        type check, then the range check runs as for any double."""
-        return [self._as_float(p) for p in params]
-
-    def _check_overrides(self) -> None:
-        """Refuse parameters given for this node that it does not have (typos)."""
-        unknown = sorted(n for n in self._parameter_overrides
-                         if not self.has_parameter(n) and not n.startswith('qos_overrides.'))
-        if unknown:
-            raise IkError(f'unknown parameters {", ".join(unknown)}. Valid parameters: '
-                          f'{", ".join(self._names)}')
-
-    def _param_value(self, name: str) -> Any:
-        try:
-            value = self.get_parameter(name).value
-        except Exception:  # an uninitialized parameter (a list never set) raises
-            return None
-        return _plain(value)
-
     def _on_set_parameters(self, params: List[Parameter]) -> SetParametersResult:
-        updates = {p.name: _plain(p.value) for p in params if p.name in self._names}
+        updates = {p.name: plain(p.value) for p in params if p.name in self._names}
         if not updates:
             return SetParametersResult(successful=True)
+        fixes = canonical_updates(updates)  # only without a pre-set callback (Humble)
+        if fixes:
+            return SetParametersResult(successful=False, reason='refused: ' + '; '.join(
+                f'{k} = {updates[k]!r} is not in canonical form: set {v!r}'
+                for k, v in fixes.items()))
         flat = {k: v for k, v in {**self._flat, **updates}.items() if v is not None}
         with self._lock:
             try:
@@ -357,6 +258,7 @@ class IkNode(Node):
                 return
             previous, self._topic_xml = self._topic_xml, xml
             try:
+                check_description_size(xml, self._config.max_description_bytes)
                 model = self._build(self._config, self._graph)
             except Exception as exc:
                 self._topic_xml = previous
@@ -444,7 +346,10 @@ class IkNode(Node):
         position_only = result.orientation_ignored or \
             all(quat is None for _, quat in goals.values())
         try:
-            fragile = self._quality(chain, q, goals, position_only, graph, extra)
+            quality, fragile = fragility_report(
+                chain, q, [tip or chain.tip_link for tip in goals], position_only,
+                graph.singular_threshold, graph.limit_margin_threshold)
+            extra.update(quality)
         except Exception as exc:  # a measure for the user never fails a solve
             extra['quality'] = f'not measured: {type(exc).__name__}: {exc}'
             fragile = ''
@@ -463,66 +368,6 @@ class IkNode(Node):
                                        extra))
         if published:
             self._publish_target_markers()
-
-    @staticmethod
-    def _quality(chain, q, goals, position_only: bool, graph: GraphConfig,
-                 extra: Dict[str, str]) -> str:
-        """Manipulability, smallest singular value and limit margin of the targeted tips into
-        ``extra``; returns what makes the solution fragile ('' when nothing does)."""
-        tips = [tip or chain.tip_link for tip in goals]
-        qualities = [solution_quality(chain, q, tip, position_only=position_only or None,
-                                      singular_threshold=graph.singular_threshold,
-                                      limit_threshold=graph.limit_margin_threshold,
-                                      rank=_rank(chain, tip, position_only))
-                     for tip in tips]
-        worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
-        nearest = min(qualities, key=lambda x: x.limit_distance)
-        extra['manipulability'] = f'{min(x.manipulability for x in qualities):.4g}'
-        extra['min_singular_value'] = f'{worst_sigma.min_singular_value:.4g}'
-        extra['limit_margin'] = f'{nearest.limit_distance:.4g}'
-        extra['limit_joint'] = nearest.limit_joint or ''
-        why = []
-        if worst_sigma.near_singular:
-            why.append(f'near a singularity (smallest singular value '
-                       f'{worst_sigma.min_singular_value:.3g})')
-        if nearest.near_limit:
-            why.append(f'{nearest.limit_joint} {nearest.limit_distance:.3g} from its '
-                       f'{nearest.limit_side} limit')
-        return ', '.join(why)
-
-    def _on_marker_target(self, tip: str, position, quat_xyzw, frame_id: str, stamp,
-                          released: bool) -> None:
-        """A drag of a tip's interactive marker: solved as a topic target (newest wins)."""
-        model = self._model
-        if model is None:
-            return
-        slot = tip if model.config.branched else None
-        target = conv.Target(np.asarray(position, dtype=float),
-                             None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float),
-                             frame_id, slot, stamp)
-        if released:
-            self._released[slot] = target
-        self._on_target(target)
-
-    def _show_on_interactive(self, model: _Model, batch, goals, result, q) -> None:
-        """Interactive markers after a solve: follow the targets, colour by reached, and snap
-        a released marker to the pose reached (``target_marker.snap_on_release``)."""
-        config = model.config
-        for tip, (p, quat) in goals.items():
-            self._interactive.follow(tip or config.tip_link, p, quat)
-        tips = result.tips or {}
-        for tip in goals if not config.branched else self._known:
-            name = tip or config.tip_link
-            self._interactive.set_reached(
-                name, tips[name].reachable if name in tips else result.reachable)
-        snap = self.get_parameter('target_marker.snap_on_release').value
-        for tip in goals:
-            if self._released.get(tip) is batch[tip]:
-                del self._released[tip]
-                if snap:
-                    T = model.chain.fk(q, tip or config.tip_link)
-                    self._interactive.snap(tip or config.tip_link, T[:3, 3],
-                                           conv.quat_xyzw_from_rotation(T[:3, :3]))
 
     def _lookup(self, frame: str, stamp) -> np.ndarray:
         return self._tf.lookup(self._model.config.base_link, frame, stamp, self._graph.tf_timeout)
@@ -610,79 +455,6 @@ class IkNode(Node):
 
     def _model_name(self) -> str:
         return self._config.urdf_file or 'robot_description'
-
-
-def _rank(chain, tip: str, position_only: bool) -> int:
-    """The generic task rank of a tip, cached on the chain object."""
-    cache = chain.__dict__.setdefault('_ik_node_task_rank', {})
-    key = (tip, bool(position_only) or len(chain.joints_of_tip(tip)) < 6)
-    if key not in cache:
-        cache[key] = task_rank(chain, tip, key[1])
-    return cache[key]
-
-
-def _plain(value: Any) -> Any:
-    """A parameter value as plain Python: arrays (array.array, tuples) become lists."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    return list(value)
-
-
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-_SPIN_PERIOD_S = 0.1
-
-
-def main(args: Optional[List[str]] = None) -> int:
-    """Entry point of the ``ik_node`` executable. Returns the exit status.
-
-    SIGINT and SIGTERM end the node cleanly at any moment: they are held back while rclpy, the
-    executor and the node are built and torn down, and handled by a flag the spin loop checks
-    (rclpy's own signal handler is off: it shuts the context down from another thread, which
-    raced with the node's teardown and crashed it).
-    """
-    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    stop = threading.Event()
-    for sig in _SIGNALS:
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except Exception as exc:  # rcl refuses the arguments, e.g. a malformed --params-file
-        print(f'ik_node: cannot start: {_one_line(exc)}', file=sys.stderr)
-        return 2
-    node = executor = None
-    status = 0
-    try:
-        executor = SingleThreadedExecutor()
-        node = IkNode()
-        executor.add_node(node)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
-    except ExternalShutdownException:
-        pass
-    except IkError as exc:
-        print(f'ik_node: {exc}', file=sys.stderr)
-        status = 2
-    except ParameterException as exc:
-        print(f'ik_node: bad parameter: {exc}', file=sys.stderr)
-        status = 2
-    finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return status
-
-
-def _one_line(exc: BaseException) -> str:
-    """rcl's messages carry C source locations on later lines; keep the reason."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    keep = [ln for ln in lines if not ln.startswith(('at ', '/')) and '.c:' not in ln
-            and '.cpp:' not in ln]
-    text = ' '.join(keep or lines[:1])
-    return text.split(', at ')[0]
 
 
 if __name__ == '__main__':

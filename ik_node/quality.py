@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -160,3 +160,42 @@ def nearest_limit(chain: Chain, q, joints=None):
             if math.isfinite(gap) and gap < best[0]:
                 best = (float(gap), chain.joint_names[i], side)
     return best
+
+
+def cached_task_rank(chain: Chain, tip: str, position_only: bool) -> int:
+    """The generic task rank of a tip, cached on the chain object."""
+    cache = chain.__dict__.setdefault('_ik_node_task_rank', {})
+    key = (tip, bool(position_only) or len(chain.joints_of_tip(tip)) < 6)
+    if key not in cache:
+        cache[key] = task_rank(chain, tip, key[1])
+    return cache[key]
+
+
+def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
+                     singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
+                     limit_threshold: float = DEFAULT_LIMIT_THRESHOLD
+                     ) -> Tuple[Dict[str, str], str]:
+    """The node's diagnostics of a solution: (key-values, what makes it fragile or '').
+
+    Over the targeted ``tips``: the smallest manipulability and singular value (at each tip's
+    generic task rank, :func:`task_rank`), the nearest joint limit and its joint.
+    """
+    qualities = [solution_quality(chain, q, tip, position_only=position_only or None,
+                                  singular_threshold=singular_threshold,
+                                  limit_threshold=limit_threshold,
+                                  rank=cached_task_rank(chain, tip, position_only))
+                 for tip in tips]
+    worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
+    nearest = min(qualities, key=lambda x: x.limit_distance)
+    values = {'manipulability': f'{min(x.manipulability for x in qualities):.4g}',
+              'min_singular_value': f'{worst_sigma.min_singular_value:.4g}',
+              'limit_margin': f'{nearest.limit_distance:.4g}',
+              'limit_joint': nearest.limit_joint or ''}
+    why = []
+    if worst_sigma.near_singular:
+        why.append(f'near a singularity (smallest singular value '
+                   f'{worst_sigma.min_singular_value:.3g})')
+    if nearest.near_limit:
+        why.append(f'{nearest.limit_joint} {nearest.limit_distance:.3g} from its '
+                   f'{nearest.limit_side} limit')
+    return values, ', '.join(why)

@@ -586,7 +586,7 @@ BAD_URDF_PARAMS = {
     'urdf_floating_joint': (_urdf_with(_second(jtype='floating', limit='')), ['floating']),
     'urdf_revolute_without_limit': (_urdf_with(_second(limit='')), ['limit']),
     'urdf_missing_tip_link': (_urdf_with('').replace('<link name="tool0"/>', ''), ['tool0']),
-    'urdf_tip_not_connected': (_urdf_with(''), ['no path']),
+    'urdf_tip_not_connected': (_urdf_with(''), ['2 root links', 'tool0']),
 }
 
 

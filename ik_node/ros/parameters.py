@@ -1,0 +1,151 @@
+"""The node's ROS parameters: declared from the specs, integers taken as doubles, strings stored
+in their canonical form.
+
+A mixin of :class:`ik_node.node.IkNode`: every parameter comes from a spec in
+:mod:`ik_node.config`, :mod:`ik_node.graph` or a solver's ``param_specs()``; validation happens
+there, not here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List
+
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                ParameterType)
+from rclpy.parameter import Parameter
+
+from ik_node.config import NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION, canonical_updates
+from ik_node.errors import IkError
+from ik_node.graph import GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS
+from ik_node.solvers import SOLVERS, ParamSpec
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+class ParameterDeclarations:
+    """Declaring, converting and reading the node's parameters (mixed into the node)."""
+
+    def _declare_parameters(self) -> List[str]:
+        names = []
+        strings = {**STRING_PARAMS, **GRAPH_STRING_PARAMS}
+        for name, (default, description) in strings.items():
+            extra = f' One of: {", ".join(sorted(SOLVERS))}' if name == 'solver' else ''
+            self.declare_parameter(name, default, ParameterDescriptor(
+                type=ParameterType.PARAMETER_STRING, description=description + extra))
+            names.append(name)
+        lists = {'tip_links': (str, TIP_LINKS_DESCRIPTION), **GRAPH_LIST_PARAMS}
+        for name, (kind, description) in lists.items():
+            ptype = Parameter.Type.STRING_ARRAY if kind is str else Parameter.Type.DOUBLE_ARRAY
+            self._convert_override(name)
+            # Declared by type: no value until set (an empty list cannot carry its type).
+            self.declare_parameter(name, ptype, ParameterDescriptor(
+                type=ptype.value, description=description))
+            names.append(name)
+        for name, spec in {**NODE_PARAMS, **GRAPH_NUMBER_PARAMS}.items():
+            self._declare_spec(name, spec)
+            names.append(name)
+        for solver_name in sorted(SOLVERS):
+            for param, spec in SOLVERS[solver_name].param_specs().items():
+                self._declare_spec(f'{solver_name}.{param}', spec)
+                names.append(f'{solver_name}.{param}')
+        return names
+
+    def _declare_spec(self, name: str, spec: ParamSpec) -> None:
+        """Declare a parameter from a :class:`ParamSpec`: type, range, unit in the description."""
+        unit = f' [{spec.unit}]' if spec.unit else ''
+        d = ParameterDescriptor(description=f'{spec.description}{unit}',
+                                additional_constraints=f'valid: {spec.range_text()}')
+        self._convert_override(name)
+        if spec.type is float:
+            d.type = ParameterType.PARAMETER_DOUBLE
+            d.floating_point_range = [FloatingPointRange(
+                from_value=float(spec.min if spec.min is not None else -sys.float_info.max),
+                to_value=float(spec.max if spec.max is not None else sys.float_info.max),
+                step=0.0)]
+        elif spec.type is int:
+            d.type = ParameterType.PARAMETER_INTEGER
+            d.integer_range = [IntegerRange(
+                from_value=int(spec.min if spec.min is not None else -_INT64_MAX),
+                to_value=int(spec.max if spec.max is not None else _INT64_MAX), step=0)]
+        elif spec.type is bool:
+            d.type = ParameterType.PARAMETER_BOOL
+        elif spec.type in (list, tuple):  # a list of numbers, e.g. fabrik.weights
+            d.type = ParameterType.PARAMETER_DOUBLE_ARRAY
+            default = list(spec.default) if spec.default else Parameter.Type.DOUBLE_ARRAY
+            self.declare_parameter(name, default, d)
+            return
+        else:
+            d.type = ParameterType.PARAMETER_STRING
+        self.declare_parameter(name, spec.default, d)
+
+    def _float_names(self) -> Dict[str, Parameter.Type]:
+        """Parameters declared as double (array): an integer (array) given for one is converted."""
+        out = {}
+        for name, spec in {**NODE_PARAMS, **GRAPH_NUMBER_PARAMS}.items():
+            if spec.type is float:
+                out[name] = Parameter.Type.DOUBLE
+        for solver_name, cls in SOLVERS.items():
+            for param, spec in cls.param_specs().items():
+                if spec.type is float:
+                    out[f'{solver_name}.{param}'] = Parameter.Type.DOUBLE
+                elif spec.type in (list, tuple):
+                    out[f'{solver_name}.{param}'] = Parameter.Type.DOUBLE_ARRAY
+        for name, (kind, _) in GRAPH_LIST_PARAMS.items():
+            if kind is float:
+                out[name] = Parameter.Type.DOUBLE_ARRAY
+        return out
+
+    def _as_float(self, param: Parameter) -> Parameter:
+        """``param`` with an integer value turned into the double its declaration expects."""
+        want = self._float_names().get(param.name)
+        if want == Parameter.Type.DOUBLE and param.type_ == Parameter.Type.INTEGER:
+            return Parameter(param.name, want, float(param.value))
+        if want == Parameter.Type.DOUBLE_ARRAY and param.type_ == Parameter.Type.INTEGER_ARRAY:
+            return Parameter(param.name, want, [float(v) for v in param.value])
+        return param
+
+    def _convert_override(self, name: str) -> None:
+        """A YAML file or ``-p`` saying ``rate: 20`` gives an integer; take it as the number."""
+        override = self._parameter_overrides.get(name)
+        if override is not None:
+            self._parameter_overrides[name] = self._as_float(override)
+
+    def _before_set_parameters(self, params: List[Parameter]) -> List[Parameter]:
+        """Pre-set callback (Jazzy): ``ros2 param set /ik_node fabrik.timeout 1`` becomes 1.0
+        before rclpy's type check (then the range check runs as for any double), and strings
+        are set in their canonical form (:func:`ik_node.config.canonical_value`), so the value
+        stored is the value in force."""
+        params = [self._as_float(p) for p in params]
+        fixes = canonical_updates({p.name: plain(p.value) for p in params
+                                   if p.name in self._names})
+        return [string_parameter(p.name, fixes[p.name]) if p.name in fixes else p for p in params]
+
+    def _check_overrides(self) -> None:
+        """Refuse parameters given for this node that it does not have (typos)."""
+        unknown = sorted(n for n in self._parameter_overrides
+                         if not self.has_parameter(n) and not n.startswith('qos_overrides.'))
+        if unknown:
+            raise IkError(f'unknown parameters {", ".join(unknown)}. Valid parameters: '
+                          f'{", ".join(self._names)}')
+
+    def _param_value(self, name: str) -> Any:
+        try:
+            value = self.get_parameter(name).value
+        except Exception:  # an uninitialized parameter (a list never set) raises
+            return None
+        return plain(value)
+
+
+def string_parameter(name: str, value: Any) -> Parameter:
+    """A string or string-list parameter (typed: an empty list stays a string array)."""
+    if isinstance(value, (list, tuple)):
+        return Parameter(name, Parameter.Type.STRING_ARRAY, list(value))
+    return Parameter(name, Parameter.Type.STRING, value)
+
+
+def plain(value: Any) -> Any:
+    """A parameter value as plain Python: arrays (array.array, tuples) become lists."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return list(value)

@@ -1,0 +1,76 @@
+"""``main()`` of the ``ik_node`` executable: start, spin, and end cleanly on any signal."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import List, Optional
+
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
+
+from ik_node.errors import IkError
+
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_SPIN_PERIOD_S = 0.1
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """Entry point of the ``ik_node`` executable. Returns the exit status.
+
+    SIGINT and SIGTERM end the node cleanly at any moment: they are held back while rclpy, the
+    executor and the node are built and torn down, and handled by a flag the spin loop checks
+    (rclpy's own signal handler is off: it shuts the context down from another thread, which
+    raced with the node's teardown and crashed it).
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    stop = threading.Event()
+    for sig in _SIGNALS:
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:  # rcl refuses the arguments, e.g. a malformed --params-file
+        print(f'ik_node: cannot start: {_one_line(exc)}', file=sys.stderr)
+        return 2
+    node = executor = None
+    status = 0
+    try:
+        executor = SingleThreadedExecutor()
+        from ik_node.node import IkNode
+        node = IkNode()
+        executor.add_node(node)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
+    except ExternalShutdownException:
+        pass
+    except IkError as exc:
+        print(f'ik_node: {exc}', file=sys.stderr)
+        status = 2
+    except ParameterException as exc:
+        print(f'ik_node: bad parameter: {exc}', file=sys.stderr)
+        status = 2
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return status
+
+
+def _one_line(exc: BaseException) -> str:
+    """rcl's messages carry C source locations on later lines; keep the reason."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    keep = [ln for ln in lines if not ln.startswith(('at ', '/')) and '.c:' not in ln
+            and '.cpp:' not in ln]
+    text = ' '.join(keep or lines[:1])
+    return text.split(', at ')[0]
+
+
+if __name__ == '__main__':
+    sys.exit(main())
