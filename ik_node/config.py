@@ -7,6 +7,7 @@ leg3.yaml``::
     ik_node:
       ros__parameters:
         urdf_file: leg3.urdf          # a path, or a bare name in the package's urdf/ folder
+                                      # (a .xacro file is expanded with xacro_args)
         base_link: base_link
         tip_link: foot                # or tip_links: [left_hand, right_hand] (branched)
         solver: analytic_hip_knee
@@ -19,7 +20,8 @@ A plain mapping without the ``ik_node: ros__parameters:`` wrapper, and the ``/**
 key, are accepted too. Solver parameters are ``<solver>.<param>`` (nested blocks in YAML, dotted
 names as ROS parameters) and are validated with the solver's own :class:`ik_node.ParamSpec`.
 
-Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``;
+Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``
+(and its ``xacro_args``);
 ``tip_links``, when not empty, instead of ``tip_link``. A file must not give both of a pair.
 
 This module imports no ROS package.
@@ -35,6 +37,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from ik_node.chain import Chain
+from ik_node.description import description_from_file, xacro_mappings_from
 from ik_node.errors import ConfigError
 from ik_node.resources import urdf_path
 from ik_node.solvers import SOLVERS, ParamSpec, Solver, make_solver, solver_class
@@ -57,7 +60,10 @@ NODE_PARAMS: Dict[str, ParamSpec] = {
 STRING_PARAMS: Dict[str, Tuple[str, str]] = {
     'robot_description': ('', 'URDF XML text (as robot_state_publisher takes it); when not '
                               'empty it is used instead of urdf_file'),
-    'urdf_file': ('', 'URDF file: a path, or a bare name in the package urdf/ folder'),
+    'urdf_file': ('', 'URDF file: a path, or a bare name in the package urdf/ folder; a .xacro '
+                      'file is expanded with xacro_args'),
+    'xacro_args': ('', 'arguments of a .xacro urdf_file, "key:=value key2:=value2"; unused with '
+                       'robot_description'),
     'base_link': ('base_link', 'link the chain starts at; targets are solved in its frame'),
     'tip_link': ('', 'end-effector link of a serial chain'),
     'solver': (DEFAULT_SOLVER, 'IK solver'),
@@ -69,7 +75,8 @@ TIP_LINKS_DESCRIPTION = ('end-effector links of a branched chain (one target top
 IGNORED_KEYS = ('use_sim_time',)
 
 #: Keys whose change means a new kinematic chain.
-CHAIN_KEYS = ('robot_description', 'urdf_file', 'base_link', 'tip_link', 'tip_links')
+CHAIN_KEYS = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_link',
+              'tip_links')
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class IkConfig:
         publish_rate: steady JointState re-publish rate [Hz].
         diagnostics_rate: most diagnostics updates per second while targets stream [Hz].
         solver_params: for every registered solver, its full validated parameter dict.
+        xacro_args: arguments of a .xacro ``urdf_file`` ('' with ``robot_description``).
     """
 
     robot_description: str
@@ -95,6 +103,7 @@ class IkConfig:
     publish_rate: float
     diagnostics_rate: float
     solver_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    xacro_args: str = ''
 
     @property
     def tip_link(self) -> str:
@@ -106,27 +115,24 @@ class IkConfig:
         """True when the chain has several tips."""
         return len(self.tip_links) > 1
 
-    def chain_source(self) -> Tuple[str, str, str, Tuple[str, ...]]:
+    def chain_source(self) -> Tuple[str, str, str, str, Tuple[str, ...]]:
         """What the chain is built from: equal values mean an equal chain."""
-        return (self.robot_description, self.urdf_file, self.base_link, self.tip_links)
+        return (self.robot_description, self.urdf_file, self.xacro_args, self.base_link,
+                self.tip_links)
 
     def params_of(self, solver: Optional[str] = None) -> Dict[str, Any]:
         """The validated parameters of ``solver`` (default: the selected one)."""
         return dict(self.solver_params[solver or self.solver])
 
     def urdf_xml(self) -> str:
-        """The URDF text: ``robot_description``, or the content of ``urdf_file``.
+        """The URDF text: ``robot_description``, or ``urdf_file`` (a .xacro one expanded).
 
         Raises:
-            ConfigError: the file is not found or cannot be read.
+            ConfigError: the file is not found or cannot be read; xacro is missing or fails.
         """
         if self.robot_description:
             return self.robot_description
-        path = urdf_path(self.urdf_file)
-        try:
-            return path.read_text()
-        except OSError as exc:
-            raise ConfigError(f'cannot read URDF file {str(path)!r}: {exc.strerror}') from exc
+        return description_from_file(urdf_path(self.urdf_file), self.xacro_args)
 
 
 # ------------------------------------------------------------------------------------ YAML
@@ -303,11 +309,16 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
     if not strings['robot_description'] and not strings['urdf_file']:
         raise ConfigError(f'{source}: no robot model: set urdf_file (a path or a packaged name) '
                           'or robot_description (URDF XML)')
+    try:
+        xacro_mappings_from(strings['xacro_args'])
+    except ConfigError as exc:
+        raise ConfigError(f'{source}: xacro_args: {exc}') from None
     return IkConfig(robot_description=strings['robot_description'],
                     urdf_file='' if strings['robot_description'] else strings['urdf_file'],
                     base_link=strings['base_link'], tip_links=tips, solver=strings['solver'],
                     publish_rate=numbers['publish_rate'],
-                    diagnostics_rate=numbers['diagnostics_rate'], solver_params=solver_params)
+                    diagnostics_rate=numbers['diagnostics_rate'], solver_params=solver_params,
+                    xacro_args='' if strings['robot_description'] else strings['xacro_args'])
 
 
 def _validate(spec: ParamSpec, key: str, value: Any, source: str) -> Any:
