@@ -3,6 +3,7 @@
     ik-solve --urdf leg3.urdf --base base_link --tip foot --solver analytic_hip_knee \\
         --target 0.1 0.05 -0.45
     ik-solve --config arm6 --target 0.4 0.2 0.3 --orientation 1 0 0 0 --json
+    ik-solve chains --urdf robot.urdf.xacro --xacro-args "prefix:=left_"   (ik_node.cli_chains)
 
 ``--config`` (a ROS parameters file, the node's) supplies defaults that the flags override.
 Exit status: 0 target reached, 1 not reached (the best effort is printed), 2 bad arguments,
@@ -12,6 +13,7 @@ configuration, URDF or target (one line on stderr).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from typing import Any, Dict, List, NoReturn, Optional
@@ -25,6 +27,10 @@ from ik_node.solvers import SOLVERS
 
 PROG = 'ik-solve'
 EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
+#: Subcommands (``ik-solve <name> ...``): name -> module with ``main(argv) -> int``.
+SUBCOMMANDS: Dict[str, str] = {
+    'chains': 'ik_node.cli_chains',
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,12 +49,17 @@ def fail(message: str) -> NoReturn:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ik-solve``."""
     p = _Parser(prog=PROG, description='Solve inverse kinematics for one target of a URDF chain.',
-                epilog='Exit status: 0 reached, 1 not reached (best effort printed), 2 error.')
+                epilog='Exit status: 0 reached, 1 not reached (best effort printed), 2 error. '
+                       'Subcommands: ik-solve chains --urdf FILE lists a robot\'s chains and '
+                       'the solvers that fit.')
     p.add_argument('--config', metavar='YAML',
                    help='ik_node parameters file (path, or a name in the package config/) '
                         'giving defaults for everything below')
     p.add_argument('--urdf', metavar='FILE',
-                   help='URDF file: a path, or a name in the package urdf/ (e.g. leg3.urdf)')
+                   help='URDF file: a path, or a name in the package urdf/ (e.g. leg3.urdf); '
+                        'a .xacro file is expanded')
+    p.add_argument('--xacro-args', metavar='"KEY:=VALUE ..."',
+                   help='arguments of a .xacro --urdf file, e.g. "prefix:=left_"')
     p.add_argument('--base', metavar='LINK', help='base link (default: base_link)')
     p.add_argument('--tip', metavar='LINK', help='tip link')
     p.add_argument('--solver', metavar='NAME',
@@ -82,6 +93,9 @@ def flat_config(args: argparse.Namespace) -> Dict[str, Any]:
     if args.urdf is not None:
         flat['urdf_file'] = args.urdf
         flat.pop('robot_description', None)
+        flat.pop('xacro_args', None)  # the config's arguments were for its own file
+    if args.xacro_args is not None:
+        flat['xacro_args'] = args.xacro_args
     if args.base is not None:
         flat['base_link'] = args.base
     if args.tip is not None:
@@ -133,6 +147,9 @@ def human_lines(result, config, chain) -> List[str]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``ik-solve``. Returns the exit status (0 reached, 1 not, 2 error)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
     args = build_parser().parse_args(argv)
     from ik_node.config import build_chain, build_solver
     try:
