@@ -235,3 +235,20 @@ def test_a_xacro_failure_reaches_the_config_user_as_a_config_error(tmp_path):
                     '<xacro:x/></robot>')
     with pytest.raises(ConfigError, match='broken.xacro'):
         build_chain(xacro_config(path))
+
+
+# ---------------------------------------------------------------------------- packaging
+def test_package_xml_is_well_formed_and_declares_xacro():
+    import xml.dom.minidom
+    manifest = xml.dom.minidom.parse(str(REPO / 'package.xml'))  # '--' in a comment fails here
+    depends = [e.firstChild.data for e in manifest.getElementsByTagName('exec_depend')]
+    assert 'xacro' in depends
+
+
+def test_setup_py_installs_xacro_from_pypi():
+    import ast
+    tree = ast.parse((REPO / 'setup.py').read_text())
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                and getattr(n.func, 'id', None) == 'setup')
+    requires = next(k.value for k in call.keywords if k.arg == 'install_requires')
+    assert 'xacro' in ast.literal_eval(requires)
