@@ -3,6 +3,7 @@
     ik-solve --urdf leg3.urdf --base base_link --tip foot --solver analytic_hip_knee \\
         --target 0.1 0.05 -0.45
     ik-solve --config arm6 --target 0.4 0.2 0.3 --orientation 1 0 0 0 --json
+    ik-solve chains --urdf robot.urdf.xacro --xacro-args "prefix:=left_"   (ik_node.cli_chains)
 
 ``--config`` (a ROS parameters file, the node's) supplies defaults that the flags override.
 Exit status: 0 target reached, 1 not reached (the best effort is printed), 2 bad arguments,
@@ -29,7 +30,8 @@ PROG = 'ik-solve'
 EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
 #: Subcommands, ``ik-solve <name> ...``: name -> module with ``main(argv) -> int``, imported
 #: when used.
-SUBCOMMANDS = {
+SUBCOMMANDS: Dict[str, str] = {
+    'chains': 'ik_node.cli_chains',
     'reach-map': 'ik_node.cli_reach',
 }
 
@@ -56,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help='ik_node parameters file (path, or a name in the package config/) '
                         'giving defaults for everything below')
     p.add_argument('--urdf', metavar='FILE',
-                   help='URDF file: a path, or a name in the package urdf/ (e.g. leg3.urdf)')
+                   help='URDF file: a path, or a name in the package urdf/ (e.g. leg3.urdf); '
+                        'a .xacro file is expanded')
+    p.add_argument('--xacro-args', metavar='"KEY:=VALUE ..."',
+                   help='arguments of a .xacro --urdf file, e.g. "prefix:=left_"')
     p.add_argument('--base', metavar='LINK', help='base link (default: base_link)')
     p.add_argument('--tip', metavar='LINK', help='tip link')
     p.add_argument('--solver', metavar='NAME',
@@ -90,6 +95,9 @@ def flat_config(args: argparse.Namespace) -> Dict[str, Any]:
     if args.urdf is not None:
         flat['urdf_file'] = args.urdf
         flat.pop('robot_description', None)
+        flat.pop('xacro_args', None)  # the config's arguments were for its own file
+    if args.xacro_args is not None:
+        flat['xacro_args'] = args.xacro_args
     if args.base is not None:
         flat['base_link'] = args.base
     if args.tip is not None:

@@ -7,6 +7,7 @@ leg3.yaml``::
     ik_node:
       ros__parameters:
         urdf_file: leg3.urdf          # a path, or a bare name in the package's urdf/ folder
+                                      # (a .xacro file is expanded with xacro_args)
         base_link: base_link
         tip_link: foot                # or tip_links: [left_hand, right_hand] (branched)
         solver: analytic_hip_knee
@@ -19,7 +20,8 @@ A plain mapping without the ``ik_node: ros__parameters:`` wrapper, and the ``/**
 key, are accepted too. Solver parameters are ``<solver>.<param>`` (nested blocks in YAML, dotted
 names as ROS parameters) and are validated with the solver's own :class:`ik_node.ParamSpec`.
 
-Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``;
+Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``
+(and its ``xacro_args``);
 ``tip_links``, when not empty, instead of ``tip_link``. A file must not give both of a pair.
 
 String values follow one rule, in files, on the command line, through this API and in the node
@@ -42,6 +44,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from ik_node.chain import Chain
+from ik_node.description import description_from_file, xacro_mappings_from
 from ik_node.errors import ChainError, ConfigError
 from ik_node.graph import GRAPH_KEYS, GRAPH_STRING_PARAMS
 from ik_node.resources import urdf_path
@@ -71,7 +74,10 @@ NODE_PARAMS: Dict[str, ParamSpec] = {
 STRING_PARAMS: Dict[str, Tuple[str, str]] = {
     'robot_description': ('', 'URDF XML text (as robot_state_publisher takes it); when not '
                               'empty it is used instead of urdf_file'),
-    'urdf_file': ('', 'URDF file: a path, or a bare name in the package urdf/ folder'),
+    'urdf_file': ('', 'URDF file: a path, or a bare name in the package urdf/ folder; a .xacro '
+                      'file is expanded with xacro_args'),
+    'xacro_args': ('', 'arguments of a .xacro urdf_file, "key:=value key2:=value2"; unused with '
+                       'robot_description'),
     'base_link': ('base_link', 'link the chain starts at; targets are solved in its frame'),
     'tip_link': ('', 'end-effector link of a serial chain'),
     'solver': (DEFAULT_SOLVER, 'IK solver'),
@@ -89,7 +95,8 @@ MAX_CONFIG_VALUES = 10_000
 MAX_CONFIG_DEPTH = 32
 
 #: Keys whose change means a new kinematic chain.
-CHAIN_KEYS = ('robot_description', 'urdf_file', 'base_link', 'tip_link', 'tip_links')
+CHAIN_KEYS = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_link',
+              'tip_links')
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,7 @@ class IkConfig:
         diagnostics_rate: most diagnostics updates per second while targets stream [Hz].
         max_description_bytes: largest URDF accepted [bytes].
         solver_params: for every registered solver, its full validated parameter dict.
+        xacro_args: arguments of a .xacro ``urdf_file`` ('' with ``robot_description``).
     """
 
     robot_description: str
@@ -117,6 +125,7 @@ class IkConfig:
     diagnostics_rate: float
     max_description_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES
     solver_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    xacro_args: str = ''
 
     @property
     def tip_link(self) -> str:
@@ -128,9 +137,10 @@ class IkConfig:
         """True when the chain has several tips."""
         return len(self.tip_links) > 1
 
-    def chain_source(self) -> Tuple[str, str, str, Tuple[str, ...]]:
+    def chain_source(self) -> Tuple[str, str, str, str, Tuple[str, ...]]:
         """What the chain is built from: equal values mean an equal chain."""
-        return (self.robot_description, self.urdf_file, self.base_link, self.tip_links)
+        return (self.robot_description, self.urdf_file, self.xacro_args, self.base_link,
+                self.tip_links)
 
     @property
     def has_model(self) -> bool:
@@ -142,15 +152,19 @@ class IkConfig:
         return dict(self.solver_params[solver or self.solver])
 
     def urdf_xml(self) -> str:
-        """The URDF text: ``robot_description``, or the content of ``urdf_file``.
+        """The URDF text: ``robot_description``, or ``urdf_file`` (a .xacro one expanded).
 
         Raises:
-            ConfigError: the file is not found or cannot be read.
-            ChainError: the file is larger than ``max_description_bytes`` or not UTF-8.
+            ConfigError: the file is not found or cannot be read; xacro is missing or fails.
+            ChainError: the description is larger than ``max_description_bytes`` or not UTF-8.
         """
         if self.robot_description:
             return self.robot_description
         path = urdf_path(self.urdf_file)
+        if path.name.endswith('.xacro') or self.xacro_args:
+            xml = description_from_file(path, self.xacro_args)
+            check_description_size(xml, self.max_description_bytes)
+            return xml
         try:
             return read_description(path, self.max_description_bytes)
         except OSError as exc:
@@ -345,13 +359,18 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
         check_description_size(strings['robot_description'], numbers['max_description_bytes'])
     except ChainError as exc:
         raise ConfigError(f'{source}: {exc}') from None
+    try:
+        xacro_mappings_from(strings['xacro_args'])
+    except ConfigError as exc:
+        raise ConfigError(f'{source}: xacro_args: {exc}') from None
     return IkConfig(robot_description=strings['robot_description'],
                     urdf_file='' if strings['robot_description'] else strings['urdf_file'],
                     base_link=strings['base_link'], tip_links=tips, solver=strings['solver'],
                     publish_rate=numbers['publish_rate'],
                     diagnostics_rate=numbers['diagnostics_rate'],
                     max_description_bytes=numbers['max_description_bytes'],
-                    solver_params=solver_params)
+                    solver_params=solver_params,
+                    xacro_args='' if strings['robot_description'] else strings['xacro_args'])
 
 
 def canonical_value(key: str, value: Any) -> Any:

@@ -1,90 +1,126 @@
-"""Run ik_node on one of the package's robots, with robot_state_publisher and RViz.
+"""Run ik_node on a packaged robot or on your own URDF/xacro, with robot_state_publisher and RViz.
 
     ros2 launch ik_node ik.launch.py robot:=arm6 solver:=damped_jacobian
-    ros2 launch ik_node ik.launch.py robot:=leg3 rviz:=false
+    ros2 launch ik_node ik.launch.py description_file:=/path/robot.urdf.xacro \\
+        xacro_args:="prefix:=left_" base_link:=base_link tip_link:=tool0 rviz:=false
+    ros2 launch ik_node ik.launch.py robot_state_publisher:=false base_link:=base_link \\
+        tip_link:=tool0          # the robot runs its own; the description comes from its topic
+    ros2 launch ik_node ik.launch.py robot:=twin_arm namespace:=r1 params_file:=mine.yaml
 
-ik_node publishes /joint_states, robot_state_publisher turns them into TF, and RViz shows the
-model and the node's markers. In RViz, the Publish Point tool sends a clicked point to the node:
-RViz publishes it on /clicked_point, which this launch remaps to /ik_node/target_point.
+ik_node publishes joint states, robot_state_publisher turns them into TF, and RViz shows the
+model and the node's markers. In RViz, the Publish Point tool sends a clicked point to the node
+(/clicked_point is remapped to ik_node/target_point).
 
-Works with Humble and Jazzy. The URDF is read by an OpaqueFunction (no xacro dependency) and
-given to both nodes as the ``robot_description`` parameter.
+What starts with which parameters is worked out by ik_node.launch_params.plan_from_arguments
+(a plain function, tested without ROS launch): a xacro file is expanded there, and the URDF XML is
+given to both nodes as the ``robot_description`` parameter. ik_node's parameters are the robot's
+config/<robot>.yaml, then params_file, then the arguments below that are set. With a namespace,
+every node (and TF) moves into it: /r1/joint_states, /r1/tf, /r1/ik_node/target_pose, ...
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-ROBOTS = ['leg3', 'planar4', 'arm6', 'twin_arm']
-SOLVERS = ['', 'analytic_hip_knee', 'fabrik', 'damped_jacobian']
+from ik_node.launch_params import ARGUMENT_DEFAULTS, plan_from_arguments
+
+ROBOTS = ['', 'leg3', 'planar4', 'arm6', 'twin_arm']
+SOLVERS = ['', 'analytic_hip_knee', 'damped_jacobian', 'fabrik']
+OUTPUTS = ['', 'joint_states', 'position_command', 'joint_trajectory']
+BOOLEANS = ['true', 'false']
 
 
-def _robot_nodes(context):
-    """robot_state_publisher and ik_node, once the ``robot`` and ``solver`` are known."""
-    robot = LaunchConfiguration('robot').perform(context)
-    solver = LaunchConfiguration('solver').perform(context)
-    urdf_path = PathJoinSubstitution(
-        [FindPackageShare('ik_node'), 'urdf', robot + '.urdf']).perform(context)
-    try:
-        with open(urdf_path, encoding='utf-8') as f:
-            robot_description = ParameterValue(f.read(), value_type=str)
-    except OSError as exc:
-        raise RuntimeError(f"robot '{robot}': cannot read its URDF {urdf_path}: "
-                           f'{exc.strerror}') from exc
+def _nodes(context):
+    """The nodes, once the arguments are known (see ik_node.launch_params)."""
+    share = FindPackageShare('ik_node').perform(context)
+    arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENT_DEFAULTS}
+    plan = plan_from_arguments(arguments, share)
+    namespace = plan.namespace or None
 
-    ik_parameters = {'robot_description': robot_description}
-    if solver:  # '' keeps the solver named in the robot's params file
-        ik_parameters['solver'] = solver
-
-    return [
-        Node(
+    ik_parameters = dict(plan.ik_node_parameters)
+    if plan.robot_description:
+        description = ParameterValue(plan.robot_description, value_type=str)
+        ik_parameters['robot_description'] = description
+    actions = [LogInfo(msg=plan.summary())]
+    if plan.robot_state_publisher:
+        actions.append(Node(
             package='robot_state_publisher',
             executable='robot_state_publisher',
+            namespace=namespace,
             output='screen',
-            parameters=[{'robot_description': robot_description}],
-        ),
-        Node(
-            package='ik_node',
-            executable='ik_node',
-            name='ik_node',
+            parameters=[{'robot_description': description}] if plan.robot_description else [],
+            remappings=list(plan.state_publisher_remappings),
+        ))
+    actions.append(Node(
+        package='ik_node',
+        executable='ik_node',
+        name='ik_node',
+        namespace=namespace,
+        output='screen',
+        parameters=[ik_parameters],
+    ))
+    if plan.rviz:
+        actions.append(Node(
+            package='rviz2',
+            executable='rviz2',
+            namespace=namespace,
             output='screen',
-            parameters=[LaunchConfiguration('params_file'), ik_parameters],
-        ),
-    ]
+            arguments=['-d', PathJoinSubstitution([share, 'rviz', 'ik.rviz']),
+                       '-f', plan.fixed_frame],
+            remappings=list(plan.rviz_remappings),
+        ))
+    return actions
 
 
 def generate_launch_description():
-    ik_node_share = FindPackageShare('ik_node')
-
     ld = LaunchDescription()
     ld.add_action(DeclareLaunchArgument(
-        'robot', default_value='leg3', choices=ROBOTS,
-        description='Robot model: urdf/<robot>.urdf of the ik_node package'))
+        'robot', default_value='', choices=ROBOTS,
+        description="Packaged robot: urdf/<robot>.urdf, with config/<robot>.yaml as defaults. "
+                    "'' = leg3, unless description_file, the params file or "
+                    'robot_state_publisher:=false says where the description comes from'))
+    ld.add_action(DeclareLaunchArgument(
+        'description_file', default_value='',
+        description='Your robot instead: a .urdf file, or a .xacro file expanded with xacro_args'))
+    ld.add_action(DeclareLaunchArgument(
+        'xacro_args', default_value='',
+        description='Arguments of a .xacro description_file: "key:=value key2:=value2"'))
+    ld.add_action(DeclareLaunchArgument(
+        'base_link', default_value='',
+        description="Link the chain starts at; '' keeps the config's (default base_link)"))
+    ld.add_action(DeclareLaunchArgument(
+        'tip_link', default_value='',
+        description="End-effector link of a serial chain; '' keeps the config's"))
+    ld.add_action(DeclareLaunchArgument(
+        'tip_links', default_value='',
+        description="End-effector links of a tree, comma- or space-separated; '' keeps the "
+                    "config's"))
     ld.add_action(DeclareLaunchArgument(
         'solver', default_value='', choices=SOLVERS,
-        description="IK solver; '' keeps the one named in the params file"))
+        description="IK solver; '' keeps the config's (default damped_jacobian)"))
     ld.add_action(DeclareLaunchArgument(
-        'rviz', default_value='true', choices=['true', 'false'],
+        'params_file', default_value='',
+        description='Your ik_node parameters (ROS params-file shape), applied over the '
+                    "robot's config/<robot>.yaml: what it does not set keeps that value"))
+    ld.add_action(DeclareLaunchArgument(
+        'robot_state_publisher', default_value='true', choices=BOOLEANS,
+        description='Start robot_state_publisher; false when the robot runs its own (then, '
+                    'without description_file, ik_node reads the robot_description topic)'))
+    ld.add_action(DeclareLaunchArgument(
+        'rviz', default_value='true', choices=BOOLEANS,
         description='Start RViz with rviz/ik.rviz'))
     ld.add_action(DeclareLaunchArgument(
-        'params_file',
-        default_value=[PathJoinSubstitution(
-            [FindPackageShare('ik_node'), 'config', LaunchConfiguration('robot')]), '.yaml'],
-        description='ik_node parameters (ROS params file); default config/<robot>.yaml'))
-
-    ld.add_action(OpaqueFunction(function=_robot_nodes))
-
-    ld.add_action(Node(
-        package='rviz2',
-        executable='rviz2',
-        output='screen',
-        arguments=['-d', PathJoinSubstitution([ik_node_share, 'rviz', 'ik.rviz'])],
-        # The Publish Point tool publishes on /clicked_point; send it to the IK node instead.
-        remappings=[('/clicked_point', '/ik_node/target_point')],
-        condition=IfCondition(LaunchConfiguration('rviz')),
-    ))
+        'namespace', default_value='',
+        description='Namespace of ik_node, robot_state_publisher and RViz, e.g. r1: '
+                    '/r1/joint_states, /r1/tf, /r1/ik_node/target_pose'))
+    ld.add_action(DeclareLaunchArgument(
+        'output', default_value='', choices=OUTPUTS,
+        description="What ik_node publishes the solution as; '' keeps the node's default"))
+    ld.add_action(DeclareLaunchArgument(
+        'state_topic', default_value='',
+        description="Topic of ik_node's joint-state output; '' keeps the node's default"))
+    ld.add_action(OpaqueFunction(function=_nodes))
     return ld
