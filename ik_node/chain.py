@@ -92,7 +92,7 @@ def _skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
-def _urdf_from_string(xml: str, max_bytes: int):
+def _urdf_from_string(xml: str, max_bytes: int = urdf_checks.DEFAULT_MAX_DESCRIPTION_BYTES):
     # urdf_parser_py prints warnings for unknown tags on stderr; parse errors raise.
     from urdf_parser_py.urdf import URDF  # local import keeps module import light
     import contextlib

@@ -246,7 +246,7 @@ def test_bad_arguments_are_one_line_errors(capsys, args, words):
 def test_a_file_that_is_not_a_urdf_tree_is_a_one_line_error(tmp_path, capsys):
     path = tmp_path / 'two_roots.urdf'
     path.write_text('<robot name="r"><link name="a"/><link name="b"/></robot>')
-    assert_one_line_error(*run_chains(capsys, '--urdf', path), 'roots', 'a, b')
+    assert_one_line_error(*run_chains(capsys, '--urdf', path), 'root links', 'a, b')
     path.write_text('<robot name="r"><link name="a">')
     assert_one_line_error(*run_chains(capsys, '--urdf', path), 'malformed URDF')
 
