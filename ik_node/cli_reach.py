@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                         'giving the robot, base and tip(s)')
     p.add_argument('--urdf', metavar='FILE',
                    help='URDF file: a path, or a name in the package urdf/ (e.g. arm6.urdf)')
+    p.add_argument('--xacro-args', metavar='"KEY:=VALUE ..."',
+                   help='arguments of a .xacro --urdf file, e.g. "prefix:=left_"')
     p.add_argument('--base-link', '--base', dest='base', metavar='LINK',
                    help='base link: the map\'s frame (default: base_link)')
     p.add_argument('--tip-link', '--tip', dest='tip', metavar='LINK', help='tip link')
@@ -146,8 +148,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not args.no_png:
             _pyplot()  # fail before the build, not after it
         flat = flat_config(argparse.Namespace(config=args.config, urdf=args.urdf,
-                                              base=args.base, tip=args.tip, solver=None,
-                                              param=[]))
+                                              xacro_args=args.xacro_args, base=args.base,
+                                              tip=args.tip, solver=None, param=[]))
         config = config_from_flat(flat, source='command line')
         chain = build_chain(config)
         try:
