@@ -23,6 +23,37 @@ ROS_WHEELS = [
     'ros-wheels-bootstrapper',
 ]
 
+
+
+def install_requires():
+    """The pip dependencies. On a ROS 2 install, rosdep provides the URDF parser from
+    package.xml's ``urdfdom_py`` key: the module ``urdf_parser_py`` then belongs to the
+    distribution ``urdfdom_py`` (Debian's python3-urdfdom-py), and requiring the PyPI name
+    ``urdf_parser_py`` would make setuptools' entry-point scripts refuse to start. So the PyPI
+    name is required only where no other distribution provides the module."""
+    requires = ['setuptools', 'numpy>=1.21', 'transforms3d>=0.3.1', 'PyYAML', 'lxml', 'xacro']
+    if not _provided_by_another_distribution('urdf_parser_py', 'urdf_parser_py'):
+        requires.append('urdf_parser_py')
+    return requires
+
+
+def _provided_by_another_distribution(module: str, pypi_name: str) -> bool:
+    """True when ``module`` is importable from a distribution other than ``pypi_name``."""
+    import importlib.util
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
+    except ImportError:  # Python < 3.10 has no packages_distributions
+        return False
+    if importlib.util.find_spec(module) is None:
+        return False
+    owners = packages_distributions().get(module, [])
+    try:
+        distribution(pypi_name)
+        return False
+    except PackageNotFoundError:
+        return bool(owners)
+
+
 setup(
     name=package_name,
     version='0.1.0',
@@ -36,8 +67,7 @@ setup(
         ('share/' + package_name + '/rviz', glob('rviz/*.rviz')),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy>=1.21', 'transforms3d>=0.3.1', 'PyYAML',
-                      'urdf_parser_py', 'lxml', 'xacro'],
+    install_requires=install_requires(),
     extras_require={
         'ros': ROS_WHEELS,
         'demo': ['matplotlib'],

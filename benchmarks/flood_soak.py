@@ -41,6 +41,7 @@ import math
 import multiprocessing as mp
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -275,6 +276,9 @@ def parse_args(argv=None):
                    help='least fraction of --rate the publisher must achieve')
     p.add_argument('--seed', type=int, default=1)
     p.add_argument('--json-out', type=Path, default=None, help='write the summary as JSON')
+    p.add_argument('--workdir', type=Path, default=None,
+                   help='folder for the node\'s params file and log (default: a temporary one, '
+                        'removed at the end unless the run failed)')
     return p.parse_args(argv)
 
 
@@ -296,7 +300,9 @@ def main(argv=None) -> int:
     params = data['ik_node']['ros__parameters']
     if args.solver:
         params['solver'] = args.solver
-    workdir = Path(tempfile.mkdtemp(prefix='flood_soak_'))
+    own_workdir = args.workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix='flood_soak_')) if own_workdir else args.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
     params_path = workdir / 'params.yaml'
     params_path.write_text(yaml.safe_dump({name: {'ros__parameters': params}}))
     log_path = workdir / 'node.log'
@@ -449,6 +455,10 @@ def main(argv=None) -> int:
     _print_summary(summary)
     if args.json_out:
         args.json_out.write_text(json.dumps(summary, indent=2, default=str))
+    if own_workdir and not failures:
+        shutil.rmtree(workdir, ignore_errors=True)
+    elif own_workdir:
+        print(f'node log kept in {workdir}', flush=True)
     return 0 if not failures else 1
 
 

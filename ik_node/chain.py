@@ -20,7 +20,7 @@ import numpy as np
 import transforms3d
 
 from ik_node import urdf_checks
-from ik_node.errors import ChainError
+from ik_node.errors import ChainError, ConfigError
 from ik_node.fast_kinematics import SerialKinematics
 from ik_node.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
 
@@ -149,7 +149,23 @@ class Chain:
     def from_urdf_file(cls, path: Union[str, Path], base_link: str,
                        tip_link: Union[str, Sequence[str]],
                        max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES) -> 'Chain':
-        """Read a chain from a URDF file (see :meth:`from_urdf_string`)."""
+        """Read a chain from a URDF file (see :meth:`from_urdf_string`).
+
+        ``path`` is a file, or a bare name of a packaged robot (``'leg3.urdf'``, ``'arm6'``) as
+        the CLI and the node take it; a ``.xacro`` file is expanded (needs the xacro package).
+        """
+        from ik_node.resources import urdf_path
+        try:
+            path = urdf_path(path)
+        except ConfigError as exc:
+            raise ChainError(str(exc)) from None
+        if str(path).endswith('.xacro'):
+            from ik_node.description import description_from_file
+            try:
+                return cls.from_urdf_string(description_from_file(path), base_link, tip_link,
+                                            max_bytes)
+            except ConfigError as exc:
+                raise ChainError(str(exc)) from None
         try:
             xml = urdf_checks.read_description(path, max_bytes)
         except OSError as exc:

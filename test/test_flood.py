@@ -24,7 +24,8 @@ def test_short_flood_keeps_the_node_alive_and_every_message_valid(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), '--robot', 'leg3', '--rate', '2000', '--duration', '3',
          '--warmup', '1', '--bad-fraction', '0.05', '--max-latency-ms', 'inf',
-         '--min-rate-fraction', '0', '--json-out', str(out)],
+         '--min-rate-fraction', '0', '--json-out', str(out),
+         '--workdir', str(tmp_path / 'work')],
         capture_output=True, text=True, timeout=180, env=env, cwd=REPO)
     assert out.is_file(), proc.stdout + proc.stderr
     summary = json.loads(out.read_text())
@@ -40,3 +41,5 @@ def test_short_flood_keeps_the_node_alive_and_every_message_valid(tmp_path):
     assert set(summary['error_messages']) == {'bad target'}, summary['error_messages']
     assert summary['rss_mb']['growth'] < 10.0, summary['rss_mb']
     assert summary['failures'] == [] and proc.returncode == 0, report
+    # Everything it wrote is in the folder it was given (nothing left in /tmp).
+    assert (tmp_path / 'work' / 'params.yaml').is_file()

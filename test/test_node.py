@@ -242,11 +242,8 @@ def positions_of(msg: JointState, names) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------- fixture
 def try_shutdown(context) -> None:
-    """Shut a context down unless already done (Humble's older rclpy has no try_shutdown)."""
-    if hasattr(rclpy, 'try_shutdown'):
-        rclpy.try_shutdown(context=context)
-    elif context.ok():
-        rclpy.shutdown(context=context)
+    """Shut a context down unless already done."""
+    rclpy.try_shutdown(context=context)
 
 
 class Harness:
@@ -571,3 +568,21 @@ def test_robot_description_parameter_replaces_the_urdf_file(harness):
     # The chain's joints first, then the URDF's other moving joints held at 0 (within limits).
     assert list(js.name) == ['joint1', 'joint2', 'joint3', 'joint4']
     assert list(js.position[2:]) == [0.0, 0.0]
+
+
+def test_an_integer_for_a_double_parameter_is_taken_as_the_number_then_range_checked(harness):
+    """``ros2 param set /ik_node damped_jacobian.timeout 1`` sends an INTEGER: accepted and
+    stored as the double 1.0; ``fabrik.position_tolerance -1`` is refused by the range check
+    (not by rclpy's type check)."""
+    ik, probe = harness.start('leg3')
+    (result,) = probe.set_params(damped_jacobian__timeout=1)
+    assert result.successful, result.reason
+    request = GetParameters.Request()
+    request.names = ['damped_jacobian.timeout']
+    value = probe._call(probe.get_client, request).values[0]
+    assert value.type == ParameterType.PARAMETER_DOUBLE and value.double_value == 1.0
+    (result,) = probe.set_params(fabrik__position_tolerance=-1)
+    assert not result.successful
+    assert 'Wrong parameter type' not in result.reason, result.reason
+    assert 'range' in result.reason.lower() or 'position_tolerance' in result.reason, result.reason
+    assert probe.get_param('fabrik.position_tolerance') == pytest.approx(1e-4)

@@ -127,6 +127,10 @@ def test_malformed_params_file_exits_two_without_traceback(tmp_path):
     assert code == 2
     assert 'Traceback' not in err
     assert 'ik_node: cannot start' in err and 'malformed.yaml' in err
+    # One line with the reason and the line number; none of rcl's C source locations.
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert ' line ' in err and 'malformed YAML' in err and '.c:' not in err, err
 
 
 def test_unknown_parameter_in_the_file_is_refused(tmp_path):

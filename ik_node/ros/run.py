@@ -30,6 +30,10 @@ def main(args: Optional[List[str]] = None) -> int:
     stop = threading.Event()
     for sig in _SIGNALS:
         signal.signal(sig, lambda *_: stop.set())
+    bad = _bad_params_file(sys.argv if args is None else args)
+    if bad:
+        print(f'ik_node: cannot start: {bad}', file=sys.stderr)
+        return 2
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:  # rcl refuses the arguments, e.g. a malformed --params-file
@@ -61,6 +65,28 @@ def main(args: Optional[List[str]] = None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
     return status
+
+
+def _bad_params_file(argv: List[str]) -> str:
+    """Why a ``--params-file`` given after ``--ros-args`` cannot be read as YAML ('' if all
+    can), checked before rcl parses it (rcl logs C source locations over two lines)."""
+    from ik_node.config import load_yaml
+    from ik_node.errors import ConfigError
+    argv = list(argv)
+    files = [argv[i + 1] for i, a in enumerate(argv[:-1])
+             if a == '--params-file' and '--ros-args' in argv[:i]]
+    for name in files:
+        try:
+            text = open(name, encoding='utf-8').read()
+        except OSError as exc:
+            return f'cannot read params file {name!r}: {exc.strerror}'
+        except UnicodeDecodeError:
+            return f'params file {name!r} is not UTF-8 text'
+        try:
+            load_yaml(text, name)
+        except ConfigError as exc:
+            return str(exc)
+    return ''
 
 
 def _one_line(exc: BaseException) -> str:

@@ -147,12 +147,18 @@ class FabrikSolver(Solver):
             error and ``reachable`` is true when every targeted tip is within tolerance.
 
         Raises:
-            TargetError: both or neither of ``target_position`` and ``targets``; an unknown tip;
+            TargetError: both or neither of ``target_position`` and ``targets``; a
+                ``target_position`` for a chain with several tips (which tip is meant?); an
+                unknown tip;
                 a NaN, infinite or badly shaped position or seed.
         """
         if targets is None:
             if target_position is None:
                 raise TargetError('give a target_position or targets={tip_link: position}')
+            if len(self.chain.tip_links) > 1:
+                raise TargetError(f'this chain has {len(self.chain.tip_links)} tips '
+                                  f'({", ".join(self.chain.tip_links)}): a target must name its '
+                                  'tip, targets={tip_link: position}')
             return super().solve(target_position, target_orientation, seed)
         if target_position is not None or target_orientation is not None:
             raise TargetError('targets= takes per-tip positions only: do not also pass '
