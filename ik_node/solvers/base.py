@@ -189,6 +189,7 @@ class Solver:
         self._upper_list = chain.upper.tolist()
         self._joint_names = tuple(chain.joint_names)
         self._turn_joints = full_turn_joints(chain)
+        self._plane = _motion_plane(chain)
         self._tol_p = self.params['position_tolerance']
         self._tol_r = self.params['orientation_tolerance']
 
@@ -306,14 +307,38 @@ class Solver:
             status = IkStatus.CONVERGED
         elif not reached and status in (IkStatus.CONVERGED, IkStatus.DEGENERATE):
             status = IkStatus.MAX_ITERATIONS
-        if not reached and raw.min_residual is not None and raw.min_residual > tol_p:
+        min_residual = raw.min_residual
+        if not reached and self._plane is not None:
+            # Every joint turns about parallel axes: the tip never leaves its plane, so the
+            # target's distance from that plane is a proven bound.
+            (nx, ny, nz), offset = self._plane
+            off_plane = abs(nx * tx + ny * ty + nz * tz - offset)
+            if min_residual is None or off_plane > min_residual:
+                min_residual = off_plane
+        if not reached and min_residual is not None and min_residual > tol_p:
             status = IkStatus.UNREACHABLE
         return IkResult(
             joint_positions=q, joint_names=self._joint_names, reachable=reached,
             status=status, position_error=pos_err, orientation_error=rot_err,
-            min_residual=raw.min_residual, iterations=int(raw.iterations), solve_time=elapsed,
+            min_residual=min_residual, iterations=int(raw.iterations), solve_time=elapsed,
             message=raw.message, orientation_ignored=orientation_ignored,
             history=None if raw.history is None else tuple(float(e) for e in raw.history))
+
+
+def _motion_plane(chain: Chain):
+    """``((nx, ny, nz), offset)`` when the chain is serial and every joint is revolute about
+    parallel axes: the tip then moves in the plane ``n . p = offset`` (base frame). Else None."""
+    if chain.n < 1 or not chain.is_serial or len(chain.tip_links) != 1 or \
+            any(j.is_prismatic for j in chain.joints):
+        return None
+    q0 = np.zeros(chain.n)
+    frames = chain.joint_frames(q0)
+    axes = np.array([frames[i, :3, :3] @ chain.joints[i].axis for i in range(chain.n)])
+    n = axes[0] / np.linalg.norm(axes[0])
+    if not np.all(np.abs(np.abs(axes @ n) - np.linalg.norm(axes, axis=1)) < 1e-9):
+        return None
+    p_tip = chain.fk(q0)[:3, 3]
+    return tuple(float(v) for v in n), float(n @ p_tip)
 
 
 # ---------------------------------------------------------------------------- input checking
