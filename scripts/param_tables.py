@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Print the README's parameter tables (markdown) from the code's own parameter specs.
+"""Write docs/parameters.md (markdown tables) from the code's own parameter specs.
 
 The node's and every solver's parameters are declared once, as :class:`ik_node.ParamSpec`; this
-renders them, and test/test_docs.py checks the README carries exactly this output.
+renders them, and test/test_docs.py checks docs/parameters.md is exactly this output.
 
-    python scripts/param_tables.py
+    python scripts/param_tables.py            # print
+    python scripts/param_tables.py --write    # rewrite docs/parameters.md
 """
 
 import sys
@@ -14,6 +15,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ik_node import SOLVERS  # noqa: E402
 from ik_node.config import NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION  # noqa: E402
+from ik_node.graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS,  # noqa: E402
+                           GRAPH_STRING_PARAMS)
+
+DOC = Path(__file__).resolve().parents[1] / 'docs' / 'parameters.md'
+INTRO = '''# Parameters
+
+Every parameter of the node, and each solver's, generated from the code
+(`python scripts/param_tables.py --write`; a test keeps this file in sync). Load them with
+`--params-file config/<robot>.yaml`; change any at runtime with `ros2 param set` (a bad value is
+refused with the reason and the old one stays in force). An integer is accepted where a double is
+declared (`ros2 param set /ik_node damped_jacobian.timeout 1`). String values are stored in their
+canonical form: surrounding whitespace removed, and enum-like values (`solver`, `output`,
+`damped_jacobian.method`, ...) lower-cased; link names keep their case. Solver parameters go in a
+`<solver>:` block of the YAML (`<solver>.<param>` as a ROS parameter).
+'''
 
 HEADER = '| name | type | default | unit | range | meaning |\n|---|---|---|---|---|---|'
 
@@ -42,6 +58,25 @@ def node_table() -> str:
     return '\n'.join(rows)
 
 
+def graph_table() -> str:
+    rows = [HEADER]
+    for name, (default, meaning) in GRAPH_STRING_PARAMS.items():
+        valid = 'joint_states \\| position_command \\| joint_trajectory' if name == 'output' \
+            else 'topic'
+        rows.append(f'| `{name}` | string | {_default(default)} | | {valid} | {meaning} |')
+    for name, (kind, meaning) in GRAPH_LIST_PARAMS.items():
+        kind_text = 'string[]' if kind is str else 'double[]'
+        rows.append(f'| `{name}` | {kind_text} | [] | | | {meaning} |')
+    for name, spec in GRAPH_NUMBER_PARAMS.items():
+        rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
+                    f'| {spec.range_text()} | {spec.description} |')
+    from ik_node.ros.interactive import INTERACTIVE_PARAMS
+    for name, spec in INTERACTIVE_PARAMS.items():
+        rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
+                    f'| {spec.range_text()} | {spec.description} |')
+    return '\n'.join(rows)
+
+
 def solver_table(name: str) -> str:
     rows = [HEADER]
     for key, spec in SOLVERS[name].param_specs().items():
@@ -52,12 +87,21 @@ def solver_table(name: str) -> str:
     return '\n'.join(rows)
 
 
-def main() -> None:
-    print('### Node parameters\n')
-    print(node_table())
+def document() -> str:
+    parts = [INTRO, '## Node parameters\n', node_table(),
+             '\n## In the robot\'s ROS graph: output, measured state, maps, markers\n',
+             graph_table()]
     for name in sorted(SOLVERS):
-        print(f'\n### Solver `{name}`\n')
-        print(solver_table(name))
+        parts += [f'\n## Solver `{name}`\n', solver_table(name)]
+    return '\n'.join(parts) + '\n'
+
+
+def main() -> None:
+    if '--write' in sys.argv[1:]:
+        DOC.write_text(document())
+        print(f'wrote {DOC}')
+    else:
+        print(document(), end='')
 
 
 if __name__ == '__main__':
