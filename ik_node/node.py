@@ -196,7 +196,7 @@ class IkNode(ParameterDeclarations, InteractiveHooks, Node):
             self._output.plan = model.plan
         if self._output.steady:
             self._output.publish(self._q)
-        self._markers.envelope(model.chain, model.solver, model.config.base_link)
+        self._markers.envelope(model.chain, model.solver, model.config.base_link, reset=new_chain)
         graph = model.plan.graph
         reach_key = (id(model.chain), graph.reachability_samples, graph.reachability_voxel_size)
         if reach_key != self._reach_key:

@@ -173,7 +173,23 @@ def test_rviz_config_shows_grid_robot_model_tf_and_ik_markers():
     assert robot_model['Description Topic']['Value'] == '/robot_description'
     # robot_state_publisher latches the description: the subscription must be transient local.
     assert robot_model['Description Topic']['Durability Policy'] == 'Transient Local'
-    assert displays['MarkerArray']['Topic']['Value'] == '/ik_node/markers'
+    markers = {d['Topic']['Value']: d for d in rviz_config()['Visualization Manager']['Displays']
+               if d['Class'].endswith('/MarkerArray')}
+    assert set(markers) == {'/ik_node/markers', '/ik_node/reachability'}
+
+
+def test_every_latched_topic_has_a_transient_local_subscription_in_rviz():
+    """The node publishes ~/markers and ~/reachability transient local (latched), as
+    robot_state_publisher does robot_description: a volatile subscription in an RViz started
+    after the node would miss the envelope and the map until the next update."""
+    latched = {'/ik_node/markers', '/ik_node/reachability', '/robot_description'}
+    seen = set()
+    for display in rviz_config()['Visualization Manager']['Displays']:
+        topic = display.get('Topic') or display.get('Description Topic')
+        if isinstance(topic, dict) and topic.get('Value') in latched:
+            assert topic['Durability Policy'] == 'Transient Local', display['Name']
+            seen.add(topic['Value'])
+    assert seen == latched
 
 
 def test_rviz_config_has_publish_point_on_clicked_point_and_the_usual_tools():

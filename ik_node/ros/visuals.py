@@ -31,11 +31,17 @@ class MarkerOutput:
     def _stamp(self):
         return self._node.get_clock().now().to_msg()
 
-    def envelope(self, chain: Chain, solver, frame: str) -> None:
-        """Compute and publish the envelope of the (first) tip of a new chain or solver."""
+    def envelope(self, chain: Chain, solver, frame: str, reset: bool = False) -> None:
+        """Compute and publish the envelope of the (first) tip of a new chain or solver.
+
+        ``reset`` (a new chain): a DELETEALL goes first, so no marker of the old chain (a
+        target of a tip that is gone, a joint that is gone) stays in RViz.
+        """
         self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
-        self._send(self._pub, markers.marker_array(
-            markers.envelope_markers(frame, self._stamp(), self._envelope)))
+        stamp = self._stamp()
+        out = list(markers.delete_all(frame, stamp)) if reset else []
+        out += markers.envelope_markers(frame, stamp, self._envelope)
+        self._send(self._pub, markers.marker_array(out))
 
     def clear(self, frame: str) -> None:
         """Delete every marker (no chain)."""
