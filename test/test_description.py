@@ -245,10 +245,6 @@ def test_package_xml_is_well_formed_and_declares_xacro():
     assert 'xacro' in depends
 
 
-def test_setup_py_installs_xacro_from_pypi():
-    import ast
-    tree = ast.parse((REPO / 'setup.py').read_text())
-    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                and getattr(n.func, 'id', None) == 'setup')
-    requires = next(k.value for k in call.keywords if k.arg == 'install_requires')
-    assert 'xacro' in ast.literal_eval(requires)
+def test_setup_py_installs_xacro_from_pypi(tmp_path):
+    from test_setup_requires import requires_in
+    assert 'xacro' in requires_in(tmp_path)
