@@ -18,6 +18,7 @@ ROS_WHEELS = [
     'ros-jazzy-diagnostic-msgs',
     'ros-jazzy-visualization-msgs',
     'ros-jazzy-std-msgs',
+    'ros-jazzy-trajectory-msgs',
     'ros-jazzy-rmw-fastrtps-cpp',
     'ros-wheels-bootstrapper',
 ]
@@ -51,7 +52,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ik_node = ik_node.node:main',
+            'ik_node = ik_node.entry:main',
             'ik-solve = ik_node.cli:main',
         ],
     },

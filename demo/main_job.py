@@ -86,7 +86,7 @@ class DemoClient:
         self.pub = self.node.create_publisher(PointStamped, '/ik_node/target_point', 10)
         self.joint_states: List = []
         self.diagnostics: List = []
-        self.solve_count = -1
+        self._last_stamp = (0, 0)
         self.joint_names: List[str] = []
         self.node.create_subscription(JointState, '/joint_states', self._on_joint_state, 50)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 50)
@@ -114,22 +114,29 @@ class DemoClient:
             lambda: bool(self.joint_states) and self.pub.get_subscription_count() > 0, timeout)
 
     def send(self, target: np.ndarray, frame: str, timeout: float = 5.0) -> Optional[Outcome]:
+        """Send one target and wait for the status that answers it.
+
+        The answer is matched by the target's header stamp, which the node echoes as
+        ``target_stamp``; the idle status, heartbeats and answers to earlier targets carry
+        another stamp. The joint state is the one whose stamp the answer names.
+        """
         msg = self.PointStamped()
         msg.header.frame_id = frame
-        msg.header.stamp = self.node.get_clock().now().to_msg()
+        now = self.node.get_clock().now()
+        stamp = now.to_msg()
+        if stamp.sec == self._last_stamp[0] and stamp.nanosec <= self._last_stamp[1]:
+            stamp.nanosec = self._last_stamp[1] + 1  # unique even on a coarse clock
+        self._last_stamp = (stamp.sec, stamp.nanosec)
+        msg.header.stamp = stamp
+        key = f'{stamp.sec}.{stamp.nanosec:09d}'
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in target)
-        n_diag, n_js = len(self.diagnostics), len(self.joint_states)
         start = time.perf_counter()
         self.pub.publish(msg)
 
         def answer():
-            # A status with a higher solve count answers this target; an ERROR one (bad input,
-            # no solve) answers it too.
-            for status in self.diagnostics[n_diag:]:
+            for status in reversed(self.diagnostics):
                 values = {kv.key: kv.value for kv in status.values}
-                count = int(values.get('solve_count') or -1)
-                level = status.level if isinstance(status.level, int) else ord(status.level)
-                if count > self.solve_count or level == 2:  # 2: DiagnosticStatus.ERROR
+                if key in values.get('target_stamp', '').split(','):
                     return status, values
             return None
 
@@ -137,10 +144,16 @@ class DemoClient:
             return None
         round_trip = (time.perf_counter() - start) * 1e3
         status, values = answer()
-        self.solve_count = max(self.solve_count, int(values.get('solve_count') or -1))
-        # The joint state the node published right after this solve.
-        self.spin_until(lambda: len(self.joint_states) > n_js, 0.5)
-        q = np.array(self.joint_states[-1].position) if len(self.joint_states) > n_js else None
+        js_key = values.get('joint_state_stamp', '')
+
+        def joint_state():
+            for js in reversed(self.joint_states):
+                if f'{js.header.stamp.sec}.{js.header.stamp.nanosec:09d}' == js_key:
+                    return js
+            return None
+        q = None
+        if js_key and self.spin_until(lambda: joint_state() is not None, 2.0):
+            q = np.array(joint_state().position)
         level = status.level if isinstance(status.level, int) else ord(status.level)
         return Outcome(target, values, level, q, round_trip)
 
@@ -183,7 +196,6 @@ def run_robot(client: DemoClient, robot: str, n_targets: int, out_dir: Path) -> 
     try:
         client.joint_states.clear()
         client.diagnostics.clear()
-        client.solve_count = -1
         client.joint_names = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', base,
                                                   tip).joint_names
         if not client.wait_for_node(timeout=30.0):
@@ -241,6 +253,14 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
     print('computing the leg\'s reachability map ...', flush=True)
     pictures.plot_reachability_map(chains['leg3'], path)
     print(f'wrote {path}', flush=True)
+    path = out_dir / 'reachability_maps.png'
+    print('building the sampled reachability maps of leg3 and arm6 ...', flush=True)
+    from ik_node.config import build_chain, load_config
+    arm6 = build_chain(load_config(REPO / 'config' / 'arm6.yaml'))  # base and tip from there
+    maps = pictures.plot_sampled_reachability(chains['leg3'], arm6, path)
+    print(f'wrote {path}', flush=True)
+    for robot, reach_map in maps.items():
+        print(f'  {robot}: {reach_map}')
     path = out_dir / 'convergence.png'
     finals = pictures.plot_convergence(path, chains['leg3'], chains['planar4'])
     print(f'wrote {path}', flush=True)

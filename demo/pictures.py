@@ -1,5 +1,5 @@
-"""The pictures the main job writes: poses along a target path, the leg's reachability map and
-the solvers' convergence.
+"""The pictures the main job writes: poses along a target path, the leg's reachability map, the
+leg's and the arm's sampled reachability maps side by side, and the solvers' convergence.
 
 Every function takes ready-made :class:`ik_node.Chain` objects, draws with matplotlib's Agg
 backend (no display needed) and writes one PNG. No ROS here: the robot is drawn from its URDF by
@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Circle, Patch  # noqa: E402
 
-from ik_node import Chain, ConfigError, IkResult, make_solver  # noqa: E402
+from ik_node import Chain, ConfigError, IkResult, make_solver, reachability  # noqa: E402
 from ik_node.chain import chain_lengths  # noqa: E402
 
 DPI = 110
@@ -354,6 +354,99 @@ def plot_reachability_map(chain, path, plane_y=0.0, resolution=121):
 
 def _hatch_proxy(label: str) -> Patch:
     return Patch(facecolor='white', edgecolor='black', hatch='////', label=label)
+
+
+# ----------------------------------------------------------- sampled reachability maps picture
+#: Map parameters of the picture: (samples, voxel edge [m]) per robot. The leg's map is position
+#: only (3 joints) and converges with fewer samples, so it gets finer voxels; the arm's are the
+#: library defaults, what a node would build.
+LEG_MAP = (1_000_000, 0.025)
+ARM_MAP = (reachability.DEFAULT_SAMPLES, reachability.DEFAULT_VOXEL_M)
+
+
+def _draw_map_slice(ax, fig, reach_map, label: str) -> None:
+    """The x-z layer through y = 0 of a map, coloured by index (white: not in the map)."""
+    image = reachability.map_slice(reach_map, 'xz', 0.0)
+    half = 0.5 * reach_map.voxel_size
+    extent = (image.h_centres[0] - half, image.h_centres[-1] + half,
+              image.v_centres[0] - half, image.v_centres[-1] + half)
+    if reach_map.position_only:
+        ax.imshow(np.where(np.isfinite(image.index), 1.0, np.nan), origin='lower',
+                  extent=extent, cmap=plt.get_cmap('Greens').with_extremes(bad='white'),
+                  vmin=0.0, vmax=1.6, interpolation='nearest', zorder=0)
+    else:
+        shown = ax.imshow(np.ma.masked_invalid(image.index), origin='lower', extent=extent,
+                          cmap=plt.get_cmap('viridis').with_extremes(bad='white'), vmin=0.0,
+                          vmax=1.0, interpolation='nearest', zorder=0)
+        bar = fig.colorbar(shown, ax=ax, shrink=0.75)
+        bar.set_label(f'reachability index: share of the {len(reach_map.directions)} tool '
+                      'approach directions\nsampled in the voxel (Reuleaux-style)', fontsize=9)
+    ax.set_title(f'{label}: {reach_map.base_link} -> {reach_map.tip_link}\n'
+                 f'{reach_map.samples:,} samples, {reach_map.voxel_size:g} m voxels, '
+                 'slice y = 0',
+                 fontsize=10)
+
+
+def plot_sampled_reachability(leg_chain, arm_chain, path, leg_map=LEG_MAP, arm_map=ARM_MAP):
+    """The leg's and the arm's sampled reachability maps side by side (x-z slice at y = 0).
+
+    Left: the leg's map (position only: a voxel is green when some sampled in-limit pose puts
+    the foot in it), with the reach annulus (lengths only) dashed, as on the leg's
+    min-residual picture. Right: the arm's map coloured by Reuleaux's reachability index (see
+    :mod:`ik_node.reachability`). Each robot is drawn at q = 0. Both maps are sampled, so they
+    under-approximate: white is "not sampled", not "unreachable".
+
+    Args:
+        leg_chain, arm_chain: the robots.
+        path: where to write the PNG.
+        leg_map, arm_map: (samples, voxel edge [m]) of each map.
+
+    Returns:
+        {robot label: its :class:`ik_node.reachability.ReachabilityMap`}.
+    """
+    maps = {}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14.5, 7.0),
+                                      gridspec_kw={'width_ratios': [1.0, 1.2]})
+    for ax, label, chain, (samples, voxel) in ((left, 'leg3', leg_chain, leg_map),
+                                               (right, 'arm6', arm_chain, arm_map)):
+        reach_map = reachability.build_reachability_map(chain, samples=samples,
+                                                        voxel_size=voxel)
+        maps[label] = reach_map
+        _draw_map_slice(ax, fig, reach_map, label)
+        legend = []
+        if reach_map.position_only:
+            legend.append(Line2D([], [], ls='', marker='s', markersize=10,
+                                 color=plt.get_cmap('Greens')(1 / 1.6),
+                                 label='sampled: the tip reaches this voxel'))
+        circles = reach_circles(chain, 'xz')
+        if circles is not None and reach_map.position_only:
+            pivot_index, pivot, inner, outer = circles
+            for r, style in ((inner, ':'), (outer, '--')):
+                if r > 0.0:
+                    ax.add_patch(Circle((pivot[0], pivot[2]), r, fill=False, ls=style, lw=1.2,
+                                        color='tab:blue', zorder=3))
+            legend.append(Line2D([], [], ls='--', color='tab:blue',
+                                 label=f'reach by lengths only about '
+                                       f'{chain.joint_names[pivot_index]}'))
+        pts = _points_of_pose(chain, np.zeros(chain.n))
+        ax.plot(pts[:, 0], pts[:, 2], '-o', color='tab:red', lw=2.2, markersize=3.5, zorder=4)
+        legend.append(Line2D([], [], color='tab:red', marker='o', markersize=3.5, lw=2.2,
+                             label='the robot at q = 0'))
+        legend.append(Line2D([], [], ls='', marker='s', markersize=10, color='white',
+                             markeredgecolor='0.5',
+                             label='white: not sampled (may still be reachable)'))
+        ax.set_aspect('equal')
+        ax.set_xlabel(f'x [m] ({chain.base_link})')
+        ax.set_ylabel(f'z [m] ({chain.base_link})')
+        ax.grid(True, lw=0.4, alpha=0.5)
+        ax.legend(handles=legend, loc='upper center', bbox_to_anchor=(0.5, -0.1), ncol=2,
+                  fontsize=8, frameon=False)
+    fig.suptitle('Sampled reachability maps (ik_node.reachability): where the tip can go, and '
+                 'in how many directions', fontsize=12, y=1.0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI, bbox_inches='tight')  # the legends sit below the axes
+    plt.close(fig)
+    return maps
 
 
 # -------------------------------------------------------------------------- convergence picture

@@ -26,6 +26,7 @@ from ik_node.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
 
 MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
 _AXIS_EPS = 1e-9
+TWO_PI = 2.0 * math.pi
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,11 @@ class Chain:
         return cls(joints, tips, base_link, robot)
 
     # ------------------------------------------------------------------------------ queries
+    @property
+    def robot(self):
+        """The parsed URDF (urdf_parser_py ``Robot``) the chain was read from, or None."""
+        return self._robot
+
     def mid_configuration(self) -> np.ndarray:
         """The middle of every joint's range (0 for continuous joints) [rad or m]."""
         finite = np.isfinite(self.lower) & np.isfinite(self.upper)
@@ -471,3 +477,52 @@ def chain_lengths(chain: Chain, tip: Optional[str] = None) -> Iterable[float]:
     idx = chain.joints_of_tip(tip)
     points = [frames[i, :3, 3] for i in idx] + [chain.fk(q0, tip)[:3, 3]]
     return [float(np.linalg.norm(b - a)) for a, b in zip(points[:-1], points[1:], strict=True)]
+
+
+def full_turn_joints(chain: Chain) -> Tuple[int, ...]:
+    """Indices of the joints that can take one angle at two or more values within their limits.
+
+    These are the continuous joints and the revolute joints whose range spans a full turn or
+    more (``upper - lower >= 2 pi``, UR5's +-2 pi); prismatic joints never are.
+    """
+    return tuple(i for i, j in enumerate(chain.joints)
+                 if not j.is_prismatic and j.upper - j.lower >= TWO_PI)
+
+
+def nearest_turns(q: Sequence[float], q_seed: Sequence[float], lower: Sequence[float],
+                  upper: Sequence[float], joints: Iterable[int]) -> List[float]:
+    """``q`` with each joint in ``joints`` moved by whole turns to the value nearest its seed.
+
+    Of the values ``q[i] + 2 pi k`` within ``[lower[i], upper[i]]`` (``q[i]`` itself is, so
+    there always is one), joint ``i`` takes the one nearest ``q_seed[i]``; the others keep
+    ``q[i]``. The pose is the same: only whole turns are added. Plain floats, for speed: this
+    runs after every solve.
+
+    Args:
+        q: joint values [rad or m] within the limits, finite.
+        q_seed: the values to stay near [rad or m], finite.
+        lower: lower limits (``-inf`` for continuous joints).
+        upper: upper limits (``+inf`` for continuous joints).
+        joints: indices of revolute/continuous joints (see :func:`full_turn_joints`).
+
+    Returns:
+        A new list of floats.
+    """
+    out = list(q)
+    for i in joints:
+        v = out[i]
+        d = q_seed[i] - v
+        if -math.pi <= d <= math.pi:  # the common case: already the nearest
+            continue
+        lo, hi = lower[i], upper[i]
+        # The distance to the seed grows with |k - round(d / 2 pi)|, and the k whose value is
+        # within the limits form a run that holds 0: the first k in range on the way from
+        # round(d / 2 pi) to 0 gives the nearest value in range.
+        k = round(d / TWO_PI)
+        while k:
+            candidate = v + k * TWO_PI
+            if lo <= candidate <= hi:
+                out[i] = candidate
+                break
+            k += 1 if k < 0 else -1
+    return out

@@ -12,6 +12,7 @@ configuration, URDF or target (one line on stderr).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from typing import Any, Dict, List, NoReturn, Optional
@@ -26,6 +27,11 @@ from ik_node.solvers import SOLVERS
 
 PROG = 'ik-solve'
 EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
+#: Subcommands, ``ik-solve <name> ...``: name -> module with ``main(argv) -> int``, imported
+#: when used.
+SUBCOMMANDS = {
+    'reach-map': 'ik_node.cli_reach',
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,7 +50,8 @@ def fail(message: str) -> NoReturn:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``ik-solve``."""
     p = _Parser(prog=PROG, description='Solve inverse kinematics for one target of a URDF chain.',
-                epilog='Exit status: 0 reached, 1 not reached (best effort printed), 2 error.')
+                epilog='Exit status: 0 reached, 1 not reached (best effort printed), 2 error. '
+                       'Subcommands (each with --help): ' + ', '.join(SUBCOMMANDS) + '.')
     p.add_argument('--config', metavar='YAML',
                    help='ik_node parameters file (path, or a name in the package config/) '
                         'giving defaults for everything below')
@@ -134,6 +141,9 @@ def human_lines(result, config, chain) -> List[str]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``ik-solve``. Returns the exit status (0 reached, 1 not, 2 error)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
     args = build_parser().parse_args(argv)
     from ik_node.config import build_chain, build_solver
     try:

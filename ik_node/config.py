@@ -24,10 +24,10 @@ Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of
 
 String values follow one rule, in files, on the command line, through this API and in the node
 (:func:`canonical_value`): surrounding whitespace is removed; names from a fixed set (``solver``,
-and solver parameters with choices such as ``damped_jacobian.method``) are also lower-cased;
-link names and paths keep their case (URDF names are case sensitive); ``robot_description`` is
-kept as given. The canonical value is the one in force and the one the node stores. Parameter
-*names* (keys) are exact.
+``output``, and solver parameters with choices such as ``damped_jacobian.method``) are also
+lower-cased; link and joint names, paths and topics keep their case (URDF names are case
+sensitive); ``robot_description`` is kept as given. The canonical value is the one in force and
+the one the node stores. Parameter *names* (keys) are exact.
 
 This module imports no ROS package.
 """
@@ -43,6 +43,7 @@ import yaml
 
 from ik_node.chain import Chain
 from ik_node.errors import ChainError, ConfigError
+from ik_node.graph import GRAPH_KEYS, GRAPH_LIST_PARAMS, GRAPH_STRING_PARAMS
 from ik_node.resources import urdf_path
 from ik_node.urdf_checks import (DEFAULT_MAX_DESCRIPTION_BYTES, check_description_size,
                                  read_description)
@@ -131,6 +132,11 @@ class IkConfig:
         """What the chain is built from: equal values mean an equal chain."""
         return (self.robot_description, self.urdf_file, self.base_link, self.tip_links)
 
+    @property
+    def has_model(self) -> bool:
+        """True when the configuration names a robot model (URDF text or file)."""
+        return bool(self.robot_description or self.urdf_file)
+
     def params_of(self, solver: Optional[str] = None) -> Dict[str, Any]:
         """The validated parameters of ``solver`` (default: the selected one)."""
         return dict(self.solver_params[solver or self.solver])
@@ -201,7 +207,8 @@ def load_config(path: Union[str, Path], node_name: str = NODE_NAME) -> 'IkConfig
 # ----------------------------------------------------------------------------- validation
 def valid_keys() -> Tuple[str, ...]:
     """Top-level keys of a configuration, sorted (solver names stand for their blocks)."""
-    return tuple(sorted({*STRING_PARAMS, 'tip_links', *NODE_PARAMS, *IGNORED_KEYS, *SOLVERS}))
+    return tuple(sorted({*STRING_PARAMS, 'tip_links', *NODE_PARAMS, *IGNORED_KEYS, *SOLVERS,
+                         *GRAPH_KEYS}))
 
 
 def parameters_of_file(data: Any, source: str = 'config',
@@ -274,11 +281,14 @@ def config_from_mapping(data: Any, source: str = 'config',
     return config_from_flat(flat, source)
 
 
-def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfig:
+def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
+                     require_model: bool = True) -> IkConfig:
     """Validate a flat mapping of parameter names (dotted for solvers) to values.
 
     Missing keys take their defaults. This is the one validation path: the node calls it with
-    its ROS parameters, the CLI with the file overlaid with its flags.
+    its ROS parameters, the CLI with the file overlaid with its flags. With ``require_model``
+    False a configuration without a robot model is valid (the node then waits for one on its
+    description topic: :attr:`IkConfig.has_model` is False).
 
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
@@ -299,7 +309,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
             tip_links = _string_list(key, value, source)
         elif key in NODE_PARAMS:
             numbers[key] = _validate(NODE_PARAMS[key], key, value, source)
-        elif key in IGNORED_KEYS:
+        elif key in IGNORED_KEYS or key in GRAPH_KEYS:  # the node's (ik_node.graph)
             continue
         elif '.' in key and key.split('.', 1)[0] in SOLVERS:
             solver, param = key.split('.', 1)
@@ -328,7 +338,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
                           'chain)')
     if not strings['base_link']:
         raise ConfigError(f'{source}: base_link is empty')
-    if not strings['robot_description'] and not strings['urdf_file']:
+    if not strings['robot_description'] and not strings['urdf_file'] and require_model:
         raise ConfigError(f'{source}: no robot model: set urdf_file (a path or a packaged name) '
                           'or robot_description (URDF XML)')
     try:
@@ -347,20 +357,21 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config') -> IkConfi
 def canonical_value(key: str, value: Any) -> Any:
     """The form of a parameter value that is in force and stored: the one rule for strings.
 
-    ``robot_description`` is kept as given. Enum-like values (``solver``; solver parameters with
-    choices, e.g. ``damped_jacobian.method``) are stripped of surrounding whitespace and
-    lower-cased: ``' FABRIK '`` -> ``'fabrik'``. Every other string (link names, ``urdf_file``)
-    and every name in ``tip_links`` is stripped and keeps its case, as URDF names are case
-    sensitive. Other values, and strings of unknown keys, are returned unchanged (validation
-    refuses them).
+    ``robot_description`` is kept as given. Enum-like values (``solver``, ``output``; solver
+    parameters with choices, e.g. ``damped_jacobian.method``) are stripped of surrounding
+    whitespace and lower-cased: ``' FABRIK '`` -> ``'fabrik'``. Every other string (link names,
+    ``urdf_file``, topics) and every name in ``tip_links``, ``command_joints`` and
+    ``hold_joint_names`` is stripped and keeps its case, as URDF names are case sensitive.
+    Other values, and strings of unknown keys, are returned unchanged (validation refuses them).
     """
-    if key == 'tip_links' and isinstance(value, (list, tuple)):
+    name_lists = ('tip_links', *(k for k, (kind, _) in GRAPH_LIST_PARAMS.items() if kind is str))
+    if key in name_lists and isinstance(value, (list, tuple)):
         return type(value)(v.strip() if isinstance(v, str) else v for v in value)
     if not isinstance(value, str) or key == 'robot_description':
         return value
-    if key == 'solver':
+    if key in ('solver', 'output'):
         return value.strip().lower()
-    if key in STRING_PARAMS:
+    if key in STRING_PARAMS or key in GRAPH_STRING_PARAMS:
         return value.strip()
     solver, _, param = key.partition('.')
     spec = solver_class(solver).param_specs().get(param) if solver in SOLVERS else None

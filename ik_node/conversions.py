@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import transforms3d
@@ -34,25 +34,44 @@ class Target:
         quat_xyzw: (4,) ROS order, or None for a point target.
         frame_id: the message's ``header.frame_id``.
         tip: the tip link it is for (None: the chain's only tip).
+        stamp: the message's ``header.stamp`` as (sec, nanosec); it names the target in the
+            diagnostics that answer it (``target_stamp``).
     """
 
     position: np.ndarray
     quat_xyzw: Optional[np.ndarray]
     frame_id: str
     tip: Optional[str] = None
+    stamp: Tuple[int, int] = (0, 0)
+
+    @property
+    def stamp_text(self) -> str:
+        """The stamp as ``'sec.nanosec'`` (nanoseconds zero-padded to 9 digits)."""
+        return stamp_text(self.stamp)
+
+
+def stamp_text(stamp: Tuple[int, int]) -> str:
+    """``(sec, nanosec)`` as ``'sec.nanosec'`` with 9 nanosecond digits: ``'12.000000345'``."""
+    return f'{int(stamp[0])}.{int(stamp[1]):09d}'
+
+
+def _stamp_of(header) -> Tuple[int, int]:
+    return int(header.stamp.sec), int(header.stamp.nanosec)
 
 
 def target_from_pose(msg: PoseStamped, tip: Optional[str] = None) -> Target:
     """Target of a ``geometry_msgs/PoseStamped`` (position and orientation)."""
     p, o = msg.pose.position, msg.pose.orientation
     return Target(np.array([p.x, p.y, p.z], dtype=float),
-                  np.array([o.x, o.y, o.z, o.w], dtype=float), msg.header.frame_id, tip)
+                  np.array([o.x, o.y, o.z, o.w], dtype=float), msg.header.frame_id, tip,
+                  _stamp_of(msg.header))
 
 
 def target_from_point(msg: PointStamped, tip: Optional[str] = None) -> Target:
     """Target of a ``geometry_msgs/PointStamped`` (position only)."""
     p = msg.point
-    return Target(np.array([p.x, p.y, p.z], dtype=float), None, msg.header.frame_id, tip)
+    return Target(np.array([p.x, p.y, p.z], dtype=float), None, msg.header.frame_id, tip,
+                  _stamp_of(msg.header))
 
 
 def quat_xyzw_from_rotation(R: np.ndarray) -> np.ndarray:
@@ -61,19 +80,25 @@ def quat_xyzw_from_rotation(R: np.ndarray) -> np.ndarray:
     return np.array([x, y, z, w], dtype=float)
 
 
-def target_in_base(target: Target, chain: Chain,
-                   q: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+#: ``lookup(frame_id, stamp) -> T_base_frame`` (4x4) for frames outside the URDF (TF).
+FrameLookup = Callable[[str, Tuple[int, int]], np.ndarray]
+
+
+def target_in_base(target: Target, chain: Chain, q: np.ndarray,
+                   lookup: Optional[FrameLookup] = None
+                   ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """Check a target and express it in the chain's base frame.
 
     ``frame_id`` may be empty or the base link (no change), or any link of the URDF: it is then
-    placed by forward kinematics at the current joint positions ``q``.
+    placed by forward kinematics at the current joint positions ``q``. Any other frame goes to
+    ``lookup`` (the node's TF lookup) when one is given.
 
     Returns:
         (position in the base frame [m], quaternion (x, y, z, w) in the base frame or None).
 
     Raises:
         TargetError: NaN/inf or huge coordinates, a zero or non-finite quaternion, an unknown
-            frame (the message lists the valid frames).
+            frame (the message lists the valid frames), or what ``lookup`` raises.
     """
     p = target_from_input(target.position)
     R = None if target.quat_xyzw is None else rotation_from_input(target.quat_xyzw)
@@ -82,7 +107,11 @@ def target_in_base(target: Target, chain: Chain,
         try:
             T_base_frame = chain.link_transform(frame, q)
         except ChainError as exc:
-            raise TargetError(f'unknown target frame: {exc}') from None
+            if lookup is None:
+                raise TargetError(f'unknown target frame: {exc}. Frames outside the URDF are '
+                                  'looked up in TF, which needs tf2_ros (source a ROS 2 '
+                                  'install)') from None
+            T_base_frame = lookup(frame, target.stamp)
         p = T_base_frame[:3, :3] @ p + T_base_frame[:3, 3]
         if R is not None:
             R = T_base_frame[:3, :3] @ R
@@ -136,7 +165,7 @@ def check_publishable(chain: Chain, q: np.ndarray) -> np.ndarray:
     return q
 
 
-def joint_state_msg(names: Sequence[str], q: np.ndarray, stamp) -> JointState:
+def joint_state_msg(names: Sequence[str], q: Sequence[float], stamp) -> JointState:
     """A ``sensor_msgs/JointState`` with names and positions [rad or m] (no velocity/effort)."""
     msg = JointState()
     msg.header.stamp = stamp
@@ -158,8 +187,13 @@ def result_level(result: IkResult) -> bytes:
 
 
 def result_values(result: IkResult, solver: str, target_frame: str, skipped: int,
-                  solve_count: int) -> Dict[str, str]:
-    """The key-values of a solve's diagnostic status (units in the key names)."""
+                  solve_count: int, target_stamp: str = '',
+                  extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The key-values of a solve's diagnostic status (units in the key names).
+
+    ``target_stamp`` names the target answered (its header stamp, :func:`stamp_text`; several
+    comma-separated for a branched solve); ``extra`` adds node-side keys (seed, output stamp).
+    """
     values = {
         'solver': solver,
         'reachable': str(result.reachable).lower(),
@@ -173,8 +207,10 @@ def result_values(result: IkResult, solver: str, target_frame: str, skipped: int
         'skipped_targets': str(skipped),
         'orientation_ignored': str(result.orientation_ignored).lower(),
         'solve_count': str(solve_count),
+        'target_stamp': target_stamp,
         'message': result.message,
     }
+    values.update(extra or {})
     for tip, tip_result in (result.tips or {}).items():
         values[f'{tip}.reachable'] = str(tip_result.reachable).lower()
         values[f'{tip}.position_error_m'] = _fmt(tip_result.position_error)
@@ -201,14 +237,17 @@ def result_summary(result: IkResult, solver: str) -> str:
 
 
 def error_values(solver: str, target_frame: str, skipped: int, solve_count: int,
-                 message: str) -> Dict[str, str]:
-    """The key-values of an ERROR status: same keys as a result, measured ones empty."""
+                 message: str, target_stamp: str = '') -> Dict[str, str]:
+    """The key-values of an ERROR status: same keys as a result, measured ones empty.
+
+    ``target_stamp`` names the target refused ('' for an error that answers no target).
+    """
     values = {k: '' for k in ('reachable', 'status', 'position_error_m', 'orientation_error_rad',
                               'min_residual_m', 'iterations', 'solve_time_ms',
                               'orientation_ignored')}
     values.update({'solver': solver, 'status': 'error', 'target_frame': target_frame,
                    'skipped_targets': str(skipped), 'solve_count': str(solve_count),
-                   'message': message})
+                   'target_stamp': target_stamp, 'message': message})
     return values
 
 

@@ -12,15 +12,17 @@ from typing import Optional, Sequence
 
 import numpy as np
 from geometry_msgs.msg import Point
+from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ik_node.chain import Chain, chain_lengths
 
 NAMESPACE = 'ik'
-GREEN = (0.1, 0.8, 0.2, 0.9)
-RED = (0.9, 0.1, 0.1, 0.9)
-ENVELOPE_RGBA = (0.3, 0.6, 1.0, 0.08)
-INNER_RGBA = (1.0, 0.5, 0.1, 0.12)
+# Target spheres are translucent and larger than any packaged tip, so the tip shows inside them.
+GREEN = (0.1, 0.8, 0.2, 0.55)
+RED = (0.9, 0.1, 0.1, 0.55)
+ENVELOPE_RGBA = (0.3, 0.6, 1.0, 0.15)
+INNER_RGBA = (1.0, 0.5, 0.1, 0.5)
 PLANAR_THICKNESS_M = 0.005
 
 
@@ -134,7 +136,7 @@ def envelope_markers(frame_id: str, stamp, env: Optional[Envelope]) -> Sequence[
 
 
 def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reached: bool,
-                   p_tip: np.ndarray, radius_m: float = 0.02) -> Sequence[Marker]:
+                   p_tip: np.ndarray, radius_m: float = 0.04) -> Sequence[Marker]:
     """Target sphere (green reached, red not) and, when not reached, a line tip -> target."""
     sphere = _marker(frame_id, stamp, 10 + index, Marker.SPHERE, GREEN if reached else RED)
     sphere.scale.x = sphere.scale.y = sphere.scale.z = 2.0 * radius_m
@@ -142,8 +144,8 @@ def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reach
         (float(v) for v in p_target)
     if reached:
         return [sphere, _deleted(frame_id, stamp, 100 + index)]
-    line = _marker(frame_id, stamp, 100 + index, Marker.LINE_LIST, RED)
-    line.scale.x = 0.005
+    line = _marker(frame_id, stamp, 100 + index, Marker.LINE_LIST, (0.9, 0.1, 0.1, 1.0))
+    line.scale.x = 0.008
     line.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in (p_tip, p_target)]
     return [sphere, line]
 
@@ -153,3 +155,68 @@ def marker_array(markers: Sequence[Marker]) -> MarkerArray:
     msg = MarkerArray()
     msg.markers = list(markers)
     return msg
+
+
+def delete_all(frame_id: str, stamp) -> Sequence[Marker]:
+    """One DELETEALL marker: RViz drops every marker of this publisher (e.g. a chain change)."""
+    m = Marker()
+    m.header.frame_id = frame_id
+    m.header.stamp = stamp
+    m.ns = NAMESPACE
+    m.action = Marker.DELETEALL
+    return [m]
+
+
+#: Reachability voxels: colour ramp of the index, red (low) -> yellow -> green (1).
+REACH_ALPHA = 0.35
+
+
+def _ramp(x: float):
+    """Red (0) -> yellow (0.5) -> green (1)."""
+    x = min(max(float(x), 0.0), 1.0)
+    return (min(1.0, 2.0 * (1.0 - x)), min(1.0, 2.0 * x), 0.1)
+
+
+def reachability_markers(frame_id: str, stamp, maps) -> Sequence[Marker]:
+    """DELETEALL, then one CUBE_LIST per tip map (namespace ``reachability/<tip>``, id 0).
+
+    Each cube is a voxel a sampled configuration reached, coloured by its reachability index
+    (the share of approach directions reached; 1 for position-only chains).
+    """
+    out = list(delete_all(frame_id, stamp))
+    out[0].ns = ''
+    for reach_map in maps:
+        m = _marker(frame_id, stamp, 0, Marker.CUBE_LIST, (1.0, 1.0, 1.0, REACH_ALPHA))
+        m.ns = f'reachability/{reach_map.tip_link}'
+        m.scale.x = m.scale.y = m.scale.z = 0.9 * reach_map.voxel_size
+        m.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in reach_map.centres]
+        m.colors = []
+        for value in reach_map.index:
+            r, g, b = _ramp(value)
+            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
+        out.append(m)
+    return out
+
+
+def joint_margin_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
+                         radius_m: float = 0.025) -> Sequence[Marker]:
+    """A sphere at every joint (ids ``200 + j``), green with room to move, red at a limit.
+
+    The colour is the distance to the nearest limit over half the joint's range (continuous
+    joints: green).
+    """
+    frames = chain.joint_frames(np.asarray(q, dtype=float))
+    out = []
+    for j in range(chain.n):
+        lo, hi = chain.lower[j], chain.upper[j]
+        if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+            margin = min(q[j] - lo, hi - q[j]) / (0.5 * (hi - lo))
+        else:
+            margin = 1.0
+        r, g, b = _ramp(margin)
+        m = _marker(frame_id, stamp, 200 + j, Marker.SPHERE, (r, g, b, 0.9))
+        m.scale.x = m.scale.y = m.scale.z = 2.0 * radius_m
+        m.pose.position.x, m.pose.position.y, m.pose.position.z = \
+            (float(v) for v in frames[j, :3, 3])
+        out.append(m)
+    return out

@@ -117,6 +117,8 @@ class RunningNode:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.probe)
         self.lock = threading.Lock()
+        self.sent: List[str] = []  # header stamps of the targets sent, 'sec.nanosec'
+        self._last_ns = 0
         self.joint_states: List[JointState] = []
         self.diagnostics: List[DiagnosticStatus] = []
         self.bad_joint_states: List[str] = []
@@ -204,7 +206,7 @@ class RunningNode:
 
     def mark(self):
         with self.lock:
-            return len(self.joint_states), len(self.diagnostics)
+            return len(self.joint_states), len(self.diagnostics), len(self.sent)
 
     def assert_alive(self):
         assert self.proc.poll() is None, f'node died:\n{self.log_tail()}'
@@ -219,6 +221,7 @@ class RunningNode:
         msg = PointStamped()
         msg.header.frame_id = self.base if frame_id is None else frame_id
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in xyz)
+        self.stamp(msg)
         self.point_pub.publish(msg)
 
     def send_pose(self, xyz, quat_xyzw, frame_id: Optional[str] = None):
@@ -227,11 +230,25 @@ class RunningNode:
         p, o = msg.pose.position, msg.pose.orientation
         p.x, p.y, p.z = (float(v) for v in xyz)
         o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw)
+        self.stamp(msg)
         self.pose_pub.publish(msg)
 
     def next_status(self, mark, predicate, what: str) -> DiagnosticStatus:
+        """The first status after ``mark`` that ``predicate`` accepts and, when targets were sent
+        since ``mark``, that answers one of them: the node echoes a target's header stamp as
+        ``target_stamp``, so heartbeats and answers to earlier targets never match."""
+        def answers(s) -> bool:
+            sent = set(self.sent[mark[-1]:])
+            return not sent or bool(sent & set(values(s).get('target_stamp', '').split(',')))
         return self.wait_for(what, lambda: next(
-            (s for s in self.diagnostics[mark[1]:] if predicate(s)), None))
+            (s for s in self.diagnostics[mark[1]:] if answers(s) and predicate(s)), None))
+
+    def stamp(self, msg) -> None:
+        """Give ``msg`` a header stamp no earlier target of this probe had, and remember it."""
+        ns = max(time.time_ns(), self._last_ns + 1)
+        self._last_ns = ns
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+        self.sent.append(f'{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}')
 
     def expect_error(self, mark, words) -> DiagnosticStatus:
         """The first ERROR status after ``mark``; it must contain every one of ``words``."""
@@ -280,7 +297,7 @@ class RunningNode:
             except AssertionError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     raise
-        self.next_status(mark, lambda s: s.level == OK and values(s).get('reachable') == 'true'
+        self.next_status(mark, lambda s: reached_ok(s)
                          and int(values(s).get('solve_count') or 0) > count,
                          'an OK diagnostic')
         self.settle()
@@ -426,6 +443,13 @@ def test_bad_target_gets_an_error_diagnostic_no_joint_state_and_the_next_is_solv
     node.solve_valid(qs[(k + 7) % len(qs)])
 
 
+def reached_ok(status) -> bool:
+    """A reached target: OK, or WARN only because the solution is fragile (near a singularity
+    or a joint limit, which the status message says)."""
+    return values(status).get('reachable') == 'true' and (
+        status.level == OK or (status.level == WARN and 'fragile' in status.message))
+
+
 # ------------------------------------------------------------ awkward targets: handled
 def test_empty_frame_id_is_the_base_frame(leg):
     target = leg.chain.fk(np.array([0.4, 0.2, -0.9]))[:3, 3]
@@ -435,7 +459,7 @@ def test_empty_frame_id_is_the_base_frame(leg):
     leg.wait_for('the target solved in the base frame',
                  lambda: leg._reaching(target, mark[0], 1e-4))
     status = leg.next_result(mark, count)
-    assert status.level == OK and values(status)['reachable'] == 'true'
+    assert reached_ok(status)
     leg.assert_alive()
 
 
@@ -471,7 +495,7 @@ def test_non_unit_quaternion_is_normalised(arm):
         return False
     arm.wait_for('the pose of the non-unit quaternion', reached)
     status = arm.next_result(mark, count)
-    assert status.level == OK
+    assert reached_ok(status)
     arm.assert_alive()
 
 
@@ -499,7 +523,9 @@ def test_singular_or_unreachable_target_gets_a_finite_in_limit_answer_and_honest
     assert float(v['position_error_m']) == pytest.approx(error, rel=1e-4, abs=1e-9)
     tolerance = 1e-5   # analytic_hip_knee.position_tolerance in config/leg3.yaml
     assert v['reachable'] == str(error <= tolerance).lower()
-    assert status.level == (OK if error <= tolerance else WARN)
+    assert reached_ok(status) if error <= tolerance else status.level == WARN
+    if target == [0.0, 0.0, LEG_HIP_Z - LEG_REACH]:  # stretched: the knee's singularity
+        assert status.level == WARN and 'near a singularity' in status.message, status.message
     if error > tolerance:
         assert v['status'] != 'converged'
     leg.solve_valid(LEG_QS[4])

@@ -1,4 +1,5 @@
-"""The core (chain, solvers, config, CLI) never imports rclpy: it runs on machines without ROS."""
+"""The core (chain, solvers, config, CLI, reachability, quality) never imports rclpy: it runs on
+machines without ROS."""
 
 import subprocess
 import sys
@@ -12,6 +13,7 @@ def test_core_config_cli_and_a_solve_leave_rclpy_unimported():
     script = textwrap.dedent('''
         import sys
         import ik_node, ik_node.config, ik_node.cli, ik_node.resources
+        import ik_node.reachability, ik_node.quality, ik_node.cli_reach
         from ik_node.solvers import SOLVERS, make_solver
         import ik_node.solvers.damped_jacobian, ik_node.solvers.fabrik, ik_node.solvers.hip_knee
         assert set(SOLVERS) >= {'analytic_hip_knee', 'fabrik', 'damped_jacobian'}, SOLVERS
@@ -21,6 +23,9 @@ def test_core_config_cli_and_a_solve_leave_rclpy_unimported():
             result = make_solver(name, chain).solve([0.1, 0.05, -0.45])
             assert result.reachable, (name, result)
         assert ik_node.cli.main(['--config', 'leg3', '--target', '0.1', '0.05', '-0.45']) == 0
+        reach_map = ik_node.reachability.build_reachability_map(chain, samples=2000)
+        assert len(reach_map) > 0
+        assert ik_node.quality.solution_quality(chain, chain.mid_configuration()).tip_link
         loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rcl_interfaces'))
         print('ROS:', loaded)
         assert not loaded, loaded
@@ -31,7 +36,9 @@ def test_core_config_cli_and_a_solve_leave_rclpy_unimported():
     assert 'ROS: []' in proc.stdout
 
 
-def test_the_node_module_is_the_one_that_imports_rclpy():
-    importers = [p.relative_to(REPO).as_posix() for p in (REPO / 'ik_node').rglob('*.py')
-                 if 'import rclpy' in p.read_text() or 'from rclpy' in p.read_text()]
-    assert importers == ['ik_node/node.py']
+def test_only_the_node_and_its_ros_side_import_rclpy():
+    importers = sorted(p.relative_to(REPO).as_posix() for p in (REPO / 'ik_node').rglob('*.py')
+                       if 'import rclpy' in p.read_text() or 'from rclpy' in p.read_text())
+    assert importers, 'the node imports rclpy somewhere'
+    assert all(p == 'ik_node/node.py' or p.startswith('ik_node/ros/') for p in importers), \
+        importers

@@ -25,11 +25,16 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_names_every_topic_and_diagnostic_key_the_node_uses():
-    node_source = (REPO / 'ik_node' / 'node.py').read_text()
-    conv_source = (REPO / 'ik_node' / 'conversions.py').read_text()
-    for topic in ('target_pose', 'target_point', '/joint_states', '/diagnostics', 'markers'):
+    node_source = '\n'.join(p.read_text() for p in [REPO / 'ik_node' / 'node.py',
+                                                      REPO / 'ik_node' / 'graph.py',
+                                                      *(REPO / 'ik_node' / 'ros').glob('*.py')])
+    conv_source = (REPO / 'ik_node' / 'conversions.py').read_text() + node_source
+    for topic in ('target_pose', 'target_point', 'joint_states', '/diagnostics', 'markers',
+                  'forward_position_controller/commands',
+                  'joint_trajectory_controller/joint_trajectory', 'robot_description'):
         assert topic in node_source and topic in README, topic
     for key in ('solver', 'reachable', 'position_error_m', 'orientation_error_rad',
                 'min_residual_m', 'iterations', 'solve_time_ms', 'status', 'target_frame',
-                'skipped_targets', 'orientation_ignored', 'solve_count', 'message'):
+                'skipped_targets', 'orientation_ignored', 'solve_count', 'message',
+                'target_stamp', 'joint_state_stamp', 'seed', 'output'):
         assert f"'{key}'" in conv_source and f'`{key}`' in README, key

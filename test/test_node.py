@@ -65,6 +65,14 @@ def params_file(tmp_path: Path, robot: str, node_name: str, **overrides) -> Path
     return path
 
 
+def reached_ok(status) -> bool:
+    """A reached target: OK, or WARN only because the solution is fragile (near a singularity
+    or a joint limit, which the status message says)."""
+    return values(status).get('reachable') == 'true' and (
+        status.level == DiagnosticStatus.OK or
+        (status.level == DiagnosticStatus.WARN and 'fragile' in status.message))
+
+
 # ----------------------------------------------------------------------------------- probe
 class Probe:
     """A test node: publishes targets to one ik node, records its outputs, sets its parameters."""
@@ -73,6 +81,8 @@ class Probe:
         self.node = rclpy.create_node(unique('probe'), context=context)
         self.ik_name = ik_name
         self.lock = threading.Lock()
+        self.sent: List[str] = []  # header stamps of the targets sent, 'sec.nanosec'
+        self._last_ns = 0
         self.joint_states: List[JointState] = []
         self.diagnostics: List[DiagnosticStatus] = []
         self.marker_arrays: List[MarkerArray] = []
@@ -124,11 +134,25 @@ class Probe:
     def mark(self):
         """Counts of what was received so far, to wait for what comes after."""
         with self.lock:
-            return len(self.joint_states), len(self.diagnostics), len(self.marker_arrays)
+            return (len(self.joint_states), len(self.diagnostics), len(self.marker_arrays),
+                    len(self.sent))
 
     def next_status(self, mark, predicate=lambda s: True, what='a diagnostic status'):
+        """The first status after ``mark`` that ``predicate`` accepts and, when targets were sent
+        since ``mark``, that answers one of them: the node echoes a target's header stamp as
+        ``target_stamp``, so heartbeats and answers to earlier targets never match."""
+        def answers(s) -> bool:
+            sent = set(self.sent[mark[-1]:])
+            return not sent or bool(sent & set(values(s).get('target_stamp', '').split(',')))
         return self.wait_for(what, lambda: next(
-            (s for s in self.diagnostics[mark[1]:] if predicate(s)), None))
+            (s for s in self.diagnostics[mark[1]:] if answers(s) and predicate(s)), None))
+
+    def stamp(self, msg) -> None:
+        """Give ``msg`` a header stamp no earlier target of this probe had, and remember it."""
+        ns = max(time.time_ns(), self._last_ns + 1)
+        self._last_ns = ns
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+        self.sent.append(f'{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}')
 
     def next_result(self, mark, solve_count_before: int):
         """The first status after ``mark`` reporting a solve newer than ``solve_count_before``."""
@@ -142,7 +166,7 @@ class Probe:
 
         def find():
             for m in self.joint_states[since:]:
-                if list(m.name) != chain.joint_names:
+                if not set(chain.joint_names) <= set(m.name):
                     continue
                 tip = chain.fk(positions_of(m, chain.joint_names))[:3, 3]
                 if np.linalg.norm(tip - target) < tol:
@@ -160,6 +184,7 @@ class Probe:
         msg = PointStamped()
         msg.header.frame_id = frame_id
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in xyz)
+        self.stamp(msg)
         self.point_pubs[tip].publish(msg)
 
     def send_pose(self, xyz, quat_xyzw, frame_id: str = 'base_link', tip=None):
@@ -168,6 +193,7 @@ class Probe:
         p, o = msg.pose.position, msg.pose.orientation
         p.x, p.y, p.z = (float(v) for v in xyz)
         o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw)
+        self.stamp(msg)
         self.pose_pubs[tip].publish(msg)
 
     # ------------------------------------------------------------------------- parameters
@@ -323,7 +349,7 @@ def test_point_and_pose_targets_are_reached_by_fk(harness, robot, solver):
         count = int(values(status)['solve_count'])
         v = values(status)
         assert v['solver'] == solver
-        assert status.level == DiagnosticStatus.OK, (status.message, v)
+        assert reached_ok(status), (status.message, v)
         assert v['reachable'] == 'true'
         msg = probe.joint_state_at(chain, T[:3, 3], mark[0])
         q = positions_of(msg, chain.joint_names)
@@ -442,7 +468,7 @@ def test_target_in_another_link_frame_is_transformed_by_the_current_pose(harness
     mark = probe.mark()
     probe.send_point(p_hip, frame_id='hip_link')
     status = probe.next_result(mark, 1)
-    assert status.level == DiagnosticStatus.OK, status.message
+    assert reached_ok(status), status.message
     assert values(status)['target_frame'] == 'hip_link'
     probe.joint_state_at(chain, p_base, mark[0], 1e-4)
 
@@ -458,7 +484,7 @@ def test_solver_switched_at_runtime_reports_the_new_solver(harness):
     probe.send_point(target)
     status = probe.next_result(mark, 0)
     assert values(status)['solver'] == 'damped_jacobian'
-    assert status.level == DiagnosticStatus.OK, status.message
+    assert reached_ok(status), status.message
     (result,) = probe.set_params(solver='fabrik', fabrik__max_iterations=500)[:1]
     assert result.successful, result.reason
     mark = probe.mark()
@@ -501,9 +527,10 @@ def test_changing_the_tip_link_rebuilds_the_chain(harness):
     ik, probe = harness.start('planar4')
     (result,) = probe.set_params(tip_link='link3')  # joint3's frame: a 3-joint arm
     assert result.successful, result.reason
-    js = probe.wait_for('joint states of the new chain', lambda: next(
-        (m for m in probe.joint_states if list(m.name) == ['joint1', 'joint2', 'joint3']), None))
-    assert len(js.position) == 3
+    # joint_states carries every moving joint of the URDF: the chain's first, in chain order,
+    # then joint4, now outside the chain, held at 0.
+    js = probe.wait_for('joint states', lambda: probe.joint_states[-1])
+    assert list(js.name) == ['joint1', 'joint2', 'joint3', 'joint4']
     short = Chain.from_urdf_file(REPO / 'urdf' / 'planar4.urdf', 'base_link', 'link3')
     target = short.fk(np.array([0.3, 0.5, -0.4]))[:3, 3]
     mark = probe.mark()
@@ -541,4 +568,6 @@ def test_robot_description_parameter_replaces_the_urdf_file(harness):
     ik, probe = harness.start('planar4', robot_description=xml, urdf_file='',
                               tip_link='link2')
     js = probe.wait_for('joint states', lambda: probe.joint_states[-1])
-    assert list(js.name) == ['joint1', 'joint2']
+    # The chain's joints first, then the URDF's other moving joints held at 0 (within limits).
+    assert list(js.name) == ['joint1', 'joint2', 'joint3', 'joint4']
+    assert list(js.position[2:]) == [0.0, 0.0]

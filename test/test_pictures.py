@@ -229,3 +229,16 @@ def test_pictures_module_does_not_import_rclpy():
     done = subprocess.run([sys.executable, '-c', code], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+# ------------------------------------------------------------------ sampled reachability maps
+def test_sampled_reachability_picture_draws_both_maps(leg, tmp_path):
+    arm6 = Chain.from_urdf_file(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0')
+    maps = pictures.plot_sampled_reachability(leg, arm6, tmp_path / 'maps.png',
+                                              leg_map=(20_000, 0.05), arm_map=(20_000, 0.2))
+    _image(tmp_path / 'maps.png')
+    assert maps['leg3'].position_only and not maps['arm6'].position_only
+    assert maps['leg3'].samples == 20_000 and maps['arm6'].voxel_size == 0.2
+    # every voxel of the leg's map is within thigh + shin of the hip pitch joint
+    d = np.linalg.norm(maps['leg3'].centres - HIP_PITCH_M, axis=1)
+    assert d.max() <= THIGH_M + SHIN_M + math.sqrt(3) / 2 * 0.05 + 1e-9

@@ -4,6 +4,12 @@ A solver subclasses :class:`Solver`, declares its own parameters in ``PARAMS`` a
 ``_solve``. :meth:`Solver.solve` validates the target once, times the solve, measures the errors
 by forward kinematics on the joint positions actually returned, and decides ``reachable`` from
 those measured errors, never from the solver's own belief.
+
+Every joint that can take an angle at two values within its limits (continuous joints, revolute
+joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the
+solver's own search added (wraps at a +-2 pi limit, random restarts): consecutive solves seeded
+with the previous answer do not turn a joint a full turn for the same pose, unless its limits
+leave no nearer value (a joint driven past its limit reappears a turn away, at the other end).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ik_node.chain import Chain
+from ik_node.chain import Chain, full_turn_joints, nearest_turns
 from ik_node.errors import ConfigError, TargetError
 
 #: Coordinates beyond this magnitude [m] are refused as nonsense rather than solved.
@@ -114,7 +120,8 @@ class TipResult:
 
 @dataclass(frozen=True)
 class IkResult:
-    """The outcome of one solve. ``joint_positions`` are always within the joint limits."""
+    """The outcome of one solve. ``joint_positions`` are always within the joint limits, and
+    each continuous or full-turn revolute joint is at the value of its angle nearest the seed."""
 
     joint_positions: np.ndarray
     joint_names: Tuple[str, ...]
@@ -181,6 +188,7 @@ class Solver:
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
         self._joint_names = tuple(chain.joint_names)
+        self._turn_joints = full_turn_joints(chain)
         self._tol_p = self.params['position_tolerance']
         self._tol_r = self.params['orientation_tolerance']
 
@@ -224,6 +232,7 @@ class Solver:
             target_orientation: unit quaternion (x, y, z, w), or None for position only. It is
                 normalised; a zero or non-finite quaternion raises :class:`TargetError`.
             seed: (n,) start configuration, clipped into the limits; None = the mid configuration.
+                The result's continuous and full-turn joints are the values nearest it.
 
         Returns:
             An :class:`IkResult` whose errors are measured by FK on the returned joint positions.
@@ -239,7 +248,7 @@ class Solver:
         start = time.perf_counter()
         raw = self._solve(p_target, R_target, q_seed)
         elapsed = time.perf_counter() - start
-        return self._finish(raw, p_target, R_target, elapsed, ignored)
+        return self._finish(raw, p_target, R_target, elapsed, ignored, q_seed)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -260,8 +269,15 @@ class Solver:
         return np.array([min(max(v, lo), hi) for v, lo, hi in
                          zip(values, self._lower_list, self._upper_list)])
 
+    def _near_seed(self, q_list: list, q_seed: np.ndarray) -> list:
+        """``q_list`` (finite, within limits) with whole turns chosen nearest ``q_seed``."""
+        if not self._turn_joints:
+            return q_list
+        return nearest_turns(q_list, q_seed.tolist(), self._lower_list, self._upper_list,
+                             self._turn_joints)
+
     def _finish(self, raw: RawSolution, p_target: np.ndarray, R_target: Optional[np.ndarray],
-                elapsed: float, orientation_ignored: bool) -> IkResult:
+                elapsed: float, orientation_ignored: bool, q_seed: np.ndarray) -> IkResult:
         tol_p, tol_r = self._tol_p, self._tol_r
         # Plain floats: for 3-7 joints this is several times cheaper than numpy reductions.
         q_raw = raw.q.tolist() if isinstance(raw.q, np.ndarray) else \
@@ -271,6 +287,7 @@ class Solver:
         if not math.isfinite(sum(q_list)):  # NaN/inf anywhere: a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
+        q_list = self._near_seed(q_list, q_seed)
         q = np.array(q_list)
         fast = self.chain.fast_kinematics
         if fast is not None:  # serial chain: FK in floats, no 4x4 array

@@ -162,7 +162,7 @@ class FabrikSolver(Solver):
         start = time.perf_counter()
         raw = self._run(tip_indices, p_targets, q_seed)
         elapsed = time.perf_counter() - start
-        return self._finish_tips(raw, tip_indices, p_targets, elapsed)
+        return self._finish_tips(raw, tip_indices, p_targets, elapsed, q_seed)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -226,13 +226,14 @@ class FabrikSolver(Solver):
         return raw
 
     def _finish_tips(self, raw: RawSolution, tip_indices: Sequence[int], p_targets: np.ndarray,
-                     elapsed: float) -> IkResult:
+                     elapsed: float, q_seed: np.ndarray) -> IkResult:
         """The multi-target counterpart of :meth:`Solver._finish`: every error measured by FK."""
         tol = self.params['position_tolerance']
         q = self.chain.clip(np.asarray(raw.q, dtype=float))
         if not np.all(np.isfinite(q)):  # a solver bug must never reach the caller as NaN
             q = self.chain.mid_configuration()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
+        q = np.array(self._near_seed(q.tolist(), q_seed))  # whole turns nearest the seed
         T_tips = self.chain.fk_tips(q)
         tips: Dict[str, TipResult] = {}
         for k, p in zip(tip_indices, p_targets, strict=True):

@@ -1,0 +1,179 @@
+"""What flows into the node: targets, the measured joint state, the robot description, TF.
+
+Each class owns its subscriptions on the node it is given and hands plain values to callbacks;
+none of them solves anything.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from geometry_msgs.msg import PointStamped, PoseStamped
+from rclpy.node import Node
+from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from ik_node import conversions as conv
+from ik_node.chain import rotation_from_quat_xyzw
+from ik_node.errors import TargetError
+
+TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: As robot_state_publisher publishes ``robot_description``: latched.
+DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class TargetSubscriptions:
+    """``~/target_pose`` and ``~/target_point`` (per tip ``~/<tip>/...`` for a branched chain)."""
+
+    def __init__(self, node: Node, callback: Callable[[conv.Target], None],
+                 callback_group=None) -> None:
+        self._node, self._callback, self._group = node, callback, callback_group
+        self._subs: List = []
+
+    def make(self, tips: Sequence[Optional[str]]) -> None:
+        """(Re)create the subscriptions for ``tips`` (``[None]``: the serial chain's one tip)."""
+        self.destroy()
+        for tip in tips:
+            prefix = f'~/{tip}/' if tip else '~/'
+            self._subs.append(self._node.create_subscription(
+                PoseStamped, prefix + 'target_pose',
+                lambda msg, tip=tip: self._callback(conv.target_from_pose(msg, tip)),
+                TARGET_QOS, callback_group=self._group))
+            self._subs.append(self._node.create_subscription(
+                PointStamped, prefix + 'target_point',
+                lambda msg, tip=tip: self._callback(conv.target_from_point(msg, tip)),
+                TARGET_QOS, callback_group=self._group))
+
+    @property
+    def topics(self) -> List[str]:
+        return [s.topic_name for s in self._subs]
+
+    def destroy(self) -> None:
+        for sub in self._subs:
+            self._node.destroy_subscription(sub)
+        self._subs = []
+
+
+class MeasuredState:
+    """The robot's measured joint positions from a ``sensor_msgs/JointState`` topic.
+
+    Messages may carry any subset of joints, and other joints: positions are merged by name,
+    each with the time it arrived. :meth:`seed` answers with the chain's joints when every one of
+    them is known and fresh.
+    """
+
+    def __init__(self, node: Node, topic: str) -> None:
+        self._node = node
+        self._lock = threading.Lock()
+        self._positions: Dict[str, Tuple[float, float]] = {}  # name -> (position, monotonic t)
+        self.topic = topic
+        self._sub = node.create_subscription(JointState, topic, self._on_state,
+                                             qos_profile_sensor_data)
+
+    def _on_state(self, msg: JointState) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for name, value in zip(msg.name, msg.position):
+                if math.isfinite(value):
+                    self._positions[name] = (float(value), now)
+
+    def seed(self, joint_names: Sequence[str], timeout_s: float
+             ) -> Tuple[Optional[np.ndarray], str]:
+        """``(q, note)``: the measured positions of ``joint_names`` or None, and why not.
+
+        ``note`` is ``'measured'`` when q is given, else what is missing or stale.
+        """
+        now = time.monotonic()
+        with self._lock:
+            known = [self._positions.get(n) for n in joint_names]
+        missing = [n for n, k in zip(joint_names, known) if k is None]
+        if missing:
+            return None, (f'no measured state yet for {", ".join(missing)} on {self.topic}'
+                          if len(missing) < len(joint_names) else
+                          f'no measured state yet on {self.topic}')
+        age = now - min(t for _, t in known)
+        if age > timeout_s:
+            return None, f'measured state on {self.topic} is stale ({age:.2f} s > {timeout_s} s)'
+        return np.array([v for v, _ in known], dtype=float), 'measured'
+
+    def destroy(self) -> None:
+        self._node.destroy_subscription(self._sub)
+
+
+class DescriptionListener:
+    """URDF XML from a ``std_msgs/String`` topic (transient local, as robot_state_publisher)."""
+
+    def __init__(self, node: Node, topic: str, callback: Callable[[str], None]) -> None:
+        self._node = node
+        self.topic = topic
+        self._sub = node.create_subscription(String, topic, lambda msg: callback(msg.data),
+                                             DESCRIPTION_QOS)
+
+    def destroy(self) -> None:
+        self._node.destroy_subscription(self._sub)
+
+
+def tf_available() -> bool:
+    """True where tf2_ros can be imported (every ROS 2 install; not the pip wheels)."""
+    try:
+        import tf2_ros  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class TfFrames:
+    """Places frames outside the URDF in the chain's base frame through TF.
+
+    Without tf2_ros (a pip install) every lookup is refused with a message saying so.
+    """
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self._buffer = self._listener = None
+        try:
+            import tf2_ros
+        except ImportError:
+            return
+        self._tf2 = tf2_ros
+        self._buffer = tf2_ros.Buffer()
+        self._listener = tf2_ros.TransformListener(self._buffer, node, spin_thread=True)
+
+    @property
+    def available(self) -> bool:
+        return self._buffer is not None
+
+    def lookup(self, base_frame: str, frame: str, stamp: Tuple[int, int],
+               timeout_s: float) -> np.ndarray:
+        """``T_base_frame`` (4x4) at ``stamp`` (the latest transform for a zero stamp).
+
+        Raises:
+            TargetError: tf2_ros missing, a frame TF does not know, no transform in time.
+        """
+        if self._buffer is None:
+            raise TargetError(f'target frame {frame!r} is not a link of the URDF, and frames '
+                              'outside the URDF need tf2_ros (source a ROS 2 install); send the '
+                              'target in a link frame of the URDF')
+        when = Time() if stamp == (0, 0) else Time(seconds=stamp[0], nanoseconds=stamp[1])
+        from rclpy.duration import Duration
+        try:
+            tf = self._buffer.lookup_transform(base_frame, frame, when,
+                                               timeout=Duration(seconds=timeout_s))
+        except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
+            raise TargetError(f'no TF transform from {frame!r} to {base_frame!r} at '
+                              f'{conv.stamp_text(stamp)}: {type(exc).__name__}: '
+                              f'{" ".join(str(exc).split())}') from None
+        t, r = tf.transform.translation, tf.transform.rotation
+        T = np.eye(4)
+        T[:3, :3] = rotation_from_quat_xyzw([r.x, r.y, r.z, r.w])
+        T[:3, 3] = [t.x, t.y, t.z]
+        if not np.all(np.isfinite(T)):
+            raise TargetError(f'the TF transform from {frame!r} to {base_frame!r} is not finite')
+        return T

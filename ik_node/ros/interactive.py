@@ -1,0 +1,378 @@
+"""Interactive IK targets: one draggable marker per tip in RViz, on ``~/target_marker``.
+
+The server side of the protocol RViz's InteractiveMarkers display speaks, as the
+interactive_markers library (2.5, Jazzy and Rolling) implements it; that library is not
+installable from the registries, so this is a small re-implementation on visualization_msgs:
+
+* ``<ns>/update`` (``InteractiveMarkerUpdate``; reliable, volatile, keep last 100 as the
+  library's server and client): every change goes out as one ``UPDATE`` message (full markers,
+  pose changes, erases) whose ``seq_num`` is one more than the previous update's. No
+  ``KEEP_ALIVE``: the ROS 2 client ignores them and warns that servers no longer send them.
+* ``<ns>/get_interactive_markers`` (``GetInteractiveMarkers``): every marker and the
+  ``sequence_number`` of the last update, so a client drops the updates the answer already holds
+  and then expects consecutive numbers (it starts over on a gap). Before any tip: no markers.
+* ``<ns>/feedback`` (``InteractiveMarkerFeedback``; reliable, volatile, keep last 1 as the
+  library's server: the newest drag wins): ``POSE_UPDATE`` (dragging) and ``MOUSE_UP``
+  (released) go to ``on_target``. The server first moves its own copy of the marker there (a pose
+  update, as the library does) so every client and the service agree. Bad feedback (unknown
+  marker, NaN, zero quaternion) is refused with a clear error and nothing raises into the
+  executor.
+
+Markers are locked to the chain's base frame (header stamp zero): RViz follows that frame in TF
+and sends feedback poses in it. A 6-DOF marker moves and rotates on all three axes; a
+position-only one (position-only solver, branched chain) only moves and keeps its orientation.
+The marker's body is coloured by the last solve: green reached, red not, grey before any.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from geometry_msgs.msg import Pose, Quaternion
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,
+                                    InteractiveMarkerFeedback, InteractiveMarkerPose,
+                                    InteractiveMarkerUpdate, Marker)
+from visualization_msgs.srv import GetInteractiveMarkers
+
+from ik_node.conversions import quat_xyzw_from_rotation
+from ik_node.markers import GREEN, RED
+from ik_node.solvers.base import ParamSpec
+
+#: Node parameters of the interactive target (declared by the node, read where used).
+INTERACTIVE_PARAMS: Dict[str, ParamSpec] = {
+    'target_marker.snap_on_release': ParamSpec(
+        bool, True, 'when a dragged target marker is released, move it to the pose the chain '
+        'actually reached'),
+}
+
+DEFAULT_NAMESPACE = '~/target_marker'
+#: interactive_markers' defaults on both sides (rclcpp::QoS(100) / QoSProfile(depth=100)).
+UPDATE_QOS = QoSProfile(depth=100)
+#: interactive_markers' server default (the RViz client publishes with depth 100).
+FEEDBACK_QOS = QoSProfile(depth=1)
+DEFAULT_SCALE_M = 0.25
+GREY = (0.6, 0.6, 0.6, 0.9)
+_S = math.sqrt(0.5)
+#: Control axes as (name, quaternion xyzw): a control acts along/about its frame's x axis.
+_AXES = (('x', (_S, 0.0, 0.0, _S)), ('y', (0.0, 0.0, _S, _S)), ('z', (0.0, _S, 0.0, _S)))
+_IDENTITY_XYZW = np.array([0.0, 0.0, 0.0, 1.0])
+
+#: ``on_target(tip, position [m], quat_xyzw or None, frame_id, (sec, nanosec), released)``.
+TargetCallback = Callable[[str, np.ndarray, Optional[np.ndarray], str, Tuple[int, int], bool],
+                          None]
+
+
+# ------------------------------------------------------------------------ messages (no rclpy)
+def pose_from_input(pose) -> Tuple[np.ndarray, np.ndarray]:
+    """``(position [m], unit quat_xyzw)`` of a 4x4 ``T_base_tip`` or a ``(position, quat)`` pair.
+
+    Raises:
+        ValueError: wrong shapes, non-finite values or a zero quaternion.
+    """
+    if isinstance(pose, np.ndarray) and pose.shape == (4, 4):
+        position, quat = pose[:3, 3], quat_xyzw_from_rotation(pose[:3, :3])
+    else:
+        try:
+            position, quat = pose
+        except (TypeError, ValueError):
+            raise ValueError(f'pose must be a 4x4 transform or (position, quat_xyzw), got '
+                             f'{pose!r}') from None
+    position = np.asarray(position, dtype=float).reshape(-1)
+    quat = np.asarray(quat, dtype=float).reshape(-1)
+    if position.shape != (3,) or quat.shape != (4,):
+        raise ValueError(f'pose needs 3 position and 4 quaternion values, got {position.size} '
+                         f'and {quat.size}')
+    if not (np.all(np.isfinite(position)) and np.all(np.isfinite(quat))):
+        raise ValueError(f'pose contains NaN or inf: {position.tolist()}, {quat.tolist()}')
+    norm = float(np.linalg.norm(quat))
+    if norm < 1e-9:
+        raise ValueError(f'pose quaternion {quat.tolist()} has zero length')
+    return position, quat / norm
+
+
+def _pose_msg(position: np.ndarray, quat_xyzw: np.ndarray) -> Pose:
+    msg = Pose()
+    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in position)
+    o = msg.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw)
+    return msg
+
+
+def _body(six_dof: bool, reached: Optional[bool], scale: float) -> Marker:
+    """The always-visible body: a cube (its rotation shows) for 6-DOF, else a sphere."""
+    body = Marker()
+    body.type = Marker.CUBE if six_dof else Marker.SPHERE
+    size = scale * (0.3 if six_dof else 0.35)
+    body.scale.x = body.scale.y = body.scale.z = size
+    body.pose.orientation.w = 1.0
+    r, g, b, a = GREY if reached is None else (GREEN if reached else RED)
+    body.color.r, body.color.g, body.color.b, body.color.a = r, g, b, a
+    return body
+
+
+def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw: np.ndarray,
+                       six_dof: bool, reached: Optional[bool] = None,
+                       scale: float = DEFAULT_SCALE_M) -> InteractiveMarker:
+    """The interactive marker of one tip target.
+
+    Args:
+        name: marker name (the tip link).
+        frame_id: the chain's base frame; the header stamp stays zero (frame-locked).
+        position: (3,) [m] and quat_xyzw (4,) unit: the marker pose in ``frame_id``.
+        six_dof: move and rotate on x, y, z; else move only (axes fixed to ``frame_id``).
+        reached: colour of the body: True green, False red, None grey.
+        scale: size of the controls [m].
+    """
+    im = InteractiveMarker()
+    im.header.frame_id = frame_id
+    im.name = name
+    im.description = f'{name} target' + ('' if six_dof else ' (position only)')
+    im.scale = float(scale)
+    im.pose = _pose_msg(position, quat_xyzw)
+    body = InteractiveMarkerControl()
+    body.name = 'body'
+    body.always_visible = True
+    body.interaction_mode = InteractiveMarkerControl.MOVE_ROTATE_3D if six_dof else \
+        InteractiveMarkerControl.MOVE_3D
+    body.orientation.w = 1.0
+    body.markers.append(_body(six_dof, reached, scale))
+    im.controls.append(body)
+    modes = [('move', InteractiveMarkerControl.MOVE_AXIS)]
+    if six_dof:
+        modes.append(('rotate', InteractiveMarkerControl.ROTATE_AXIS))
+    for axis, (x, y, z, w) in _AXES:
+        for prefix, mode in modes:
+            control = InteractiveMarkerControl()
+            control.name = f'{prefix}_{axis}'
+            control.orientation = Quaternion(x=x, y=y, z=z, w=w)
+            control.orientation_mode = InteractiveMarkerControl.INHERIT if six_dof else \
+                InteractiveMarkerControl.FIXED
+            control.interaction_mode = mode
+            im.controls.append(control)
+    return im
+
+
+# ------------------------------------------------------------------------------------- server
+@dataclass
+class _Tip:
+    name: str
+    position: np.ndarray
+    quat_xyzw: np.ndarray
+    six_dof: bool
+    reached: Optional[bool] = None
+
+
+class InteractiveTargets:
+    """Serves one interactive marker per tip and hands drags to ``on_target``.
+
+    Thread-safe; ``on_target`` and ``on_error`` are called without the server's lock held, so
+    they may call back into the server.
+
+    Args:
+        node: the node owning the publisher, service and subscription.
+        namespace: the interactive markers namespace (``~/target_marker``).
+        on_target: called for every accepted ``POSE_UPDATE`` and ``MOUSE_UP`` feedback with
+            ``(tip, position [m], quat_xyzw or None for a position-only marker, frame_id,
+            (sec, nanosec), released)``.
+        on_error: called with the message of refused feedback; default: a throttled error log.
+        send: ``send(publisher, msg)``; default ``publisher.publish(msg)``.
+        callback_group: of the feedback subscription.
+        scale: size of the markers' controls [m].
+    """
+
+    def __init__(self, node: Node, namespace: str = DEFAULT_NAMESPACE,
+                 on_target: Optional[TargetCallback] = None,
+                 on_error: Optional[Callable[[str], None]] = None,
+                 send: Optional[Callable] = None, callback_group=None,
+                 scale: float = DEFAULT_SCALE_M) -> None:
+        self._node = node
+        self._on_target, self._on_error = on_target, on_error
+        self._send = send or (lambda publisher, msg: publisher.publish(msg))
+        self.scale = float(scale)
+        self._lock = threading.RLock()
+        self._tips: Dict[str, _Tip] = {}
+        self._frame = ''
+        self._seq = 0
+        self.refused = 0  # feedback messages refused so far
+        self._pub = node.create_publisher(InteractiveMarkerUpdate, f'{namespace}/update',
+                                          UPDATE_QOS)
+        self.namespace = self._pub.topic_name[:-len('/update')]
+        self._server_id = node.get_fully_qualified_name()
+        self._srv = node.create_service(GetInteractiveMarkers,
+                                        f'{namespace}/get_interactive_markers', self._on_get)
+        self._sub = node.create_subscription(InteractiveMarkerFeedback, f'{namespace}/feedback',
+                                             self._on_feedback, FEEDBACK_QOS,
+                                             callback_group=callback_group)
+
+    # ------------------------------------------------------------------------ node-facing
+    def set_tips(self, base_frame: str, tips: Sequence[Tuple[str, object, bool]]) -> None:
+        """Serve a marker for each ``(tip, pose, six_dof)``; erase the markers of other tips.
+
+        ``pose`` is ``T_base_tip`` (4x4) or ``(position [m], quat_xyzw)`` in ``base_frame``.
+        Every marker is sent in full (colour back to grey). A position-only marker takes the
+        identity orientation (its move axes are those of ``base_frame``).
+
+        Raises:
+            ValueError: a bad pose or a repeated tip name (nothing is changed).
+        """
+        new: Dict[str, _Tip] = {}
+        for name, pose, six_dof in tips:
+            if name in new:
+                raise ValueError(f'tip {name!r} given twice')
+            position, quat = pose_from_input(pose)
+            new[str(name)] = _Tip(str(name), position,
+                                  quat if six_dof else _IDENTITY_XYZW.copy(), bool(six_dof))
+        with self._lock:
+            erases = [name for name in self._tips if name not in new]
+            self._tips, self._frame = new, str(base_frame)
+            markers = [self._marker(t) for t in new.values()]
+            if markers or erases:
+                self._publish(markers=markers, erases=erases)
+
+    def follow(self, tip: str, position, quat_xyzw=None) -> bool:
+        """Move a tip's marker to a target that came another way (a topic), in the base frame.
+
+        ``quat_xyzw`` None (a point target) or a position-only marker: the orientation is kept.
+        No update goes out when the marker is already there. Returns True if it moved.
+        """
+        return self._move(tip, position, quat_xyzw)
+
+    def snap(self, tip: str, position, quat_xyzw=None) -> bool:
+        """Move a tip's marker to the pose the chain reached (after a released drag)."""
+        return self._move(tip, position, quat_xyzw)
+
+    def set_reached(self, tip: str, reached: Optional[bool]) -> bool:
+        """Colour a tip's marker (True green, False red, None grey); an update only on change."""
+        with self._lock:
+            t = self._tips.get(tip)
+            if t is None or t.reached == reached:
+                return False
+            t.reached = reached
+            self._publish(markers=[self._marker(t)])
+            return True
+
+    @property
+    def tips(self) -> List[str]:
+        with self._lock:
+            return list(self._tips)
+
+    def destroy(self) -> None:
+        """Erase every marker (while the context is up) and drop the ROS entities."""
+        with self._lock:
+            if self._tips and self._node.context.ok():
+                try:
+                    self._publish(erases=list(self._tips))
+                except Exception:  # shutting down: nobody is listening
+                    pass
+            self._tips = {}
+        self._node.destroy_subscription(self._sub)
+        self._node.destroy_service(self._srv)
+        self._node.destroy_publisher(self._pub)
+
+    # --------------------------------------------------------------------------- internals
+    def _marker(self, t: _Tip) -> InteractiveMarker:
+        return interactive_marker(t.name, self._frame, t.position, t.quat_xyzw, t.six_dof,
+                                  t.reached, self.scale)
+
+    def _publish(self, markers=(), poses=(), erases=()) -> None:
+        """One UPDATE with the next sequence number (caller holds the lock, so the service
+        never answers with a number whose update is not out yet)."""
+        self._seq += 1
+        msg = InteractiveMarkerUpdate(server_id=self._server_id, seq_num=self._seq,
+                                      type=InteractiveMarkerUpdate.UPDATE)
+        msg.markers, msg.poses, msg.erases = list(markers), list(poses), list(erases)
+        self._send(self._pub, msg)
+
+    def _pose_update(self, t: _Tip) -> InteractiveMarkerPose:
+        msg = InteractiveMarkerPose(name=t.name, pose=_pose_msg(t.position, t.quat_xyzw))
+        msg.header.frame_id = self._frame
+        return msg
+
+    def _move(self, tip: str, position, quat_xyzw) -> bool:
+        p = np.asarray(position, dtype=float).reshape(-1)
+        q = None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float).reshape(-1)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ValueError(f'marker position must be 3 finite values, got {p.tolist()}')
+        with self._lock:
+            t = self._tips.get(tip)
+            if t is None:
+                return False
+            if q is not None and t.six_dof:
+                _, q = pose_from_input((p, q))
+            else:
+                q = t.quat_xyzw
+            if np.array_equal(p, t.position) and np.array_equal(q, t.quat_xyzw):
+                return False
+            t.position, t.quat_xyzw = p.copy(), q
+            self._publish(poses=[self._pose_update(t)])
+            return True
+
+    def _on_get(self, request, response):
+        try:
+            with self._lock:
+                response.sequence_number = self._seq
+                response.markers = [self._marker(t) for t in self._tips.values()]
+        except Exception as exc:  # never raise into the executor
+            self._error(f'{self.namespace}/get_interactive_markers failed: '
+                        f'{type(exc).__name__}: {exc}')
+        return response
+
+    def _on_feedback(self, fb: InteractiveMarkerFeedback) -> None:
+        try:
+            self._feedback(fb)
+        except Exception as exc:  # a bug here, or in on_target, must not stop the executor
+            self._error(f'{self.namespace}/feedback for marker {fb.marker_name!r} failed: '
+                        f'{type(exc).__name__}: {exc}')
+
+    def _feedback(self, fb: InteractiveMarkerFeedback) -> None:
+        released = fb.event_type == InteractiveMarkerFeedback.MOUSE_UP
+        if not released and fb.event_type != InteractiveMarkerFeedback.POSE_UPDATE:
+            return  # MOUSE_DOWN, BUTTON_CLICK, MENU_SELECT: nothing to solve
+        p, o = fb.pose.position, fb.pose.orientation
+        position = np.array([p.x, p.y, p.z], dtype=float)
+        quat = np.array([o.x, o.y, o.z, o.w], dtype=float)
+        with self._lock:
+            t = self._tips.get(fb.marker_name)
+            if t is None:
+                known = ', '.join(sorted(self._tips)) or 'none (no robot model yet)'
+                error = (f'feedback on {self.namespace}/feedback for unknown marker '
+                         f'{fb.marker_name!r} ignored. Markers: {known}')
+            elif not (np.all(np.isfinite(position)) and np.all(np.isfinite(quat))):
+                error = (f'feedback of marker {t.name!r} ignored: the pose contains NaN or inf '
+                         f'(position {position.tolist()}, orientation {quat.tolist()})')
+            elif float(np.linalg.norm(quat)) < 1e-9:
+                error = (f'feedback of marker {t.name!r} ignored: its orientation quaternion '
+                         f'{quat.tolist()} has zero length')
+            else:
+                error = ''
+                six_dof = t.six_dof
+                quat = quat / np.linalg.norm(quat) if six_dof else t.quat_xyzw
+                if fb.header.frame_id in ('', self._frame) and not (
+                        np.array_equal(position, t.position) and
+                        np.array_equal(quat, t.quat_xyzw)):
+                    t.position, t.quat_xyzw = position, quat
+                    self._publish(poses=[self._pose_update(t)])
+        if error:
+            self._error(error)
+            return
+        if self._on_target is not None:
+            stamp = (int(fb.header.stamp.sec), int(fb.header.stamp.nanosec))
+            self._on_target(fb.marker_name, position.copy(),
+                            quat.copy() if six_dof else None, fb.header.frame_id, stamp,
+                            released)
+
+    def _error(self, message: str) -> None:
+        self.refused += 1
+        if self._on_error is not None:
+            try:
+                self._on_error(message)
+                return
+            except Exception:
+                pass
+        self._node.get_logger().error(message, throttle_duration_sec=1.0)

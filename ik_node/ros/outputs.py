@@ -1,0 +1,152 @@
+"""What flows out of the node: the solution (joint states or controller commands), diagnostics.
+
+``ResultOutput`` publishes one solution in the configured form:
+
+* ``joint_states`` — every moving joint of the URDF (the chain's solved, the others held), so
+  robot_state_publisher has a transform for every link; re-published at ``publish_rate``.
+* ``position_command`` — ``std_msgs/Float64MultiArray`` in ``command_joints`` order.
+* ``joint_trajectory`` — one-point ``trajectory_msgs/JointTrajectory`` timed by the URDF velocity
+  limits from the current (measured, else last sent) state.
+
+Commands go out only for solved targets: never at start-up, never re-published by the timer.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, List, Optional, Sequence
+
+from builtin_interfaces.msg import Duration as DurationMsg
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ik_node import conversions as conv
+from ik_node.chain import Chain
+from ik_node.graph import GraphConfig, UrdfJoint, command_order, held_positions, \
+    trajectory_duration
+
+#: ``/diagnostics`` is global on purpose: aggregators listen there; status names carry the
+#: node's fully qualified name so namespaced nodes are told apart.
+DIAGNOSTICS_TOPIC = '/diagnostics'
+HEARTBEAT_PERIOD_S = 1.0
+
+
+class OutputPlan:
+    """Everything needed to turn a chain solution into the output message, checked up front.
+
+    Raises (constructor):
+        ConfigError: ``command_joints`` or ``hold_joint_names`` do not fit the chain/URDF.
+    """
+
+    def __init__(self, graph: GraphConfig, chain: Chain, urdf_joints: Sequence[UrdfJoint]):
+        self.graph = graph
+        self.chain_names = list(chain.joint_names)
+        self.order = command_order(graph, self.chain_names)
+        self.command_names = [self.chain_names[i] for i in self.order]
+        held = held_positions(urdf_joints, self.chain_names, graph.hold)
+        self.state_names = self.chain_names + list(held)
+        self.held_values = [float(v) for v in held.values()]
+        velocity = {j.name: j.velocity for j in urdf_joints}
+        self.velocities = [velocity.get(n, math.inf) for n in self.command_names]
+
+    def joint_state(self, q: Sequence[float], stamp) -> JointState:
+        return conv.joint_state_msg(self.state_names, [*q, *self.held_values], stamp)
+
+    def command(self, q: Sequence[float]) -> Float64MultiArray:
+        msg = Float64MultiArray()
+        msg.data = [float(q[i]) for i in self.order]
+        return msg
+
+    def trajectory(self, q: Sequence[float], q_now: Sequence[float]) -> JointTrajectory:
+        target = [float(q[i]) for i in self.order]
+        start = [float(q_now[i]) for i in self.order]
+        seconds = trajectory_duration(start, target, self.velocities,
+                                      self.graph.trajectory_velocity_scaling,
+                                      self.graph.trajectory_min_duration)
+        msg = JointTrajectory()
+        msg.joint_names = list(self.command_names)
+        point = JointTrajectoryPoint()
+        point.positions = target
+        sec = int(seconds)
+        point.time_from_start = DurationMsg(sec=sec, nanosec=int(round((seconds - sec) * 1e9)))
+        msg.points = [point]
+        return msg
+
+
+class ResultOutput:
+    """The publisher of solutions, of the kind and on the topic the graph config says."""
+
+    def __init__(self, node: Node, plan: OutputPlan, send: Callable) -> None:
+        self._node, self._send = node, send
+        self.plan = plan
+        kind = plan.graph.output
+        msg_type = {'joint_states': JointState, 'position_command': Float64MultiArray,
+                    'joint_trajectory': JointTrajectory}[kind]
+        self.kind, self.topic = kind, plan.graph.topic
+        self._pub = node.create_publisher(msg_type, self.topic, 10)
+
+    @property
+    def steady(self) -> bool:
+        """True when the timer re-publishes the current solution (joint_states only)."""
+        return self.kind == 'joint_states'
+
+    def publish(self, q: Sequence[float], q_now: Optional[Sequence[float]] = None) -> str:
+        """Publish ``q`` (chain order); returns the JointState stamp as text ('' for commands).
+
+        ``q_now`` (chain order) is where the robot is, for timing a trajectory point.
+        """
+        if self.kind == 'joint_states':
+            stamp = self._node.get_clock().now().to_msg()
+            self._send(self._pub, self.plan.joint_state(q, stamp))
+            return conv.stamp_text((stamp.sec, stamp.nanosec))
+        if self.kind == 'position_command':
+            self._send(self._pub, self.plan.command(q))
+        else:
+            self._send(self._pub, self.plan.trajectory(q, q if q_now is None else q_now))
+        return ''
+
+    def destroy(self) -> None:
+        self._node.destroy_publisher(self._pub)
+
+
+class DiagnosticsOutput:
+    """``/diagnostics``: rate-gated statuses, held ones flushed by the timer, a 1 s heartbeat."""
+
+    def __init__(self, node: Node, send: Callable, rate_hz: float) -> None:
+        self._node, self._send = node, send
+        self._pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.gate = conv.DiagnosticsGate(rate_hz)
+        self.force = True
+        self._last: Optional[DiagnosticArray] = None
+        self._last_time = -math.inf
+
+    def set_rate(self, rate_hz: float) -> None:
+        self.gate = conv.DiagnosticsGate(rate_hz)
+        self.force = True
+
+    def offer(self, level: bytes, build: Callable, force: bool = False) -> bool:
+        """Send ``build()`` now if the gate lets it through, else hold it. Caller holds the lock."""
+        force = force or self.force
+        send = self.gate.offer(time.monotonic(), level, build, force)
+        if send:
+            self.force = False
+        return send
+
+    def send(self, status) -> None:
+        msg = conv.diagnostic_array(status, self._node.get_clock().now().to_msg())
+        self._last, self._last_time = msg, time.monotonic()
+        self._send(self._pub, msg)
+
+    def flush(self) -> List:
+        """Held builders whose time has come (caller holds the lock)."""
+        return self.gate.flush(time.monotonic())
+
+    def heartbeat(self) -> None:
+        """Re-send the last status when nothing went out for a second (diagnostic monitors)."""
+        if self._last is not None and time.monotonic() - self._last_time >= HEARTBEAT_PERIOD_S:
+            self.send(self._last.status[0])
+
