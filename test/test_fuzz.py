@@ -262,14 +262,20 @@ def test_cli_flags_over_a_mutated_file_give_a_config_or_a_project_error(tmp_path
 
 
 # ------------------------------------------------- known hard cases, each in its own process
+def _alias_bomb(levels: int) -> str:
+    """A YAML flow list of 10 ** (levels + 1) ones in a few hundred characters, by aliases."""
+    text = '&a0 [' + ', '.join(['1'] * 10) + ']'
+    for i in range(1, levels + 1):
+        text = f'&a{i} [{text}' + f', *a{i - 1}' * 9 + ']'
+    return text
+
+
 HARD_YAML = {
     # main: RecursionError.
     'nested_100000_deep': '[' * 100_000,
     # main: the error message printed 10^9 list entries (a hang, then MemoryError).
-    'alias_bomb_in_a_solver_list': (
-        'a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n' +
-        ''.join(f'a{i}: &a{i} [' + ', '.join([f'*a{i - 1}'] * 10) + ']\n' for i in range(1, 9)) +
-        'urdf_file: leg3.urdf\ntip_link: foot\nfabrik: {weights: *a8}\n'),
+    'alias_bomb_in_a_solver_list': ('urdf_file: leg3.urdf\ntip_link: foot\nfabrik: {weights: ' +
+                                    _alias_bomb(8) + '}\n'),
 }
 _HARD_SCRIPT = """
 import sys

@@ -173,7 +173,7 @@ def test_node_stores_the_canonical_values_of_its_parameters_file(make_node):
 def test_node_stores_the_canonical_value_set_at_runtime(make_node):
     node = make_node(FILE_TEXT)
     if not hasattr(node, 'add_pre_set_parameters_callback'):
-        pytest.skip('rclpy before Jazzy: non-canonical values are refused (tested below)')
+        pytest.skip('rclpy without pre-set callbacks (Humble): refused instead (tested below)')
     result = node.set_parameters([_param('solver', '  Damped_Jacobian ')])[0]
     assert result.successful, result.reason
     assert _stored(node, 'solver') == node._config.solver == 'damped_jacobian'
@@ -190,7 +190,8 @@ def test_node_stores_the_canonical_value_set_at_runtime(make_node):
 
 def test_without_a_pre_set_callback_the_node_refuses_and_names_the_canonical_value(
         make_node, monkeypatch):
-    """rclpy before Jazzy cannot rewrite a value being set: the node refuses it instead."""
+    """rclpy without pre-set callbacks (Humble) cannot rewrite a value being set: the node
+    refuses it instead."""
     rclpy_node = pytest.importorskip('rclpy.node')
     if hasattr(rclpy_node.Node, 'add_pre_set_parameters_callback'):
         monkeypatch.delattr(rclpy_node.Node, 'add_pre_set_parameters_callback')
