@@ -21,7 +21,7 @@ if __name__ == '__main__':  # run as a program: hold Ctrl-C back until the node 
 import dataclasses  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
-from typing import Any, Callable, Dict, List, Optional  # noqa: E402
+from typing import Any, Dict, List, Optional  # noqa: E402
 
 import numpy as np  # noqa: E402
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
@@ -37,9 +37,10 @@ from ik_node.graph import GraphConfig, graph_config_from_flat, moving_joints  # 
 from ik_node.quality import fragility_report  # noqa: E402
 from ik_node.ros.inputs import (DescriptionListener, MeasuredState,  # noqa: E402
                                 TargetSubscriptions, TfFrames)
-from ik_node.ros.interactive import (INTERACTIVE_PARAMS, InteractiveHooks,  # noqa: E402
-                                     InteractiveTargets)
-from ik_node.ros.outputs import DiagnosticsOutput, OutputPlan, ResultOutput  # noqa: E402
+from ik_node.ros.drag import InteractiveHooks  # noqa: E402
+from ik_node.ros.interactive import INTERACTIVE_PARAMS, InteractiveTargets  # noqa: E402
+from ik_node.ros.outputs import (DiagnosticsOutput, OutputPlan, ResultOutput,  # noqa: E402
+                                 StatusReports)
 from ik_node.ros.parameters import ParameterDeclarations, plain, string_parameter  # noqa: E402
 from ik_node.ros.reachmap import ReachabilityMaps  # noqa: E402
 from ik_node.ros.run import main  # noqa: E402
@@ -60,7 +61,7 @@ class _Model:
     plan: OutputPlan
 
 
-class IkNode(ParameterDeclarations, InteractiveHooks, Node):
+class IkNode(ParameterDeclarations, StatusReports, InteractiveHooks, Node):
     """Live IK: subscribes to targets, publishes the solution, ``/diagnostics`` and markers.
 
     Args:
@@ -372,53 +373,6 @@ class IkNode(ParameterDeclarations, InteractiveHooks, Node):
         return self._tf.lookup(self._model.config.base_link, frame, stamp, self._graph.tf_timeout)
 
     # ---------------------------------------------------------------------------- outputs
-    def _send(self, publisher, msg) -> None:
-        """Publish; a publish racing with shutdown (SIGINT/SIGTERM mid-callback) is dropped."""
-        try:
-            publisher.publish(msg)
-        except Exception:
-            if self.context.ok():
-                raise
-
-    def _status(self, level: bytes, message: str, values: Dict[str, str]):
-        return conv.diagnostic_status(f'{self.get_fully_qualified_name().lstrip("/")}: ik',
-                                      self._hardware_id(), level, message, values)
-
-    def _offer(self, level: bytes, message: Callable[[], str],
-               values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
-        """Publish a status now if the rate gate lets it through, else hold it for the timer.
-
-        ``message`` and ``values`` are built only when needed (most solves of a fast stream
-        are not reported individually).
-        """
-        def build():
-            return self._status(level, message(), values())
-        with self._lock:
-            send = self._diag.offer(level, build, force)
-        if send:
-            self._diag.send(build())
-        return send
-
-    def _report_error(self, message: str, frame: str, target_stamp: str = '',
-                      force: bool = False) -> None:
-        self.get_logger().error(message, throttle_duration_sec=1.0)
-        solver, skipped, count = self._config.solver, self._targets.skipped, self._solve_count
-        self._offer(conv.ERROR, lambda: message,
-                    lambda: conv.error_values(solver, frame, skipped, count, message,
-                                              target_stamp), force)
-
-    def _report_waiting(self, target_stamp: str = '', force: bool = False) -> None:
-        """WARN: no robot model yet (a target, if any, is refused)."""
-        topic = self._graph.description_topic
-        message = f'waiting for robot_description on {topic}' + \
-            (': target refused' if target_stamp else '')
-        if target_stamp:
-            self.get_logger().warning(message, throttle_duration_sec=2.0)
-        values = {**conv.error_values(self._config.solver, '', self._targets.skipped,
-                                      self._solve_count, message, target_stamp),
-                  'status': 'waiting'}
-        self._offer(conv.WARN, lambda: message, lambda: values, force)
-
     def _on_timer(self) -> None:
         with self._lock:
             if self._output is not None and self._output.steady and self._model is not None:
@@ -445,15 +399,6 @@ class IkNode(ParameterDeclarations, InteractiveHooks, Node):
     def destroy_node(self) -> None:
         self._reach.stop()
         super().destroy_node()
-
-    def _hardware_id(self) -> str:
-        if self._model is None:
-            return f'{self._model_name()}: waiting'
-        config = self._model.config
-        return f'{self._model_name()}: {config.base_link} -> {", ".join(config.tip_links)}'
-
-    def _model_name(self) -> str:
-        return self._config.urdf_file or 'robot_description'
 
 
 if __name__ == '__main__':

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from builtin_interfaces.msg import Duration as DurationMsg
 from diagnostic_msgs.msg import DiagnosticArray
@@ -150,3 +150,63 @@ class DiagnosticsOutput:
         if self._last is not None and time.monotonic() - self._last_time >= HEARTBEAT_PERIOD_S:
             self.send(self._last.status[0])
 
+
+class StatusReports:
+    """Publishing and reporting for the node (mixed into :class:`ik_node.node.IkNode`): every
+    publish goes through :meth:`_send`, every status through the rate gate of ``self._diag``."""
+
+    def _send(self, publisher, msg) -> None:
+        """Publish; a publish racing with shutdown (SIGINT/SIGTERM mid-callback) is dropped."""
+        try:
+            publisher.publish(msg)
+        except Exception:
+            if self.context.ok():
+                raise
+
+    def _status(self, level: bytes, message: str, values: Dict[str, str]):
+        return conv.diagnostic_status(f'{self.get_fully_qualified_name().lstrip("/")}: ik',
+                                      self._hardware_id(), level, message, values)
+
+    def _offer(self, level: bytes, message: Callable[[], str],
+               values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
+        """Publish a status now if the rate gate lets it through, else hold it for the timer.
+
+        ``message`` and ``values`` are built only when needed (most solves of a fast stream
+        are not reported individually).
+        """
+        def build():
+            return self._status(level, message(), values())
+        with self._lock:
+            send = self._diag.offer(level, build, force)
+        if send:
+            self._diag.send(build())
+        return send
+
+    def _report_error(self, message: str, frame: str, target_stamp: str = '',
+                      force: bool = False) -> None:
+        self.get_logger().error(message, throttle_duration_sec=1.0)
+        solver, skipped, count = self._config.solver, self._targets.skipped, self._solve_count
+        self._offer(conv.ERROR, lambda: message,
+                    lambda: conv.error_values(solver, frame, skipped, count, message,
+                                              target_stamp), force)
+
+    def _report_waiting(self, target_stamp: str = '', force: bool = False) -> None:
+        """WARN: no robot model yet (a target, if any, is refused)."""
+        topic = self._graph.description_topic
+        message = f'waiting for robot_description on {topic}' + \
+            (': target refused' if target_stamp else '')
+        if target_stamp:
+            self.get_logger().warning(message, throttle_duration_sec=2.0)
+        values = {**conv.error_values(self._config.solver, '', self._targets.skipped,
+                                      self._solve_count, message, target_stamp),
+                  'status': 'waiting'}
+        self._offer(conv.WARN, lambda: message, lambda: values, force)
+
+    def _hardware_id(self) -> str:
+        if self._model is None:
+            return f'{self._model_name()}: waiting'
+        config = self._model.config
+        return f'{self._model_name()}: {config.base_link} -> {", ".join(config.tip_links)}'
+
+    def _model_name(self) -> str:
+        return self._config.urdf_file or 'robot_description'
