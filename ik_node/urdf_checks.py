@@ -174,9 +174,9 @@ def _check_tree(links: List[str], joints) -> None:
         raise ChainError(f'the joints form a loop: {_loop_text(start, parent_of, joints)}. '
                          'A URDF must be a tree')
     if len(roots) > 1:
-        raise ChainError(f'the URDF has {len(roots)} root links ({names_text(roots)}): a URDF '
-                         'is one tree with one root link; connect the others with joints or '
-                         'remove them')
+        raise ChainError(f'the URDF has {len(roots)} root links ({names_text(roots)}), with no '
+                         'path between them: a URDF is one tree with one root link; connect the '
+                         'others with joints or remove them')
 
 
 def _loop_text(start: str, parent_of: Dict[str, str], joints) -> str:
