@@ -319,8 +319,9 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                    'PYTHONPATH')] if p]))
     log_path = args.out / f'node_{name}.log'
     with open(log_path, 'w') as node_log:
+        extra = [a for p in args.node_param for a in ('-p', p)]
         proc = subprocess.Popen([sys.executable, '-m', 'ik_node.node', '--ros-args',
-                                 '--params-file', str(config_file)],
+                                 '--params-file', str(config_file), *extra],
                                 cwd=str(REPO), env=env, stdout=node_log,
                                 stderr=subprocess.STDOUT)
     recorder = Recorder(domain)
@@ -467,6 +468,8 @@ def main(argv=None) -> int:
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of every config (a fresh node each); goals use the median')
     ap.add_argument('--label', default='', help='free text recorded in the results')
+    ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
+                    help='extra node parameter (repeatable), e.g. reachability_samples:=0')
     ap.add_argument('--out', type=Path, default=HERE / 'results')
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
