@@ -333,7 +333,8 @@ class FabrikTree:
         step are frozen for it, and it is kept only if it lowers the weighted tip error (else
         the damping grows tenfold). ``q``, ``x`` and ``R`` are updated in place and stay equal
         to FK of ``q``. Returns the number of steps taken (each counts as an iteration); no step
-        starts after ``deadline`` (``time.perf_counter`` seconds).
+        starts that would end after ``deadline`` (``time.perf_counter`` seconds), judged by
+        the slowest step so far.
         """
         cols = plan.polish_joints
         if steps <= 0 or len(cols) == 0:
@@ -345,8 +346,11 @@ class FabrikTree:
         obj = float(e @ e)
         J = np.zeros((3 * len(tips), len(cols)))
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
-        damping, taken = _POLISH_DAMPING, 0
-        while taken < steps and time.perf_counter() <= deadline:
+        damping, taken, longest = _POLISH_DAMPING, 0, 0.0
+        while taken < steps:
+            started = time.perf_counter()
+            if started + longest > deadline:  # the step would end past the deadline
+                break
             taken += 1
             world_axes = np.einsum('nij,nj->ni', R[cols], self.axes[cols])
             for k, (joints, c) in enumerate(plan.polish_paths):
@@ -383,6 +387,7 @@ class FabrikTree:
             tip_err = np.sqrt(np.einsum('ij,ij->i', d, d))
             if history is not None:
                 history.append(float(tip_err.max()))
+            longest = max(longest, time.perf_counter() - started)
             if np.all(tip_err <= tolerance):
                 break
         return taken
@@ -421,8 +426,9 @@ class FabrikTree:
                 up to this many :meth:`polish` steps (each counted as an iteration); when they
                 cut it by less than ``_POLISH_STUCK_RATIO`` and a restart is left, the run
                 counts as stalled and restarts at once. 0: FABRIK passes only.
-            deadline: no iteration starts after this ``time.perf_counter()`` [s]; the run then
-                ends with ``timed_out``.
+            deadline: no iteration starts that would end after this ``time.perf_counter()``
+                [s], judged by the slowest iteration so far; the run then ends with
+                ``timed_out``.
             stop_when_stuck: when FABRIK and the polish both crawl, end the run as stalled
                 even without a restart left (the caller finishes it another way).
         """
@@ -449,9 +455,10 @@ class FabrikTree:
         rng, moving, polish_after = None, None, 0
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
         lower_all, upper_all = np.array(self.lower), np.array(self.upper)
-        timed_out = False
+        timed_out, longest = False, 0.0  # longest: the slowest FABRIK iteration so far [s]
         while not converged and iterations < max_iterations:
-            if time.perf_counter() > deadline:
+            started = time.perf_counter()
+            if started + longest > deadline:  # it would end past the deadline
                 timed_out = True
                 break
             iterations += 1
@@ -478,6 +485,7 @@ class FabrikTree:
                         err, obj = err_try, obj_try
             if history is not None:
                 history.append(float(err.max()))
+            longest = max(longest, time.perf_counter() - started)
             if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                     obj >= _POLISH_RATIO * obj_before and iterations < max_iterations):
                 taken = self.polish(plan, q, x, R, targets, w_norm, tolerance,
