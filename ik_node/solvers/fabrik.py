@@ -38,6 +38,7 @@ from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
 from ik_node.solvers.closest_pose import ClosestPose, ReachBound, reach_bound
+from ik_node.solvers.fabrik_serial import SerialFabrik
 from ik_node.solvers.fabrik_tree import FabrikTree
 
 #: The closest-pose search counts the target reached below this fraction of the tolerance (a
@@ -140,8 +141,9 @@ class FabrikSolver(Solver):
         # the closest-pose search (not FABRIK; see ik_node.solvers.closest_pose). Not with
         # prismatic joints, which FABRIK holds at their seed values.
         fast = chain.fast_kinematics
-        self._closest = None
+        self._closest = self._serial = None
         if fast is not None and not any(j.is_prismatic for j in chain.joints):
+            self._serial = SerialFabrik(self._tree)  # the same passes in floats
             low, high = chain.lower.tolist(), chain.upper.tolist()
             self._closest = ClosestPose(
                 fast.pose_jacobian, fast.position, fast.position_newton, low, high,
@@ -233,13 +235,20 @@ class FabrikSolver(Solver):
         # the closest-pose search; provably out of reach, after the first (stretching) pass.
         search = self._closest is not None and len(tip_indices) == 1
         out_of_reach = search and residuals[0] is not None and residuals[0] > tolerance
-        run = self._tree.run(
-            q_seed, tip_indices, p_targets, self._weights[list(tip_indices)],
-            tolerance, 1 if out_of_reach else params['max_iterations'],
-            params['min_improvement'], params['stall_iterations'],
-            restarts=0 if search else params['restarts'], extrapolate=params['extrapolate'],
-            stretch_tip=stretch, record_history=params['record_history'],
-            polish=params['polish_iterations'], deadline=deadline, stop_when_stuck=search)
+        if search:
+            run = self._serial.run(
+                q_seed, p_targets[0], tolerance, 1 if out_of_reach else params['max_iterations'],
+                params['min_improvement'], params['stall_iterations'],
+                extrapolate=params['extrapolate'], stretch=stretch is not None,
+                record_history=params['record_history'], polish=params['polish_iterations'],
+                deadline=deadline)
+        else:
+            run = self._tree.run(
+                q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
+                params['max_iterations'], params['min_improvement'], params['stall_iterations'],
+                restarts=params['restarts'], extrapolate=params['extrapolate'],
+                stretch_tip=stretch, record_history=params['record_history'],
+                polish=params['polish_iterations'], deadline=deadline)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
