@@ -61,8 +61,17 @@ KNOWN_ROBOTS = {
     'arm6': (REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0', 'shipped'),
     'ur5': (SHARED_ROBOTS / 'ur5.urdf', 'base_link', 'tool0', 'reference'),
     'panda': (SHARED_ROBOTS / 'panda.urdf', 'panda_link0', 'panda_hand_tcp', 'reference'),
+    'ur10': (SHARED_ROBOTS / 'ur10.urdf', 'base_link', 'tool0', 'reference'),
+    'iiwa14': (SHARED_ROBOTS / 'iiwa14.urdf', 'iiwa_link_0', 'iiwa_link_ee', 'reference'),
+    'jaco2': (SHARED_ROBOTS / 'kinova_j2s6s200.urdf', 'j2s6s200_link_base',
+              'j2s6s200_end_effector', 'reference'),
+    'baxter': (SHARED_ROBOTS / 'baxter.urdf', 'base', 'right_hand_link', 'reference'),
 }
-TASKS = ('6d', 'position', 'out_of_reach')
+#: '6d', 'position': FK targets, both seeds; 'out_of_reach': see out_of_reach.py; 'tracik':
+#: TRAC-IK's published protocol (6D, mid-limit seed, 5 ms, 1e-5 on position [m] and rotation
+#: [rad]), ik_node's orientation_tolerance set to 1e-5 for it.
+TASKS = ('6d', 'position', 'out_of_reach', 'tracik')
+TRACIK_TOL_RAD = 1e-5
 SEEDS = ('mid', 'random')
 CALIBRATION_UNITS = 200
 #: ikpy gets this many budgets of evaluations so that its accuracy shows; a solve slower than
@@ -294,6 +303,8 @@ def summarize(r, task: str, budget_s: float, upto: int) -> Dict[str, Any]:
     accurate = pos < POSITION_TOL_M
     if task == '6d':
         accurate &= rot < ORIENTATION_TOL_RAD
+    elif task == 'tracik':
+        accurate &= rot < TRACIK_TOL_RAD
     in_budget = t <= budget_s
     success = accurate & in_budget & lim
     pct = lambda m: 100.0 * float(np.mean(m)) if upto else float('nan')  # noqa: E731
@@ -313,7 +324,7 @@ def summarize(r, task: str, budget_s: float, upto: int) -> Dict[str, Any]:
         'success_within_1ms_pct': pct(accurate & lim & (t <= 1e-3)),
         'median_position_error_m': float(np.median(pos)),
     }
-    if task == '6d':
+    if task in ('6d', 'tracik'):
         out['median_orientation_error_rad'] = float(np.median(rot))
     if r['it']:
         out['median_iterations_reported'] = float(np.median(r['it']))
@@ -469,8 +480,8 @@ def main(argv=None) -> int:
     ap.add_argument('--robots', nargs='+', help=f'subset of: {", ".join(KNOWN_ROBOTS)}')
     ap.add_argument('--solvers', nargs='+', help='subset of ik_node solvers and peers')
     ap.add_argument('--tasks', nargs='+', choices=TASKS,
-                    help='default: 6d on chains with >= 6 joints, position and out_of_reach '
-                         'on all')
+                    help='default: 6d and tracik on chains with >= 6 joints, position and '
+                         'out_of_reach on all')
     ap.add_argument('--seeds', nargs='+', choices=SEEDS, default=list(SEEDS))
     ap.add_argument('--urdf', action='append', help='extra URDF file (repeatable)')
     ap.add_argument('--base', action='append', default=[], help='base link of each --urdf')
@@ -520,14 +531,21 @@ def main(argv=None) -> int:
     for robot in robots:
         targets, q_seeds = make_targets(robot.chain, args.n, args.rng_seed)
         q_mid = robot.chain.mid_configuration()
-        tasks = args.tasks or [t for t in TASKS if t != '6d' or robot.chain.n >= 6]
+        tasks = args.tasks or [t for t in TASKS if t not in ('6d', 'tracik') or
+                               robot.chain.n >= 6]
         for task in [t for t in tasks if t != 'out_of_reach']:
             skipped: Dict[str, str] = {}
-            adapters = build_adapters(robot, task, args, factories, params, targets, q_mid,
-                                      caps, skipped)
+            task_params = params
+            if task == 'tracik':  # its tolerance on the rotation, for the solvers that take it
+                task_params = {name: {**({'orientation_tolerance': TRACIK_TOL_RAD} if
+                                         'orientation_tolerance' in
+                                         ik_node.solver_class(name).param_specs() else {}),
+                                      **params.get(name, {})} for name in ik_node.SOLVERS}
+            adapters = build_adapters(robot, '6d' if task == 'tracik' else task, args, factories,
+                                      task_params, targets, q_mid, caps, skipped)
             for name, why in skipped.items():
                 log(f'  {robot.name}/{task}: {name} skipped: {why}')
-            for seed_kind in args.seeds:
+            for seed_kind in (['mid'] if task == 'tracik' else args.seeds):
                 label = f'{robot.name} | {task} | {seed_kind} seed'
                 solvers = run_block(robot, task, seed_kind, adapters, targets, q_seeds,
                                     args.budget_ms / 1000.0, label)

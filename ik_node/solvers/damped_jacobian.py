@@ -17,10 +17,20 @@ instead of being clipped (the same pose, so the limit costs nothing); other join
 and a joint already at a limit whose step points outwards sits out that step, so the rest get a
 full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
 the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
-limit sat out a step meanwhile), or no damping finds a lower error. For a 6D target, the first
-restart after a descent in which joints at a limit sat out a step begins at the mid
-configuration (far from every limit); the others begin at the lowest-error of 4 random
-configurations.
+limit sat out a step meanwhile), or no damping finds a lower error.
+
+Position targets: a descent stuck above tolerance, or a target provably out of reach from the
+start, goes to the closest-pose search (:mod:`ik_node.solvers.closest_pose`): Newton descents with
+the exact Hessian to stationary points of the error within the limits, restarted only until two
+descents from different starts agree on the best one (one of them from a random start unless
+the target is provably out of reach), or it reaches the proven bound. The answer is then the
+closest pose, status ``unreachable``.
+
+Pose (6D) targets: for the first restart after a descent in which joints at a limit sat out a
+step, the descent begins at the mid configuration (far from every limit); the others begin at
+the lowest-error of 4 random configurations. When the position is provably out of reach, no
+restart can reach the pose and the descents crawl (Gauss-Newton misses the curvature of a large
+residual): the best of 4 descents is returned, status ``unreachable``.
 
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
