@@ -11,7 +11,7 @@ import pytest
 from closest_reference import newton_system as numpy_newton_system
 from ik_node import Chain
 from ik_node.chain import chain_lengths
-from ik_node.solvers.closest_pose import ClosestPose, reach_bound
+from ik_node.solvers.closest_pose import Budget, ClosestPose, reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
@@ -105,7 +105,7 @@ def test_descent_error_never_rises_and_ends_stationary(name):
         target = rng.normal(size=3) * reach
         q0 = rng.uniform(np.maximum(chain.lower, -3), np.minimum(chain.upper, 3)).tolist()
         history = []
-        d = search.descend(target.tolist(), q0, math.inf, 500, 1e-9, history)
+        d = search.descend(target.tolist(), q0, Budget(3600.0), 500, 1e-9, history)
         assert np.all(np.diff([np.linalg.norm(chain.fk(np.array(q0))[:3, 3] - target)] +
                               history) <= 1e-15)
         assert d.stationary
@@ -124,7 +124,7 @@ def test_search_stops_as_soon_as_its_rule_allows_and_counts_its_descents():
     seed = [0.3, 0.3, 0.3, 0.3]
 
     def run(bound):
-        return search.search(target, seed, math.inf, 1000, 100, 1e-9, 1e-6, bound,
+        return search.search(target, seed, Budget(3600.0), 1000, 100, 1e-9, 1e-6, bound,
                              random.Random(0))
     # A tight proven bound: the first descent reaching it ends the search.
     tight = run(bound)

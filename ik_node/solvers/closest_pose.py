@@ -62,6 +62,34 @@ GRADIENT_TOLERANCE = 1e-7
 _RANDOM_CANDIDATES = 4
 
 
+#: Kept free at the end of a budget [s] (at most a tenth of it) for what follows the search: the
+#: caller's FK check of the answer and its result.
+RESERVE_S = 50e-6
+
+
+class Budget:
+    """A wall-time budget in which no step starts that would end after the deadline, judged by
+    the slowest step so far (a step: the time between two calls of :meth:`allows`)."""
+
+    def __init__(self, seconds: float):
+        now = time.perf_counter()
+        self.deadline = now + seconds - min(RESERVE_S, 0.1 * seconds)
+        self._last = now
+        self._longest = 0.0
+
+    def mark(self) -> None:
+        """Start timing a step now (after work not to be counted as one, e.g. another
+        solver's iterations that kept their own clock)."""
+        self._last = time.perf_counter()
+
+    def allows(self) -> bool:
+        """Whether another step fits; call it before each step."""
+        now = time.perf_counter()
+        self._longest = max(self._longest, now - self._last)
+        self._last = now
+        return now + self._longest <= self.deadline
+
+
 @dataclass
 class Descent:
     """Where one descent ended."""
@@ -153,7 +181,7 @@ class ClosestPose:
         g = [jx[k] * ex + jy[k] * ey + jz[k] * ez for k in range(n)]
         return ex * ex + ey * ey + ez * ez, H, g
 
-    def descend(self, target: Sequence[float], q: Sequence[float], deadline: float,
+    def descend(self, target: Sequence[float], q: Sequence[float], budget: Budget,
                 max_iterations: int, tolerance: float,
                 history: Optional[List[float]] = None) -> Descent:
         """Damped Newton from ``q`` to a stationary point of the tip distance (or to within
@@ -173,7 +201,7 @@ class ClosestPose:
                 return Descent(q, error, iterations, True, tuple(pressed))
             if gradient2 <= (self._gradient_scale * error) ** 2:
                 return Descent(q, error, iterations, True, tuple(pressed))
-            if iterations >= max_iterations or time.perf_counter() > deadline:
+            if iterations >= max_iterations or not budget.allows():
                 return Descent(q, error, iterations, False, tuple(pressed))
             iterations += 1
             if pressed:  # those joints sit the step out: identity rows, zero gradient
@@ -246,7 +274,7 @@ class ClosestPose:
         return min(max(clamp_on_circle(turned, value, lo, hi), lo), hi)
 
     # ------------------------------------------------------------------------------- search
-    def search(self, target: Sequence[float], q_own: Sequence[float], deadline: float,
+    def search(self, target: Sequence[float], q_own: Sequence[float], budget: Budget,
                max_iterations: int, max_restarts: int, tolerance: float, agreement: float,
                bound: Optional[float], rng: Optional[random.Random] = None,
                history: Optional[List[float]] = None) -> Search:
@@ -255,6 +283,7 @@ class ClosestPose:
         ``agreement`` [m]: errors this close count as the same minimum; ``tolerance`` [m]: an
         error this small is the target reached."""
         out_of_reach = bound is not None and bound > tolerance
+        budget.mark()
         best: Optional[Descent] = None
         agreeing = iterations = descents = 0
         random_agrees = False
@@ -265,12 +294,15 @@ class ClosestPose:
             if iterations >= max_iterations:
                 stop = 'iterations'
                 break
+            if descents and not budget.allows():
+                stop = 'timeout'
+                break
             q_start = make_start()
             if history is not None and descents:  # a restart's start, as an iteration's
                 px, py, pz = self._position(q_start)
                 history.append(math.sqrt((target[0] - px) ** 2 + (target[1] - py) ** 2 +
                                          (target[2] - pz) ** 2))
-            d = self.descend(target, q_start, deadline, max_iterations - iterations,
+            d = self.descend(target, q_start, budget, max_iterations - iterations,
                              tolerance, history)
             iterations += d.iterations
             descents += 1
@@ -290,8 +322,8 @@ class ClosestPose:
             if agreeing >= 2 and (out_of_reach or random_agrees):
                 stop = 'confirmed'
                 break
-            if not d.stationary or time.perf_counter() > deadline:
-                stop = 'timeout' if time.perf_counter() > deadline else 'iterations'
+            if not d.stationary:
+                stop = 'iterations' if iterations >= max_iterations else 'timeout'
                 break
         if best is None:  # no iteration or restart left: the own configuration as it is
             px, py, pz = self._position(list(q_own))

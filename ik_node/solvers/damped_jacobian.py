@@ -49,7 +49,6 @@ from __future__ import annotations
 import functools
 import math
 import random
-import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -57,7 +56,7 @@ import numpy as np
 from ik_node.chain import Chain, chain_lengths
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.closest_pose import ClosestPose, reach_bound
+from ik_node.solvers.closest_pose import Budget, ClosestPose, reach_bound
 from ik_node.solvers.dls_codegen import (damped_solve_function, damped_step_function,
                                           limit_functions, lower_index,
                                           normal_equations_function)
@@ -362,7 +361,7 @@ class DampedJacobianSolver(Solver):
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates (built at the first restart only)."""
         params = self.params
-        deadline = time.perf_counter() + params['timeout']
+        budget = Budget(params['timeout'])
         max_iterations = params['max_iterations']
         tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
         tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
@@ -388,7 +387,7 @@ class DampedJacobianSolver(Solver):
         if not with_orientation and min_residual is not None and \
                 min_residual > params['position_tolerance']:
             # Provably out of reach: no Gauss-Newton descent can arrive; look for the closest pose.
-            return self._closest_pose(p_target, q, deadline, 0, 0,
+            return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
         while True:  # one descent from q per pass
             lam = params['damping']
@@ -413,7 +412,7 @@ class DampedJacobianSolver(Solver):
                     return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
                                        history=history,
                                        message=f'{iterations} iterations, {restarts} restarts')
-                if time.perf_counter() > deadline:
+                if not budget.allows():
                     return RawSolution(np.array(best_q), IkStatus.TIMEOUT, iterations,
                                        history=history, message=f'timeout '
                                        f'{params["timeout"]:g} s after {restarts} restarts')
@@ -439,7 +438,7 @@ class DampedJacobianSolver(Solver):
                     stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
                     stall_cost, stall_iteration = cost, iterations
             if not with_orientation:  # stuck above tolerance: is it the closest pose?
-                return self._closest_pose(p_target, best_q, deadline,
+                return self._closest_pose(p_target, best_q, budget,
                                           iterations, restarts, min_residual, history)
             if restarts >= params['restarts']:
                 return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
@@ -460,7 +459,7 @@ class DampedJacobianSolver(Solver):
                 cost_of = make_cost_function()
             q = self._restart_configuration(rng, cost_of)
 
-    def _closest_pose(self, p_target: np.ndarray, q: List[float], deadline: float,
+    def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
                       history: Optional[List[float]]) -> RawSolution:
         """The closest-pose search (:mod:`ik_node.solvers.closest_pose`) from ``q``, within what
@@ -468,7 +467,7 @@ class DampedJacobianSolver(Solver):
         params = self.params
         tolerance = params['position_tolerance']
         search = self._closest.search(
-            p_target.tolist(), q, deadline, params['max_iterations'] - iterations,
+            p_target.tolist(), q, budget, params['max_iterations'] - iterations,
             params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance, tolerance,
             min_residual, random.Random(params['restart_seed']), history)
         iterations += search.iterations

@@ -46,7 +46,7 @@ from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
-from ik_node.solvers.closest_pose import ClosestPose, ReachBound, reach_bound
+from ik_node.solvers.closest_pose import Budget, ClosestPose, ReachBound, reach_bound
 from ik_node.solvers.fabrik_serial import SerialFabrik
 from ik_node.solvers.fabrik_tree import FabrikTree
 
@@ -238,7 +238,8 @@ class FabrikSolver(Solver):
         residuals = [self.min_residual(k, p) for k, p in zip(tip_indices, p_targets, strict=True)]
         stretch = tip_indices[0] if len(tip_indices) == 1 and residuals[0] is not None else None
         params = self.params
-        deadline = time.perf_counter() + params['timeout']
+        budget = Budget(params['timeout'])
+        deadline = budget.deadline
         tolerance = params['position_tolerance']
         # A single target on a serial chain: FABRIK alone, handing a stall above tolerance to
         # the closest-pose search; provably out of reach, after the first (stretching) pass.
@@ -265,7 +266,7 @@ class FabrikSolver(Solver):
             status, message = IkStatus.TIMEOUT, (f'timeout {params["timeout"]:g} s after '
                                                  f'{run.iterations} iterations')
         elif search and run.iterations < params['max_iterations']:
-            return self._closest_pose(run, p_targets[0], residuals[0], deadline, known,
+            return self._closest_pose(run, p_targets[0], residuals[0], budget, known,
                                       tip_indices)
         else:
             status = IkStatus.MAX_ITERATIONS
@@ -281,14 +282,14 @@ class FabrikSolver(Solver):
         return raw
 
     def _closest_pose(self, run, p_target: np.ndarray, bound: Optional[float],
-                      deadline: float, known: list, tip_indices: Sequence[int]) -> RawSolution:
+                      budget: Budget, known: list, tip_indices: Sequence[int]) -> RawSolution:
         """The closest-pose search from FABRIK's best configuration, within what is left of the
         solve's time and iterations (restarts: the ``restarts`` parameter)."""
         params = self.params
         tolerance = params['position_tolerance']
         history = run.history
         found = self._closest.search(
-            p_target.tolist(), run.q.tolist(), deadline,
+            p_target.tolist(), run.q.tolist(), budget,
             params['max_iterations'] - run.iterations, params['restarts'],
             _TOLERANCE_MARGIN * tolerance, tolerance, bound, random.Random(0), history)
         iterations = run.iterations + found.iterations
