@@ -77,6 +77,27 @@ def trajectory(chain, n: int, rate_hz: float, speed_scale: float, rng_seed: int 
     return mid + amp * np.sin(2 * math.pi * freq * t + phase)
 
 
+def leave_reach(chain, targets: np.ndarray, rate_hz: float, share: float,
+                period_s: float = 2.0) -> np.ndarray:
+    """``targets`` with the stream out of reach ``share`` of the time (0: unchanged).
+
+    In each ``period_s`` window the last ``share`` of the time the target is pushed along the ray
+    from the chain's first joint to 1.05-1.25 times its summed bone lengths (provably out of
+    reach; the factor drifts smoothly), as a teleop target leaving the workspace and coming back.
+    """
+    if share <= 0.0:
+        return targets
+    from ik_node.chain import chain_lengths
+    origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
+    reach = float(sum(chain_lengths(chain)))
+    t = np.arange(len(targets)) / rate_hz
+    out_now = (t % period_s) >= (1.0 - share) * period_s
+    d = targets - origin
+    factor = reach * (1.15 + 0.1 * np.sin(2 * math.pi * t / (3.1 * period_s)))
+    pushed = origin + d / np.linalg.norm(d, axis=1)[:, None] * factor[:, None]
+    return np.where(out_now[:, None], pushed, targets)
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
@@ -343,7 +364,7 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
             n = int(rate * seconds)
             q = trajectory(chain, n, rate, args.speed)
             T = chain.fk(q)
-            targets = T[:, :3, 3]
+            targets = leave_reach(chain, T[:, :3, 3], rate, 0.0 if warm else args.out_of_reach)
             quats = None
             if pose:
                 import transforms3d
@@ -465,6 +486,9 @@ def main(argv=None) -> int:
     ap.add_argument('--points', action='store_true',
                     help='send PointStamped even to 6-DOF arms (default: PoseStamped there)')
     ap.add_argument('--warmup-rate', type=float, default=100.0)
+    ap.add_argument('--out-of-reach', type=float, default=0.0, metavar='SHARE',
+                    help='share of the time the target stream is pushed out of reach (0-1; '
+                         '0.5: the half-out-of-reach stream of issue 14). Default 0')
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of every config (a fresh node each); goals use the median')
     ap.add_argument('--label', default='', help='free text recorded in the results')

@@ -48,6 +48,7 @@ import numpy as np  # noqa: E402
 import transforms3d  # noqa: E402
 
 import ik_node  # noqa: E402
+import out_of_reach  # noqa: E402
 import peers  # noqa: E402
 from peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot, Skip, Target,  # noqa: E402
                    rotation_error_rad)
@@ -60,8 +61,17 @@ KNOWN_ROBOTS = {
     'arm6': (REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0', 'shipped'),
     'ur5': (SHARED_ROBOTS / 'ur5.urdf', 'base_link', 'tool0', 'reference'),
     'panda': (SHARED_ROBOTS / 'panda.urdf', 'panda_link0', 'panda_hand_tcp', 'reference'),
+    'ur10': (SHARED_ROBOTS / 'ur10.urdf', 'base_link', 'tool0', 'reference'),
+    'iiwa14': (SHARED_ROBOTS / 'iiwa14.urdf', 'iiwa_link_0', 'iiwa_link_ee', 'reference'),
+    'jaco2': (SHARED_ROBOTS / 'kinova_j2s6s200.urdf', 'j2s6s200_link_base',
+              'j2s6s200_end_effector', 'reference'),
+    'baxter': (SHARED_ROBOTS / 'baxter.urdf', 'base', 'right_hand_link', 'reference'),
 }
-TASKS = ('6d', 'position')
+#: '6d', 'position': FK targets, both seeds; 'out_of_reach': see out_of_reach.py; 'tracik':
+#: TRAC-IK's published protocol (6D, mid-limit seed, 5 ms, 1e-5 on position [m] and rotation
+#: [rad]), ik_node's orientation_tolerance set to 1e-5 for it.
+TASKS = ('6d', 'position', 'out_of_reach', 'tracik')
+TRACIK_TOL_RAD = 1e-5
 SEEDS = ('mid', 'random')
 CALIBRATION_UNITS = 200
 #: ikpy gets this many budgets of evaluations so that its accuracy shows; a solve slower than
@@ -293,6 +303,8 @@ def summarize(r, task: str, budget_s: float, upto: int) -> Dict[str, Any]:
     accurate = pos < POSITION_TOL_M
     if task == '6d':
         accurate &= rot < ORIENTATION_TOL_RAD
+    elif task == 'tracik':
+        accurate &= rot < TRACIK_TOL_RAD
     in_budget = t <= budget_s
     success = accurate & in_budget & lim
     pct = lambda m: 100.0 * float(np.mean(m)) if upto else float('nan')  # noqa: E731
@@ -307,9 +319,12 @@ def summarize(r, task: str, budget_s: float, upto: int) -> Dict[str, Any]:
         'median_ms': 1e3 * float(np.median(t)),
         'p95_ms': 1e3 * float(np.percentile(t, 95)),
         'median_success_ms': 1e3 * float(np.median(t[success])) if success.any() else None,
+        # the same solves judged against a 1 ms budget (a solve is deterministic up to the
+        # clock: one stopped at 1 ms would have had exactly these first iterations)
+        'success_within_1ms_pct': pct(accurate & lim & (t <= 1e-3)),
         'median_position_error_m': float(np.median(pos)),
     }
-    if task == '6d':
+    if task in ('6d', 'tracik'):
         out['median_orientation_error_rad'] = float(np.median(rot))
     if r['it']:
         out['median_iterations_reported'] = float(np.median(r['it']))
@@ -356,6 +371,42 @@ def hip_knee_stream(robot: Robot, targets, params) -> Optional[Dict[str, Any]]:
     return {'robot': robot.name, 'n': len(targets),
             'median_us': float(np.median(times) * 1e6),
             'p95_us': float(np.percentile(times, 95) * 1e6)}
+
+
+def run_out_of_reach(robot: Robot, args, params) -> Dict[str, Any]:
+    """ik_node's position solvers on out-of-reach targets (see ``out_of_reach.py``): time,
+    and the excess of the error over the best a long multi-start search found."""
+    chain = robot.chain
+    budget_s = args.budget_ms / 1000.0
+    solvers, skipped = {}, {}
+    for name in sorted(ik_node.SOLVERS):
+        if args.solvers and name not in args.solvers:
+            continue
+        cls = ik_node.solver_class(name)
+        p = dict(params.get(name, {}))
+        if 'timeout' in cls.param_specs() and 'timeout' not in p:
+            p['timeout'] = budget_s
+        try:
+            solvers[name] = ik_node.make_solver(name, chain, p)
+        except ik_node.IkError as exc:
+            skipped[name] = f'{type(exc).__name__}: {exc}'
+    checker = ik_node.make_solver('damped_jacobian', chain, {'timeout': 0.05})
+    check_rng = np.random.default_rng(args.rng_seed + 4)
+    lower, upper = sampling_box(chain)
+
+    def reachable(target) -> bool:  # an FK-checked answer proves it
+        return any(checker.solve(target, None, seed).reachable
+                   for seed in (None, check_rng.uniform(lower, upper)))
+    t0 = time.perf_counter()
+    kinds = out_of_reach.make_targets(chain, args.oor_n, args.rng_seed, args.reference_starts,
+                                      reachable, log=log)
+    reference_s = time.perf_counter() - t0
+    summary = out_of_reach.measure(chain, solvers, kinds, args.rng_seed, budget_s,
+                                   f'{robot.name} | out of reach', log=log)
+    return {'robot': robot.name, 'dof': chain.n, 'reach_m': kinds['beyond']['reach_m'],
+            'reference_starts': args.reference_starts, 'reference_s': reference_s,
+            'settings': {name: dict(s.params) for name, s in solvers.items()},
+            'skipped': skipped, 'kinds': summary}
 
 
 def fabrik_iterations(robot: Robot, targets, params) -> Optional[Dict[str, Any]]:
@@ -429,7 +480,8 @@ def main(argv=None) -> int:
     ap.add_argument('--robots', nargs='+', help=f'subset of: {", ".join(KNOWN_ROBOTS)}')
     ap.add_argument('--solvers', nargs='+', help='subset of ik_node solvers and peers')
     ap.add_argument('--tasks', nargs='+', choices=TASKS,
-                    help='default: 6d on chains with >= 6 joints, position on all')
+                    help='default: 6d and tracik on chains with >= 6 joints, position and '
+                         'out_of_reach on all')
     ap.add_argument('--seeds', nargs='+', choices=SEEDS, default=list(SEEDS))
     ap.add_argument('--urdf', action='append', help='extra URDF file (repeatable)')
     ap.add_argument('--base', action='append', default=[], help='base link of each --urdf')
@@ -437,6 +489,11 @@ def main(argv=None) -> int:
     ap.add_argument('--param', action='append', default=[],
                     help='ik_node solver parameter, SOLVER.NAME=VALUE (repeatable)')
     ap.add_argument('--budget-ms', type=float, default=5.0, help='time budget per solve [ms]')
+    ap.add_argument('--oor-n', type=int, default=100,
+                    help='out-of-reach targets per kind and robot (default 100; --quick: 5)')
+    ap.add_argument('--reference-starts', type=int, default=100,
+                    help='random starts of the long search rating out-of-reach answers '
+                         '(default 100; --quick: 20)')
     ap.add_argument('--rng-seed', type=int, default=0)
     ap.add_argument('--out', type=Path, default=HERE / 'results')
     ap.add_argument('--no-plot', action='store_true')
@@ -445,6 +502,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.n = 10
+        args.oor_n = min(args.oor_n, 5)
+        args.reference_starts = min(args.reference_starts, 20)
     params = parse_params(args.param)
     factories = peers.peer_factories()
     known = sorted(ik_node.SOLVERS) + [f.name for f in factories]
@@ -466,19 +525,27 @@ def main(argv=None) -> int:
     peer_names = [f.name for f in factories]
     caps: Dict = {}
     blocks = []
+    unreachable = []
     fabrik = stream = None
     t_start = time.perf_counter()
     for robot in robots:
         targets, q_seeds = make_targets(robot.chain, args.n, args.rng_seed)
         q_mid = robot.chain.mid_configuration()
-        tasks = args.tasks or [t for t in TASKS if t == 'position' or robot.chain.n >= 6]
-        for task in tasks:
+        tasks = args.tasks or [t for t in TASKS if t not in ('6d', 'tracik') or
+                               robot.chain.n >= 6]
+        for task in [t for t in tasks if t != 'out_of_reach']:
             skipped: Dict[str, str] = {}
-            adapters = build_adapters(robot, task, args, factories, params, targets, q_mid,
-                                      caps, skipped)
+            task_params = params
+            if task == 'tracik':  # its tolerance on the rotation, for the solvers that take it
+                task_params = {name: {**({'orientation_tolerance': TRACIK_TOL_RAD} if
+                                         'orientation_tolerance' in
+                                         ik_node.solver_class(name).param_specs() else {}),
+                                      **params.get(name, {})} for name in ik_node.SOLVERS}
+            adapters = build_adapters(robot, '6d' if task == 'tracik' else task, args, factories,
+                                      task_params, targets, q_mid, caps, skipped)
             for name, why in skipped.items():
                 log(f'  {robot.name}/{task}: {name} skipped: {why}')
-            for seed_kind in args.seeds:
+            for seed_kind in (['mid'] if task == 'tracik' else args.seeds):
                 label = f'{robot.name} | {task} | {seed_kind} seed'
                 solvers = run_block(robot, task, seed_kind, adapters, targets, q_seeds,
                                     args.budget_ms / 1000.0, label)
@@ -488,6 +555,8 @@ def main(argv=None) -> int:
                                'task': task, 'seed': seed_kind, 'solvers': solvers,
                                'settings': {a.name: a.settings for a in adapters},
                                'skipped': skipped})
+        if 'out_of_reach' in tasks:
+            unreachable.append(run_out_of_reach(robot, args, params))
         if robot.name == 'leg3' and (not args.solvers or 'analytic_hip_knee' in args.solvers):
             stream = hip_knee_stream(robot, targets, params.get('analytic_hip_knee', {}))
             if stream:
@@ -497,6 +566,7 @@ def main(argv=None) -> int:
             if fabrik:
                 log(f'[fabrik iterations, planar4] {fabrik}')
     results = {'meta': environment(args, factories), 'blocks': blocks,
+               'out_of_reach': unreachable,
                'fabrik_iterations': fabrik, 'hip_knee_stream': stream,
                'elapsed_s': time.perf_counter() - t_start}
     results['goals'] = report.goals(results)

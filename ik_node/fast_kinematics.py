@@ -150,6 +150,10 @@ class SerialKinematics:
             ``e`` the position error vector to ``target`` (x, y, z) [m], ``cost = |e|^2``,
             ``J`` its 3 x n Jacobian as row tuples; ``J`` and ``e`` are None when the error is
             within ``tolerance`` [m] (compared as ``<=``).
+        position: ``position(q) -> (x, y, z)``: the tip position only [m].
+        position_newton: ``(target, q) -> (cost, H, g)``: the squared distance to ``target``
+            and its exact Newton system (half the Hessian, minus half the gradient); see
+            :func:`_emit_position_newton`.
         source: the generated Python source.
     """
 
@@ -174,7 +178,7 @@ class SerialKinematics:
                                           'atan2': math.atan2, 'half_turn': _half_turn}
         sources = []
         for kind in ('pose', 'pose_jacobian', 'position_jacobian', 'pose_normal',
-                     'position_residual'):
+                     'position_residual', 'position', 'position_newton'):
             sources.append(self._generate(kind, chain, consts, D, n))
         self.source = '\n\n'.join(sources)
         exec(compile(self.source, f'<serial kinematics of {chain.tip_link}>', 'exec'),
@@ -184,15 +188,22 @@ class SerialKinematics:
         self.position_jacobian = namespace['position_jacobian']
         self.pose_normal = namespace['pose_normal']
         self.position_residual = namespace['position_residual']
+        self.position = namespace['position']
+        self.position_newton = namespace['position_newton']
 
     @staticmethod
     def _generate(kind: str, chain, consts: List[np.ndarray], D: np.ndarray, n: int) -> str:
         em = _Emitter()
         em.lines.append(f'    {", ".join(f"q{i}" for i in range(n))}{"," if n == 1 else ""} = q')
         # the tip rotation is not needed for position only
-        need_rotation = kind not in ('position_jacobian', 'position_residual')
+        need_rotation = kind not in ('position_jacobian', 'position_residual', 'position',
+                                     'position_newton')
         p, T, emit_columns = _emit_kinematics(em, chain, consts, D, need_rotation)
         p_text = f'({", ".join(_entry(x) for x in p)},)'
+        if kind == 'position':
+            return '\n'.join(['def position(q):'] + em.lines + [f'    return {p_text}'])
+        if kind == 'position_newton':
+            return _emit_position_newton(em, p, emit_columns)
         R_text = '' if T is None else ', '.join(_entry(T[r][c]) for r in range(3)
                                                 for c in range(3))
         if kind == 'pose':
@@ -329,6 +340,35 @@ def _emit_pose_normal(em: _Emitter, p: List[Entry], T: Affine, emit_columns: Cal
     return '\n'.join(['def pose_normal(target, w2, tolerances, q):'] + em.lines + [
         f'    return (position_sq + w2 * angle * angle, position_error, angle, '
         f'({", ".join(H)},), ({", ".join(g)},))'])
+
+
+def _emit_position_newton(em: _Emitter, p: List[Entry], emit_columns: Callable) -> str:
+    """``position_newton(target, q)``: ``(cost, H, g)`` of the squared tip distance.
+
+    ``e = target - p``, ``cost = |e|^2`` [m^2], ``g = J^T e`` and ``H = J^T J - S`` with
+    ``S_jk = w_j . (J_k x e)`` for ``j <= k`` (``J_k`` the linear and ``w_k`` the angular
+    Jacobian column: ``d2p / dq_j dq_k = w_j x J_k``), the flat lower triangle row by row (entry
+    (a, b), a >= b, at ``a (a + 1) / 2 + b``). ``H`` is half the Hessian of ``cost`` and ``g``
+    minus half its gradient: the Newton step is ``H^-1 g``. See
+    :mod:`ik_node.solvers.closest_pose`.
+    """
+    em.lines += [f'    e{axis} = target[{r}] - {_entry(p[r])}' for r, axis in enumerate('xyz')]
+    columns = emit_columns()
+    # c_k = J_k x e, assigned once (used by every entry of row k).
+    cross = [[em.combo([(1.0, c[1], 'ez'), (-1.0, c[2], 'ey')]),
+              em.combo([(1.0, c[2], 'ex'), (-1.0, c[0], 'ez')]),
+              em.combo([(1.0, c[0], 'ey'), (-1.0, c[1], 'ex')])] for c in columns]
+    H: List[str] = []
+    for a, ca in enumerate(columns):
+        for b in range(a + 1):
+            cb = columns[b]
+            H.append(_entry(em.expression(
+                [(1.0, ca[k], cb[k]) for k in range(3)] +
+                [(-1.0, cb[3 + k], cross[a][k]) for k in range(3)])))
+    g = [_entry(em.expression([(1.0, c[0], 'ex'), (1.0, c[1], 'ey'), (1.0, c[2], 'ez')]))
+         for c in columns]
+    return '\n'.join(['def position_newton(target, q):'] + em.lines + [
+        f'    return ex * ex + ey * ey + ez * ez, ({", ".join(H)},), ({", ".join(g)},)'])
 
 
 def _sum_text(linear: Entry, angular: Entry) -> str:

@@ -20,23 +20,39 @@ reachable targets, 300 each): twin_arm both hands 85 -> 94.7 % within 100 iterat
 100 % within 100.
 ``min_residual`` is a proven lower bound on a tip's error, given only for tips whose joints are
 all revolute or continuous; None otherwise or when it is 0.
+
+One target on a serial chain of revolute joints (the common case) runs the same passes in plain
+floats (:mod:`ik_node.solvers.fabrik_serial`, several times faster than the numpy tree code), and
+FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
+:mod:`ik_node.solvers.closest_pose`): a run that stalls above tolerance, or a target provably
+out of reach after the first (stretching) pass, is finished by Newton descents to the closest
+stationary point, restarted only until two descents from different starts agree (status
+``unreachable``). ``timeout`` bounds the wall time of a solve: no iteration starts that would end
+after it (judged by the slowest iteration so far).
 """
 
 from __future__ import annotations
 
 import math
+import random
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.chain import Chain
+from ik_node.chain import Chain, chain_lengths
 from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
+from ik_node.solvers.closest_pose import Budget, ClosestPose, ReachBound, reach_bound
+from ik_node.solvers.fabrik_serial import SerialFabrik
 from ik_node.solvers.fabrik_tree import FabrikTree
+
+#: The closest-pose search counts the target reached below this fraction of the tolerance (a
+#: margin for the round-off of the FK that base.py measures independently).
+_TOLERANCE_MARGIN = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,10 @@ class FabrikSolver(Solver):
             int, 20, 'after a stall (a local minimum at joint limits), start again this many '
             'times from a random configuration drawn with a fixed seed (reproducible), within '
             'max_iterations; the best configuration seen is returned', '', min=0, max=1000),
+        'timeout': ParamSpec(
+            float, 0.005, 'wall-time budget of one solve, restarts and the closest-pose search '
+            'included: no iteration starts after it (status timeout, the best configuration '
+            'found is returned)', 's', min=0.0, max=3600.0, min_inclusive=False),
         'polish_iterations': ParamSpec(
             int, 10, 'finishing step, not FABRIK: when a FABRIK iteration cuts the tip error by '
             'less than half, up to this many damped least-squares steps on the targeted tips\' '
@@ -114,19 +134,32 @@ class FabrikSolver(Solver):
         self._tree = FabrikTree(chain)
         # A tip's error is provably at least (distance from its first joint - total bone length)
         # when every joint on its path is revolute: the first joint never moves and revolute
-        # joints keep the bone lengths. Prismatic joints change lengths: no bound then.
-        q0 = np.zeros(chain.n)
-        x0, R0 = np.zeros((chain.n + len(chain.tips), 3)), np.zeros((chain.n, 3, 3))
-        self._tree.rebuild(q0, x0, R0)
-        lengths = self._tree.bone_lengths(x0)
-        self._reach: list = []
-        for k in range(len(chain.tips)):
-            path = self._tree.path_to_tip(k)
-            joints = path[:-1]
+        # joints keep the bone lengths (tightened by the first joint's arc, see ReachBound).
+        # Prismatic joints change lengths: no bound then. A tip with no moving joint is fixed:
+        # its distance is exact.
+        self._bounds: list = []
+        for k, tip in enumerate(chain.tip_links):
+            joints = self._tree.path_to_tip(k)[:-1]
             if any(chain.joints[j].is_prismatic for j in joints):
-                self._reach.append(None)
-            else:  # (a tip with no moving joint is fixed: its bound is exact)
-                self._reach.append((x0[path[0]].copy(), float(np.sum(lengths[path[1:]]))))
+                self._bounds.append(None)
+            elif not joints:
+                self._bounds.append(chain.fk(np.zeros(chain.n), tip)[:3, 3].copy())
+            else:
+                self._bounds.append(reach_bound(chain, tip))
+        # Serial chains: a single-target solve that FABRIK leaves above tolerance is finished by
+        # the closest-pose search (not FABRIK; see ik_node.solvers.closest_pose). Not with
+        # prismatic joints, which FABRIK holds at their seed values.
+        fast = chain.fast_kinematics
+        self._closest = self._serial = None
+        if fast is not None and not any(j.is_prismatic for j in chain.joints):
+            self._serial = SerialFabrik(self._tree)  # the same passes in floats
+            low, high = chain.lower.tolist(), chain.upper.tolist()
+            self._closest = ClosestPose(
+                fast.pose_jacobian, fast.position, fast.position_newton, low, high,
+                [not j.is_prismatic and hi - lo >= 2.0 * math.pi
+                 for j, lo, hi in zip(chain.joints, low, high, strict=True)],
+                [j.is_prismatic for j in chain.joints],
+                max(float(sum(chain_lengths(chain))), 1e-3))
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
@@ -197,11 +230,13 @@ class FabrikSolver(Solver):
         It is ``|p_target - first joint| - total bone length`` when that is positive and the
         tip's path has revolute/continuous joints only; None otherwise (nothing proven).
         """
-        reach = self._reach[tip_index]
-        if reach is None:
+        bound = self._bounds[tip_index]
+        if bound is None:
             return None
-        origin, total = reach
-        excess = float(np.linalg.norm(p_target - origin)) - total
+        if isinstance(bound, ReachBound):
+            excess = bound.lower_bound(np.asarray(p_target, dtype=float).tolist())
+        else:  # a fixed tip
+            excess = float(np.linalg.norm(p_target - bound))
         return excess if excess > 0.0 else None
 
     def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray,
@@ -209,15 +244,36 @@ class FabrikSolver(Solver):
         residuals = [self.min_residual(k, p) for k, p in zip(tip_indices, p_targets, strict=True)]
         stretch = tip_indices[0] if len(tip_indices) == 1 and residuals[0] is not None else None
         params = self.params
-        run = self._tree.run(
-            q_seed, tip_indices, p_targets, self._weights[list(tip_indices)],
-            params['position_tolerance'], params['max_iterations'], params['min_improvement'],
-            params['stall_iterations'], restarts=params['restarts'],
-            extrapolate=params['extrapolate'], stretch_tip=stretch,
-            record_history=params['record_history'], polish=params['polish_iterations'])
+        budget = Budget(params['timeout'])
+        deadline = budget.deadline
+        tolerance = params['position_tolerance']
+        # A single target on a serial chain: FABRIK alone, handing a stall above tolerance to
+        # the closest-pose search; provably out of reach, after the first (stretching) pass.
+        search = self._closest is not None and len(tip_indices) == 1
+        out_of_reach = search and residuals[0] is not None and residuals[0] > tolerance
+        if search:
+            run = self._serial.run(
+                q_seed, p_targets[0], tolerance, 1 if out_of_reach else params['max_iterations'],
+                params['min_improvement'], params['stall_iterations'],
+                extrapolate=params['extrapolate'], stretch=stretch is not None,
+                record_history=params['record_history'], polish=params['polish_iterations'],
+                deadline=deadline)
+        else:
+            run = self._tree.run(
+                q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
+                params['max_iterations'], params['min_improvement'], params['stall_iterations'],
+                restarts=params['restarts'], extrapolate=params['extrapolate'],
+                stretch_tip=stretch, record_history=params['record_history'],
+                polish=params['polish_iterations'], deadline=deadline)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
+        elif run.timed_out:
+            status, message = IkStatus.TIMEOUT, (f'timeout {params["timeout"]:g} s after '
+                                                 f'{run.iterations} iterations')
+        elif search and run.iterations < params['max_iterations']:
+            return self._closest_pose(run, p_targets[0], residuals[0], budget, known,
+                                      tip_indices)
         else:
             status = IkStatus.MAX_ITERATIONS
             message = (f'stalled after {run.iterations} iterations (no improvement of '
@@ -230,6 +286,41 @@ class FabrikSolver(Solver):
                                          for k, r in zip(tip_indices, residuals, strict=True)
                                          if r is not None})
         return raw
+
+    def _closest_pose(self, run, p_target: np.ndarray, bound: Optional[float],
+                      budget: Budget, known: list, tip_indices: Sequence[int]) -> RawSolution:
+        """The closest-pose search from FABRIK's best configuration, within what is left of the
+        solve's time and iterations (restarts: the ``restarts`` parameter)."""
+        params = self.params
+        tolerance = params['position_tolerance']
+        history = run.history
+        found = self._closest.search(
+            p_target.tolist(), run.q.tolist(), budget,
+            params['max_iterations'] - run.iterations, params['restarts'],
+            _TOLERANCE_MARGIN * tolerance, tolerance, bound, random.Random(0), history)
+        iterations = run.iterations + found.iterations
+        restarts = max(found.descents - 1, 0)
+        pressed = ', '.join(self.chain.joint_names[k] for k in found.pressed)
+        at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
+        status, message = {
+            'converged': (IkStatus.CONVERGED, ''),
+            'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
+                       'of the proven bound'),
+            'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {found.descents} '
+                          'descents, two from different starts ended at this stationary point '
+                          f'and none lower{at_limits}'),
+            'timeout': (IkStatus.TIMEOUT, f'timeout {params["timeout"]:g} s after '
+                        f'{iterations} iterations'),
+            'iterations': (IkStatus.MAX_ITERATIONS, f'no convergence in {iterations} '
+                           'iterations'),
+            'restarts': (IkStatus.MAX_ITERATIONS, f'stuck after {restarts} restarts (the '
+                         'restarts limit)'),
+        }[found.stop]
+        return RawSolution(q=np.array(found.q), status=status, iterations=iterations,
+                           min_residual=max(known) if known else None, message=message,
+                           history=history,
+                           tip_residuals={self.chain.tip_links[tip_indices[0]]: bound}
+                           if bound is not None else {})
 
     def _finish_tips(self, raw: RawSolution, tip_indices: Sequence[int], p_targets: np.ndarray,
                      elapsed: float, q_seed: np.ndarray) -> IkResult:

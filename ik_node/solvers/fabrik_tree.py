@@ -39,6 +39,7 @@ value (an untargeted tip keeps its configuration relative to its branch).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
@@ -78,6 +79,7 @@ class FabrikRun:
     converged: bool
     stalled: bool
     history: Optional[List[float]]
+    timed_out: bool = False
 
 
 class _Plan:
@@ -322,7 +324,7 @@ class FabrikTree:
     # ------------------------------------------------------------------------------ polish
     def polish(self, plan: _Plan, q: np.ndarray, x: np.ndarray, R: np.ndarray,
                targets: np.ndarray, w_norm: np.ndarray, tolerance: float, steps: int,
-               history: Optional[List[float]] = None) -> int:
+               history: Optional[List[float]] = None, deadline: float = math.inf) -> int:
         """A finishing step that is not FABRIK: damped least squares on the tips' Jacobian.
 
         Up to ``steps`` Levenberg-Marquardt steps on the stacked position Jacobian of the
@@ -330,7 +332,9 @@ class FabrikTree:
         weights. A step is clipped to the joint limits, joints pressed against a limit by the
         step are frozen for it, and it is kept only if it lowers the weighted tip error (else
         the damping grows tenfold). ``q``, ``x`` and ``R`` are updated in place and stay equal
-        to FK of ``q``. Returns the number of steps taken (each counts as an iteration).
+        to FK of ``q``. Returns the number of steps taken (each counts as an iteration); no step
+        starts that would end after ``deadline`` (``time.perf_counter`` seconds), judged by
+        the slowest step so far.
         """
         cols = plan.polish_joints
         if steps <= 0 or len(cols) == 0:
@@ -342,8 +346,11 @@ class FabrikTree:
         obj = float(e @ e)
         J = np.zeros((3 * len(tips), len(cols)))
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
-        damping, taken = _POLISH_DAMPING, 0
+        damping, taken, longest = _POLISH_DAMPING, 0, 0.0
         while taken < steps:
+            started = time.perf_counter()
+            if started + longest > deadline:  # the step would end past the deadline
+                break
             taken += 1
             world_axes = np.einsum('nij,nj->ni', R[cols], self.axes[cols])
             for k, (joints, c) in enumerate(plan.polish_paths):
@@ -380,6 +387,7 @@ class FabrikTree:
             tip_err = np.sqrt(np.einsum('ij,ij->i', d, d))
             if history is not None:
                 history.append(float(tip_err.max()))
+            longest = max(longest, time.perf_counter() - started)
             if np.all(tip_err <= tolerance):
                 break
         return taken
@@ -389,7 +397,8 @@ class FabrikTree:
             weights: np.ndarray, tolerance: float, max_iterations: int, min_improvement: float,
             stall_iterations: int, restarts: int = 0, extrapolate: bool = True,
             stretch_tip: Optional[int] = None, record_history: bool = False,
-            polish: int = 0) -> FabrikRun:
+            polish: int = 0, deadline: float = math.inf,
+            stop_when_stuck: bool = False) -> FabrikRun:
         """Iterate FABRIK from ``q_seed`` until every targeted tip is within ``tolerance`` [m].
 
         Args:
@@ -417,6 +426,11 @@ class FabrikTree:
                 up to this many :meth:`polish` steps (each counted as an iteration); when they
                 cut it by less than ``_POLISH_STUCK_RATIO`` and a restart is left, the run
                 counts as stalled and restarts at once. 0: FABRIK passes only.
+            deadline: no iteration starts that would end after this ``time.perf_counter()``
+                [s], judged by the slowest iteration so far; the run then ends with
+                ``timed_out``.
+            stop_when_stuck: when FABRIK and the polish both crawl, end the run as stalled
+                even without a restart left (the caller finishes it another way).
         """
         n, N = self.n, self.n + self.n_tips
         plan = _Plan(self, tip_indices, weights)
@@ -441,7 +455,12 @@ class FabrikTree:
         rng, moving, polish_after = None, None, 0
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
         lower_all, upper_all = np.array(self.lower), np.array(self.upper)
+        timed_out, longest = False, 0.0  # longest: the slowest FABRIK iteration so far [s]
         while not converged and iterations < max_iterations:
+            started = time.perf_counter()
+            if started + longest > deadline:  # it would end past the deadline
+                timed_out = True
+                break
             iterations += 1
             q_before, obj_before = q.copy(), math.sqrt(float(w_norm @ (err * err)))
             if stretch_tip is not None and iterations == 1:
@@ -466,10 +485,11 @@ class FabrikTree:
                         err, obj = err_try, obj_try
             if history is not None:
                 history.append(float(err.max()))
+            longest = max(longest, time.perf_counter() - started)
             if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                     obj >= _POLISH_RATIO * obj_before and iterations < max_iterations):
                 taken = self.polish(plan, q, x, R, targets, w_norm, tolerance,
-                                    min(polish, max_iterations - iterations), history)
+                                    min(polish, max_iterations - iterations), history, deadline)
                 iterations += taken
                 err = errors()
                 obj_polished = math.sqrt(float(w_norm @ (err * err)))
@@ -479,7 +499,8 @@ class FabrikTree:
                 obj = obj_polished
                 # FABRIK and the polish both crawl: a local minimum, restart now (without a
                 # restart left, crawling on can only lower the error).
-                if stuck and min_improvement > 0.0 and restarts > 0 and stretch_tip is None:
+                if stuck and min_improvement > 0.0 and (restarts > 0 or stop_when_stuck) and \
+                        stretch_tip is None:
                     if obj < best_obj:
                         best_q, best_err, best_obj = q.copy(), err, obj
                     start_best = min(start_best, obj)
@@ -514,7 +535,7 @@ class FabrikTree:
         if converged:
             best_q, best_err = q.copy(), err
         return FabrikRun(best_q, best_err, iterations, converged, stalled and not converged,
-                         history)
+                         history, timed_out and not converged)
 
 
 def _angle_in_limits(theta: float, q_old: float, lower: float, upper: float) -> float:

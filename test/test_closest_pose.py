@@ -1,0 +1,154 @@
+"""The pieces of the closest-pose search: the generated Newton system against numpy and finite
+differences, the stretching sweep, the descent's stationary end, and the proven reach bound."""
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from closest_reference import newton_system as numpy_newton_system
+from ik_node import Chain
+from ik_node.chain import chain_lengths
+from ik_node.solvers.closest_pose import Budget, ClosestPose, reach_bound
+
+REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
+SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
+CHAINS = {'planar4': (REPO_URDF / 'planar4.urdf', 'base_link', 'tip'),
+          'leg3': (REPO_URDF / 'leg3.urdf', 'base_link', 'foot'),
+          'arm6': (REPO_URDF / 'arm6.urdf', 'base_link', 'tool0'),
+          'panda': (SHARED_ROBOTS / 'panda.urdf', 'panda_link0', 'panda_hand_tcp')}
+
+
+def load(name):
+    path, base, tip = CHAINS[name]
+    if not path.is_file():
+        pytest.skip(f'reference robot {path} is not present')
+    return Chain.from_urdf_file(path, base, tip)
+
+
+def search_of(chain):
+    fast = chain.fast_kinematics
+    low, high = chain.lower.tolist(), chain.upper.tolist()
+    return ClosestPose(fast.pose_jacobian, fast.position, fast.position_newton, low, high,
+                       [hi - lo >= 2 * math.pi for lo, hi in zip(low, high)],
+                       [j.is_prismatic for j in chain.joints], sum(chain_lengths(chain)))
+
+
+def full(flat, n):
+    H = np.zeros((n, n))
+    k = 0
+    for a in range(n):
+        for b in range(a + 1):
+            H[a, b] = H[b, a] = flat[k]
+            k += 1
+    return H
+
+
+@pytest.mark.parametrize('name', sorted(CHAINS))
+def test_generated_newton_system_matches_numpy_and_finite_differences(name):
+    chain = load(name)
+    fast = chain.fast_kinematics
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = rng.uniform(-2.0, 2.0, chain.n)
+        target = rng.uniform(-1.0, 1.0, 3)
+        cost, H, g = fast.position_newton(target.tolist(), q.tolist())
+        cost_np, H_np, g_np = numpy_newton_system(chain, target, q)
+        assert cost == pytest.approx(cost_np, abs=1e-12)
+        np.testing.assert_allclose(full(H, chain.n), H_np, atol=1e-12)
+        np.testing.assert_allclose(g, g_np, atol=1e-12)
+        np.testing.assert_allclose(fast.position(q.tolist()), chain.fk(q)[:3, 3], atol=1e-14)
+        # g is minus half the gradient of the cost, H half its Hessian (= -dg/dq)
+        h = 1e-6
+        for k in range(chain.n):
+            dq = np.zeros(chain.n)
+            dq[k] = h
+            up = fast.position_newton(target.tolist(), (q + dq).tolist())
+            down = fast.position_newton(target.tolist(), (q - dq).tolist())
+            assert -(up[0] - down[0]) / (4 * h) == pytest.approx(g[k], abs=1e-8)
+            np.testing.assert_allclose(-(np.array(up[2]) - np.array(down[2])) / (2 * h),
+                                       full(H, chain.n)[:, k], atol=1e-7)
+
+
+@pytest.mark.parametrize('name', ['planar4', 'leg3', 'arm6'])
+@pytest.mark.parametrize('from_base', [True, False])
+def test_the_last_joint_of_a_stretch_sweep_is_at_its_best_value_within_its_limits(name,
+                                                                                  from_base):
+    # A sweep sets each joint in turn to the value nearest the target, the others held; the
+    # joint set last is compared with a fine grid over its range (others at their final values).
+    chain = load(name)
+    search = search_of(chain)
+    k = chain.n - 1 if from_base else 0
+    lo, hi = max(chain.lower[k], -math.pi), min(chain.upper[k], math.pi)
+    grid = np.linspace(lo, hi, 4001)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        q0 = rng.uniform(np.maximum(chain.lower, -3), np.minimum(chain.upper, 3))
+        target = rng.uniform(-1.5, 1.5, 3)
+        q = np.array(search.stretch(target.tolist(), q0.tolist(), from_base=from_base))
+        assert chain.within_limits(q, tol=0.0)
+        mine = np.linalg.norm(chain.fk(q)[:3, 3] - target)
+        others = [np.linalg.norm(chain.fk(np.r_[q[:k], v, q[k + 1:]])[:3, 3] - target)
+                  for v in grid]
+        assert mine <= min(others) + 1e-12
+
+
+@pytest.mark.parametrize('name', ['planar4', 'leg3', 'panda'])
+def test_descent_error_never_rises_and_ends_stationary(name):
+    chain = load(name)
+    search = search_of(chain)
+    rng = np.random.default_rng(2)
+    reach = sum(chain_lengths(chain))
+    for _ in range(10):
+        target = rng.normal(size=3) * reach
+        q0 = rng.uniform(np.maximum(chain.lower, -3), np.minimum(chain.upper, 3)).tolist()
+        history = []
+        d = search.descend(target.tolist(), q0, Budget(3600.0), 500, 1e-9, history)
+        assert np.all(np.diff([np.linalg.norm(chain.fk(np.array(q0))[:3, 3] - target)] +
+                              history) <= 1e-15)
+        assert d.stationary
+        q = np.array(d.q)
+        _, _, g = numpy_newton_system(chain, target, q)
+        pressed = ((q <= chain.lower) & (g < 0.0)) | ((q >= chain.upper) & (g > 0.0))
+        assert np.linalg.norm(g[~pressed]) <= 1e-6 * reach * max(d.error, 1e-9)
+        assert sorted(np.flatnonzero(pressed).tolist()) == sorted(d.pressed)
+
+
+def test_search_stops_as_soon_as_its_rule_allows_and_counts_its_descents():
+    chain = load('planar4')
+    search = search_of(chain)
+    target = [2.0, 0.5, 0.0]  # beyond the 1.1 m reach: every start stretches toward it
+    bound = reach_bound(chain).lower_bound(target)
+    seed = [0.3, 0.3, 0.3, 0.3]
+
+    def run(bound):
+        return search.search(target, seed, Budget(3600.0), 1000, 100, 1e-9, 1e-6, bound,
+                             random.Random(0))
+    # A tight proven bound: the first descent reaching it ends the search.
+    tight = run(bound)
+    assert (tight.stop, tight.descents) == ('proven', 1)
+    assert tight.error == pytest.approx(bound, abs=1e-9)
+    # Proven out of reach, bound not tight: the seed's and the stretched mid's descents agree.
+    loose = run(bound - 0.01)
+    assert (loose.stop, loose.descents) == ('confirmed', 2)
+    # Nothing proven: a descent from a random start must agree (the 4th: after the seed's and
+    # the two stretched mid configurations).
+    unproven = run(None)
+    assert (unproven.stop, unproven.descents) == ('confirmed', 4)
+    for found in (tight, loose, unproven):
+        assert found.error == pytest.approx(bound, abs=1e-9)
+
+
+@pytest.mark.parametrize('name', sorted(CHAINS))
+def test_reach_bound_never_exceeds_a_reached_distance(name):
+    chain = load(name)
+    bound = reach_bound(chain)
+    rng = np.random.default_rng(3)
+    lower = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
+    upper = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
+    for _ in range(200):
+        tip = chain.fk(rng.uniform(lower, upper))[:3, 3]
+        target = rng.normal(size=3) * rng.uniform(0.0, 3.0)
+        assert bound.lower_bound(target.tolist()) <= np.linalg.norm(tip - target) + 1e-12

@@ -1,0 +1,239 @@
+"""Out-of-reach position targets: the iterative solvers stop early, at the closest pose.
+
+For targets beyond the reach, inside the inner hole and behind joint limits, ``damped_jacobian``
+and ``fabrik`` must return an error no larger than the best of a long multi-start search
+(:mod:`closest_reference`, independent numpy code, 30-40 starts: far more work than a solve), stop
+by their rule (well before their iteration caps, never by the clock: these solves get a 60 s
+timeout), at a stationary point of the error within the limits, with an honest status and a
+``min_residual`` that is a lower bound of that best error. Every error is measured by FK.
+
+No assertion here depends on wall time. The fabrik timeout test only checks that a tiny timeout
+ends a solve whose iteration cap is huge (status ``timeout``).
+"""
+
+import math
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from closest_reference import long_search, newton_system
+from ik_node import Chain, IkStatus, make_solver
+from ik_node.chain import chain_lengths
+from ik_node.errors import ConfigError
+from ik_node.solvers.closest_pose import reach_bound
+
+REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
+SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
+# Iteration caps far above what the stop rule needs, and no clock.
+PARAMS = {'damped_jacobian': {'timeout': 60.0, 'max_iterations': 5000},
+          'fabrik': {'timeout': 60.0, 'max_iterations': 5000, 'position_tolerance': 1e-5}}
+ITERATIONS_USED_AT_MOST = 400  # what the stop rule used on these targets: under 150 measured
+
+
+def nine_bones_urdf() -> str:
+    """An unconstrained planar chain of 9 bones of 0.1 m (reach 0.9 m), continuous joints."""
+    links = ''.join(f'<link name="l{i}"/>' for i in range(11))
+    joints = ''.join(
+        f'<joint name="j{i}" type="continuous"><parent link="l{i}"/><child link="l{i + 1}"/>'
+        f'<origin xyz="{0.1 if i else 0.0} 0 0"/><axis xyz="0 0 1"/></joint>' for i in range(9))
+    joints += ('<joint name="tip" type="fixed"><parent link="l9"/><child link="l10"/>'
+               '<origin xyz="0.1 0 0"/></joint>')
+    return f'<robot name="nine">{links}{joints}</robot>'
+
+
+def load(name: str) -> Chain:
+    if name == 'nine_bones':
+        return Chain.from_urdf_string(nine_bones_urdf(), 'l0', 'l10')
+    if name in ('planar4', 'leg3'):
+        tip = 'tip' if name == 'planar4' else 'foot'
+        return Chain.from_urdf_file(REPO_URDF / f'{name}.urdf', 'base_link', tip)
+    path = SHARED_ROBOTS / f'{name}.urdf'
+    if not path.is_file():
+        pytest.skip(f'reference robot {path} is not present')
+    base, tip = {'ur5': ('base_link', 'tool0'), 'panda': ('panda_link0', 'panda_hand_tcp')}[name]
+    return Chain.from_urdf_file(path, base, tip)
+
+
+def random_q(chain, rng):
+    lower = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
+    upper = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
+    return rng.uniform(lower, upper)
+
+
+def beyond_targets(chain, count, rng):
+    """FK of random configurations pushed along the ray from the first joint to 1.05-1.5 times
+    the summed bone lengths: provably out of reach."""
+    origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
+    reach = sum(chain_lengths(chain))
+    out = []
+    for _ in range(count):
+        d = chain.fk(random_q(chain, rng))[:3, 3] - origin
+        out.append(origin + d / np.linalg.norm(d) * reach * rng.uniform(1.05, 1.5))
+    return out
+
+
+# The leg's hip pitch joint is 0.05 m below the yaw joint; thigh 0.30 m, shin 0.28 m, knee
+# within +-2.6 rad: the foot stays at least sqrt(0.3^2 + 0.28^2 + 2 0.3 0.28 cos 2.6) = 0.156 m
+# from the hip pitch joint (the inner hole). Hip yaw within +-1.2 rad and the mirrored plane
+# (yaw + pi, pitch within +-1.6) leave the azimuths near +-1.9 rad out of every leg plane.
+LEG3_HIP = np.array([0.0, 0.0, -0.05])
+
+
+def leg3_inner_targets(count, rng):
+    out = []
+    for _ in range(count):
+        d = rng.normal(size=3)
+        out.append(LEG3_HIP + d / np.linalg.norm(d) * rng.uniform(0.0, 0.12))
+    return out
+
+
+def leg3_behind_limit_targets(count, rng):
+    out = []
+    for _ in range(count):
+        azimuth = rng.choice([-1.0, 1.0]) * rng.uniform(1.75, 1.95)
+        radius, z = rng.uniform(0.25, 0.5), rng.uniform(-0.2, 0.1)
+        out.append(LEG3_HIP + np.array([radius * math.cos(azimuth),
+                                        radius * math.sin(azimuth), z]))
+    return out
+
+
+CASES = [  # (robot, kind, targets, long-search starts)
+    ('planar4', 'beyond', 5, 30), ('leg3', 'beyond', 5, 30), ('leg3', 'inner', 5, 30),
+    ('leg3', 'behind limits', 5, 30), ('nine_bones', 'beyond', 3, 30), ('ur5', 'beyond', 3, 30),
+    ('panda', 'beyond', 3, 30)]
+
+
+def targets_of(chain, robot, kind, count, rng):
+    if kind == 'beyond':
+        return beyond_targets(chain, count, rng)
+    if kind == 'inner':
+        return leg3_inner_targets(count, rng)
+    return leg3_behind_limit_targets(count, rng)
+
+
+@pytest.fixture(scope='module', params=CASES, ids=[f'{c[0]}-{c[1]}' for c in CASES])
+def case(request):
+    """(chain, [(target, long-search best error, its q), ...], kind)."""
+    robot, kind, count, starts = request.param
+    chain = load(robot)
+    rng = np.random.default_rng(zlib.crc32(f'{robot} {kind}'.encode()))
+    solved = []
+    for target in targets_of(chain, robot, kind, count, rng):
+        error, q = long_search(chain, target, starts, rng, extra=[chain.mid_configuration()])
+        assert error > 1e-4, f'{robot} {kind}: target {target} is reachable'  # the premise
+        solved.append((target, error, q))
+    return chain, solved, kind
+
+
+@pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
+def test_stopped_solve_is_no_farther_than_the_best_of_a_long_search(case, solver_name):
+    chain, solved, kind = case
+    solver = make_solver(solver_name, chain, PARAMS[solver_name])
+    rng = np.random.default_rng(1)
+    for target, best, _ in solved:
+        for seed in (None, random_q(chain, rng)):
+            r = solver.solve(target, seed=seed)
+            error = float(np.linalg.norm(chain.fk(r.joint_positions)[:3, 3] - target))
+            assert r.position_error == pytest.approx(error, abs=1e-12)
+            assert chain.within_limits(r.joint_positions, tol=0.0)
+            assert not r.reachable
+            assert r.status is IkStatus.UNREACHABLE, r.message
+            # stopped by its rule, not by a cap: far fewer iterations than allowed
+            assert r.iterations <= ITERATIONS_USED_AT_MOST, (r.iterations, r.message)
+            assert error <= best + 1e-6, (kind, target, error, best, r.message)
+
+
+@pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
+def test_stopped_solve_is_a_stationary_point_within_the_limits(case, solver_name):
+    # The projected gradient J^T e vanishes: joints pressed against a limit whose gradient
+    # points outwards do not count (the Karush-Kuhn-Tucker condition of the box).
+    chain, solved, _ = case
+    solver = make_solver(solver_name, chain, PARAMS[solver_name])
+    reach = sum(chain_lengths(chain))
+    for target, _, _ in solved:
+        r = solver.solve(target)
+        q = r.joint_positions
+        _, _, g = newton_system(chain, np.asarray(target), q)
+        pressed = ((q <= chain.lower) & (g < 0.0)) | ((q >= chain.upper) & (g > 0.0))
+        assert np.linalg.norm(g[~pressed]) <= 1e-6 * reach * r.position_error, (g, pressed)
+
+
+@pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
+def test_min_residual_is_a_lower_bound_of_the_long_search(case, solver_name):
+    chain, solved, kind = case
+    solver = make_solver(solver_name, chain, PARAMS[solver_name])
+    for target, best, _ in solved:
+        r = solver.solve(target)
+        if kind == 'beyond':  # proven by the bone lengths
+            assert r.min_residual is not None and r.min_residual > 0.0
+        if r.min_residual is not None:
+            assert r.min_residual <= best + 1e-12
+
+
+def test_nine_bone_chain_stretches_to_the_exact_closest_error():
+    # The issue's example: reach 0.9 m, target 1.3 m away, best error 0.4 m (stretched).
+    chain = load('nine_bones')
+    rng = np.random.default_rng(3)
+    for solver_name in ('damped_jacobian', 'fabrik'):
+        solver = make_solver(solver_name, chain, PARAMS[solver_name])
+        for _ in range(5):
+            angle = rng.uniform(-math.pi, math.pi)
+            target = 1.3 * np.array([math.cos(angle), math.sin(angle), 0.0])
+            r = solver.solve(target, seed=random_q(chain, rng))
+            assert r.status is IkStatus.UNREACHABLE
+            assert r.position_error == pytest.approx(0.4, abs=1e-9)
+            assert r.min_residual == pytest.approx(0.4, abs=1e-12)
+            assert 'out of reach' in r.message or 'closest pose' in r.message
+
+
+def test_leg_bound_is_the_exact_error_of_the_stretched_leg_beyond_reach():
+    # The hip pitch joint lies on the yaw axis: the bound counts the bones from there, which
+    # is what the analytic solver's closest pose misses by.
+    chain = load('leg3')
+    bound = reach_bound(chain)
+    analytic = make_solver('analytic_hip_knee', chain)
+    rng = np.random.default_rng(4)
+    for target in beyond_targets(chain, 20, rng):
+        r = analytic.solve(target)
+        if r.status is IkStatus.UNREACHABLE and r.min_residual > 1e-3:
+            assert bound.lower_bound(target.tolist()) <= r.position_error + 1e-12
+        assert bound.lower_bound(target.tolist()) == pytest.approx(
+            float(np.linalg.norm(target - LEG3_HIP)) - 0.58, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------- fabrik timeout
+def test_fabrik_tiny_timeout_ends_a_solve_with_a_huge_iteration_cap():
+    chain = load('planar4')
+    solver = make_solver('fabrik', chain, {'timeout': 1e-6, 'max_iterations': 1_000_000,
+                                           'position_tolerance': 1e-9})
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q_target = random_q(chain, rng)
+        target = chain.fk(q_target)[:3, 3]
+        r = solver.solve(target, seed=np.clip(-q_target, chain.lower, chain.upper))
+        assert r.status is IkStatus.TIMEOUT, r.message
+        assert r.iterations < 1_000_000
+        assert chain.within_limits(r.joint_positions, tol=0.0)
+        assert r.position_error == pytest.approx(
+            float(np.linalg.norm(chain.fk(r.joint_positions)[:3, 3] - target)), abs=1e-12)
+
+
+def test_fabrik_tiny_timeout_on_an_unproven_unreachable_target_says_timeout():
+    chain = load('leg3')
+    solver = make_solver('fabrik', chain, {'timeout': 1e-6, 'max_iterations': 1_000_000})
+    r = solver.solve(LEG3_HIP + np.array([0.05, 0.0, 0.0]), seed=[0.5, 0.5, 0.5])
+    assert r.status is IkStatus.TIMEOUT and r.min_residual is None
+
+
+@pytest.mark.parametrize('value', [0.0, -1.0, float('nan'), 'soon'])
+def test_fabrik_timeout_must_be_a_positive_number(value):
+    with pytest.raises(ConfigError, match='timeout'):
+        make_solver('fabrik', load('planar4'), {'timeout': value})
+
+
+def test_fabrik_declares_its_timeout_with_unit_and_range():
+    spec = make_solver('fabrik', load('planar4')).param_specs()['timeout']
+    assert spec.unit == 's' and spec.type is float and spec.default > 0.0
+    assert spec.min == 0.0 and not spec.min_inclusive
