@@ -32,6 +32,7 @@ import math
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -495,11 +496,16 @@ def main(argv=None) -> int:
                     help='random starts of the long search rating out-of-reach answers '
                          '(default 100; --quick: 20)')
     ap.add_argument('--rng-seed', type=int, default=0)
-    ap.add_argument('--out', type=Path, default=HERE / 'results')
+    ap.add_argument('--out', type=Path, default=None,
+                    help='results folder (default: benchmarks/results; with --quick a temporary '
+                         'folder, so a smoke run never overwrites the committed results)')
     ap.add_argument('--no-plot', action='store_true')
     ap.add_argument('--label', default='', help='free text recorded in the results (e.g. what '
                     'source tree was measured)')
     args = ap.parse_args(argv)
+    if args.out is None:
+        args.out = Path(tempfile.mkdtemp(prefix='bench_quick_')) if args.quick \
+            else HERE / 'results'
     if args.quick:
         args.n = 10
         args.oor_n = min(args.oor_n, 5)

@@ -38,3 +38,14 @@ def test_unknown_solver_name_is_refused_with_the_valid_names(tmp_path):
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert 'nope' in proc.stderr and 'damped_jacobian' in proc.stderr
+
+
+def test_a_quick_run_never_writes_the_committed_results(tmp_path):
+    results = SCRIPT.parent / 'results' / 'results.md'
+    before = results.read_bytes() if results.is_file() else None
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), '--quick', '--robots', 'planar4', '--solvers', 'fabrik',
+         '--no-plot'], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (results.read_bytes() if results.is_file() else None) == before
+    assert 'bench_quick_' in proc.stdout + proc.stderr  # says where it wrote
