@@ -12,6 +12,7 @@ The reference URDFs are read in place from ../shared/robots.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -424,4 +425,97 @@ def test_a_target_in_a_tf_frame_is_transformed_into_the_base(graph, tmp_path):
              == v['joint_state_stamp']), None))
         assert np.linalg.norm(chain.fk(np.array(msg.position))[:3, 3] - p_base) < 1e-4
     finally:
+        stop(proc)
+
+
+def test_swaps_under_a_1khz_stream_never_mix_two_chains(graph, shared_robot, tmp_path):
+    """Description swaps (UR5 <-> arm6), solver switches and chain changes while targets stream
+    at 1 kHz from this process into the node's process: every JointState is one model's whole
+    joint list, every answered target after a swap is solved on the new chain, the node lives."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    ur5_xml = shared_robot(UR5[0]).read_text()
+    arm6_xml = (REPO / 'urdf' / 'arm6.urdf').read_text()
+    models = {'ur5': Chain.from_urdf_string(ur5_xml, 'base_link', 'tool0'),
+              'arm6': Chain.from_urdf_string(arm6_xml, 'base_link', 'tool0')}
+    names = {k: tuple(c.joint_names) for k, c in models.items()}
+    params = write_params(tmp_path, 'swap', {'robot_description': ur5_xml,
+                                             'base_link': 'base_link', 'tip_link': 'tool0',
+                                             'solver': 'damped_jacobian',
+                                             'reachability_samples': 0})
+    js = graph.listen(JointState, '/joint_states', 1000)
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    client = graph.node.create_client(SetParameters, '/ik_node/set_parameters')
+
+    def set_param(name, value):
+        kind = ParameterType.PARAMETER_STRING
+        request = SetParameters.Request(parameters=[ParameterMsg(
+            name=name, value=ParameterValue(type=kind, string_value=value))])
+        assert client.wait_for_service(timeout_sec=TIMEOUT_S)
+        future = client.call_async(request)
+        graph.wait_for(f'set {name}', future.done, procs=[proc])
+        (result,) = future.result().results
+        assert result.successful, result.reason
+
+    halt = threading.Event()
+    sent = []
+
+    def stream():
+        rng = np.random.default_rng(8)
+        while not halt.is_set():
+            p = rng.uniform([-0.4, -0.4, 0.1], [0.4, 0.4, 0.5])
+            sent.append((time.monotonic(), graph.send_point('/ik_node/target_point',
+                                                            'base_link', p)))
+            time.sleep(0.001)
+    try:
+        graph.wait_for('the node', lambda: diags and js, procs=[proc])
+        streamer = threading.Thread(target=stream, daemon=True)
+        streamer.start()
+        in_force = 'ur5'
+        swaps = []  # (monotonic time the set returned, model now in force)
+        for step in range(6):
+            time.sleep(0.3)
+            if step % 3 == 0:
+                in_force = 'arm6' if in_force == 'ur5' else 'ur5'
+                set_param('robot_description', arm6_xml if in_force == 'arm6' else ur5_xml)
+            elif step % 3 == 1:
+                set_param('solver', 'fabrik' if step % 2 else 'damped_jacobian')
+            else:
+                set_param('tip_link', 'wrist_3_link' if step % 2 == 0 else 'tool0')
+                set_param('tip_link', 'tool0')
+            swaps.append((time.monotonic(), in_force))
+        time.sleep(0.5)
+        halt.set()
+        streamer.join(timeout=5)
+        assert proc.poll() is None, 'the node died'
+        with graph.lock:
+            states = list(js)
+            statuses = list(diags)
+        assert len(sent) > 1000
+        for m in states:
+            assert tuple(m.name) in names.values(), m.name  # never a mix of two chains
+            assert all(math.isfinite(v) for v in m.position)
+        # Every target sent after a description swap returned is answered on the new chain.
+        by_stamp = {}
+        for s in statuses:
+            v = values(s)
+            for key in v.get('target_stamp', '').split(','):
+                if key and v.get('joint_state_stamp'):
+                    by_stamp[key] = v['joint_state_stamp']
+        js_names = {f'{m.header.stamp.sec}.{m.header.stamp.nanosec:09d}': tuple(m.name)
+                    for m in states}
+        checked = 0
+        for t_sent, key in sent:
+            model = None
+            for t_swap, name in swaps:
+                if t_swap < t_sent:
+                    model = name
+            if model is None or key not in by_stamp or by_stamp[key] not in js_names:
+                continue
+            assert js_names[by_stamp[key]] == names[model], (key, model)
+            checked += 1
+        assert checked >= 5, f'only {checked} answered targets could be checked'
+    finally:
+        halt.set()
         stop(proc)
