@@ -276,6 +276,9 @@ def parse_args(argv=None):
                    help='least fraction of --rate the publisher must achieve')
     p.add_argument('--seed', type=int, default=1)
     p.add_argument('--json-out', type=Path, default=None, help='write the summary as JSON')
+    p.add_argument('--swap-every', type=float, default=0.0, metavar='S',
+                   help='during the flood, set the node\'s robot_description every S seconds '
+                        '(the same robot, a new text each time: a full chain rebuild); 0: never')
     p.add_argument('--workdir', type=Path, default=None,
                    help='folder for the node\'s params file and log (default: a temporary one, '
                         'removed at the end unless the run failed)')
@@ -332,6 +335,7 @@ def main(argv=None) -> int:
     spin.start()
     failures: List[str] = []
     summary: Dict[str, object] = {}
+    swapper = None
     try:
         deadline = time.monotonic() + 30.0
         while monitor.joint_states == 0:
@@ -351,8 +355,9 @@ def main(argv=None) -> int:
         t_start = time.monotonic()
         rss_samples = []
         last = (t_start, 0, 0)
+        swapper = _Swapper(monitor.node, name, args.robot, args.swap_every)
         while publisher.is_alive() and node_proc.poll() is None:
-            time.sleep(1.0)
+            swapper.sleep(1.0)
             now = time.monotonic()
             with monitor.lock:
                 js, matched = monitor.joint_states, len(monitor.matched)
@@ -367,6 +372,8 @@ def main(argv=None) -> int:
                   f'matched {matched}  skipped {skipped}  RSS {rss:.1f} MB', flush=True)
             last = (now, sent, js)
         t_flood = time.monotonic() - t_start
+        if swapper.refused:
+            failures.append(f'description swaps refused: {swapper.refused[:3]}')
         publisher.join(timeout=10.0)
         time.sleep(1.0)  # let the last solves and diagnostics arrive
         alive = node_proc.poll() is None
@@ -450,6 +457,7 @@ def main(argv=None) -> int:
         rclpy.try_shutdown()
         log.close()
 
+    summary['description_swaps'] = swapper.done if swapper is not None else 0
     summary['failures'] = failures
     summary['passed'] = not failures
     _print_summary(summary)
@@ -473,6 +481,50 @@ def _p99_by_third(received_at: Dict[int, float], latency: Dict[int, float]) -> L
         lo, hi = t0 + k * (t1 - t0) / 3, t0 + (k + 1) * (t1 - t0) / 3
         out.append(percentile([v for t, v in by_time if lo <= t <= hi], 99))
     return out
+
+
+class _Swapper:
+    """Sets the node's robot_description every ``period`` seconds (0: never) while sleeping."""
+
+    def __init__(self, node, name: str, robot: str, period: float) -> None:
+        self.period, self.done, self.refused = period, 0, []
+        self.next = time.monotonic() + period
+        if period > 0:
+            from rcl_interfaces.srv import SetParameters
+            data = yaml.safe_load((REPO / 'config' / f'{robot}.yaml').read_text())
+            self.xml = (REPO / 'urdf' / data['ik_node']['ros__parameters']['urdf_file']).read_text()
+            self.client = node.create_client(SetParameters, f'/{name}/set_parameters')
+
+    def sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while self.period > 0 and self.next < end:
+            time.sleep(max(0.0, self.next - time.monotonic()))
+            self._swap()
+            self.next += self.period
+        time.sleep(max(0.0, end - time.monotonic()))
+
+    def _swap(self) -> None:
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+        xml = self.xml.replace('<robot', f'<!-- swap {self.done} -->\n<robot', 1)
+        request = SetParameters.Request(parameters=[Parameter(
+            name='robot_description',
+            value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=xml))])
+        if not self.client.wait_for_service(timeout_sec=5.0):
+            self.refused.append('parameter service not available')
+            return
+        future = self.client.call_async(request)
+        deadline = time.monotonic() + 10.0
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not future.done():
+            self.refused.append('no answer within 10 s')
+            return
+        result = future.result().results[0]
+        if result.successful:
+            self.done += 1
+        else:
+            self.refused.append(result.reason)
 
 
 def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> int:
