@@ -26,10 +26,9 @@ floats (:mod:`ik_node.solvers.fabrik_serial`, several times faster than the nump
 FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
 :mod:`ik_node.solvers.closest_pose`): a run that stalls above tolerance, or a target provably
 out of reach after the first (stretching) pass, is finished by Newton descents to the closest
-stationary point, restarted only until two descents from different starts agree, one of them from a random
-start (status
-``unreachable``). ``timeout`` bounds the wall time of a solve: no iteration starts that would end
-after it (judged by the slowest iteration so far).
+stationary point, restarted only until two descents from different starts agree, one of them
+from a random start (status ``unreachable``). ``timeout`` bounds the wall time of a solve: no
+iteration starts that would end after it (judged by the slowest iteration so far).
 """
 
 from __future__ import annotations
