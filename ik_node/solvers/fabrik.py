@@ -113,8 +113,8 @@ class FabrikSolver(Solver):
             'times from a random configuration drawn with a fixed seed (reproducible), within '
             'max_iterations; the best configuration seen is returned', '', min=0, max=1000),
         'timeout': ParamSpec(
-            float, 0.005, 'wall-time budget of one solve, restarts and the closest-pose search '
-            'included: no iteration starts after it (status timeout, the best configuration '
+            float, 0.005, 'wall-time budget of one solve, the closest-pose search included: no '
+            'iteration starts that would end after it (status timeout, the best configuration '
             'found is returned)', 's', min=0.0, max=3600.0, min_inclusive=False),
         'polish_iterations': ParamSpec(
             int, 10, 'finishing step, not FABRIK: when a FABRIK iteration cuts the tip error by '
