@@ -105,7 +105,8 @@ def goals_issue14(results) -> List[Dict[str, Any]]:
         goal = f'fabrik {label} position only, random seeds: median <= 1 ms'
         out.append(_goal(goal, f'{s["median_ms"]:.3f} ms' if s else 'not run',
                          s['median_ms'] <= 1.0 if s else None))
-    for robot in sorted({b['robot'] for b in results['blocks'] if b['task'] == '6d'}):
+    for robot in sorted({b['robot'] for b in results['blocks'] if b['task'] == '6d' and
+                         b['dof'] >= 6}):  # the arms
         b = _block(results, robot, '6d', 'random')
         s = b['solvers'].get('damped_jacobian') if b else None
         lma = b['solvers'].get('kdl_lma') if b else None

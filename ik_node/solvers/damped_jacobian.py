@@ -22,8 +22,8 @@ limit sat out a step meanwhile), or no damping finds a lower error.
 Position targets: a descent stuck above tolerance, or a target provably out of reach from the
 start, goes to the closest-pose search (:mod:`ik_node.solvers.closest_pose`): Newton descents with
 the exact Hessian to stationary points of the error within the limits, restarted only until two
-descents from different starts agree on the best one (one of them from a random start unless
-the target is provably out of reach), or it reaches the proven bound. The answer is then the
+descents from different starts agree on the best one (one of them from a random start), or it
+reaches the proven bound. The answer is then the
 closest pose, status ``unreachable``.
 
 Pose (6D) targets: for the first restart after a descent in which joints at a limit sat out a

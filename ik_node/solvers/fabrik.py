@@ -26,9 +26,9 @@ floats (:mod:`ik_node.solvers.fabrik_serial`, several times faster than the nump
 FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
 :mod:`ik_node.solvers.closest_pose`): a run that stalls above tolerance, or a target provably
 out of reach after the first (stretching) pass, is finished by Newton descents to the closest
-stationary point, restarted only until two descents from different starts agree (status
-``unreachable``). ``timeout`` bounds the wall time of a solve: no iteration starts that would end
-after it (judged by the slowest iteration so far).
+stationary point, restarted only until two descents from different starts agree, one of them
+from a random start (status ``unreachable``). ``timeout`` bounds the wall time of a solve: no
+iteration starts that would end after it (judged by the slowest iteration so far).
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ class FabrikSolver(Solver):
             'times from a random configuration drawn with a fixed seed (reproducible), within '
             'max_iterations; the best configuration seen is returned', '', min=0, max=1000),
         'timeout': ParamSpec(
-            float, 0.005, 'wall-time budget of one solve, restarts and the closest-pose search '
-            'included: no iteration starts after it (status timeout, the best configuration '
+            float, 0.005, 'wall-time budget of one solve, the closest-pose search included: no '
+            'iteration starts that would end after it (status timeout, the best configuration '
             'found is returned)', 's', min=0.0, max=3600.0, min_inclusive=False),
         'polish_iterations': ParamSpec(
             int, 10, 'finishing step, not FABRIK: when a FABRIK iteration cuts the tip error by '
