@@ -519,3 +519,88 @@ def test_swaps_under_a_1khz_stream_never_mix_two_chains(graph, shared_robot, tmp
     finally:
         halt.set()
         stop(proc)
+
+
+def test_fuzzed_targets_parameter_sets_and_descriptions_over_dds_leave_the_node_valid(
+        graph, tmp_path):
+    """Random targets (NaN, huge, zero quaternions, unknown frames), random parameter sets
+    (every declared name, values of every type) and mutated URDF texts, sent over DDS to the
+    node's process: it stays alive, every output is valid, and a good target is still solved."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import ListParameters, SetParameters
+    rng = np.random.default_rng(21)
+    params = write_params(tmp_path, 'fuzz', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
+                                             'tip_link': 'foot', 'solver': 'analytic_hip_knee',
+                                             'reachability_samples': 0})
+    js = graph.listen(JointState, '/joint_states', 1000)
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    set_client = graph.node.create_client(SetParameters, '/ik_node/set_parameters')
+    list_client = graph.node.create_client(ListParameters, '/ik_node/list_parameters')
+    chain = Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
+    leg_xml = (REPO / 'urdf' / 'leg3.urdf').read_text()
+
+    def call(client, request):
+        assert client.wait_for_service(timeout_sec=TIMEOUT_S)
+        future = client.call_async(request)
+        graph.wait_for('a service answer', future.done, procs=[proc])
+        return future.result()
+
+    def random_value():
+        kind = int(rng.integers(6))
+        if kind == 0:
+            return ParameterValue(type=ParameterType.PARAMETER_DOUBLE,
+                                  double_value=float(rng.choice([-1.0, 0.0, 1e300, math.nan,
+                                                                 math.inf, 0.5])))
+        if kind == 1:
+            return ParameterValue(type=ParameterType.PARAMETER_INTEGER,
+                                  integer_value=int(rng.choice([-5, 0, 1, 2 ** 40])))
+        if kind == 2:
+            return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=True)
+        if kind == 3:
+            return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY,
+                                  string_array_value=['foot', ' ', 'nope'])
+        if kind == 4:  # a mutated URDF text
+            cut = int(rng.integers(len(leg_xml)))
+            text = leg_xml[:cut] + leg_xml[cut + int(rng.integers(1, 80)):]
+            return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=text)
+        return ParameterValue(type=ParameterType.PARAMETER_STRING,
+                              string_value=str(rng.choice([' FABRIK ', '', 'x' * 1000, '\x00'])))
+    try:
+        graph.wait_for('the node', lambda: diags and js, procs=[proc])
+        names = list(call(list_client, ListParameters.Request()).result.names)
+        assert 'solver' in names and 'robot_description' in names
+        for _ in range(60):
+            name = str(rng.choice(names + ['robot_description'] * 10))
+            call(set_client, SetParameters.Request(parameters=[
+                ParameterMsg(name=name, value=random_value())]))
+            p = rng.normal(0.0, 1.0, 3) * float(rng.choice([0.3, 1e12]))
+            if rng.random() < 0.2:
+                p[int(rng.integers(3))] = math.nan
+            graph.send_point('/ik_node/target_point',
+                             str(rng.choice(['base_link', 'thigh_link', 'nowhere', ''])), p)
+        # Back to a known configuration, then a good target must be solved and published.
+        call(set_client, SetParameters.Request(parameters=[ParameterMsg(
+            name='robot_description',
+            value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=leg_xml))]))
+        for name, value in (('solver', 'analytic_hip_knee'), ('tip_link', 'foot'),
+                            ('base_link', 'base_link')):
+            call(set_client, SetParameters.Request(parameters=[ParameterMsg(
+                name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                string_value=value))]))
+        target = chain.fk(np.array([0.2, -0.4, 0.9]))[:3, 3]
+        key = graph.send_point('/ik_node/target_point', 'base_link', target)
+        v = values(graph.answer(diags, key, procs=[proc]))
+        assert v['reachable'] == 'true', v
+        assert proc.poll() is None
+        with graph.lock:
+            for m in js:
+                assert all(math.isfinite(x) for x in m.position) and len(m.name) == \
+                    len(m.position)
+            for s in diags:
+                assert s.level in (b'\x00', b'\x01', b'\x02')
+                for key_ in ('position_error_m', 'min_residual_m'):
+                    text = values(s).get(key_, '')
+                    assert not text or math.isfinite(float(text)), (key_, text)
+    finally:
+        stop(proc)
