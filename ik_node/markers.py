@@ -199,8 +199,9 @@ def reachability_markers(frame_id: str, stamp, maps) -> Sequence[Marker]:
 
 
 def joint_margin_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
-                         radius_m: float = 0.025) -> Sequence[Marker]:
-    """A sphere at every joint (ids ``200 + j``), green with room to move, red at a limit.
+                         radius_m: float = 0.07) -> Sequence[Marker]:
+    """A translucent sphere at every joint (ids ``200 + j``), larger than the packaged robots'
+    joint housings so it shows around them: green with room to move, red at a limit.
 
     The colour is the distance to the nearest limit over half the joint's range (continuous
     joints: green).
@@ -214,7 +215,7 @@ def joint_margin_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
         else:
             margin = 1.0
         r, g, b = _ramp(margin)
-        m = _marker(frame_id, stamp, 200 + j, Marker.SPHERE, (r, g, b, 0.9))
+        m = _marker(frame_id, stamp, 200 + j, Marker.SPHERE, (r, g, b, 0.45))
         m.scale.x = m.scale.y = m.scale.z = 2.0 * radius_m
         m.pose.position.x, m.pose.position.y, m.pose.position.z = \
             (float(v) for v in frames[j, :3, 3])
