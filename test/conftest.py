@@ -6,6 +6,7 @@ ROS 2 programs) never see each other's topics. Subprocesses started by tests inh
 
 import os
 import random
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,34 @@ def shared_robot():
             pytest.skip(f'reference robot {path} is not present')
         return path
     return get
+
+
+#: A 2-joint planar arm written as xacro (an argument, a macro), for the xacro tests.
+PLANAR_XACRO = textwrap.dedent('''\
+    <?xml version="1.0"?>
+    <robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="xacro_planar">
+      <xacro:arg name="upper" default="0.4"/>
+      <xacro:macro name="hinge" params="name parent x">
+        <link name="${name}"/>
+        <joint name="${name}_joint" type="revolute">
+          <parent link="${parent}"/><child link="${name}"/>
+          <origin xyz="${x} 0 0"/><axis xyz="0 0 1"/>
+          <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/>
+        </joint>
+      </xacro:macro>
+      <link name="base"/>
+      <xacro:hinge name="upper_arm" parent="base" x="0"/>
+      <xacro:hinge name="forearm" parent="upper_arm" x="$(arg upper)"/>
+      <link name="hand"/>
+      <joint name="hand_joint" type="fixed">
+        <parent link="forearm"/><child link="hand"/><origin xyz="0.3 0 0"/>
+      </joint>
+    </robot>
+    ''')
+
+
+@pytest.fixture
+def planar_xacro(tmp_path):
+    path = tmp_path / 'planar.urdf.xacro'
+    path.write_text(PLANAR_XACRO)
+    return path

@@ -6,7 +6,6 @@ import json
 import shlex
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -22,36 +21,6 @@ REPO = Path(__file__).resolve().parents[1]
 URDF = REPO / 'urdf'
 
 # A planar 2-link arm made by a macro; the argument `upper` is the first link's length [m].
-PLANAR_XACRO = textwrap.dedent('''\
-    <?xml version="1.0"?>
-    <robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="xacro_planar">
-      <xacro:arg name="upper" default="0.4"/>
-      <xacro:macro name="hinge" params="name parent x">
-        <link name="${name}"/>
-        <joint name="${name}_joint" type="revolute">
-          <parent link="${parent}"/><child link="${name}"/>
-          <origin xyz="${x} 0 0"/><axis xyz="0 0 1"/>
-          <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/>
-        </joint>
-      </xacro:macro>
-      <link name="base"/>
-      <xacro:hinge name="upper_arm" parent="base" x="0"/>
-      <xacro:hinge name="forearm" parent="upper_arm" x="$(arg upper)"/>
-      <link name="hand"/>
-      <joint name="hand_joint" type="fixed">
-        <parent link="forearm"/><child link="hand"/><origin xyz="0.3 0 0"/>
-      </joint>
-    </robot>
-    ''')
-
-
-@pytest.fixture
-def planar_xacro(tmp_path):
-    path = tmp_path / 'planar.urdf.xacro'
-    path.write_text(PLANAR_XACRO)
-    return path
-
-
 def chains_of(path):
     return robot_chains_from_urdf(Path(path).read_text())
 

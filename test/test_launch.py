@@ -33,36 +33,6 @@ RVIZ_FILE = REPO / 'rviz' / 'ik.rviz'
 SOLVERS = sorted(REGISTERED_SOLVERS)
 
 # A planar two-link arm; the xacro argument `upper` is its first link's length [m].
-ARM_XACRO = textwrap.dedent('''\
-    <?xml version="1.0"?>
-    <robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="launch_arm">
-      <xacro:arg name="upper" default="0.4"/>
-      <xacro:macro name="hinge" params="name parent x">
-        <link name="${name}"/>
-        <joint name="${name}_joint" type="revolute">
-          <parent link="${parent}"/><child link="${name}"/>
-          <origin xyz="${x} 0 0"/><axis xyz="0 0 1"/>
-          <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/>
-        </joint>
-      </xacro:macro>
-      <link name="base"/>
-      <xacro:hinge name="upper_arm" parent="base" x="0"/>
-      <xacro:hinge name="forearm" parent="upper_arm" x="$(arg upper)"/>
-      <link name="hand"/>
-      <joint name="hand_joint" type="fixed">
-        <parent link="forearm"/><child link="hand"/><origin xyz="0.3 0 0"/>
-      </joint>
-    </robot>
-    ''')
-
-
-@pytest.fixture
-def arm_xacro(tmp_path):
-    path = tmp_path / 'arm.urdf.xacro'
-    path.write_text(ARM_XACRO)
-    return path
-
-
 def robot_parameters(robot):
     """The flat ik_node parameters of config/<robot>.yaml."""
     data = yaml.safe_load((REPO / 'config' / f'{robot}.yaml').read_text())
@@ -287,18 +257,18 @@ def test_tip_link_in_the_params_file_replaces_the_robots_tip_links(tmp_path):
     assert params['tip_link'] == 'left_hand' and 'tip_links' not in params
 
 
-def test_params_file_naming_a_xacro_urdf_file_is_expanded_for_both_nodes(tmp_path, arm_xacro):
-    mine = write_params(tmp_path, {'urdf_file': str(arm_xacro), 'xacro_args': 'upper:=0.6',
+def test_params_file_naming_a_xacro_urdf_file_is_expanded_for_both_nodes(tmp_path, planar_xacro):
+    mine = write_params(tmp_path, {'urdf_file': str(planar_xacro), 'xacro_args': 'upper:=0.6',
                                    'base_link': 'base', 'tip_link': 'hand'})
     p = plan(params_file=mine)
-    assert '<robot name="launch_arm">' in p.robot_description
+    assert '<robot name="xacro_planar">' in p.robot_description
     assert 'xyz="0.6 0 0"' in p.robot_description
     assert 'urdf_file' not in p.ik_node_parameters and 'xacro_args' not in p.ik_node_parameters
-    assert 'leg3' not in p.description_source and str(arm_xacro) in p.description_source
+    assert 'leg3' not in p.description_source and str(planar_xacro) in p.description_source
 
 
-def test_xacro_args_argument_overrides_the_params_files(tmp_path, arm_xacro):
-    mine = write_params(tmp_path, {'urdf_file': str(arm_xacro), 'xacro_args': 'upper:=0.6',
+def test_xacro_args_argument_overrides_the_params_files(tmp_path, planar_xacro):
+    mine = write_params(tmp_path, {'urdf_file': str(planar_xacro), 'xacro_args': 'upper:=0.6',
                                    'base_link': 'base', 'tip_link': 'hand'})
     assert 'xyz="0.9 0 0"' in plan(params_file=mine, xacro_args='upper:=0.9').robot_description
 
@@ -312,8 +282,8 @@ def test_description_file_urdf_with_base_and_tip(shared_robot):
     assert p.fixed_frame == 'base_link' and not p.rviz
 
 
-def test_description_file_xacro_is_expanded_with_xacro_args(arm_xacro):
-    p = plan(description_file=str(arm_xacro), xacro_args='upper:=0.7', base_link='base',
+def test_description_file_xacro_is_expanded_with_xacro_args(planar_xacro):
+    p = plan(description_file=str(planar_xacro), xacro_args='upper:=0.7', base_link='base',
              tip_link='hand', solver='analytic_hip_knee')
     assert 'xyz="0.7 0 0"' in p.robot_description and 'xacro:' not in p.robot_description
     assert p.ik_node_parameters['robot_description'] == p.robot_description
@@ -580,8 +550,8 @@ def test_params_file_argument_is_applied_over_the_robots_config(ik_node_prefix,
 
 
 def test_a_xacro_description_file_reaches_both_nodes_expanded(ik_node_prefix,
-                                                              temporary_params_files, arm_xacro):
-    started, context = evaluate_launch(description_file=str(arm_xacro), xacro_args='upper:=0.8',
+                                                              temporary_params_files, planar_xacro):
+    started, context = evaluate_launch(description_file=str(planar_xacro), xacro_args='upper:=0.8',
                                        base_link='base', tip_link='hand', rviz='false')
     ik, _ = parameters_of(started['ik_node'], context)
     rsp, _ = parameters_of(started['robot_state_publisher'], context)
