@@ -22,7 +22,7 @@ from closest_reference import long_search, newton_system
 from ik_node import Chain, IkStatus, make_solver
 from ik_node.chain import chain_lengths
 from ik_node.errors import ConfigError
-from ik_node.solvers.closest_pose import reach_bound
+from ik_node.solvers.closest_pose import NEWTON_DECREMENT_M, reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
@@ -147,17 +147,20 @@ def test_stopped_solve_is_no_farther_than_the_best_of_a_long_search(case, solver
 
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
 def test_stopped_solve_is_a_stationary_point_within_the_limits(case, solver_name):
-    # The projected gradient J^T e vanishes: joints pressed against a limit whose gradient
-    # points outwards do not count (the Karush-Kuhn-Tucker condition of the box).
+    # The answer is within NEWTON_DECREMENT_M of a stationary point: the reference descent
+    # (test/closest_reference.py) continued from it ends where the projected gradient J^T e
+    # vanishes (joints pressed against a limit whose gradient points outwards do not count:
+    # the Karush-Kuhn-Tucker condition of the box), having lowered the error by no more.
     chain, solved, _ = case
     solver = make_solver(solver_name, chain, PARAMS[solver_name])
     reach = sum(chain_lengths(chain))
     for target, _, _ in solved:
         r = solver.solve(target)
-        q = r.joint_positions
+        error, q = long_search(chain, target, 0, None, extra=[r.joint_positions])
+        assert 0.0 <= r.position_error - error <= 2 * NEWTON_DECREMENT_M, (r.message, error)
         _, _, g = newton_system(chain, np.asarray(target), q)
         pressed = ((q <= chain.lower) & (g < 0.0)) | ((q >= chain.upper) & (g > 0.0))
-        assert np.linalg.norm(g[~pressed]) <= 1e-6 * reach * r.position_error, (g, pressed)
+        assert np.linalg.norm(g[~pressed]) <= 1e-6 * reach * error, (g, pressed)
 
 
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
@@ -183,7 +186,7 @@ def test_nine_bone_chain_stretches_to_the_exact_closest_error():
             target = 1.3 * np.array([math.cos(angle), math.sin(angle), 0.0])
             r = solver.solve(target, seed=random_q(chain, rng))
             assert r.status is IkStatus.UNREACHABLE
-            assert r.position_error == pytest.approx(0.4, abs=1e-9)
+            assert r.position_error == pytest.approx(0.4, abs=2 * NEWTON_DECREMENT_M)
             assert r.min_residual == pytest.approx(0.4, abs=1e-12)
             assert 'out of reach' in r.message or 'closest pose' in r.message
 

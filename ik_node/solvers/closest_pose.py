@@ -12,7 +12,8 @@ singular configuration instead of arriving. Here:
   ``d2p / dq_j dq_k = w_j x J_k``), Levenberg-Marquardt damped so a step is taken only when it
   lowers the error. It ends at a *stationary point*: the projected gradient ``J^T e`` vanishes,
   where a joint pressed against a limit whose gradient points outwards does not count (the
-  Karush-Kuhn-Tucker condition of the box of limits).
+  Karush-Kuhn-Tucker condition of the box of limits), or the next Newton step promises less
+  than ``NEWTON_DECREMENT_M`` (the answer is then that close to the stationary value).
 * :meth:`ClosestPose.stretch` is one cyclic-coordinate sweep: each joint in turn takes the exact
   angle (within its limits) that brings the tip nearest the target. From the mid configuration it
   lays the chain out toward the target, a start whose descent ended at the closest pose on
@@ -23,18 +24,23 @@ singular configuration instead of arriving. Here:
 
 **The restart rule.** A restart is spent only while the best stationary point found is not yet
 *confirmed*: confirmed when two descents from different starts ended at it (errors within
-``agreement``) and one of the two started from a random configuration. The structured starts
-are biased: near the base they fold the chain against the same limits, mirror images of each
-other, and on arms with lopsided limits (Jaco2, Baxter) the seed's and the stretched mid
-configuration's descents can agree on a pose 0.05-0.7 m worse than the best (even all three of
-them: once in 117 Baxter targets); a random start is independent evidence. Letting two (or
-three) structured descents confirm a target proven out of reach saved about one descent per
-solve but missed the closest pose on 1 % of the Jaco2 and 2 % of the Baxter targets; with this
-rule it missed none in the benchmark. The search also stops when the best error is within
-``agreement`` of the proven lower bound (nothing can be closer), when a descent reaches the
-target, and at the time, iteration or restart limits. The starts, in order: the caller's own
-configuration (continuity with the seed), the mid configuration stretched from the base, the same
-stretched from the tip, then the best of a few random configurations, stretched from the base.
+``agreement``) and either one of the two started from a random configuration, or the point is
+a minimum (the Hessian is positive definite on the free joints, not a saddle) with no joint
+pressed against a limit. The structured starts are biased where limits are involved: near the
+base they fold the chain against the same limits, mirror images of each other, and on arms
+with lopsided limits (Jaco2, Baxter) the seed's and the stretched mid configuration's descents
+can agree on a pose 0.05-0.7 m worse than the best (even all three of them: once in 117 Baxter
+targets); a random start is independent evidence there. Letting structured descents confirm
+any point missed the closest pose on 1 % of the Jaco2 and 2 % of the Baxter targets; letting
+them confirm only free minima missed none of the benchmark's out-of-reach targets on nine
+robots (against a 100-start search) and halved the descents on arms whose closest poses press
+no limit (UR5, UR10, arm6: 2 descents instead of 4). The search also stops when the best
+error is within ``agreement`` of the proven lower bound (nothing can be closer), when a
+descent reaches the target, and at the time, iteration or restart limits.
+
+The starts, in order: the caller's own configuration (continuity with the seed), the mid
+configuration stretched from the base, the same stretched from the tip, then the best of a few
+random configurations, stretched from the base.
 
 Plain floats and the math module: the Jacobians come from the chain's generated kinematics.
 """
@@ -62,6 +68,16 @@ _LAMBDA_UP = 10.0
 #: the target; with the Newton steps' quadratic convergence the error is then within round-off
 #: (~1e-15 m measured) of the stationary value.
 GRADIENT_TOLERANCE = 1e-7
+#: Also stationary when a step of the (barely damped) Newton model promises to lower the error
+#: by less than this [m]: at quadratic convergence what is left is of the order of its square.
+#: Unlike a looser gradient test this is safe in flat directions (a near-singular Hessian makes
+#: the promised step long, not short). It saves the last one or two iterations of a descent.
+NEWTON_DECREMENT_M = 1e-7
+#: Damping [m^2] of the Cholesky test that tells a minimum from a saddle: flat directions (a
+#: wrist turning about the line from its centre to the target) count as a minimum; a saddle
+#: such as an arm stretched short of a target in front of it curves by about -|e| times a
+#: bone length, 1e-3 m^2 or more.
+_MINIMUM_DAMPING = 1e-6
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
 
@@ -103,6 +119,8 @@ class Descent:
     iterations: int
     stationary: bool        # ended at a stationary point (else: out of time or iterations)
     pressed: Tuple[int, ...]  # joints at a limit with the gradient pointing outwards
+    minimum: bool = False   # stationary with a positive definite Hessian on the free joints
+    #                         (not a saddle such as a stretched arm short of an inner target)
 
 
 @dataclass
@@ -197,14 +215,15 @@ class ClosestPose:
         lam = _LAMBDA_START
         iterations = 0
         tol2 = tolerance * tolerance
+        n = self.n
         while True:
             pressed = self._pressed(q, g)
             gradient2 = sum(v * v for v in g) - sum(g[k] * g[k] for k in pressed)
             error = math.sqrt(cost)
             if cost <= tol2:
-                return Descent(q, error, iterations, True, tuple(pressed))
+                return Descent(q, error, iterations, True, tuple(pressed), True)
             if gradient2 <= (self._gradient_scale * error) ** 2:
-                return Descent(q, error, iterations, True, tuple(pressed))
+                return self._stationary(q, error, iterations, pressed, H)
             if iterations >= max_iterations or not budget.allows():
                 return Descent(q, error, iterations, False, tuple(pressed))
             iterations += 1
@@ -222,6 +241,9 @@ class ClosestPose:
                 except (ValueError, ZeroDivisionError):  # not positive definite: damp more
                     dq = None
                 if dq is not None:
+                    if lam <= _LAMBDA_START and sum(g_step[k] * dq[k] for k in range(n)) <= \
+                            2.0 * error * NEWTON_DECREMENT_M:  # g.dq: the promised |e|^2 drop
+                        return self._stationary(q, error, iterations, pressed, H)
                     q_new = self._advance(q, dq)
                     trial = newton(target, q_new)  # most trials are accepted: build it now
                     if trial[0] < cost:
@@ -233,9 +255,25 @@ class ClosestPose:
                 if lam > _LAMBDA_MAX:  # no step lowers the error: stationary to round-off
                     if history is not None:
                         history.append(math.sqrt(cost))
-                    return Descent(q, math.sqrt(cost), iterations, True, tuple(pressed))
+                    return self._stationary(q, error, iterations, pressed, H)
             if history is not None:
                 history.append(math.sqrt(cost))
+
+    def _stationary(self, q: List[float], error: float, iterations: int, pressed,
+                    H: List[float]) -> Descent:
+        """A stationary :class:`Descent`, with whether the (half) Hessian ``H`` is positive
+        definite on the joints not pressed against a limit (Cholesky with ~round-off damping)."""
+        if pressed:
+            H = list(H)
+            for k in pressed:
+                for index in self._row_indices[k]:
+                    H[index] = 0.0
+        try:
+            self._solve(H, [0.0] * self.n, _MINIMUM_DAMPING)
+            minimum = True
+        except (ValueError, ZeroDivisionError):
+            minimum = False
+        return Descent(q, error, iterations, True, tuple(pressed), minimum)
 
     # ------------------------------------------------------------------------------ stretch
     def stretch(self, target: Sequence[float], q: Sequence[float], from_base: bool = True
@@ -322,7 +360,7 @@ class ClosestPose:
             if bound is not None and best.stationary and best.error <= bound + agreement:
                 stop = 'proven'
                 break
-            if agreeing >= 2 and random_agrees:
+            if agreeing >= 2 and (random_agrees or (best.minimum and not best.pressed)):
                 stop = 'confirmed'
                 break
             if not d.stationary:
