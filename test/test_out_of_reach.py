@@ -240,3 +240,30 @@ def test_fabrik_declares_its_timeout_with_unit_and_range():
     spec = make_solver('fabrik', load('planar4')).param_specs()['timeout']
     assert spec.unit == 's' and spec.type is float and spec.default > 0.0
     assert spec.min == 0.0 and not spec.min_inclusive
+
+
+def test_pose_target_whose_position_is_out_of_reach_unproven_ends_by_the_rule_not_a_cap():
+    # arm6's inner hole: no bound proves these positions out of reach, so without a check of
+    # the position alone a 6D solve restarts until its limits. The closest-pose search on the
+    # position confirms it out of reach after the first stuck descent.
+    chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
+    solver = make_solver('damped_jacobian', chain, {'timeout': 60.0, 'restarts': 1000,
+                                                    'max_iterations': 100000})
+    rng = np.random.default_rng(11)
+    origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
+    reach = sum(chain_lengths(chain))
+    checked = 0
+    while checked < 5:
+        direction = rng.normal(size=3)
+        target = origin + direction / np.linalg.norm(direction) * 0.1 * reach
+        best, _ = long_search(chain, target, 20, rng)
+        if best < 1e-3:
+            continue
+        checked += 1
+        quat = rng.normal(size=4)
+        r = solver.solve(target, quat / np.linalg.norm(quat), seed=random_q(chain, rng))
+        error = float(np.linalg.norm(chain.fk(r.joint_positions)[:3, 3] - target))
+        assert r.status is IkStatus.UNREACHABLE and not r.reachable, r.message
+        assert 'position out of reach' in r.message
+        assert error >= best - 1e-6 and chain.within_limits(r.joint_positions, tol=0.0)
+        assert r.iterations <= ITERATIONS_USED_AT_MOST, (r.iterations, r.message)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -441,8 +442,12 @@ class ReachBound:
             else:
                 lo, hi = self._limits
                 cos_gap = math.cos(clamp_on_circle(phi, phi, lo, hi) - phi)
-        square = ((along - self._height) ** 2 + rho * rho + distance_perp * distance_perp -
-                  2.0 * rho * distance_perp * cos_gap)
+        terms = ((along - self._height) ** 2 + rho * rho + distance_perp * distance_perp,
+                 2.0 * rho * distance_perp * cos_gap)
+        # The law of cosines cancels: a target on the reach's boundary leaves round-off of
+        # about eps * terms in ``square`` and its square root in the bound, 1e-8 m. The bound
+        # stays proven by taking a generous round-off off before the root.
+        square = terms[0] - terms[1] - 64.0 * sys.float_info.epsilon * (terms[0] + abs(terms[1]))
         second = math.sqrt(max(square, 0.0)) - self._reach_second
         return max(first, second)
 
