@@ -218,3 +218,30 @@ def test_the_fast_result_constructor_builds_the_dataclass_one():
     assert dataclasses.replace(fast, message='x') == dataclasses.replace(slow, message='x')
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.reachable = False
+
+
+def test_solve_calls_the_hook_the_most_derived_class_defines():
+    from ik_node.solvers.hip_knee import HipKneeSolver
+
+    calls = []
+
+    class Wrapped(HipKneeSolver):  # overrides the array hook of a float solver
+        def _solve(self, p_target, R_target, q_seed):
+            calls.append((type(p_target), type(q_seed)))
+            return super()._solve(p_target, R_target, q_seed)
+
+    class Neither(Solver):
+        name = 'neither_test'
+
+    chain = _chain('leg3', 'foot')
+    plain, wrapped = HipKneeSolver(chain), Wrapped(chain)
+    rng = np.random.default_rng(17)
+    for _ in range(50):
+        p = chain.fk(rng.uniform(chain.lower, chain.upper))[:3, 3]
+        seed = rng.uniform(chain.lower, chain.upper)
+        a, b = plain.solve(p, None, seed), wrapped.solve(p, None, seed)
+        np.testing.assert_array_equal(a.joint_positions, b.joint_positions)
+        assert (a.position_error, a.status, a.message) == (b.position_error, b.status, b.message)
+    assert calls == [(np.ndarray, np.ndarray)] * 50
+    with pytest.raises(NotImplementedError, match='neither _solve nor _solve_floats'):
+        Neither(chain).solve([0.1, 0.0, -0.4])

@@ -196,16 +196,16 @@ class HipKneeSolver(Solver):
         return self._centre.copy(), self._core.r_inner, self._core.r_outer
 
     # ------------------------------------------------------------------------------ solving
-    def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
-               q_seed: np.ndarray) -> RawSolution:
-        px, py, pz = p_target.tolist()
+    def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
+                      q_seed: List[float]) -> RawSolution:
+        px, py, pz = p_target
         ax, ay, az, ak, bx, by, bz, bk, cx, cy, cz, ck = self._rows
         x = px * ax + py * ay + pz * az - ak
         e1 = px * bx + py * by + pz * bz - bk
         e2 = px * cx + py * cy + pz * cz - ck
         if self._n == 3:
-            return self._solve_leg(x, e1, e2, q_seed.tolist())
-        return self._solve_planar(x, e1, e2, q_seed.tolist())
+            return self._solve_leg(x, e1, e2, q_seed)
+        return self._solve_planar(x, e1, e2, q_seed)
 
     def _solve_leg(self, x: float, e1: float, e2: float, seed: List[float]) -> RawSolution:
         core = self._core
