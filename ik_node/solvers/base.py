@@ -27,6 +27,9 @@ from ik_node.errors import ConfigError, TargetError
 
 #: Coordinates beyond this magnitude [m] are refused as nonsense rather than solved.
 MAX_COORDINATE_M = 1e6
+# The dtype of native float64 arrays, one object: ``a.dtype is _FLOAT64`` is the cheapest check
+# (a byte-swapped float64 array fails it and takes the general path).
+_FLOAT64 = np.dtype(np.float64)
 
 
 class IkStatus(enum.Enum):
@@ -191,6 +194,7 @@ class Solver:
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
         self._shape = (chain.n,)
+        self._fast_kinematics = chain.fast_kinematics  # None for a tree
         self._takes_floats = _defined_last(type(self), ('_solve_floats', '_solve')) == \
             '_solve_floats'
         self._joint_names = tuple(chain.joint_names)
@@ -288,7 +292,7 @@ class Solver:
         """
         if seed is None:
             return self._q_mid.tolist()
-        if type(seed) is np.ndarray and seed.dtype.char == 'd' and seed.shape == self._shape:
+        if type(seed) is np.ndarray and seed.dtype is _FLOAT64 and seed.shape == self._shape:
             values = seed.tolist()  # the common case (the previous answer): no conversion
         else:
             try:
@@ -324,7 +328,7 @@ class Solver:
         """
         tol_p, tol_r = self._tol_p, self._tol_r
         q_raw = raw.q
-        if type(q_raw) is np.ndarray and q_raw.dtype.char == 'd':
+        if type(q_raw) is np.ndarray and q_raw.dtype is _FLOAT64:
             q_raw = q_raw.tolist()
         elif type(q_raw) is not list:
             q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
@@ -332,9 +336,10 @@ class Solver:
         if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        q_list = self._near_seed(q_list, q_seed)
-        q = np.array(q_list, dtype=float)
-        fast = self.chain.fast_kinematics
+        if self._turn_joints:
+            q_list = self._near_seed(q_list, q_seed)
+        q = np.array(q_list, _FLOAT64)
+        fast = self._fast_kinematics
         R = None
         if fast is None:
             T = self.chain.fk(q)
@@ -459,7 +464,7 @@ def target_values(target_position) -> List[float]:
 
     Accepts anything numpy reads as 3 numbers (list, tuple, (3,) or (1, 3) array).
     """
-    if type(target_position) is np.ndarray and target_position.dtype.char == 'd' and \
+    if type(target_position) is np.ndarray and target_position.dtype is _FLOAT64 and \
             target_position.shape == (3,):
         values = target_position.tolist()  # the common case: no conversion
     else:
