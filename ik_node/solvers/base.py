@@ -1,9 +1,11 @@
 """What every solver shares: parameters, the result type and the honest wrap around a solve.
 
 A solver subclasses :class:`Solver`, declares its own parameters in ``PARAMS`` and implements
-``_solve``. :meth:`Solver.solve` validates the target once, times the solve, measures the errors
-by forward kinematics on the joint positions actually returned, and decides ``reachable`` from
-those measured errors, never from the solver's own belief.
+``_solve`` (target and seed as arrays) or ``_solve_floats`` (as lists of floats, for a
+closed-form solver whose whole solve costs a few small-array operations). :meth:`Solver.solve`
+validates the target once, times the solve, measures the errors by forward kinematics on the
+joint positions actually returned, and decides ``reachable`` from those measured errors, never
+from the solver's own belief. That wrap runs in plain floats: it is most of a closed-form solve.
 
 Every joint that can take an angle at two values within its limits (continuous joints, revolute
 joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the
@@ -178,7 +180,8 @@ class RawSolution:
 
 
 class Solver:
-    """Base class of the solvers. Subclasses set ``name``, ``PARAMS`` and implement ``_solve``."""
+    """Base class of the solvers. Subclasses set ``name``, ``PARAMS`` and implement ``_solve``
+    or ``_solve_floats``."""
 
     name: ClassVar[str] = ''
     #: The solver's own parameters (the common ones are added automatically).
