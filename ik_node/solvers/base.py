@@ -26,12 +26,10 @@ import numpy as np
 
 from ik_node.chain import Chain, full_turn_joints, nearest_turns
 from ik_node.errors import ConfigError, TargetError
-
-#: Coordinates beyond this magnitude [m] are refused as nonsense rather than solved.
-MAX_COORDINATE_M = 1e6
-# The dtype of native float64 arrays, one object: ``a.dtype is _FLOAT64`` is the cheapest check
-# (a byte-swapped float64 array fails it and takes the general path).
-_FLOAT64 = np.dtype(np.float64)
+# Re-exported: other modules import the input checks and ParamSpec from here.
+from ik_node.solvers.inputs import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
+                                    rotation_from_input, target_from_input, target_values)
+from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
 
 
 class IkStatus(enum.Enum):
@@ -43,75 +41,6 @@ class IkStatus(enum.Enum):
     MAX_ITERATIONS = 'max_iterations'  # ran out of iterations above tolerance
     TIMEOUT = 'timeout'                # ran out of time above tolerance
     DEGENERATE = 'degenerate'          # target on a singular direction: a representative pose
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One solver parameter: type, default, valid range or choices, unit and meaning."""
-
-    type: type
-    default: Any
-    description: str
-    unit: str = ''
-    min: Optional[float] = None
-    max: Optional[float] = None
-    min_inclusive: bool = True
-    choices: Tuple[str, ...] = ()
-
-    def validate(self, name: str, value: Any) -> Any:
-        """Return ``value`` converted to the parameter's type, or raise :class:`ConfigError`."""
-        if self.type is bool:
-            if not isinstance(value, (bool, np.bool_)):
-                raise ConfigError(f'parameter {name!r} must be true or false, got {value!r}')
-            return bool(value)
-        if self.type is str:
-            if not isinstance(value, str):
-                raise ConfigError(f'parameter {name!r} must be a string, got {value!r}')
-            if self.choices and value not in self.choices:
-                raise ConfigError(f'parameter {name!r} = {value!r} is not one of: '
-                                  f'{", ".join(self.choices)}')
-            return value
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-            raise ConfigError(f'parameter {name!r} must be a number, got {value!r}')
-        if self.type is int:
-            if float(value) != int(value):
-                raise ConfigError(f'parameter {name!r} must be a whole number, got {value!r}')
-            value = int(value)
-        else:
-            value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f'parameter {name!r} must be finite, got {value!r}')
-        if self.min is not None and (value < self.min or
-                                     (value == self.min and not self.min_inclusive)):
-            raise ConfigError(f'parameter {name!r} = {value!r} is out of range: '
-                              f'{self.range_text()}')
-        if self.max is not None and value > self.max:
-            raise ConfigError(f'parameter {name!r} = {value!r} is out of range: '
-                              f'{self.range_text()}')
-        return value
-
-    def range_text(self) -> str:
-        """The valid range as text, e.g. ``'> 0'``, ``'1 .. 100000'``, ``'forward | backward'``."""
-        if self.choices:
-            return ' | '.join(self.choices)
-        if self.min is not None and self.max is not None:
-            left = '[' if self.min_inclusive else '('
-            return f'{left}{self.min:g}, {self.max:g}]'
-        if self.min is not None:
-            return f'{">=" if self.min_inclusive else ">"} {self.min:g}'
-        return 'any'
-
-
-#: Parameters every solver takes.
-COMMON_PARAMS: Dict[str, ParamSpec] = {
-    'position_tolerance': ParamSpec(float, 1e-5, 'tip position error counted as reached', 'm',
-                                    min=0.0, max=1.0, min_inclusive=False),
-    'orientation_tolerance': ParamSpec(float, 1e-4, 'tip orientation error counted as reached',
-                                       'rad', min=0.0, max=math.pi, min_inclusive=False),
-    'max_iterations': ParamSpec(int, 100, 'iteration cap of one solve', '', min=1, max=1_000_000),
-    'record_history': ParamSpec(bool, False, 'keep the position error of every iteration in '
-                                'result.history (for plots; slows the solve)'),
-}
 
 
 @dataclass(frozen=True)
@@ -295,7 +224,7 @@ class Solver:
         """
         if seed is None:
             return self._q_mid.tolist()
-        if type(seed) is np.ndarray and seed.dtype is _FLOAT64 and seed.shape == self._shape:
+        if type(seed) is np.ndarray and seed.dtype is FLOAT64 and seed.shape == self._shape:
             values = seed.tolist()  # the common case (the previous answer): no conversion
         else:
             try:
@@ -331,7 +260,7 @@ class Solver:
         """
         tol_p, tol_r = self._tol_p, self._tol_r
         q_raw = raw.q
-        if type(q_raw) is np.ndarray and q_raw.dtype is _FLOAT64:
+        if type(q_raw) is np.ndarray and q_raw.dtype is FLOAT64:
             q_raw = q_raw.tolist()
         elif type(q_raw) is not list:
             q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
@@ -341,7 +270,7 @@ class Solver:
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
         if self._turn_joints:
             q_list = self._near_seed(q_list, q_seed)
-        q = np.array(q_list, _FLOAT64)
+        q = np.array(q_list, FLOAT64)
         fast = self._fast_kinematics
         R = None
         if fast is None:
@@ -454,75 +383,3 @@ def _motion_plane(chain: Chain):
         return None
     p_tip = chain.fk(q0)[:3, 3]
     return tuple(float(v) for v in n), float(n @ p_tip)
-
-
-# ---------------------------------------------------------------------------- input checking
-def target_from_input(target_position) -> np.ndarray:
-    """A (3,) finite float array, or :class:`TargetError` naming the bad value."""
-    return np.array(target_values(target_position))
-
-
-def target_values(target_position) -> List[float]:
-    """The target position as 3 finite floats [m], or :class:`TargetError` naming the bad value.
-
-    Accepts anything numpy reads as 3 numbers (list, tuple, (3,) or (1, 3) array).
-    """
-    if type(target_position) is np.ndarray and target_position.dtype is _FLOAT64 and \
-            target_position.shape == (3,):
-        values = target_position.tolist()  # the common case: no conversion
-    else:
-        try:
-            values = np.asarray(target_position, dtype=float).reshape(-1).tolist()
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f'target position {target_position!r} is not numeric') from exc
-        if len(values) != 3:
-            raise TargetError(f'target position must have 3 values (x, y, z), got '
-                              f'{len(values)}')
-    x, y, z = values
-    limit = MAX_COORDINATE_M
-    if -limit <= x <= limit and -limit <= y <= limit and -limit <= z <= limit:
-        return values  # finite and not beyond the limit (NaN fails every comparison)
-    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-        raise TargetError(f'target position contains NaN or inf: {values}')
-    raise TargetError(f'target position {values} is beyond {MAX_COORDINATE_M:g} m')
-
-
-def rotation_from_input(quat_xyzw) -> np.ndarray:
-    """3x3 rotation of a quaternion (x, y, z, w), normalised; :class:`TargetError` if invalid."""
-    try:
-        values = np.asarray(quat_xyzw, dtype=float).reshape(-1).tolist()
-    except (TypeError, ValueError) as exc:
-        raise TargetError(f'orientation {quat_xyzw!r} is not numeric') from exc
-    if len(values) != 4:
-        raise TargetError(f'orientation must be a quaternion (x, y, z, w), got {len(values)} '
-                          'values')
-    if not all(math.isfinite(v) for v in values):
-        raise TargetError(f'orientation quaternion contains NaN or inf: {values}')
-    x, y, z, w = values
-    norm = math.sqrt(x * x + y * y + z * z + w * w)
-    if norm < 1e-6:
-        raise TargetError(f'orientation quaternion {values} has zero length')
-    x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    # The unit-quaternion rotation matrix, in floats (transforms3d.quaternions.quat2mat's formula).
-    return np.array([
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)]])
-
-
-def rotation_error(R_actual, R_target) -> float:
-    """Angle [rad] of the rotation taking ``R_actual`` to ``R_target`` (3x3 arrays or nested
-    lists of floats)."""
-    a = R_actual.tolist() if isinstance(R_actual, np.ndarray) else R_actual
-    b = R_target.tolist() if isinstance(R_target, np.ndarray) else R_target
-    # R = R_actual^T R_target, element by element in floats.
-    R = [[a[0][i] * b[0][j] + a[1][i] * b[1][j] + a[2][i] * b[2][j] for j in range(3)]
-         for i in range(3)]
-    c = 0.5 * (R[0][0] + R[1][1] + R[2][2] - 1.0)
-    # acos is ill-conditioned near 0; use the skew part for small angles.
-    if c > 0.99:
-        sx, sy, sz = R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]
-        s = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
-        return math.asin(min(1.0, s))
-    return math.acos(max(-1.0, min(1.0, c)))
-
