@@ -1,9 +1,11 @@
 """What every solver shares: parameters, the result type and the honest wrap around a solve.
 
 A solver subclasses :class:`Solver`, declares its own parameters in ``PARAMS`` and implements
-``_solve``. :meth:`Solver.solve` validates the target once, times the solve, measures the errors
-by forward kinematics on the joint positions actually returned, and decides ``reachable`` from
-those measured errors, never from the solver's own belief.
+``_solve`` (target and seed as arrays) or ``_solve_floats`` (as lists of floats, for a
+closed-form solver whose whole solve costs a few small-array operations). :meth:`Solver.solve`
+validates the target once, times the solve, measures the errors by forward kinematics on the
+joint positions actually returned, and decides ``reachable`` from those measured errors, never
+from the solver's own belief. That wrap runs in plain floats: it is most of a closed-form solve.
 
 Every joint that can take an angle at two values within its limits (continuous joints, revolute
 joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the
@@ -18,15 +20,16 @@ import enum
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from ik_node.chain import Chain, full_turn_joints, nearest_turns
 from ik_node.errors import ConfigError, TargetError
-
-#: Coordinates beyond this magnitude [m] are refused as nonsense rather than solved.
-MAX_COORDINATE_M = 1e6
+# Re-exported: other modules import the input checks and ParamSpec from here.
+from ik_node.solvers.inputs import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
+                                    rotation_from_input, target_from_input, target_values)
+from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
 
 
 class IkStatus(enum.Enum):
@@ -38,75 +41,6 @@ class IkStatus(enum.Enum):
     MAX_ITERATIONS = 'max_iterations'  # ran out of iterations above tolerance
     TIMEOUT = 'timeout'                # ran out of time above tolerance
     DEGENERATE = 'degenerate'          # target on a singular direction: a representative pose
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One solver parameter: type, default, valid range or choices, unit and meaning."""
-
-    type: type
-    default: Any
-    description: str
-    unit: str = ''
-    min: Optional[float] = None
-    max: Optional[float] = None
-    min_inclusive: bool = True
-    choices: Tuple[str, ...] = ()
-
-    def validate(self, name: str, value: Any) -> Any:
-        """Return ``value`` converted to the parameter's type, or raise :class:`ConfigError`."""
-        if self.type is bool:
-            if not isinstance(value, (bool, np.bool_)):
-                raise ConfigError(f'parameter {name!r} must be true or false, got {value!r}')
-            return bool(value)
-        if self.type is str:
-            if not isinstance(value, str):
-                raise ConfigError(f'parameter {name!r} must be a string, got {value!r}')
-            if self.choices and value not in self.choices:
-                raise ConfigError(f'parameter {name!r} = {value!r} is not one of: '
-                                  f'{", ".join(self.choices)}')
-            return value
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
-            raise ConfigError(f'parameter {name!r} must be a number, got {value!r}')
-        if self.type is int:
-            if float(value) != int(value):
-                raise ConfigError(f'parameter {name!r} must be a whole number, got {value!r}')
-            value = int(value)
-        else:
-            value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f'parameter {name!r} must be finite, got {value!r}')
-        if self.min is not None and (value < self.min or
-                                     (value == self.min and not self.min_inclusive)):
-            raise ConfigError(f'parameter {name!r} = {value!r} is out of range: '
-                              f'{self.range_text()}')
-        if self.max is not None and value > self.max:
-            raise ConfigError(f'parameter {name!r} = {value!r} is out of range: '
-                              f'{self.range_text()}')
-        return value
-
-    def range_text(self) -> str:
-        """The valid range as text, e.g. ``'> 0'``, ``'1 .. 100000'``, ``'forward | backward'``."""
-        if self.choices:
-            return ' | '.join(self.choices)
-        if self.min is not None and self.max is not None:
-            left = '[' if self.min_inclusive else '('
-            return f'{left}{self.min:g}, {self.max:g}]'
-        if self.min is not None:
-            return f'{">=" if self.min_inclusive else ">"} {self.min:g}'
-        return 'any'
-
-
-#: Parameters every solver takes.
-COMMON_PARAMS: Dict[str, ParamSpec] = {
-    'position_tolerance': ParamSpec(float, 1e-5, 'tip position error counted as reached', 'm',
-                                    min=0.0, max=1.0, min_inclusive=False),
-    'orientation_tolerance': ParamSpec(float, 1e-4, 'tip orientation error counted as reached',
-                                       'rad', min=0.0, max=math.pi, min_inclusive=False),
-    'max_iterations': ParamSpec(int, 100, 'iteration cap of one solve', '', min=1, max=1_000_000),
-    'record_history': ParamSpec(bool, False, 'keep the position error of every iteration in '
-                                'result.history (for plots; slows the solve)'),
-}
 
 
 @dataclass(frozen=True)
@@ -160,9 +94,12 @@ class IkResult:
 
 @dataclass
 class RawSolution:
-    """What a solver's ``_solve`` hands back to :meth:`Solver.solve`."""
+    """What a solver's ``_solve`` hands back to :meth:`Solver.solve`.
 
-    q: np.ndarray
+    ``q`` is an (n,) array or a list of n floats (cheaper for a closed-form solver).
+    """
+
+    q: Union[np.ndarray, List[float]]
     status: IkStatus
     iterations: int
     min_residual: Optional[float] = None
@@ -172,7 +109,8 @@ class RawSolution:
 
 
 class Solver:
-    """Base class of the solvers. Subclasses set ``name``, ``PARAMS`` and implement ``_solve``."""
+    """Base class of the solvers. Subclasses set ``name``, ``PARAMS`` and implement ``_solve``
+    or ``_solve_floats``."""
 
     name: ClassVar[str] = ''
     #: The solver's own parameters (the common ones are added automatically).
@@ -187,6 +125,10 @@ class Solver:
         self._q_mid = chain.mid_configuration()
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
+        self._shape = (chain.n,)
+        self._fast_kinematics = chain.fast_kinematics  # None for a tree
+        self._takes_floats = _defined_last(type(self), ('_solve_floats', '_solve')) == \
+            '_solve_floats'
         self._joint_names = tuple(chain.joint_names)
         self._turn_joints = full_turn_joints(chain)
         self._plane = _motion_plane(chain)
@@ -238,66 +180,111 @@ class Solver:
         Returns:
             An :class:`IkResult` whose errors are measured by FK on the returned joint positions.
         """
-        p_target = target_from_input(target_position)
+        p_list = target_values(target_position)
         R_target = None
         if target_orientation is not None:
             R_target = rotation_from_input(target_orientation)
-        q_seed = self._seed_from_input(seed)
+        q_seed_list = self._seed_values(seed)
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
             R_target = None
-        start = time.perf_counter()
-        raw = self._solve(p_target, R_target, q_seed)
+        if self._takes_floats:
+            start = time.perf_counter()
+            raw = self._solve_floats(p_list, R_target, q_seed_list)
+        else:
+            p_target, q_seed = np.array(p_list), np.array(q_seed_list)
+            start = time.perf_counter()
+            raw = self._solve(p_target, R_target, q_seed)
         elapsed = time.perf_counter() - start
-        return self._finish(raw, p_target, R_target, elapsed, ignored, q_seed)
+        return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
 
+    # A solver implements one of _solve and _solve_floats; solve() calls the one its most
+    # derived class defines (_solve_floats if a class defines both), so a subclass may override
+    # either and call super(): the base versions convert and call each other.
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
-        raise NotImplementedError
+        """The solve proper: target position (3,) [m], rotation (3, 3) or None, seed (n,),
+        both within the checks of :meth:`solve`. Errors are measured afterwards."""
+        return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
+
+    def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
+                      q_seed: List[float]) -> RawSolution:
+        """:meth:`_solve` with the target position and the seed as lists of floats, for
+        solvers that work in plain floats (no round trip through small arrays). The lists are
+        read, never changed: :meth:`_finish` uses the same seed afterwards."""
+        raise NotImplementedError(f'{type(self).__name__} implements neither _solve nor '
+                                  '_solve_floats')
 
     def _seed_from_input(self, seed) -> np.ndarray:
-        if seed is None:
-            return self._q_mid.copy()
-        try:
-            values = np.asarray(seed, dtype=float).reshape(-1).tolist()
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f'seed {seed!r} is not numeric') from exc
-        if len(values) != self.chain.n:
-            raise TargetError(f'seed has {len(values)} values; the chain has {self.chain.n} '
-                              f'joints ({", ".join(self.chain.joint_names)})')
-        if not all(math.isfinite(v) for v in values):
-            raise TargetError(f'seed contains NaN or inf: {values}')
-        return np.array([min(max(v, lo), hi) for v, lo, hi in
-                         zip(values, self._lower_list, self._upper_list)])
+        """The seed as an (n,) array within the limits, or :class:`TargetError`."""
+        return np.array(self._seed_values(seed))
 
-    def _near_seed(self, q_list: list, q_seed: np.ndarray) -> list:
-        """``q_list`` (finite, within limits) with whole turns chosen nearest ``q_seed``."""
+    def _seed_values(self, seed) -> List[float]:
+        """The seed as a list of n floats within the limits (clipped), or :class:`TargetError`.
+
+        None is the mid configuration. NaN, inf and a wrong number of values are refused.
+        """
+        if seed is None:
+            return self._q_mid.tolist()
+        if type(seed) is np.ndarray and seed.dtype is FLOAT64 and seed.shape == self._shape:
+            values = seed.tolist()  # the common case (the previous answer): no conversion
+        else:
+            try:
+                values = np.asarray(seed, dtype=float).reshape(-1).tolist()
+            except (TypeError, ValueError) as exc:
+                raise TargetError(f'seed {seed!r} is not numeric') from exc
+            if len(values) != self.chain.n:
+                raise TargetError(f'seed has {len(values)} values; the chain has '
+                                  f'{self.chain.n} joints ({", ".join(self.chain.joint_names)})')
+        # A finite sum proves every value finite (one inf or NaN makes the sum inf or NaN); a
+        # sum that overflows needs the value-by-value check.
+        if not math.isfinite(sum(values)) and not all(math.isfinite(v) for v in values):
+            raise TargetError(f'seed contains NaN or inf: {values}')
+        return _clip(values, self._lower_list, self._upper_list)
+
+    def _near_seed(self, q_list: list, q_seed) -> list:
+        """``q_list`` (finite, within limits) with whole turns chosen nearest ``q_seed`` (a list
+        of floats or an array)."""
         if not self._turn_joints:
             return q_list
-        return nearest_turns(q_list, q_seed.tolist(), self._lower_list, self._upper_list,
+        if isinstance(q_seed, np.ndarray):
+            q_seed = q_seed.tolist()
+        return nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
                              self._turn_joints)
 
-    def _finish(self, raw: RawSolution, p_target: np.ndarray, R_target: Optional[np.ndarray],
-                elapsed: float, orientation_ignored: bool, q_seed: np.ndarray) -> IkResult:
+    def _finish(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
+                elapsed: float, orientation_ignored: bool, q_seed: List[float]) -> IkResult:
+        """The result of ``raw``: joints clipped into the limits and turned nearest the seed,
+        then every error measured by FK on exactly those joints.
+
+        Plain floats throughout: for 2-7 joints each small numpy operation would cost about as
+        much as the whole float computation (this runs after every solve).
+        """
         tol_p, tol_r = self._tol_p, self._tol_r
-        # Plain floats: for 3-7 joints this is several times cheaper than numpy reductions.
-        q_raw = raw.q.tolist() if isinstance(raw.q, np.ndarray) else \
-            np.asarray(raw.q, dtype=float).tolist()
-        q_list = [min(max(float(v), lo), hi) for v, lo, hi in
-                  zip(q_raw, self._lower_list, self._upper_list)]
-        if not math.isfinite(sum(q_list)):  # NaN/inf anywhere: a solver bug never gets out
+        q_raw = raw.q
+        if type(q_raw) is np.ndarray and q_raw.dtype is FLOAT64:
+            q_raw = q_raw.tolist()
+        elif type(q_raw) is not list:
+            q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
+        q_list = _clip(q_raw, self._lower_list, self._upper_list)
+        if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        q_list = self._near_seed(q_list, q_seed)
-        q = np.array(q_list)
-        fast = self.chain.fast_kinematics
-        if fast is not None:  # serial chain: FK in floats, no 4x4 array
+        if self._turn_joints:
+            q_list = self._near_seed(q_list, q_seed)
+        q = np.array(q_list, FLOAT64)
+        fast = self._fast_kinematics
+        R = None
+        if fast is None:
+            T = self.chain.fk(q)
+            p = T[:3, 3].tolist()
+            R = T[:3, :3].tolist()
+        elif R_target is None:  # serial chain, position only: the tip position in floats
+            p = fast.position(q_list)
+        else:  # serial chain: FK in floats, no 4x4 array
             p, R_flat = fast.pose(q_list)
             R = [R_flat[0:3], R_flat[3:6], R_flat[6:9]]
-        else:
-            T = self.chain.fk(q)
-            p, R = T[:3, 3].tolist(), T[:3, :3].tolist()
-        tx, ty, tz = p_target.tolist()
+        tx, ty, tz = p_target
         dx, dy, dz = p[0] - tx, p[1] - ty, p[2] - tz
         pos_err = math.sqrt(dx * dx + dy * dy + dz * dz)
         rot_err = None if R_target is None else rotation_error(R, R_target)
@@ -305,7 +292,7 @@ class Solver:
         status = raw.status
         if reached and status is not IkStatus.DEGENERATE:
             status = IkStatus.CONVERGED
-        elif not reached and status in (IkStatus.CONVERGED, IkStatus.DEGENERATE):
+        elif not reached and (status is IkStatus.CONVERGED or status is IkStatus.DEGENERATE):
             status = IkStatus.MAX_ITERATIONS
         min_residual = raw.min_residual
         if not reached and self._plane is not None:
@@ -317,12 +304,72 @@ class Solver:
                 min_residual = off_plane
         if not reached and min_residual is not None and min_residual > tol_p:
             status = IkStatus.UNREACHABLE
-        return IkResult(
-            joint_positions=q, joint_names=self._joint_names, reachable=reached,
-            status=status, position_error=pos_err, orientation_error=rot_err,
-            min_residual=min_residual, iterations=int(raw.iterations), solve_time=elapsed,
-            message=raw.message, orientation_ignored=orientation_ignored,
-            history=None if raw.history is None else tuple(float(e) for e in raw.history))
+        history = raw.history
+        return _new_result(
+            q, self._joint_names, reached, status, pos_err, rot_err,
+            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
+            None if history is None else tuple(float(e) for e in history))
+
+
+def _defined_last(cls: type, names: Tuple[str, ...]) -> Optional[str]:
+    """Which of ``names`` the most derived class below :class:`Solver` defines, or None."""
+    for klass in cls.__mro__:
+        if klass is Solver:
+            break
+        for name in names:
+            if name in vars(klass):
+                return name
+    return None
+
+
+def _clip(values: List[float], lower: List[float], upper: List[float]) -> Optional[List[float]]:
+    """``values`` clipped into ``[lower, upper]`` element-wise (an infinite value beyond a finite
+    limit becomes the limit); None if one is NaN. ``values`` itself when all are within.
+
+    Comparisons rather than ``min(max(...))``: a third of the time for a handful of joints.
+    """
+    for v, lo, hi in zip(values, lower, upper):
+        if not lo <= v <= hi:
+            break
+    else:
+        return values  # the common case: nothing to clip
+    out = []
+    append = out.append
+    for v, lo, hi in zip(values, lower, upper):
+        if lo <= v <= hi:
+            append(v)
+        elif v < lo:
+            append(lo)
+        elif v > hi:
+            append(hi)
+        else:  # NaN: compares false with everything
+            return None
+    return out
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _new_result(joint_positions: np.ndarray, joint_names: Tuple[str, ...], reachable: bool,
+                status: IkStatus, position_error: float, orientation_error: Optional[float],
+                min_residual: Optional[float], iterations: int, solve_time: float,
+                message: str, orientation_ignored: bool,
+                history: Optional[Tuple[float, ...]]) -> IkResult:
+    """``IkResult(...)`` with every field given, built without the frozen dataclass's
+    ``__init__``: that one calls ``object.__setattr__`` once per field, about 3 us, a sixth of
+    a closed-form solve before issue 14.
+
+    The same object: ``test_base.py`` checks it equals the one ``IkResult(...)`` builds.
+    """
+    result = _new_object(IkResult)
+    _set_attribute(result, '__dict__', {
+        'joint_positions': joint_positions, 'joint_names': joint_names, 'reachable': reachable,
+        'status': status, 'position_error': position_error,
+        'orientation_error': orientation_error, 'min_residual': min_residual,
+        'iterations': iterations, 'solve_time': solve_time, 'message': message,
+        'orientation_ignored': orientation_ignored, 'history': history, 'tips': None})
+    return result
 
 
 def _motion_plane(chain: Chain):
@@ -339,61 +386,3 @@ def _motion_plane(chain: Chain):
         return None
     p_tip = chain.fk(q0)[:3, 3]
     return tuple(float(v) for v in n), float(n @ p_tip)
-
-
-# ---------------------------------------------------------------------------- input checking
-def target_from_input(target_position) -> np.ndarray:
-    """A (3,) finite float array, or :class:`TargetError` naming the bad value."""
-    try:
-        values = np.asarray(target_position, dtype=float).reshape(-1).tolist()
-    except (TypeError, ValueError) as exc:
-        raise TargetError(f'target position {target_position!r} is not numeric') from exc
-    if len(values) != 3:
-        raise TargetError(f'target position must have 3 values (x, y, z), got {len(values)}')
-    x, y, z = values
-    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-        raise TargetError(f'target position contains NaN or inf: {values}')
-    if max(abs(x), abs(y), abs(z)) > MAX_COORDINATE_M:
-        raise TargetError(f'target position {values} is beyond {MAX_COORDINATE_M:g} m')
-    return np.array(values)
-
-
-def rotation_from_input(quat_xyzw) -> np.ndarray:
-    """3x3 rotation of a quaternion (x, y, z, w), normalised; :class:`TargetError` if invalid."""
-    try:
-        values = np.asarray(quat_xyzw, dtype=float).reshape(-1).tolist()
-    except (TypeError, ValueError) as exc:
-        raise TargetError(f'orientation {quat_xyzw!r} is not numeric') from exc
-    if len(values) != 4:
-        raise TargetError(f'orientation must be a quaternion (x, y, z, w), got {len(values)} '
-                          'values')
-    if not all(math.isfinite(v) for v in values):
-        raise TargetError(f'orientation quaternion contains NaN or inf: {values}')
-    x, y, z, w = values
-    norm = math.sqrt(x * x + y * y + z * z + w * w)
-    if norm < 1e-6:
-        raise TargetError(f'orientation quaternion {values} has zero length')
-    x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    # The unit-quaternion rotation matrix, in floats (transforms3d.quaternions.quat2mat's formula).
-    return np.array([
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)]])
-
-
-def rotation_error(R_actual, R_target) -> float:
-    """Angle [rad] of the rotation taking ``R_actual`` to ``R_target`` (3x3 arrays or nested
-    lists of floats)."""
-    a = R_actual.tolist() if isinstance(R_actual, np.ndarray) else R_actual
-    b = R_target.tolist() if isinstance(R_target, np.ndarray) else R_target
-    # R = R_actual^T R_target, element by element in floats.
-    R = [[a[0][i] * b[0][j] + a[1][i] * b[1][j] + a[2][i] * b[2][j] for j in range(3)]
-         for i in range(3)]
-    c = 0.5 * (R[0][0] + R[1][1] + R[2][2] - 1.0)
-    # acos is ill-conditioned near 0; use the skew part for small angles.
-    if c > 0.99:
-        sx, sy, sz = R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]
-        s = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
-        return math.asin(min(1.0, s))
-    return math.acos(max(-1.0, min(1.0, c)))
-

@@ -196,16 +196,16 @@ class HipKneeSolver(Solver):
         return self._centre.copy(), self._core.r_inner, self._core.r_outer
 
     # ------------------------------------------------------------------------------ solving
-    def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
-               q_seed: np.ndarray) -> RawSolution:
-        px, py, pz = p_target.tolist()
+    def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
+                      q_seed: List[float]) -> RawSolution:
+        px, py, pz = p_target
         ax, ay, az, ak, bx, by, bz, bk, cx, cy, cz, ck = self._rows
         x = px * ax + py * ay + pz * az - ak
         e1 = px * bx + py * by + pz * bz - bk
         e2 = px * cx + py * cy + pz * cz - ck
         if self._n == 3:
-            return self._solve_leg(x, e1, e2, q_seed.tolist())
-        return self._solve_planar(x, e1, e2, q_seed.tolist())
+            return self._solve_leg(x, e1, e2, q_seed)
+        return self._solve_planar(x, e1, e2, q_seed)
 
     def _solve_leg(self, x: float, e1: float, e2: float, seed: List[float]) -> RawSolution:
         core = self._core
@@ -253,14 +253,14 @@ class HipKneeSolver(Solver):
                     if best is None or key < best[0]:
                         best = (key, q0, q1, n2b)
         if best is not None:
-            q = np.array(best[1:])
+            q = list(best[1:])
             error = miss
         else:
             error, q = self._nearest_leg(x, e1, e2, rho, seed)
         return self._raw(q, miss, miss, best is not None, error, note)
 
     def _nearest_leg(self, x: float, e1: float, e2: float, rho: float,
-                     seed: List[float]) -> Tuple[float, np.ndarray]:
+                     seed: List[float]) -> Tuple[float, List[float]]:
         """Nearest pose within all limits (exact; see :meth:`PlanarCore.nearest`).
 
         For fixed hip pitch and knee the tip circles the yaw axis, nearest the target at the
@@ -283,7 +283,7 @@ class HipKneeSolver(Solver):
             if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
                                                           dist < best[1]):
                 best = (err, dist, q0, q1, q2)
-        return best[0], np.array(best[2:])
+        return best[0], list(best[2:])
 
     def _solve_planar(self, x: float, y: float, off_plane: float,
                       seed: List[float]) -> RawSolution:
@@ -310,14 +310,14 @@ class HipKneeSolver(Solver):
                 if best is None or key < best[0]:
                     best = (key, n1, n2)
         if best is not None:
-            q = np.array(best[1:])
+            q = list(best[1:])
             error = bound
         else:
             error, q1, q2 = core.nearest(x, y, s1, s2)
-            error, q = math.hypot(error, off_plane), np.array([q1, q2])
+            error, q = math.hypot(error, off_plane), [q1, q2]
         return self._raw(q, miss, bound, best is not None, error, note)
 
-    def _raw(self, q: np.ndarray, miss: float, bound: float, within_limits: bool,
+    def _raw(self, q: List[float], miss: float, bound: float, within_limits: bool,
              error: float, note: str) -> RawSolution:
         """Status, proven residual and message of a pose (``error``: its predicted miss [m])."""
         history = [error] if self._record else None

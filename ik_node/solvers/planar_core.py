@@ -28,7 +28,9 @@ def _wrap(angle: float) -> float:
 
 def near_angle(angle: float, seed: float, lower: float, upper: float) -> Optional[float]:
     """The value of ``angle`` (mod 2 pi) inside [lower, upper] nearest ``seed``, or None [rad]."""
-    a = angle + _TWO_PI * round((seed - angle) / _TWO_PI)
+    d = seed - angle
+    # Within half a turn of the seed the rounding below gives 0: skip it (the common case).
+    a = angle if -_PI <= d <= _PI else angle + _TWO_PI * round(d / _TWO_PI)
     if a < lower - _LIMIT_SLACK:
         a += _TWO_PI
     elif a > upper + _LIMIT_SLACK:

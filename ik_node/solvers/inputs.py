@@ -1,0 +1,91 @@
+"""The checks of a solve's inputs, in plain floats, and the rotation error of a result.
+
+Bad input raises :class:`~ik_node.errors.TargetError` naming the value, once, at the boundary.
+Re-exported by :mod:`ik_node.solvers.base`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List
+
+import numpy as np
+
+from ik_node.errors import TargetError
+
+#: Coordinates beyond this magnitude [m] are refused as nonsense rather than solved.
+MAX_COORDINATE_M = 1e6
+#: The dtype of native float64 arrays, one object: ``a.dtype is FLOAT64`` is the cheapest check
+#: (a byte-swapped float64 array fails it and takes the general path).
+FLOAT64 = np.dtype(np.float64)
+
+
+def target_from_input(target_position) -> np.ndarray:
+    """A (3,) finite float array, or :class:`TargetError` naming the bad value."""
+    return np.array(target_values(target_position))
+
+
+def target_values(target_position) -> List[float]:
+    """The target position as 3 finite floats [m], or :class:`TargetError` naming the bad value.
+
+    Accepts anything numpy reads as 3 numbers (list, tuple, (3,) or (1, 3) array).
+    """
+    if type(target_position) is np.ndarray and target_position.dtype is FLOAT64 and \
+            target_position.shape == (3,):
+        values = target_position.tolist()  # the common case: no conversion
+    else:
+        try:
+            values = np.asarray(target_position, dtype=float).reshape(-1).tolist()
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f'target position {target_position!r} is not numeric') from exc
+        if len(values) != 3:
+            raise TargetError(f'target position must have 3 values (x, y, z), got '
+                              f'{len(values)}')
+    x, y, z = values
+    limit = MAX_COORDINATE_M
+    if -limit <= x <= limit and -limit <= y <= limit and -limit <= z <= limit:
+        return values  # finite and not beyond the limit (NaN fails every comparison)
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise TargetError(f'target position contains NaN or inf: {values}')
+    raise TargetError(f'target position {values} is beyond {MAX_COORDINATE_M:g} m')
+
+
+def rotation_from_input(quat_xyzw) -> np.ndarray:
+    """3x3 rotation of a quaternion (x, y, z, w), normalised; :class:`TargetError` if invalid."""
+    try:
+        values = np.asarray(quat_xyzw, dtype=float).reshape(-1).tolist()
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f'orientation {quat_xyzw!r} is not numeric') from exc
+    if len(values) != 4:
+        raise TargetError(f'orientation must be a quaternion (x, y, z, w), got {len(values)} '
+                          'values')
+    if not all(math.isfinite(v) for v in values):
+        raise TargetError(f'orientation quaternion contains NaN or inf: {values}')
+    x, y, z, w = values
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if norm < 1e-6:
+        raise TargetError(f'orientation quaternion {values} has zero length')
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    # The unit-quaternion rotation matrix, in floats (transforms3d.quaternions.quat2mat's formula).
+    return np.array([
+        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
+        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
+        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)]])
+
+
+def rotation_error(R_actual, R_target) -> float:
+    """Angle [rad] of the rotation taking ``R_actual`` to ``R_target`` (3x3 arrays or nested
+    lists of floats)."""
+    a = R_actual.tolist() if isinstance(R_actual, np.ndarray) else R_actual
+    b = R_target.tolist() if isinstance(R_target, np.ndarray) else R_target
+    # R = R_actual^T R_target, element by element in floats.
+    R = [[a[0][i] * b[0][j] + a[1][i] * b[1][j] + a[2][i] * b[2][j] for j in range(3)]
+         for i in range(3)]
+    c = 0.5 * (R[0][0] + R[1][1] + R[2][2] - 1.0)
+    # acos is ill-conditioned near 0; use the skew part for small angles.
+    if c > 0.99:
+        sx, sy, sz = R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]
+        s = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+        return math.asin(min(1.0, s))
+    return math.acos(max(-1.0, min(1.0, c)))
+

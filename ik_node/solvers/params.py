@@ -1,0 +1,85 @@
+"""Solver parameters: :class:`ParamSpec` (type, default, range, unit) and the common ones.
+
+Re-exported by :mod:`ik_node.solvers.base`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ik_node.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One solver parameter: type, default, valid range or choices, unit and meaning."""
+
+    type: type
+    default: Any
+    description: str
+    unit: str = ''
+    min: Optional[float] = None
+    max: Optional[float] = None
+    min_inclusive: bool = True
+    choices: Tuple[str, ...] = ()
+
+    def validate(self, name: str, value: Any) -> Any:
+        """Return ``value`` converted to the parameter's type, or raise :class:`ConfigError`."""
+        if self.type is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise ConfigError(f'parameter {name!r} must be true or false, got {value!r}')
+            return bool(value)
+        if self.type is str:
+            if not isinstance(value, str):
+                raise ConfigError(f'parameter {name!r} must be a string, got {value!r}')
+            if self.choices and value not in self.choices:
+                raise ConfigError(f'parameter {name!r} = {value!r} is not one of: '
+                                  f'{", ".join(self.choices)}')
+            return value
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise ConfigError(f'parameter {name!r} must be a number, got {value!r}')
+        if self.type is int:
+            if float(value) != int(value):
+                raise ConfigError(f'parameter {name!r} must be a whole number, got {value!r}')
+            value = int(value)
+        else:
+            value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f'parameter {name!r} must be finite, got {value!r}')
+        if self.min is not None and (value < self.min or
+                                     (value == self.min and not self.min_inclusive)):
+            raise ConfigError(f'parameter {name!r} = {value!r} is out of range: '
+                              f'{self.range_text()}')
+        if self.max is not None and value > self.max:
+            raise ConfigError(f'parameter {name!r} = {value!r} is out of range: '
+                              f'{self.range_text()}')
+        return value
+
+    def range_text(self) -> str:
+        """The valid range as text, e.g. ``'> 0'``, ``'1 .. 100000'``, ``'forward | backward'``."""
+        if self.choices:
+            return ' | '.join(self.choices)
+        if self.min is not None and self.max is not None:
+            left = '[' if self.min_inclusive else '('
+            return f'{left}{self.min:g}, {self.max:g}]'
+        if self.min is not None:
+            return f'{">=" if self.min_inclusive else ">"} {self.min:g}'
+        return 'any'
+
+
+#: Parameters every solver takes.
+COMMON_PARAMS: Dict[str, ParamSpec] = {
+    'position_tolerance': ParamSpec(float, 1e-5, 'tip position error counted as reached', 'm',
+                                    min=0.0, max=1.0, min_inclusive=False),
+    'orientation_tolerance': ParamSpec(float, 1e-4, 'tip orientation error counted as reached',
+                                       'rad', min=0.0, max=math.pi, min_inclusive=False),
+    'max_iterations': ParamSpec(int, 100, 'iteration cap of one solve', '', min=1, max=1_000_000),
+    'record_history': ParamSpec(bool, False, 'keep the position error of every iteration in '
+                                'result.history (for plots; slows the solve)'),
+}
+
+
