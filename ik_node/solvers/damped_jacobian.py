@@ -61,9 +61,8 @@ from ik_node.chain import Chain, chain_lengths
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.closest_pose import Budget, ClosestPose, reach_bound
-from ik_node.solvers.dls_codegen import (damped_solve_function, damped_step_function,
-                                          limit_functions, lower_index,
-                                          normal_equations_function)
+from ik_node.solvers.dls_codegen import (damped_step_function, damped_trial_function,
+                                          limit_functions, normal_equations_function)
 
 # Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
 # error: the descent is at a local minimum.
@@ -165,14 +164,12 @@ class DampedJacobianSolver(Solver):
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
         self._restart_spans = [(lo, hi - lo) for lo, hi in
                                zip(self._restart_low, self._restart_high, strict=True)]
-        # Entries of row and column k of a flat lower triangle (see lower_index).
-        self._row_indices = [[lower_index(max(k, j), min(k, j)) for j in range(chain.n)]
-                             for k in range(chain.n)]
         # Per with_orientation: (normal, step); normal(J, e, w) -> (A, b) is what
-        # step(q, A, b, lam) takes. Measured on UR5/Panda: the n x n normal equations, built once
-        # per iterate and reused by every damping and every set of blocked joints tried from it,
-        # beat the m x m system for 6D; position only (3 rows), the 3 x 3 system built for each
-        # trial is cheaper (A, b = J, e).
+        # step(q, A, b, lam) -> (q_new, joints that sat out the step) takes. Measured on
+        # UR5/Panda: the n x n normal equations, built once per iterate and reused by every
+        # damping and every set of blocked joints tried from it, beat the m x m system for 6D;
+        # position only (3 rows), the 3 x 3 system built for each trial is cheaper (A, b = J, e).
+        # The n x n step is one generated function (solve, blocked joints, limits).
         weight = self.params['orientation_weight']
         self._steps = {}
         self._normals = {}
@@ -187,8 +184,8 @@ class DampedJacobianSolver(Solver):
                     self._trial_dual, damped_step_function(rows, chain.n), weight)
             else:
                 self._normals[with_orientation] = normal_equations_function(rows, chain.n)
-                self._steps[with_orientation] = functools.partial(
-                    self._trial, damped_solve_function(chain.n))
+                self._steps[with_orientation] = damped_trial_function(
+                    self._low, self._high, self._wraps, self._bounded)
         fast = chain.fast_kinematics
         self._pose_normal = None if fast is None else fast.pose_normal
         if fast is not None:
@@ -425,7 +422,10 @@ class DampedJacobianSolver(Solver):
                                        history=history, message=f'timeout '
                                        f'{params["timeout"]:g} s after {restarts} restarts')
                 iterations += 1
-                q_new, blocked = step(q, A, b, lam)
+                try:
+                    q_new, blocked = step(q, A, b, lam)
+                except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
+                    q_new, blocked = None, ()
                 if blocked:
                     last_blocked = iterations
                 trial = None if q_new is None else evaluate(q_new)
@@ -515,48 +515,23 @@ class DampedJacobianSolver(Solver):
         return RawSolution(np.array(search.q), status, iterations, history=history,
                            message=message)
 
-    def _trial(self, solve: Callable, q: List[float], H: List[float], g: List[float],
-               lam: float) -> Tuple[Optional[List[float]], bool]:
-        """``(q`` plus the damped step within the limits, whether joints sat out the step``)``;
-        ``(None, False)`` if the system is not solvable.
-
-        Joints at a limit whose step points outwards sit out the step (their rows and columns of
-        the normal equations are replaced by the identity's and their gradient by 0), so the
-        others still get a full step instead of a direction bent by the clip.
-        """
-        try:
-            dq = solve(H, g, lam)
-            blocked = self._blocked_joints(q, dq)
-            if blocked:
-                H, g = list(H), list(g)
-                for k in blocked:
-                    for index in self._row_indices[k]:
-                        H[index] = 0.0
-                    g[k] = 0.0
-                dq = solve(H, g, lam)
-        except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
-            return None, False
-        return self._advance(q, dq), bool(blocked)
-
     def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
-                    ) -> Tuple[Optional[List[float]], bool]:
-        """As :meth:`_trial`, for fewer error rows than joints (position only): the m x m
-        system ``J J^T + lam I`` is the smaller one, built again for each trial.
-
-        Joints sitting out the step have their Jacobian columns zeroed.
+                    ) -> Tuple[List[float], Sequence[int]]:
+        """The step of :func:`~ik_node.solvers.dls_codegen.damped_trial_function` for fewer
+        error rows than joints (position only): the m x m system ``J J^T + lam I`` is the
+        smaller one, built again for each trial. Joints at a limit whose step points outwards
+        sit out the step (their Jacobian columns are zeroed). Raises ``ValueError`` or
+        ``ZeroDivisionError`` if the system is not positive definite (round-off).
         """
-        try:
+        dq = step(J, e, lam, weight)
+        blocked = self._blocked_joints(q, dq)
+        if blocked:
+            J = [list(row) for row in J]
+            for row in J:
+                for k in blocked:
+                    row[k] = 0.0
             dq = step(J, e, lam, weight)
-            blocked = self._blocked_joints(q, dq)
-            if blocked:
-                J = [list(row) for row in J]
-                for row in J:
-                    for k in blocked:
-                        row[k] = 0.0
-                dq = step(J, e, lam, weight)
-        except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
-            return None, False
-        return self._advance(q, dq), bool(blocked)
+        return self._advance(q, dq), blocked
 
     def _restart_configuration(self, rng: random.Random, cost_of: Callable) -> List[float]:
         """The best (lowest cost) of a few uniformly random configurations."""

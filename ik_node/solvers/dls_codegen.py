@@ -28,15 +28,39 @@ def limit_functions(low: Sequence[float], high: Sequence[float], wraps: Sequence
     outwards (empty if none).
     """
     n = len(low)
-    unpack = f'{", ".join(f"q{k}" for k in range(n))}{"," if n == 1 else ""} = q'
-    unpack_d = f'{", ".join(f"d{k}" for k in range(n))}{"," if n == 1 else ""} = dq'
-    lines = ['def advance(q, dq):', '    ' + unpack, '    ' + unpack_d]
-    inside = ' and '.join(f'-{MAX_STEP!r} <= d{k} <= {MAX_STEP!r}' for k in range(n))
-    lines += [f'    if not ({inside}):',
-              f'        s = {MAX_STEP!r} / max({", ".join(f"abs(d{k})" for k in range(n))})']
-    lines += [f'        d{k} *= s' for k in range(n)]
+    lines = ['def advance(q, dq):', '    ' + _unpack('q', n), '    ' + _unpack('d', n, 'dq')]
+    lines += _advance_lines(low, high, wraps)
+    lines.append(f'    return [{", ".join(f"v{k}" for k in range(n))}]')
+    lines += ['', 'def blocked(q, dq):']
+    if bounded:
+        lines += ['    ' + _unpack('q', n), '    ' + _unpack('d', n, 'dq'), '    out = []']
+        lines += _blocked_lines(low, high, bounded)
+        lines.append('    return out')
+    else:
+        lines.append('    return ()')
+    namespace = {'ceil': math.ceil}
+    exec(compile('\n'.join(lines), '<joint limits>', 'exec'), namespace)
+    return namespace['advance'], namespace['blocked']
+
+
+def _unpack(prefix: str, n: int, source: str = '') -> str:
+    """``p0, p1, ... = source`` (``source`` defaults to ``prefix``)."""
+    return f'{", ".join(f"{prefix}{k}" for k in range(n))}{"," if n == 1 else ""} = ' \
+        f'{source or prefix}'
+
+
+def _advance_lines(low: Sequence[float], high: Sequence[float], wraps: Sequence[bool],
+                   d: str = 'd') -> List[str]:
+    """Lines taking ``q0 ..`` and the step ``{d}0 ..`` to ``v0 ..``: ``q + dq`` with ``dq``
+    scaled down to at most ``MAX_STEP`` per joint, then wrapped by whole turns or clipped into
+    the limits."""
+    n = len(low)
+    inside = ' and '.join(f'-{MAX_STEP!r} <= {d}{k} <= {MAX_STEP!r}' for k in range(n))
+    lines = [f'    if not ({inside}):',
+             f'        s = {MAX_STEP!r} / max({", ".join(f"abs({d}{k})" for k in range(n))})']
+    lines += [f'        {d}{k} *= s' for k in range(n)]
     for k, (lo, hi, wrap) in enumerate(zip(low, high, wraps, strict=True)):
-        lines.append(f'    v{k} = q{k} + d{k}')
+        lines.append(f'    v{k} = q{k} + {d}{k}')
         if math.isfinite(lo):
             fix = (f'v{k} + {TWO_PI!r} * ceil(({lo!r} - v{k}) / {TWO_PI!r})' if wrap
                    else repr(lo))
@@ -46,20 +70,19 @@ def limit_functions(low: Sequence[float], high: Sequence[float], wraps: Sequence
                    else repr(hi))
             lines += [f'    {"elif" if math.isfinite(lo) else "if"} v{k} > {hi!r}:',
                       f'        v{k} = {fix}']
-    lines.append(f'    return [{", ".join(f"v{k}" for k in range(n))}]')
-    lines += ['', 'def blocked(q, dq):']
-    if bounded:
-        lines += ['    ' + unpack, '    ' + unpack_d, '    out = []']
-        for k in bounded:
-            lines += [f'    if (d{k} < 0.0 and q{k} <= {low[k]!r}) or '
-                      f'(d{k} > 0.0 and q{k} >= {high[k]!r}):',
-                      f'        out.append({k})']
-        lines.append('    return out')
-    else:
-        lines.append('    return ()')
-    namespace = {'ceil': math.ceil}
-    exec(compile('\n'.join(lines), '<joint limits>', 'exec'), namespace)
-    return namespace['advance'], namespace['blocked']
+    return lines
+
+
+def _blocked_lines(low: Sequence[float], high: Sequence[float], bounded: Sequence[int],
+                   d: str = 'd') -> List[str]:
+    """Lines appending to ``out`` the index of each ``bounded`` joint at a limit whose step
+    ``{d}{k}`` points outwards."""
+    lines = []
+    for k in bounded:
+        lines += [f'    if ({d}{k} < 0.0 and q{k} <= {low[k]!r}) or '
+                  f'({d}{k} > 0.0 and q{k} >= {high[k]!r}):',
+                  f'        out.append({k})']
+    return lines
 
 
 def lower_index(a: int, b: int) -> int:
@@ -199,3 +222,43 @@ def damped_step_function(m: int, n: int) -> Callable:
     namespace = {'sqrt': math.sqrt}
     exec(compile('\n'.join(lines), f'<damped step {m}x{n}>', 'exec'), namespace)
     return namespace['step']
+
+
+def damped_trial_function(low: Sequence[float], high: Sequence[float], wraps: Sequence[bool],
+                          bounded: Sequence[int]) -> Callable:
+    """``trial(q, H, g, lam) -> (q_new, blocked)``: one damped step from ``q``, generated with
+    the limits written into the code.
+
+    The step solves ``(H + lam I) dq = g`` (``H`` a flat lower triangle, see
+    :func:`normal_equations_function`) by the unrolled Cholesky factorisation of
+    :func:`damped_solve_function`. ``blocked`` lists the ``bounded`` joints at a limit whose step
+    points outwards; if there are any, they sit out the step (their rows and columns of ``H``
+    become the identity's, their entries of ``g`` 0) and the system is solved again for the
+    others. ``q_new`` is ``q + dq`` as :func:`limit_functions`' ``advance`` makes it. One
+    function instead of solve, blocked and advance called in turn: the same floats, fewer
+    Python calls per iteration. A matrix that is not positive definite raises ``ValueError`` or
+    ``ZeroDivisionError``.
+    """
+    n = len(low)
+    count = n * (n + 1) // 2
+    lines = ['def trial(q, H, g, lam):', '    ' + _unpack('h', count, 'H'),
+             '    ' + _unpack('g', n)]
+    lines += cholesky_solve_lines(
+        n, lambda a, b: f'h{lower_index(a, b)}' + (' + lam' if a == b else ''),
+        [f'g{a}' for a in range(n)], reciprocal=True)
+    lines.append('    ' + _unpack('q', n))
+    if bounded:
+        lines.append('    out = []')
+        lines += _blocked_lines(low, high, bounded, d='x')
+        lines += ['    if out:', '        H, g = list(H), list(g)', '        for k in out:',
+                  '            for index in rows[k]:', '                H[index] = 0.0',
+                  '            g[k] = 0.0', '        ' + _unpack('x', n, 'solve(H, g, lam)')]
+    else:
+        lines.append('    out = ()')
+    lines += _advance_lines(low, high, wraps, d='x')
+    lines.append(f'    return [{", ".join(f"v{k}" for k in range(n))}], out')
+    rows = [[lower_index(max(k, j), min(k, j)) for j in range(n)] for k in range(n)]
+    namespace = {'ceil': math.ceil, 'sqrt': math.sqrt, 'rows': rows,
+                 'solve': damped_solve_function(n)}
+    exec(compile('\n'.join(lines), '<damped trial>', 'exec'), namespace)
+    return namespace['trial']
