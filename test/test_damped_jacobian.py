@@ -153,6 +153,29 @@ def test_prismatic_and_continuous_joints_are_solved_within_limits():
             POSITION_TOL_M
 
 
+ONE_JOINT_URDF = """<robot name="one"><link name="base"/><link name="arm"/><link name="tip"/>
+<joint name="j" type="revolute"><parent link="base"/><child link="arm"/>
+<axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+<joint name="f" type="fixed"><parent link="arm"/><child link="tip"/><origin xyz="1 0 0"/>
+</joint></robot>"""
+
+
+@pytest.mark.parametrize('orientation', [False, True])
+def test_single_joint_chain_reaches_a_target_more_than_a_max_step_away(orientation):
+    # The first damped step asks for more than dls_codegen.MAX_STEP (1 rad): it is capped (the
+    # generated cap once failed for a single joint, a TypeError out of solve()).
+    chain = Chain.from_urdf_string(ONE_JOINT_URDF, 'base', 'tip')
+    angle = 2.5
+    p_target = np.array([math.cos(angle), math.sin(angle), 0.0])
+    R_target = chain.fk(np.array([angle]))[:3, :3] if orientation else None
+    solver = make_solver('damped_jacobian', chain, DETERMINISTIC)
+    result = solver.solve(p_target, _quat_xyzw(R_target) if orientation else None, [0.0])
+    position_error, angle_error = _measured_errors(chain, result.joint_positions, p_target,
+                                                   R_target)
+    assert result.reachable
+    assert position_error <= POSITION_TOL_M and angle_error <= ORIENTATION_TOL_RAD
+
+
 def test_same_restart_seed_gives_the_same_solution(planar4):
     params = {**DETERMINISTIC, 'restart_seed': 11}
     target = [0.2, -0.5, 0.0]

@@ -56,8 +56,8 @@ def _advance_lines(low: Sequence[float], high: Sequence[float], wraps: Sequence[
     the limits."""
     n = len(low)
     inside = ' and '.join(f'-{MAX_STEP!r} <= {d}{k} <= {MAX_STEP!r}' for k in range(n))
-    lines = [f'    if not ({inside}):',
-             f'        s = {MAX_STEP!r} / max({", ".join(f"abs({d}{k})" for k in range(n))})']
+    largest = f'max({", ".join(f"abs({d}{k})" for k in range(n))})' if n > 1 else f'abs({d}0)'
+    lines = [f'    if not ({inside}):', f'        s = {MAX_STEP!r} / {largest}']
     lines += [f'        {d}{k} *= s' for k in range(n)]
     for k, (lo, hi, wrap) in enumerate(zip(low, high, wraps, strict=True)):
         lines.append(f'    v{k} = q{k} + {d}{k}')
