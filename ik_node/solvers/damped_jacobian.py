@@ -45,7 +45,8 @@ factorisations: for 6-7 joints both are several times faster than numpy, whose p
 dominates arrays this small. For 6D targets the n x n normal equations ``J^T J``, ``J^T e`` are
 built once per accepted iterate and every damping and every set of joints sitting out a step
 reuses them; position only, the 3 x 3 system ``J J^T + lambda I`` is cheaper to build for each
-trial (the generators are in :mod:`ik_node.solvers.dls_codegen`).
+trial. The n x n trial step (solve, joints sitting out, limits) is one generated function, not
+four Python calls (the generators are in :mod:`ik_node.solvers.dls_codegen`).
 """
 
 from __future__ import annotations
