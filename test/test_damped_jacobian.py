@@ -94,6 +94,45 @@ def test_panda_pose_targets_are_reached_at_least_98_percent():
     assert _solve_random_targets(chain, 200, orientation=True, rng_seed=2) >= 0.98
 
 
+def test_panda_pose_targets_from_the_lower_cost_start_are_reached_at_least_98_percent():
+    chain = _shared('panda.urdf', 'panda_link0', 'panda_hand_tcp')
+    assert _solve_random_targets(chain, 200, orientation=True, rng_seed=2,
+                                 params={'first_start': 'lower_cost'}) >= 0.98
+
+
+@pytest.mark.parametrize('first_start', ['seed', 'lower_cost'])
+def test_first_descent_starts_at_the_seed_or_the_lower_cost_of_seed_and_mid(first_start):
+    # The first recorded error is that of the configuration the first descent starts from.
+    chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
+    q_mid = 0.5 * (np.maximum(chain.lower, -math.pi) + np.minimum(chain.upper, math.pi))
+    q_target = q_mid + 0.05
+    T = chain.fk(q_target)
+    rng = np.random.default_rng(5)
+    solver = make_solver('damped_jacobian', chain, {**DETERMINISTIC, 'record_history': True,
+                                                    'first_start': first_start})
+    checked = 0
+    for _ in range(20):
+        far_seed = rng.uniform(np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi))
+        near_seed = q_target - 0.02
+        for seed in (far_seed, near_seed):
+            result = solver.solve(T[:3, 3], _quat_xyzw(T[:3, :3]), seed)
+            seed_error = float(np.linalg.norm(chain.fk(seed)[:3, 3] - T[:3, 3]))
+            mid_error = float(np.linalg.norm(chain.fk(q_mid)[:3, 3] - T[:3, 3]))
+            seed_cost = seed_error ** 2 + 0.25 * rotation_error(chain.fk(seed)[:3, :3],
+                                                                  T[:3, :3]) ** 2
+            mid_cost = mid_error ** 2 + 0.25 * rotation_error(chain.fk(q_mid)[:3, :3],
+                                                                T[:3, :3]) ** 2
+            start_error = mid_error if first_start == 'lower_cost' and mid_cost < seed_cost \
+                else seed_error
+            assert result.history[0] == pytest.approx(start_error, abs=1e-9)
+            position_error, angle_error = _measured_errors(chain, result.joint_positions,
+                                                           T[:3, 3], T[:3, :3])
+            assert result.reachable
+            assert position_error <= POSITION_TOL_M and angle_error <= ORIENTATION_TOL_RAD
+            checked += first_start == 'lower_cost' and mid_cost < seed_cost
+    assert first_start == 'seed' or checked >= 10  # the mid start was taken
+
+
 @pytest.mark.parametrize('robot', ['ur5', 'panda'])
 def test_reference_arm_position_targets_are_all_reached(robot):
     chain = (_shared('ur5.urdf', 'base_link', 'tool0') if robot == 'ur5' else
