@@ -33,8 +33,8 @@ joints at a limit sat out a step, the descent begins at the mid configuration (f
 limit); the others begin at
 the lowest-error of 4 random configurations. When the position is provably out of reach, no
 restart can reach the pose and the descents crawl (Gauss-Newton misses the curvature of a large
-residual): the best of 2 descents is returned, status ``unreachable``. Otherwise, once a descent
-is stuck, the closest-pose search on the position alone runs once: when it confirms the
+residual): the best of 2 descents is returned, status ``unreachable``. Otherwise, once two
+descents are stuck, the closest-pose search on the position alone runs once: when it confirms the
 position out of reach, no restart can reach the pose either, and the best pose found so far is
 returned, status ``unreachable`` (the rule of the position search, not a proof: the message
 says so); when it reaches the position, the restarts go on.
@@ -397,7 +397,7 @@ class DampedJacobianSolver(Solver):
         # converges 3 times in 4, one from a random configuration 1 in 3. Position only (the
         # mid configuration of planar4 is stretched straight, singular) it did not help.
         mid_next = with_orientation and q != self._mid
-        # 6D: once a descent is stuck, the closest-pose search on the position alone tells a
+        # 6D: once two descents are stuck, the closest-pose search on the position alone tells a
         # position out of reach (no restart can reach the pose) from a hard pose.
         position_checked = not with_orientation or self._closest is None
         cost_of: Optional[Callable] = None
@@ -475,9 +475,11 @@ class DampedJacobianSolver(Solver):
                 return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message=f'position provably out of reach: '
                                    f'the best of {restarts + 1} descents')
-            if not position_checked and (min_residual is None or
-                                         min_residual <= params['position_tolerance']):
-                # Is the position itself out of reach (unproven by the bound)?
+            if restarts >= 1 and not position_checked and (
+                    min_residual is None or min_residual <= params['position_tolerance']):
+                # Is the position itself out of reach (unproven by the bound)? Asked after the
+                # second stuck descent: after the first it cost reachable 6D solves 12 % (UR5)
+                # to 27 % (Panda) of their time, where 2 in 3 Panda solves restart once.
                 position_checked = True
                 found = self._closest.search(
                     p_target.tolist(), best_q, budget, max_iterations - iterations,
