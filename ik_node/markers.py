@@ -150,6 +150,30 @@ def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reach
     return [sphere, line]
 
 
+#: Length [m] of the target orientation's axes (x red, y green, z blue, as RViz draws frames).
+AXES_LENGTH_M = 0.12
+
+
+def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
+                        quat_xyzw: Optional[Sequence[float]]) -> Sequence[Marker]:
+    """The target orientation of a 6D target as three axes from the target point (one
+    LINE_LIST, id 300 + index, drawn through the robot so a target inside the flange still shows);
+    a delete when the target has no orientation."""
+    if quat_xyzw is None:
+        return [_deleted(frame_id, stamp, 300 + index)]
+    from transforms3d.quaternions import quat2mat
+    x, y, z, w = (float(v) for v in quat_xyzw)
+    R = quat2mat([w, x, y, z])
+    m = _marker(frame_id, stamp, 300 + index, Marker.LINE_LIST, (1.0, 1.0, 1.0, 1.0))
+    m.scale.x = 0.01
+    origin = Point(x=float(p_target[0]), y=float(p_target[1]), z=float(p_target[2]))
+    for axis, rgb in zip(R.T, ((1.0, 0.0, 0.0), (0.0, 0.8, 0.0), (0.0, 0.3, 1.0)), strict=True):
+        end = np.asarray(p_target, dtype=float) + AXES_LENGTH_M * axis
+        m.points += [origin, Point(x=float(end[0]), y=float(end[1]), z=float(end[2]))]
+        m.colors += [ColorRGBA(r=rgb[0], g=rgb[1], b=rgb[2], a=1.0)] * 2
+    return [m]
+
+
 def marker_array(markers: Sequence[Marker]) -> MarkerArray:
     """A ``visualization_msgs/MarkerArray`` of ``markers``."""
     msg = MarkerArray()

@@ -81,7 +81,7 @@ def test_every_marker_is_valid_and_ids_are_stable(harness, robot):  # noqa: F811
             check_marker(m, links)
             keys.add((m.ns, m.id))
     # Stable: a bounded set of (namespace, id), whatever the number of targets.
-    assert len(keys) <= 3 + 2 * len(chain.tip_links) + chain.n + len(chain.tip_links) + 1, keys
+    assert len(keys) <= 3 + 3 * len(chain.tip_links) + chain.n + len(chain.tip_links) + 1, keys
     map_markers = [m for a in reach for m in a.markers if m.action == Marker.ADD]
     assert {m.ns for m in map_markers} == {f'reachability/{t}' for t in chain.tip_links}
 
@@ -96,3 +96,34 @@ def test_a_chain_change_deletes_the_old_markers_first(harness):  # noqa: F811
     assert result.successful, result.reason
     first = probe.wait_for('the markers of the new chain', lambda: probe.marker_arrays[mark[2]:])
     assert first[0].markers[0].action == Marker.DELETEALL
+
+
+def test_a_pose_target_shows_its_orientation_as_axes_and_a_point_target_deletes_them(
+        harness):  # noqa: F811
+    from transforms3d.quaternions import quat2mat
+    ik, probe = harness.start('arm6', reachability_samples=0)
+    chain = chain_of('arm6')
+    T = chain.fk(np.array([0.3, -0.5, 0.9, 0.2, 0.6, -0.4]))
+    quat = np.array([0.2, -0.4, 0.1, 0.9]) / np.linalg.norm([0.2, -0.4, 0.1, 0.9])
+    mark = probe.mark()
+    probe.send_pose(T[:3, 3], quat)
+    probe.next_status(mark, what='the answer')
+
+    def axes():
+        return [m for a in probe.marker_arrays for m in a.markers if m.id == 300]
+    found = probe.wait_for('the orientation axes', lambda: [m for m in axes()
+                                                            if m.action == Marker.ADD])
+    m = found[-1]
+    check_marker(m, {link.name for link in chain.robot.links})
+    assert m.type == Marker.LINE_LIST and len(m.points) == 6
+    x, y, z, w = quat
+    R = quat2mat([w, x, y, z])
+    for k in range(3):  # each axis from the target point along the quaternion's column k
+        start, end = m.points[2 * k], m.points[2 * k + 1]
+        np.testing.assert_allclose([start.x, start.y, start.z], T[:3, 3], atol=1e-9)
+        np.testing.assert_allclose(np.array([end.x - start.x, end.y - start.y, end.z - start.z]),
+                                   0.12 * R[:, k], atol=1e-9)
+    count = len(axes())
+    probe.send_point(T[:3, 3])
+    probe.wait_for('the axes deleted for a point target', lambda: [
+        m for m in axes()[count:] if m.action == Marker.DELETE])

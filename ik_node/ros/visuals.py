@@ -62,8 +62,10 @@ class MarkerOutput:
                     out.extend(markers.target_markers(frame, stamp, k, known[tip], reached,
                                                       tips_T[tip][:3, 3]))
         else:
-            p, _ = goals[None]
+            p, quat = goals[None]
             out.extend(markers.target_markers(frame, stamp, 0, p, result.reachable,
                                               tips_T[chain.tip_link][:3, 3]))
+            out.extend(markers.orientation_markers(frame, stamp, 0, p, None if
+                                                   result.orientation_ignored else quat))
         out.extend(markers.joint_margin_markers(frame, stamp, chain, q))
         self._send(self._pub, markers.marker_array(out))
