@@ -18,8 +18,11 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _SPIN_PERIOD_S = 0.1
 
 
-def main(args: Optional[List[str]] = None) -> int:
+def main(args: Optional[List[str]] = None, node_class: Optional[type] = None) -> int:
     """Entry point of the ``ik_node`` executable. Returns the exit status.
+
+    ``node_class``: a subclass of :class:`ik_node.node.IkNode` to run instead (the latency
+    benchmark's traced node).
 
     SIGINT and SIGTERM end the node cleanly at any moment: they are held back while rclpy, the
     executor and the node are built and torn down, and handled by a flag the spin loop checks
@@ -44,7 +47,7 @@ def main(args: Optional[List[str]] = None) -> int:
     try:
         executor = SingleThreadedExecutor()
         from ik_node.node import IkNode
-        node = IkNode()
+        node = (node_class or IkNode)()
         executor.add_node(node)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         while not stop.is_set() and rclpy.ok():
