@@ -448,6 +448,7 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                 'rate_hz': rate, 'duration_s': seconds, 'out_of_reach_share': share,
                 'load_avg_1min': os.getloadavg()[0],
                 'node_cpu_pct': 100.0 * (cpu1 - cpu0) / (wall1 - wall0),
+                'node_cpu_s': cpu1 - cpu0,
                 'skipped_reported_by_node': (skipped1 or 0) - skipped0}))
     finally:
         publisher.close()
@@ -468,6 +469,10 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
             log(f'[{name}] warm-up: {stats["answered"]}/{stats["sent"]} answered')
             continue
         stats.update(info)
+        # the node's CPU per answer: what one target costs it, less sensitive to the machine's
+        # other load than the latency is
+        stats['node_cpu_ms_per_answer'] = 1e3 * info['node_cpu_s'] / stats['answered'] \
+            if stats['answered'] else None
         result['phases'].append(stats)
         log(phase_line(name, stats))
     return result
@@ -485,6 +490,7 @@ def phase_line(name: str, p: Dict[str, Any]) -> str:
             f'{_ms(p, "out_of_reach_latency_p99_ms")}) node side p99 '
             f'{_ms(p, "node_side_p99_ms")} solve p99 in/out {_ms(p, "in_reach_solve_p99_ms")}/'
             f'{_ms(p, "out_of_reach_solve_p99_ms")} ms cpu {p["node_cpu_pct"]:.0f}% '
+            f'({_ms(p, "node_cpu_ms_per_answer")} ms/answer) '
             f'skipped(node) {p["skipped_reported_by_node"]} slope '
             f'{_ms(p, "backlog_slope_ms_per_s", 3)} ms/s load {p["load_avg_1min"]:.1f}')
 
@@ -510,13 +516,14 @@ def markdown(results) -> str:
              'newest only); "skipped (node)" is the node\'s own count from /diagnostics; gaps: '
              'runs of consecutive unanswered targets (many short ones = steady overload, a long '
              'one = a stall). Backlog slope: a line fitted to e2e latency against send time '
-             '(about 0 = no backlog). Load: 1-minute load average of the shared 2-core machine '
+             '(about 0 = no backlog). CPU ms / answer: the node\'s CPU time over the phase per '
+             'answered target. Load: 1-minute load average of the shared 2-core machine '
              'at the end of the phase.', '',
              '| config | solver | target | run | rate Hz | out share | achieved Hz | sent | '
              'answered (out) | gaps (longest) | skipped (node) | e2e p50 / p99 ms | '
              'in reach p50 / p99 | out of reach p50 / p99 | e2e max ms | node side p50 / p99 | '
-             'solve p99 in / out | slope ms/s | node CPU % | load |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             'solve p99 in / out | slope ms/s | node CPU % | CPU ms / answer | load |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in results['configs']:
         if 'error' in r:
             lines.append(f'| {r["config"]} | error: {r["error"]} |')
@@ -539,7 +546,7 @@ def markdown(results) -> str:
                 f'{f("latency_max_ms")} | {pair("node_side_p50_ms", "node_side_p99_ms")} | '
                 f'{pair("in_reach_solve_p99_ms", "out_of_reach_solve_p99_ms")} | '
                 f'{f("backlog_slope_ms_per_s", 3)} | {f("node_cpu_pct", 0)} | '
-                f'{f("load_avg_1min", 1)} |')
+                f'{f("node_cpu_ms_per_answer")} | {f("load_avg_1min", 1)} |')
     lines += ['', '## Goal', '', '| goal | measured | verdict |', '|---|---|---|']
     for g in results['goals']:
         lines.append(f'| {g["goal"]} | {g["measured"]} | {g["verdict"]} |')
