@@ -103,19 +103,30 @@ def target_in_base(target: Target, chain: Chain, q: np.ndarray,
     p = target_from_input(target.position)
     R = None if target.quat_xyzw is None else rotation_from_input(target.quat_xyzw)
     frame = target.frame_id
-    if frame and frame != chain.base_link:
-        try:
-            T_base_frame = chain.link_transform(frame, q)
-        except ChainError as exc:
-            if lookup is None:
-                raise TargetError(f'unknown target frame: {exc}. Frames outside the URDF are '
-                                  'looked up in TF, which needs tf2_ros (source a ROS 2 '
-                                  'install)') from None
-            T_base_frame = lookup(frame, target.stamp)
-        p = T_base_frame[:3, :3] @ p + T_base_frame[:3, 3]
-        if R is not None:
-            R = T_base_frame[:3, :3] @ R
+    if not frame or frame == chain.base_link:  # already in the base frame
+        return p, None if R is None else _unit_quat_xyzw(target.quat_xyzw)
+    try:
+        T_base_frame = chain.link_transform(frame, q)
+    except ChainError as exc:
+        if lookup is None:
+            raise TargetError(f'unknown target frame: {exc}. Frames outside the URDF are '
+                              'looked up in TF, which needs tf2_ros (source a ROS 2 '
+                              'install)') from None
+        T_base_frame = lookup(frame, target.stamp)
+    p = T_base_frame[:3, :3] @ p + T_base_frame[:3, 3]
+    if R is not None:
+        R = T_base_frame[:3, :3] @ R
     return p, None if R is None else quat_xyzw_from_rotation(R)
+
+
+def _unit_quat_xyzw(quat_xyzw) -> np.ndarray:
+    """A valid quaternion (checked by ``rotation_from_input``) normalised, ``w >= 0``: what
+    :func:`quat_xyzw_from_rotation` of its rotation returns, without the round trip."""
+    x, y, z, w = (float(v) for v in np.asarray(quat_xyzw, dtype=float).reshape(-1))
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if w < 0.0:
+        norm = -norm
+    return np.array([x / norm, y / norm, z / norm, w / norm])
 
 
 class LatestTargets:

@@ -338,36 +338,68 @@ class IkNode(ParameterDeclarations, StatusReports, InteractiveHooks, Node):
             count = self._solve_count
             self._markers_due = (result, goals, dict(self._known), q)
             out_stamp = self._output.publish(q, seed)
+            self._answered(stamps, out_stamp, result)
             graph = self._graph
             self._show_on_interactive(model, batch, goals, result, q)
+        self._report_solve(chain, graph, config.solver, result, goals, q, frame, stamps, count,
+                           {'seed': seed_note, 'output': self._output.kind,
+                            'joint_state_stamp': out_stamp})
+
+    def _report_solve(self, chain, graph: GraphConfig, solver: str, result, goals: Dict, q,
+                      frame: str, stamps: str, count: int, extra: Dict[str, str]) -> None:
+        """Offer a solve's status to the rate gate (markers follow a published one).
+
+        The fragility measures (a Jacobian and its SVD) and the reachability map distance are
+        computed once, and only when needed: the measures at once for a reached target (they
+        decide OK or WARN), otherwise when the status is built; most statuses of a fast stream
+        never are.
+        """
         skipped = self._targets.skipped
-        extra = {'seed': seed_note, 'output': self._output.kind, 'joint_state_stamp': out_stamp}
-        level, summary = conv.result_level(result), conv.result_summary(result, config.solver)
+        reach = self._reach
+        tips = [tip or chain.tip_link for tip in goals]
         position_only = result.orientation_ignored or \
             all(quat is None for _, quat in goals.values())
-        try:
-            quality, fragile = fragility_report(
-                chain, q, [tip or chain.tip_link for tip in goals], position_only,
-                graph.singular_threshold, graph.limit_margin_threshold)
-            extra.update(quality)
-        except Exception as exc:  # a measure for the user never fails a solve
-            extra['quality'] = f'not measured: {type(exc).__name__}: {exc}'
-            fragile = ''
-        if fragile and level == conv.OK:
+        measured: Dict[str, Any] = {}
+
+        def measures() -> Dict[str, Any]:
+            if not measured:
+                values = dict(extra)
+                try:
+                    quality, fragile = fragility_report(
+                        chain, q, tips, position_only, graph.singular_threshold,
+                        graph.limit_margin_threshold)
+                    values.update(quality)
+                except Exception as exc:  # a measure for the user never fails a solve
+                    values['quality'] = f'not measured: {type(exc).__name__}: {exc}'
+                    fragile = ''
+                if not result.reachable and reach.ready:
+                    distances = [d for tip, (p, _) in goals.items()
+                                 if (d := reach.distance(tip or chain.tip_link, p)) is not None]
+                    if distances:
+                        values['map_distance_m'] = f'{max(distances):.4g}'
+                measured.update(values=values, fragile=fragile)
+            return measured
+
+        level = conv.result_level(result)
+        if level == conv.OK and measures()['fragile']:
             level = conv.WARN
-        if fragile:
-            summary += f'; fragile: {fragile}'
-        if not result.reachable and self._reach.ready:
-            distances = [d for tip, (p, _) in goals.items()
-                         if (d := self._reach.distance(tip or chain.tip_link, p)) is not None]
-            if distances:
-                extra['map_distance_m'] = f'{max(distances):.4g}'
+
+        def summary() -> str:
+            text = conv.result_summary(result, solver)
+            fragile = measures()['fragile']
+            return f'{text}; fragile: {fragile}' if fragile else text
+
         published = self._offer(
-            level, lambda: summary,
-            lambda: conv.result_values(result, config.solver, frame, skipped, count, stamps,
-                                       extra))
+            level, summary,
+            lambda: conv.result_values(result, solver, frame, skipped, count, stamps,
+                                       measures()['values']))
         if published:
             self._publish_target_markers()
+
+    def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
+        """Called (lock held) right after every solve's answer is published, with the pair of
+        stamps its status carries (``target_stamp``, ``joint_state_stamp``), also when the rate
+        gate holds that status back. A no-op: benchmarks/traced_node.py records here."""
 
     def _lookup(self, frame: str, stamp) -> np.ndarray:
         return self._tf.lookup(self._model.config.base_link, frame, stamp, self._graph.tf_timeout)

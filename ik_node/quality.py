@@ -171,6 +171,54 @@ def cached_task_rank(chain: Chain, tip: str, position_only: bool) -> int:
     return cache[key]
 
 
+def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
+    """Per-chain constants of a tip's measures, cached on the chain object: ``(tip_link,
+    joint indices, task rows, rank, joint indices with finite limits, their lower and upper
+    limits, their names)``, as :func:`solution_quality` and :func:`nearest_limit` derive them."""
+    cache = chain.__dict__.setdefault('_ik_node_tip_plan', {})
+    key = (tip, bool(position_only))
+    plan = cache.get(key)
+    if plan is None:
+        tip_link = chain.tip_links[chain.tip_index(tip)]
+        joints = list(chain.joints_of_tip(tip_link))
+        rows = 3 if position_only or len(joints) < FULL_POSE_DOF else 6
+        rank = max(1, min(cached_task_rank(chain, tip, position_only), rows))
+        idx = np.array(joints, dtype=int)
+        plan = (tip_link, joints, rows, rank, idx, chain.lower[idx].astype(float),
+                chain.upper[idx].astype(float), [chain.joint_names[i] for i in joints])
+        cache[key] = plan
+    return plan
+
+
+def _fast_quality(chain: Chain, q: np.ndarray, tip: str, position_only: bool,
+                  singular_threshold: float, limit_threshold: float) -> SolutionQuality:
+    """:func:`solution_quality` at the tip's generic rank, with its per-chain constants cached
+    and ``q`` and the thresholds already checked: the same numbers, for every solve."""
+    tip_link, joints, rows, rank, idx, lower, upper, names = _tip_plan(chain, tip, position_only)
+    if joints:
+        J = chain.jacobian(q, tip_link)[:rows, joints]
+        sigma = np.linalg.svd(J, compute_uv=False).tolist()
+    else:
+        sigma = []
+    sigma = (sigma + [0.0] * max(0, rows - len(sigma)))[:rows][:rank]
+    manipulability = 1.0
+    for value in sigma:
+        manipulability *= value
+    # nearest limit: lower then upper of each joint in order, the first smallest finite gap
+    distance, joint, side = math.inf, None, None
+    if joints:
+        qj = q[idx]
+        gaps = np.empty(2 * len(joints))
+        gaps[0::2], gaps[1::2] = qj - lower, upper - qj
+        gaps[~np.isfinite(gaps)] = math.inf
+        k = int(np.argmin(gaps))
+        if gaps[k] < math.inf:
+            distance, joint, side = float(gaps[k]), names[k // 2], ('lower', 'upper')[k % 2]
+    return SolutionQuality(tip_link, rows == 3, float(manipulability), float(sigma[-1]),
+                           distance, joint, side, float(singular_threshold),
+                           float(limit_threshold))
+
+
 def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
                      singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
                      limit_threshold: float = DEFAULT_LIMIT_THRESHOLD
@@ -178,13 +226,25 @@ def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
     """The node's diagnostics of a solution: (key-values, what makes it fragile or '').
 
     Over the targeted ``tips``: the smallest manipulability and singular value (at each tip's
-    generic task rank, :func:`task_rank`), the nearest joint limit and its joint.
+    generic task rank, :func:`task_rank`), the nearest joint limit and its joint. The same
+    measures as :func:`solution_quality`, with the per-chain constants cached (the node calls
+    this for every reached solve).
+
+    Raises:
+        TargetError: ``q`` has the wrong shape or a non-finite value.
+        ConfigError: a threshold is negative or not finite.
+        ChainError: a tip is not a tip of ``chain``.
     """
-    qualities = [solution_quality(chain, q, tip, position_only=position_only or None,
-                                  singular_threshold=singular_threshold,
-                                  limit_threshold=limit_threshold,
-                                  rank=cached_task_rank(chain, tip, position_only))
-                 for tip in tips]
+    q = np.asarray(q, dtype=float)
+    if q.shape != (chain.n,) or not np.all(np.isfinite(q)):
+        raise TargetError(f'q must be {chain.n} finite joint positions '
+                          f'({", ".join(chain.joint_names)}), got {q.tolist()!r}')
+    for name, value in (('singular_threshold', singular_threshold),
+                        ('limit_threshold', limit_threshold)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
+            raise ConfigError(f'{name} must be a finite number >= 0, got {value!r}')
+    qualities = [_fast_quality(chain, q, tip, position_only, singular_threshold,
+                               limit_threshold) for tip in tips]
     worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
     nearest = min(qualities, key=lambda x: x.limit_distance)
     values = {'manipulability': f'{min(x.manipulability for x in qualities):.4g}',

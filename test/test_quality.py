@@ -213,3 +213,48 @@ def test_a_planar_chain_is_measured_in_its_plane_not_as_always_singular():
     assert in_plane.min_singular_value == pytest.approx(sigma[1])
     assert in_plane.manipulability == pytest.approx(sigma[0] * sigma[1])
     assert not in_plane.near_singular
+
+
+def _report_from_solution_quality(chain, q, tips, position_only, singular, limit):
+    """fragility_report's key-values and reason, built from solution_quality (the reference)."""
+    from ik_node.quality import cached_task_rank
+    qualities = [solution_quality(chain, q, tip, position_only=position_only or None,
+                                  singular_threshold=singular, limit_threshold=limit,
+                                  rank=cached_task_rank(chain, tip, position_only))
+                 for tip in tips]
+    worst = min(qualities, key=lambda x: x.min_singular_value)
+    nearest = min(qualities, key=lambda x: x.limit_distance)
+    values = {'manipulability': f'{min(x.manipulability for x in qualities):.4g}',
+              'min_singular_value': f'{worst.min_singular_value:.4g}',
+              'limit_margin': f'{nearest.limit_distance:.4g}',
+              'limit_joint': nearest.limit_joint or ''}
+    return values, (worst.near_singular, worst.min_singular_value, nearest.near_limit,
+                    nearest.limit_joint, nearest.limit_side)
+
+
+@pytest.mark.parametrize('robot, tips', [
+    ('leg3', ['foot']), ('arm6', ['tool0']), ('planar4', ['tip']),
+    ('twin_arm', ['left_hand', 'right_hand']), ('mixed', ['tool'])])
+def test_fragility_report_gives_solution_qualitys_measures(robot, tips, mixed):
+    """The node's cached fast path reports what solution_quality measures, on random
+    configurations, near limits and outside them, position-only or not."""
+    from ik_node.quality import fragility_report
+    chain = mixed if robot == 'mixed' else Chain.from_urdf_file(
+        REPO / 'urdf' / f'{robot}.urdf', 'base_link', tips if len(tips) > 1 else tips[0])
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        q = _random_q(chain, rng)
+        if trial % 3 == 1:  # at or past a limit
+            i = int(rng.integers(chain.n))
+            if math.isfinite(chain.upper[i]):
+                q[i] = chain.upper[i] + rng.choice([0.0, 0.01, -0.01])
+        position_only = bool(trial % 2)
+        singular, limit = (0.05, 0.1) if trial % 4 < 2 else (0.0, 0.0)
+        values, why = fragility_report(chain, q, tips, position_only, singular, limit)
+        expected, (near_singular, sigma, near_limit, joint, side) = \
+            _report_from_solution_quality(chain, q, tips, position_only, singular, limit)
+        assert values == expected
+        assert ('near a singularity' in why) == near_singular
+        assert (f'from its {side} limit' in why) == near_limit
+        if near_limit:
+            assert why.split(', ')[-1].startswith(f'{joint} ')

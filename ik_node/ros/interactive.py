@@ -239,7 +239,9 @@ class InteractiveTargets:
         """Move a tip's marker to a target that came another way (a topic), in the base frame.
 
         ``quat_xyzw`` None (a point target) or a position-only marker: the orientation is kept.
-        No update goes out when the marker is already there. Returns True if it moved.
+        No update goes out when the marker is already there, nor while no client subscribes to
+        the updates (a client starts from ``get_interactive_markers``, which has the new pose).
+        Returns True if it moved.
         """
         return self._move(tip, position, quat_xyzw)
 
@@ -310,7 +312,8 @@ class InteractiveTargets:
             if np.array_equal(p, t.position) and np.array_equal(q, t.quat_xyzw):
                 return False
             t.position, t.quat_xyzw = p.copy(), q
-            self._publish(poses=[self._pose_update(t)])
+            if self._pub.get_subscription_count():  # nobody listening: the state is enough
+                self._publish(poses=[self._pose_update(t)])  # (a client starts from _on_get)
             return True
 
     def _on_get(self, request, response):

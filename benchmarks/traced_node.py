@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""ik_node with every answer traced, for ``bench_node_latency.py``.
+
+Runs :func:`ik_node.ros.run.main` with a subclass of :class:`ik_node.node.IkNode` whose
+``_answered`` hook (called right after each solve's JointState is published) appends
+``[target_stamp, joint_state_stamp, reachable, solve_time_s, status]`` to a list; when the node
+ends (SIGTERM), the list is written as JSON to the file named by ``IK_NODE_TRACE``. The node's
+``/diagnostics`` carry the same pair of stamps, but only for the statuses its rate gate lets
+through (``diagnostics_rate``, 10 Hz by default): the trace has every solve.
+
+With ``IK_NODE_PROFILE`` set, the node also runs under cProfile and writes its stats there
+(``python -m pstats FILE``); the profiler slows the node, so never time a profiled run.
+
+Usage (as the benchmark does)::
+
+    IK_NODE_TRACE=/tmp/trace.json python benchmarks/traced_node.py --ros-args --params-file ...
+"""
+
+if __name__ == '__main__':  # as ik_node/node.py: hold SIGINT/SIGTERM back until main() runs
+    import _signal
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from ik_node.node import IkNode  # noqa: E402
+from ik_node.ros.run import main  # noqa: E402
+
+TRACE: list = []
+
+
+class TracedNode(IkNode):
+    """IkNode recording every answer (a list append per solve: ~1 µs)."""
+
+    def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
+        TRACE.append((target_stamps, joint_state_stamp, bool(result.reachable),
+                      float(result.solve_time), result.status.value))
+
+
+def run() -> int:
+    profile_path = os.environ.get('IK_NODE_PROFILE')
+    if profile_path:
+        import cProfile
+        profiler = cProfile.Profile()
+        status = profiler.runcall(main, node_class=TracedNode)
+        profiler.dump_stats(profile_path)
+    else:
+        status = main(node_class=TracedNode)
+    trace_path = os.environ.get('IK_NODE_TRACE')
+    if trace_path:
+        with open(trace_path, 'w') as f:
+            json.dump(TRACE, f)
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(run())
