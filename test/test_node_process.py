@@ -23,8 +23,8 @@ from test_node import Probe, chain_of, reached_ok, try_shutdown, values  # noqa:
 REPO = Path(__file__).resolve().parents[1]
 
 
-def start_node(*ros_args: str) -> subprocess.Popen:
-    env = dict(os.environ)
+def start_node(*ros_args: str, env_extra=None) -> subprocess.Popen:
+    env = dict(os.environ, **(env_extra or {}))
     env['PYTHONPATH'] = os.pathsep.join([str(REPO)] + [p for p in
                                                        [env.get('PYTHONPATH', '')] if p])
     env['PYTHONUNBUFFERED'] = '1'
@@ -103,6 +103,29 @@ def test_node_process_solves_switches_solver_and_exits_cleanly(probe_for, sig):
         code, out, err = stop(proc, sig)
     assert code == 0, err
     assert 'Traceback' not in err
+
+
+def test_the_single_threaded_executor_can_be_chosen_and_a_bad_choice_is_refused(probe_for):
+    proc = start_node('--params-file', str(REPO / 'config' / 'leg3.yaml'),
+                      env_extra={'IK_NODE_EXECUTOR': 'single'})
+    try:
+        probe = probe_for()
+        probe.wait_connected()
+        chain = chain_of('leg3')
+        target = chain.fk(np.array([0.2, 0.5, -1.0]))[:3, 3]
+        mark = probe.mark()
+        probe.send_point(target)
+        assert reached_ok(probe.next_result(mark, 0))
+        probe.joint_state_at(chain, target, mark[0], 1e-5)
+    finally:
+        code, out, err = stop(proc)
+    assert code == 0 and 'Traceback' not in err, err
+    bad = start_node('--params-file', str(REPO / 'config' / 'leg3.yaml'),
+                     env_extra={'IK_NODE_EXECUTOR': 'threads'})
+    code = bad.wait(timeout=30)
+    err = bad.communicate()[1]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and 'IK_NODE_EXECUTOR' in lines[0], err
 
 
 def test_bad_configuration_exits_two_with_one_line(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -18,17 +19,30 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _SPIN_PERIOD_S = 0.1
 
 
+#: Environment variable that picks the executor: ``events`` (the default where rclpy has it)
+#: or ``single``.
+EXECUTOR_ENV = 'IK_NODE_EXECUTOR'
+
+
 def make_executor():
-    """rclpy's EventsExecutor where this rclpy has it (``rclpy.experimental``, Jazzy and
-    later), else a SingleThreadedExecutor.
+    """rclpy's EventsExecutor where this rclpy has it (``rclpy.experimental``, Jazzy 7.1.4 and
+    later), else a SingleThreadedExecutor; ``IK_NODE_EXECUTOR=single`` picks the latter anyway.
 
     The events executor waits for work in C++; the single-threaded one rebuilds a wait set of
     every entity (subscriptions, services, timers, QoS event handlers) in Python on each wake-up,
-    which at 1 kHz of targets cost the node about as much as a reachable 6D solve.
+    which at 1 kHz of targets cost the node about as much as a reachable 6D solve. The events
+    executor is still "experimental" in rclpy (e.g. rclpy before ros2/rclpy#1718 crashes when
+    an async task raises with one node registered; the node runs no async tasks), hence the
+    switch.
     """
+    choice = os.environ.get(EXECUTOR_ENV, 'events').strip().lower()
+    if choice not in ('events', 'single'):
+        raise IkError(f'{EXECUTOR_ENV}={choice!r}: expected "events" or "single"')
+    if choice == 'single':
+        return SingleThreadedExecutor()
     try:
         from rclpy.experimental import EventsExecutor
-    except ImportError:  # Humble, Iron
+    except ImportError:  # Humble, Iron, early Jazzy
         return SingleThreadedExecutor()
     return EventsExecutor()
 
