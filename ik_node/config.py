@@ -23,6 +23,8 @@ names as ROS parameters) and are validated with the solver's own :class:`ik_node
 Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``
 (and its ``xacro_args``);
 ``tip_links``, when not empty, instead of ``tip_link``. A file must not give both of a pair.
+``tip_links: ['']`` is empty (how ROS spells an empty string array); an empty name anywhere else
+in it is refused (:mod:`ik_node.name_lists`).
 
 String values follow one rule, in files, on the command line, through this API and in the node
 (:func:`canonical_value`, from :mod:`ik_node.param_strings`): surrounding whitespace is removed;
@@ -47,6 +49,7 @@ from ik_node.chain import Chain
 from ik_node.description import description_from_file, xacro_mappings_from
 from ik_node.errors import ChainError, ConfigError
 from ik_node.graph import GRAPH_KEYS
+from ik_node.name_lists import names_from
 from ik_node.param_files import (MAX_CONFIG_DEPTH, MAX_CONFIG_VALUES, check_structure, flatten,
                                  load_yaml, parameters_of_file, parse_scalar)
 from ik_node.param_strings import canonical_updates, canonical_value
@@ -201,7 +204,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
                 raise ConfigError(f'{source}: {key} must be a string, got {value!r}')
             strings[key] = value
         elif key == 'tip_links':
-            tip_links = _string_list(key, value, source)
+            tip_links = names_from(key, value, source, 'link names')
         elif key in NODE_PARAMS:
             numbers[key] = _validate(NODE_PARAMS[key], key, value, source)
         elif key in IGNORED_KEYS or key in GRAPH_KEYS:  # the node's (ik_node.graph)
@@ -255,7 +258,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
 
 
 def _given(value: Any) -> bool:
-    """A value that is set: not empty (tip_links [''] is how older rclpy spells none)."""
+    """A value that is set: not empty (tip_links [''] is how ROS spells an empty list)."""
     return any(value) if isinstance(value, (list, tuple)) else bool(value)
 
 
@@ -264,21 +267,6 @@ def _validate(spec: ParamSpec, key: str, value: Any, source: str) -> Any:
         return spec.validate(key, value)
     except ConfigError as exc:
         raise ConfigError(f'{source}: {exc}') from None
-
-
-def _string_list(key: str, value: Any, source: str) -> Tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f'{source}: {key} must be a list of link names, got {value!r}')
-    if not any(value):  # [] or [''] (how rclpy without typed declarations spells none)
-        return ()
-    if not all(value):
-        raise ConfigError(f'{source}: {key} has an empty name: {list(value)}')
-    names = tuple(value)
-    if len(set(names)) != len(names):
-        raise ConfigError(f'{source}: {key} repeats a name: {list(names)}')
-    return names
 
 
 # -------------------------------------------------------------------------------- building

@@ -4,9 +4,9 @@ and in the node.
 Surrounding whitespace is removed; names from a fixed set (``solver``, ``output``, and solver
 parameters with choices such as ``damped_jacobian.method``) are also lower-cased; link names,
 joint names, topics and paths keep their case (URDF names are case sensitive);
-``robot_description`` is kept as given; each entry of a list of names is stripped. The canonical
-value is the one in force and the one the node stores. Parameter *names* (keys) are
-exact.
+``robot_description`` is kept as given; lists of names (``tip_links``, ``command_joints``,
+``hold_joint_names``) follow :mod:`ik_node.name_lists`. The canonical value is the one in force
+and the one the node stores. Parameter *names* (keys) are exact.
 
 This module imports no ROS package.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping
 
 from ik_node.graph import GRAPH_STRING_PARAMS
+from ik_node.name_lists import NAME_LIST_PARAMS, stripped_names
 from ik_node.param_table import STRING_PARAMS
 from ik_node.solvers import SOLVERS, solver_class
 
@@ -26,13 +27,12 @@ def canonical_value(key: str, value: Any) -> Any:
     ``robot_description`` is kept as given. Enum-like values (``solver``; solver parameters with
     choices, e.g. ``damped_jacobian.method``) are stripped of surrounding whitespace and
     lower-cased: ``' FABRIK '`` -> ``'fabrik'``. Every other string (link names, ``urdf_file``)
-    and every name in ``tip_links`` is stripped and keeps its case, as URDF names are case
-    sensitive. Other values, and strings of unknown keys, are returned unchanged (validation
-    refuses them).
+    and every name in a list of names (``tip_links``, ``command_joints``, ``hold_joint_names``)
+    is stripped and keeps its case, as URDF names are case sensitive. Other values, and strings
+    of unknown keys, are returned unchanged (validation refuses them, and empty names in lists).
     """
-    if key in ('tip_links', 'command_joints', 'hold_joint_names') and \
-            isinstance(value, (list, tuple)):
-        return type(value)(v.strip() if isinstance(v, str) else v for v in value)
+    if key in NAME_LIST_PARAMS:
+        return stripped_names(value)
     if not isinstance(value, str) or key == 'robot_description':
         return value
     if key in ('solver', 'output'):
