@@ -3,6 +3,8 @@
 Imports numpy and transforms3d only (urdf_parser_py parses the XML). A :class:`Chain` holds the
 moving joints between a base link and one or more tip links, in depth-first order from the base;
 fixed joints are folded into the constant transforms. A serial chain is the one-tip case.
+Reading the joints and tips out of the URDF is :mod:`ik_node.urdf_chain` (:class:`Joint`,
+:class:`Tip` and :func:`transform_from_xyz_rpy` are importable from here too).
 
 Conventions: transforms are 4x4 homogeneous matrices named ``T_<to>_<from>`` (``T_base_tip``
 maps tip coordinates into the base frame); lengths are metres, angles radians; quaternions in
@@ -12,69 +14,26 @@ the public API are ``(x, y, z, w)`` as in ROS messages.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import transforms3d
 
-from ik_node import urdf_checks
-from ik_node.errors import ChainError, ConfigError
+from ik_node.errors import ChainError
 from ik_node.fast_kinematics import SerialKinematics
+from ik_node.urdf_chain import (MOVING_JOINT_TYPES, Joint, T_root_link, Tip,
+                                chain_parts_from_xml, transform_from_xyz_rpy, urdf_xml_from_file)
 from ik_node.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
 
-MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
-_AXIS_EPS = 1e-9
+__all__ = [
+    'Chain', 'quat_wxyz_from_xyzw', 'rotation_from_quat_xyzw', 'chain_lengths',
+    'full_turn_joints', 'nearest_turns', 'TWO_PI',
+    # re-exported from ik_node.urdf_chain, where the URDF is read
+    'Joint', 'Tip', 'MOVING_JOINT_TYPES', 'transform_from_xyz_rpy',
+]
+
 TWO_PI = 2.0 * math.pi
-
-
-@dataclass(frozen=True)
-class Joint:
-    """One moving joint of a chain.
-
-    Attributes:
-        name: URDF joint name.
-        type: ``'revolute'``, ``'continuous'`` or ``'prismatic'``.
-        axis: unit axis in the joint frame.
-        T_parent_joint: constant transform from the parent joint's moved frame (or the base
-            frame) to this joint's frame at q = 0, with fixed joints in between folded in.
-        parent: index of the parent moving joint, -1 for the base.
-        child_link: the URDF link this joint moves.
-        lower: lower limit [rad or m] (``-inf`` for continuous joints).
-        upper: upper limit [rad or m] (``+inf`` for continuous joints).
-    """
-
-    name: str
-    type: str
-    axis: np.ndarray
-    T_parent_joint: np.ndarray
-    parent: int
-    child_link: str
-    lower: float
-    upper: float
-
-    @property
-    def is_prismatic(self) -> bool:
-        """True for a prismatic joint."""
-        return self.type == 'prismatic'
-
-
-@dataclass(frozen=True)
-class Tip:
-    """A tip link: the moving joint it hangs from and the constant offset to it."""
-
-    link: str
-    parent: int
-    T_joint_tip: np.ndarray
-
-
-def transform_from_xyz_rpy(xyz: Sequence[float], rpy: Sequence[float]) -> np.ndarray:
-    """4x4 transform of a URDF ``<origin xyz rpy>`` (fixed-axis roll, pitch, yaw)."""
-    T = np.eye(4)
-    T[:3, :3] = transforms3d.euler.euler2mat(*rpy, axes='sxyz')
-    T[:3, 3] = xyz
-    return T
 
 
 def quat_wxyz_from_xyzw(quat_xyzw: Sequence[float]) -> np.ndarray:
@@ -90,24 +49,6 @@ def rotation_from_quat_xyzw(quat_xyzw: Sequence[float]) -> np.ndarray:
 
 def _skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
-def _urdf_from_string(xml: str, max_bytes: int = urdf_checks.DEFAULT_MAX_DESCRIPTION_BYTES):
-    # urdf_parser_py prints warnings for unknown tags on stderr; parse errors raise.
-    from urdf_parser_py.urdf import URDF  # local import keeps module import light
-    import contextlib
-    import io
-
-    if not isinstance(xml, str) or not xml.strip():
-        raise ChainError('URDF is empty: expected the XML text of a <robot>')
-    urdf_checks.check_description_size(xml, max_bytes)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            robot = URDF.from_xml_string(xml)
-    except Exception as exc:  # lxml/xml errors, urdf_parser_py assertion errors
-        raise ChainError(f'malformed URDF XML: {exc}') from exc
-    urdf_checks.check_robot(robot)
-    return robot
 
 
 class Chain:
@@ -154,23 +95,8 @@ class Chain:
         ``path`` is a file, or a bare name of a packaged robot (``'leg3.urdf'``, ``'arm6'``) as
         the CLI and the node take it; a ``.xacro`` file is expanded (needs the xacro package).
         """
-        from ik_node.resources import urdf_path
-        try:
-            path = urdf_path(path)
-        except ConfigError as exc:
-            raise ChainError(str(exc)) from None
-        if str(path).endswith('.xacro'):
-            from ik_node.description import description_from_file
-            try:
-                return cls.from_urdf_string(description_from_file(path), base_link, tip_link,
-                                            max_bytes)
-            except ConfigError as exc:
-                raise ChainError(str(exc)) from None
-        try:
-            xml = urdf_checks.read_description(path, max_bytes)
-        except OSError as exc:
-            raise ChainError(f'cannot read URDF file {str(path)!r}: {exc.strerror}') from exc
-        return cls.from_urdf_string(xml, base_link, tip_link, max_bytes)
+        return cls.from_urdf_string(urdf_xml_from_file(path, max_bytes), base_link, tip_link,
+                                    max_bytes)
 
     @classmethod
     def from_urdf_string(cls, xml: str, base_link: str, tip_link: Union[str, Sequence[str]],
@@ -186,45 +112,8 @@ class Chain:
                 bad numbers; see :mod:`ik_node.urdf_checks`), unknown links, no path from base
                 to a tip, a floating, planar or mimic joint on the path, too many joints.
         """
-        robot = _urdf_from_string(xml, max_bytes)
         tip_links = [tip_link] if isinstance(tip_link, str) else list(tip_link)
-        urdf_checks.check_chain_ends([link.name for link in robot.links], base_link, tip_links)
-        parent_joint = {j.child: j for j in robot.joints}
-
-        # The URDF joints from the base to each tip, found by walking up from the tip.
-        paths = []
-        for tip in tip_links:
-            path, link = [], tip
-            while link != base_link:
-                joint = parent_joint.get(link)
-                if joint is None:
-                    raise ChainError(f'no path from base link {base_link!r} to tip link '
-                                     f'{tip!r}: {base_link!r} is not an ancestor of {tip!r}')
-                path.append(joint)
-                link = joint.parent
-            paths.append(path[::-1])
-        urdf_checks.check_chain_size(paths)
-
-        joints: List[Joint] = []
-        index_of: Dict[str, int] = {}  # URDF joint name -> moving joint index
-        tips: List[Tip] = []
-        for tip, path in zip(tip_links, paths, strict=True):
-            parent, T_acc = -1, np.eye(4)
-            for uj in path:
-                T_origin = _origin(uj)
-                if uj.name in index_of:  # shared trunk already built for an earlier tip
-                    parent, T_acc = index_of[uj.name], np.eye(4)
-                    continue
-                if uj.type == 'fixed':
-                    T_acc = T_acc @ T_origin
-                    continue
-                joint = _moving_joint(uj, T_acc @ T_origin, parent)
-                # A fixed joint shared by two tips is folded in twice; that is the same value.
-                index_of[uj.name] = len(joints)
-                joints.append(joint)
-                parent, T_acc = len(joints) - 1, np.eye(4)
-            tips.append(Tip(tip, parent, T_acc))
-        joints, tips = _depth_first(joints, tips)
+        joints, tips, robot = chain_parts_from_xml(xml, base_link, tip_links, max_bytes)
         return cls(joints, tips, base_link, robot)
 
     # ------------------------------------------------------------------------------ queries
@@ -378,8 +267,8 @@ class Chain:
             raise ChainError(f'frame {link!r} is not a link of the URDF. '
                              f'Available links: {", ".join(links)}')
         values = dict(zip(self.joint_names, np.asarray(q, dtype=float), strict=False))
-        return np.linalg.inv(self._T_root_link(self.base_link, values)) @ \
-            self._T_root_link(link, values)
+        return np.linalg.inv(T_root_link(self._robot, self.base_link, values)) @ \
+            T_root_link(self._robot, link, values)
 
     # ------------------------------------------------------------------------------ helpers
     def _ancestors(self, index: int) -> Tuple[int, ...]:
@@ -395,94 +284,12 @@ class Chain:
             return np.broadcast_to(tip.T_joint_tip, frames.shape[:-3] + (4, 4)).copy()
         return frames[..., tip.parent, :, :] @ tip.T_joint_tip
 
-    def _T_root_link(self, link: str, values: Dict[str, float]) -> np.ndarray:
-        parent_joint = {j.child: j for j in self._robot.joints}
-        T = np.eye(4)
-        while link in parent_joint:
-            uj = parent_joint[link]
-            T = _origin(uj) @ _motion(uj, values.get(uj.name, 0.0)) @ T
-            link = uj.parent
-        return T
-
     def __repr__(self) -> str:
         return (f'Chain(base_link={self.base_link!r}, tip_links={self.tip_links!r}, '
                 f'joints={self.joint_names!r})')
 
 
-# ------------------------------------------------------------------------- URDF joint helpers
-def _origin(uj) -> np.ndarray:
-    origin = uj.origin
-    xyz = origin.xyz if origin is not None and origin.xyz is not None else [0.0, 0.0, 0.0]
-    rpy = origin.rpy if origin is not None and origin.rpy is not None else [0.0, 0.0, 0.0]
-    return transform_from_xyz_rpy(xyz, rpy)
-
-
-def _axis(uj) -> np.ndarray:
-    axis = np.asarray(uj.axis if uj.axis is not None else [1.0, 0.0, 0.0], dtype=float)
-    norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else 0.0
-    if not math.isfinite(norm) or norm < _AXIS_EPS:
-        raise ChainError(f'joint {uj.name!r} has axis {axis.tolist()}: a joint axis must be a '
-                         'non-zero, finite 3-vector')
-    return axis / norm
-
-
-def _motion(uj, value: float) -> np.ndarray:
-    T = np.eye(4)
-    if uj.type in ('revolute', 'continuous'):
-        T[:3, :3] = transforms3d.axangles.axangle2mat(_axis(uj), value)
-    elif uj.type == 'prismatic':
-        T[:3, 3] = _axis(uj) * value
-    return T
-
-
-def _moving_joint(uj, T_parent_joint: np.ndarray, parent: int) -> Joint:
-    if uj.type not in MOVING_JOINT_TYPES:
-        raise ChainError(f'joint {uj.name!r} has type {uj.type!r}, which IK chains do not '
-                         f'support. Supported: fixed, {", ".join(MOVING_JOINT_TYPES)}')
-    if uj.mimic is not None:
-        raise ChainError(f'joint {uj.name!r} mimics {uj.mimic.joint!r}: mimic joints on the IK '
-                         'path are not supported (make it fixed, or end the chain before it)')
-    if uj.type == 'continuous':
-        lower, upper = -math.inf, math.inf
-    else:
-        if uj.limit is None:
-            raise ChainError(f'{uj.type} joint {uj.name!r} has no <limit>: revolute and '
-                             'prismatic joints need lower and upper limits')
-        lower = float(uj.limit.lower if uj.limit.lower is not None else 0.0)
-        upper = float(uj.limit.upper if uj.limit.upper is not None else 0.0)
-        # finite and lower <= upper: checked for every joint by urdf_checks.check_robot
-    return Joint(uj.name, uj.type, _axis(uj), T_parent_joint, parent, uj.child, lower, upper)
-
-
-def _depth_first(joints: List[Joint], tips: List[Tip]) -> Tuple[List[Joint], List[Tip]]:
-    """Reorder joints so every parent precedes its children and siblings' subtrees are contiguous.
-
-    Joints were appended tip by tip, which is already parent-before-child; this keeps that order
-    stable and remaps indices, so a serial chain keeps the identity order.
-    """
-    children: Dict[int, List[int]] = {}
-    for i, j in enumerate(joints):
-        children.setdefault(j.parent, []).append(i)
-    order: List[int] = []
-
-    def visit(i: int) -> None:
-        order.append(i)
-        for c in children.get(i, []):
-            visit(c)
-
-    for root in children.get(-1, []):
-        visit(root)
-    new_index = {old: new for new, old in enumerate(order)}
-    new_index[-1] = -1
-    new_joints = []
-    for old in order:
-        j = joints[old]
-        new_joints.append(Joint(j.name, j.type, j.axis, j.T_parent_joint, new_index[j.parent],
-                                j.child_link, j.lower, j.upper))
-    new_tips = [Tip(t.link, new_index[t.parent], t.T_joint_tip) for t in tips]
-    return new_joints, new_tips
-
-
+# ------------------------------------------------------------------------- joint helpers
 def chain_lengths(chain: Chain, tip: Optional[str] = None) -> Iterable[float]:
     """Distances between consecutive joint origins and from the last joint to the tip [m], at q=0.
 

@@ -23,10 +23,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ik_node.chain import Chain, _urdf_from_string
+from ik_node.chain import Chain
 from ik_node.cli import PROG, _Parser, fail
 from ik_node.errors import ChainError, IkError
 from ik_node.solvers import SOLVERS, make_solver
+from ik_node.urdf_chain import _urdf_from_string
 
 COMMAND = 'chains'
 

@@ -23,80 +23,56 @@ names as ROS parameters) and are validated with the solver's own :class:`ik_node
 Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``
 (and its ``xacro_args``);
 ``tip_links``, when not empty, instead of ``tip_link``. A file must not give both of a pair.
+``tip_links: ['']`` is empty (how ROS spells an empty string array); an empty name anywhere else
+in it is refused (:mod:`ik_node.name_lists`).
 
 String values follow one rule, in files, on the command line, through this API and in the node
-(:func:`canonical_value`): surrounding whitespace is removed; names from a fixed set (``solver``,
-and solver parameters with choices such as ``damped_jacobian.method``) are also lower-cased;
-link names and paths keep their case (URDF names are case sensitive); ``robot_description`` is
-kept as given. The canonical value is the one in force and the one the node stores. Parameter
-*names* (keys) are exact.
+(:func:`canonical_value`, from :mod:`ik_node.param_strings`): surrounding whitespace is removed;
+names from a fixed set (``solver``, and solver parameters with choices such as
+``damped_jacobian.method``) are also lower-cased; link names and paths keep their case (URDF
+names are case sensitive); ``robot_description`` is kept as given. The canonical value is the one
+in force and the one the node stores. Parameter *names* (keys) are exact.
 
+Where the parts live: the parameter table (names, defaults, descriptions) is
+:mod:`ik_node.param_table`; reading YAML files into one flat mapping is :mod:`ik_node.param_files`;
+the string rule is :mod:`ik_node.param_strings`. Their public names are importable from here too.
 This module imports no ROS package.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-import yaml
-
 from ik_node.chain import Chain
 from ik_node.description import description_from_file, xacro_mappings_from
 from ik_node.errors import ChainError, ConfigError
-from ik_node.graph import GRAPH_KEYS, GRAPH_STRING_PARAMS
+from ik_node.graph import GRAPH_KEYS
+from ik_node.name_lists import names_from
+from ik_node.param_files import (MAX_CONFIG_DEPTH, MAX_CONFIG_VALUES, check_structure, flatten,
+                                 load_yaml, parameters_of_file, parse_scalar)
+from ik_node.param_strings import canonical_updates, canonical_value
+from ik_node.param_table import (CHAIN_KEYS, DEFAULT_SOLVER, IGNORED_KEYS, NODE_NAME, NODE_PARAMS,
+                                 STRING_PARAMS, TIP_LINKS_DESCRIPTION, valid_keys)
 from ik_node.resources import urdf_path
 from ik_node.urdf_checks import (DEFAULT_MAX_DESCRIPTION_BYTES, check_description_size,
                                  read_description)
 from ik_node.solvers import SOLVERS, ParamSpec, Solver, make_solver, solver_class
 
-NODE_NAME = 'ik_node'
-DEFAULT_SOLVER = 'damped_jacobian'
-
-#: Node-level numeric parameters: (type, default, description, unit, range).
-NODE_PARAMS: Dict[str, ParamSpec] = {
-    'publish_rate': ParamSpec(float, 20.0, 'rate of the steady /joint_states re-publish of the '
-                              'current solution (also before the first target)', 'Hz',
-                              min=0.0, max=1000.0, min_inclusive=False),
-    'diagnostics_rate': ParamSpec(float, 10.0, 'most /diagnostics and ~/markers updates per '
-                                  'second while targets stream (errors and the first result '
-                                  'after a change go out at once)', 'Hz',
-                                  min=0.0, max=1000.0, min_inclusive=False),
-    'max_description_bytes': ParamSpec(int, DEFAULT_MAX_DESCRIPTION_BYTES, 'largest robot '
-                                       'description accepted (robot_description text or '
-                                       'urdf_file), checked before parsing', 'bytes',
-                                       min=1, max=1_000_000_000),
-}
-
-#: Node-level string parameters and their defaults.
-STRING_PARAMS: Dict[str, Tuple[str, str]] = {
-    'robot_description': ('', 'URDF XML text (as robot_state_publisher takes it); when not '
-                              'empty it is used instead of urdf_file'),
-    'urdf_file': ('', 'URDF file: a path, or a bare name in the package urdf/ folder; a .xacro '
-                      'file is expanded with xacro_args'),
-    'xacro_args': ('', 'arguments of a .xacro urdf_file, "key:=value key2:=value2"; unused with '
-                       'robot_description'),
-    'base_link': ('base_link', 'link the chain starts at; targets are solved in its frame'),
-    'tip_link': ('', 'end-effector link of a serial chain'),
-    'solver': (DEFAULT_SOLVER, 'IK solver'),
-}
-TIP_LINKS_DESCRIPTION = ('end-effector links of a branched chain (one target topic pair per '
-                         'tip); when not empty it is used instead of tip_link')
-
-#: Keys a ROS parameters file may carry that ik_node accepts and leaves to ROS.
-IGNORED_KEYS = ('use_sim_time',)
-
-#: A configuration holding more values than this (every list and mapping entry counted after
-#: YAML aliases are expanded), or nested deeper, is refused: it cannot be a configuration, and
-#: naming its values in an error message would take unbounded time.
-MAX_CONFIG_VALUES = 10_000
-MAX_CONFIG_DEPTH = 32
-
-#: Keys whose change means a new kinematic chain.
-CHAIN_KEYS = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_link',
-              'tip_links')
+__all__ = [
+    # defined here
+    'IkConfig', 'load_config', 'config_from_mapping', 'config_from_flat', 'build_chain',
+    'build_solver',
+    # re-exported: ik_node.param_table
+    'NODE_NAME', 'DEFAULT_SOLVER', 'NODE_PARAMS', 'STRING_PARAMS', 'TIP_LINKS_DESCRIPTION',
+    'IGNORED_KEYS', 'CHAIN_KEYS', 'valid_keys',
+    # re-exported: ik_node.param_files
+    'MAX_CONFIG_VALUES', 'MAX_CONFIG_DEPTH', 'parse_scalar', 'load_yaml', 'parameters_of_file',
+    'flatten',
+    # re-exported: ik_node.param_strings
+    'canonical_value', 'canonical_updates',
+]
 
 
 @dataclass(frozen=True)
@@ -171,38 +147,6 @@ class IkConfig:
             raise ConfigError(f'cannot read URDF file {str(path)!r}: {exc.strerror}') from exc
 
 
-# ------------------------------------------------------------------------------------ YAML
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads ``1e-4`` as a float, as ROS 2's parameter parser does."""
-
-
-_Loader.add_implicit_resolver(
-    'tag:yaml.org,2002:float',
-    re.compile(r'^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$'),
-    list('-+0123456789'))
-
-
-def parse_scalar(text: str) -> Any:
-    """A command-line value as YAML: ``'1e-4'`` -> 1e-4, ``'true'`` -> True, ``'dls'`` -> 'dls'."""
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError:
-        return text
-
-
-def load_yaml(text: str, source: str = 'config') -> Any:
-    """Parse YAML text; :class:`ConfigError` naming ``source`` and the line on error."""
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except RecursionError:
-        raise ConfigError(f'{source}: malformed YAML: nested too deeply') from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, 'problem_mark', None)
-        where = f' line {mark.line + 1}' if mark is not None else ''
-        problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
-        raise ConfigError(f'{source}{where}: malformed YAML: {problem}') from None
-
-
 def load_config(path: Union[str, Path], node_name: str = NODE_NAME) -> 'IkConfig':
     """Read and validate a configuration file (a path, or a bare name in the package config/).
 
@@ -219,66 +163,6 @@ def load_config(path: Union[str, Path], node_name: str = NODE_NAME) -> 'IkConfig
 
 
 # ----------------------------------------------------------------------------- validation
-def valid_keys() -> Tuple[str, ...]:
-    """Top-level keys of a configuration, sorted (solver names stand for their blocks)."""
-    return tuple(sorted({*STRING_PARAMS, 'tip_links', *NODE_PARAMS, *IGNORED_KEYS, *SOLVERS,
-                         *GRAPH_KEYS}))
-
-
-def parameters_of_file(data: Any, source: str = 'config',
-                       node_name: str = NODE_NAME) -> Dict[str, Any]:
-    """The parameter mapping of a parsed file: unwraps ``<node>: ros__parameters:`` if present.
-
-    Entries for ``/**`` come first, then the entry named ``node_name`` (``ik_node``, ``/ik_node``
-    or ``/<namespace>/ik_node``); entries of other nodes are ignored.
-    """
-    if data is None:
-        raise ConfigError(f'{source}: the file is empty')
-    if not isinstance(data, dict):
-        raise ConfigError(f'{source}: expected a mapping of parameters, got {type(data).__name__}')
-    wrapped = {k: v for k, v in data.items()
-               if isinstance(v, dict) and 'ros__parameters' in v}
-    if not wrapped:
-        return dict(data)
-    if len(wrapped) != len(data):
-        stray = sorted(str(k) for k in data if k not in wrapped)
-        raise ConfigError(f'{source}: keys {", ".join(stray)} are outside any '
-                          '"<node>: ros__parameters:" block')
-    out: Dict[str, Any] = {}
-    matched = False
-    for key in sorted(wrapped, key=lambda k: 0 if str(k).lstrip('/') == '**' else 1):
-        name = str(key)
-        if name.lstrip('/') == '**' or name.lstrip('/') == node_name \
-                or name.endswith('/' + node_name):
-            params = wrapped[key]['ros__parameters']
-            if not isinstance(params, dict):
-                raise ConfigError(f'{source}: {name}.ros__parameters must be a mapping')
-            out.update(params)
-            matched = True
-    if not matched:
-        raise ConfigError(f'{source}: no parameters for node {node_name!r}. Nodes in the file: '
-                          f'{", ".join(sorted(str(k) for k in wrapped))}')
-    return out
-
-
-def flatten(params: Mapping[str, Any], source: str = 'config') -> Dict[str, Any]:
-    """Nested solver blocks to dotted names: ``{'fabrik': {'a': 1}}`` -> ``{'fabrik.a': 1}``."""
-    flat: Dict[str, Any] = {}
-    for key, value in params.items():
-        key = str(key)
-        if isinstance(value, dict):
-            if key not in SOLVERS:
-                raise ConfigError(f'{source}: unknown key {key!r}. Valid keys: '
-                                  f'{", ".join(valid_keys())}')
-            for sub, sub_value in value.items():
-                if isinstance(sub_value, dict):
-                    raise ConfigError(f'{source}: {key}.{sub} must be a value, not a mapping')
-                flat[f'{key}.{sub}'] = sub_value
-        else:
-            flat[key] = value
-    return flat
-
-
 def config_from_mapping(data: Any, source: str = 'config',
                         node_name: str = NODE_NAME) -> IkConfig:
     """Validate a parsed configuration (wrapped or plain, nested solver blocks or dotted names).
@@ -286,7 +170,7 @@ def config_from_mapping(data: Any, source: str = 'config',
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
     """
-    _check_structure(data, source)
+    check_structure(data, source)
     flat = {key: canonical_value(key, value) for key, value in
             flatten(parameters_of_file(data, source, node_name), source).items()}
     for a, b in (('robot_description', 'urdf_file'), ('tip_links', 'tip_link')):
@@ -307,7 +191,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
     Raises:
         ConfigError: names the bad key or value and lists the valid ones.
     """
-    _check_structure(dict(flat), source)
+    check_structure(dict(flat), source)
     strings = {k: default for k, (default, _) in STRING_PARAMS.items()}
     numbers = {k: spec.default for k, spec in NODE_PARAMS.items()}
     blocks: Dict[str, Dict[str, Any]] = {name: {} for name in SOLVERS}
@@ -320,7 +204,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
                 raise ConfigError(f'{source}: {key} must be a string, got {value!r}')
             strings[key] = value
         elif key == 'tip_links':
-            tip_links = _string_list(key, value, source)
+            tip_links = names_from(key, value, source, 'link names')
         elif key in NODE_PARAMS:
             numbers[key] = _validate(NODE_PARAMS[key], key, value, source)
         elif key in IGNORED_KEYS or key in GRAPH_KEYS:  # the node's (ik_node.graph)
@@ -373,65 +257,9 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
                     xacro_args='' if strings['robot_description'] else strings['xacro_args'])
 
 
-def canonical_value(key: str, value: Any) -> Any:
-    """The form of a parameter value that is in force and stored: the one rule for strings.
-
-    ``robot_description`` is kept as given. Enum-like values (``solver``; solver parameters with
-    choices, e.g. ``damped_jacobian.method``) are stripped of surrounding whitespace and
-    lower-cased: ``' FABRIK '`` -> ``'fabrik'``. Every other string (link names, ``urdf_file``)
-    and every name in ``tip_links`` is stripped and keeps its case, as URDF names are case
-    sensitive. Other values, and strings of unknown keys, are returned unchanged (validation
-    refuses them).
-    """
-    if key in ('tip_links', 'command_joints', 'hold_joint_names') and \
-            isinstance(value, (list, tuple)):
-        return type(value)(v.strip() if isinstance(v, str) else v for v in value)
-    if not isinstance(value, str) or key == 'robot_description':
-        return value
-    if key in ('solver', 'output'):
-        return value.strip().lower()
-    if key in GRAPH_STRING_PARAMS:
-        return value.strip()
-    if key in STRING_PARAMS:
-        return value.strip()
-    solver, _, param = key.partition('.')
-    spec = solver_class(solver).param_specs().get(param) if solver in SOLVERS else None
-    if spec is None or spec.type is not str:
-        return value
-    return value.strip().lower() if spec.choices else value.strip()
-
-
-def canonical_updates(values: Mapping[str, Any]) -> Dict[str, Any]:
-    """The entries of ``values`` whose canonical form (:func:`canonical_value`) differs, in it."""
-    out = {}
-    for key, value in values.items():
-        if isinstance(value, (str, list, tuple)):
-            canonical = canonical_value(key, value)
-            if canonical != value:
-                out[key] = canonical
-    return out
-
-
 def _given(value: Any) -> bool:
-    """A value that is set: not empty (tip_links [''] is how older rclpy spells none)."""
+    """A value that is set: not empty (tip_links [''] is how ROS spells an empty list)."""
     return any(value) if isinstance(value, (list, tuple)) else bool(value)
-
-
-def _check_structure(data: Any, source: str) -> None:
-    """Refuse more than MAX_CONFIG_VALUES values or nesting deeper than MAX_CONFIG_DEPTH."""
-    count, stack = 0, [(data, 0)]
-    while stack:
-        value, depth = stack.pop()
-        count += 1
-        if count > MAX_CONFIG_VALUES or depth > MAX_CONFIG_DEPTH:
-            what = (f'more than {MAX_CONFIG_VALUES} values' if count > MAX_CONFIG_VALUES
-                    else f'nesting deeper than {MAX_CONFIG_DEPTH} levels')
-            raise ConfigError(f'{source}: the configuration has {what} (YAML aliases counted '
-                              'as often as they are used): not a parameter file')
-        if isinstance(value, Mapping):
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, (list, tuple)):
-            stack.extend((v, depth + 1) for v in value)
 
 
 def _validate(spec: ParamSpec, key: str, value: Any, source: str) -> Any:
@@ -439,21 +267,6 @@ def _validate(spec: ParamSpec, key: str, value: Any, source: str) -> Any:
         return spec.validate(key, value)
     except ConfigError as exc:
         raise ConfigError(f'{source}: {exc}') from None
-
-
-def _string_list(key: str, value: Any, source: str) -> Tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f'{source}: {key} must be a list of link names, got {value!r}')
-    if not any(value):  # [] or [''] (how rclpy without typed declarations spells none)
-        return ()
-    if not all(value):
-        raise ConfigError(f'{source}: {key} has an empty name: {list(value)}')
-    names = tuple(value)
-    if len(set(names)) != len(names):
-        raise ConfigError(f'{source}: {key} repeats a name: {list(names)}')
-    return names
 
 
 # -------------------------------------------------------------------------------- building

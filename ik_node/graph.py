@@ -12,6 +12,9 @@ Python, so it lives here, tested without ROS, beside the joint table it needs:
 * ``hold_joint_names`` / ``hold_joint_positions`` — where the URDF's moving joints that are not
   in the chain are held in ``joint_states`` output.
 
+``command_joints`` and ``hold_joint_names`` follow the rule of :mod:`ik_node.name_lists`: an
+empty name is refused with its index, ``['']`` alone is the empty list.
+
 Topic names are relative by default, so a node pushed into a namespace (``/r1``) publishes
 ``/r1/joint_states``. This module imports no ROS package.
 """
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ik_node.errors import ConfigError
+from ik_node.name_lists import names_from
 from ik_node.solvers.base import ParamSpec
 
 OUTPUTS = ('joint_states', 'position_command', 'joint_trajectory')
@@ -147,9 +151,6 @@ def graph_config_from_flat(flat: Mapping[str, Any], source: str = 'parameters') 
     if len(names) != len(positions):
         raise ConfigError(f'{source}: hold_joint_names has {len(names)} names but '
                           f'hold_joint_positions has {len(positions)} values')
-    for key in ('command_joints', 'hold_joint_names'):
-        if len(set(lists[key])) != len(lists[key]):
-            raise ConfigError(f'{source}: {key} repeats a name: {list(lists[key])}')
     graph = GraphConfig(command_joints=tuple(lists['command_joints']),
                         hold=tuple(zip(names, positions)), **values)
     if graph.state_topic and graph.output == 'joint_states' and \
@@ -168,22 +169,18 @@ def _topic_key(topic: str) -> str:
 
 
 def _list(key: str, value: Any, kind: type, source: str) -> List[Any]:
+    if kind is str:  # names: stripped, [''] alone is empty, no empty entry, no repeat
+        return list(names_from(key, value, source, 'joint names'))
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
         raise ConfigError(f'{source}: {key} must be a list, got {value!r}')
     out = []
     for v in value:
-        if kind is str:
-            if not isinstance(v, str):
-                raise ConfigError(f'{source}: {key} must be a list of names, got {value!r}')
-            if v.strip():
-                out.append(v.strip())
-        else:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ConfigError(f'{source}: {key} must be a list of finite numbers, got '
-                                  f'{value!r}')
-            out.append(float(v))
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ConfigError(f'{source}: {key} must be a list of finite numbers, got '
+                              f'{value!r}')
+        out.append(float(v))
     return out
 
 

@@ -22,7 +22,7 @@ What is refused, for the whole URDF (a fault anywhere, not only on the solved ch
 And for the solved chain (base to tips): base and tips must be links, tips distinct, and at most
 :data:`MAX_CHAIN_JOINTS` moving joints. Floating, planar and mimic joints on the chain, and
 revolute joints without ``<limit>``, are refused where the chain is built
-(:func:`ik_node.chain._moving_joint`). A mimic joint off the chain (a gripper finger) is fine.
+(:func:`ik_node.urdf_chain._moving_joint`). A mimic joint off the chain (a gripper finger) is fine.
 
 Imports nothing beyond the standard library (the parsed robot comes from urdf_parser_py).
 """

@@ -29,6 +29,12 @@ declared (`ros2 param set /ik_node damped_jacobian.timeout 1`). String values ar
 canonical form: surrounding whitespace removed, and enum-like values (`solver`, `output`,
 `damped_jacobian.method`, ...) lower-cased; link names keep their case. Solver parameters go in a
 `<solver>:` block of the YAML (`<solver>.<param>` as a ROS parameter).
+
+Lists of names (`tip_links`, `command_joints`, `hold_joint_names`): each name is stripped; an
+empty name is refused with the parameter and its index (`command_joints has an empty name at
+index 1 of ['j1', '', 'j2']`). The one exception is `['']`, a list of one empty name: it means
+no names, because that is how ROS spells an empty string array (a params file or
+`ros2 param set` cannot give `[]` a type). Leaving the parameter unset means no names too.
 '''
 
 HEADER = '| name | type | default | unit | range | meaning |\n|---|---|---|---|---|---|'

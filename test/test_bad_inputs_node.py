@@ -621,6 +621,26 @@ def test_undeclared_parameter_is_refused(arm):
     arm.solve_valid(ARM_QS[2])
 
 
+@pytest.mark.parametrize('name', ['command_joints', 'hold_joint_names'])
+def test_an_empty_name_in_a_joint_list_is_refused_with_its_index_and_the_node_keeps_solving(
+        arm, name):
+    arm.solve_valid(ARM_QS[11])
+    arm.settle(0.1)
+    q_before = arm.current_q()
+    mark = arm.mark()
+    joints = arm.chain.joint_names
+    result = arm.set_param(name, [joints[0], '', *joints[1:]])
+    assert not result.successful
+    assert f'{name} has an empty name at index 1' in result.reason, result.reason
+    arm.settle()
+    arm.expect_unchanged_since(mark, q_before)
+    # One empty name alone is how ROS spells an empty string array: accepted, as no names.
+    result = arm.set_param(name, [''])
+    assert result.successful, result.reason
+    assert arm.get_param(name) == ['']
+    arm.solve_valid(ARM_QS[12])
+
+
 def test_valid_runtime_change_is_accepted_and_used(arm):
     result = arm.set_param('solver', 'fabrik')
     assert result.successful, result.reason

@@ -54,6 +54,32 @@ def test_bad_graph_values_are_refused_naming_the_parameter(flat, words):
         graph_config_from_flat(flat)
 
 
+@pytest.mark.parametrize('key', ['command_joints', 'hold_joint_names'])
+@pytest.mark.parametrize('names, index', [(['j1', '', 'j2'], 1), (['j1', '  '], 1), (['', ''], 0),
+                                          (['', 'j1'], 0)])
+def test_an_empty_joint_name_is_refused_naming_the_parameter_and_its_index(key, names, index):
+    positions = {'hold_joint_positions': [0.0] * len(names)} if key == 'hold_joint_names' else {}
+    with pytest.raises(ConfigError) as info:
+        graph_config_from_flat({key: names, **positions}, source='parameters')
+    message = str(info.value)
+    assert message.startswith(f'parameters: {key} has an empty name at index {index} of '), \
+        message
+    assert repr(names) in message
+
+
+@pytest.mark.parametrize('empty', [None, [], [''], ['  '], ('',)])
+def test_one_empty_name_alone_is_how_ros_spells_an_empty_joint_list(empty):
+    graph = graph_config_from_flat({'command_joints': empty, 'hold_joint_names': empty})
+    assert graph.command_joints == () and graph.hold == ()
+
+
+def test_joint_names_are_stripped_and_keep_their_case():
+    graph = graph_config_from_flat({'command_joints': [' J1', 'j2 '],
+                                    'hold_joint_names': [' Finger '],
+                                    'hold_joint_positions': [0.01]})
+    assert graph.command_joints == ('J1', 'j2') and graph.hold == (('Finger', 0.01),)
+
+
 def test_integers_are_accepted_for_seconds():
     assert graph_config_from_flat({'state_timeout': 2}).state_timeout == 2.0
 

@@ -91,9 +91,10 @@ def test_tip_links_entries_are_stripped_and_an_empty_entry_is_refused():
     assert config.tip_links == ('left_hand', 'right_hand')
     with pytest.raises(ConfigError, match='empty name'):
         config_from_mapping({**base, 'tip_links': ['left_hand', ' ']})
-    # All empty means none ([''] is how rclpy without typed declarations spells an empty list).
-    config = config_from_mapping({**base, 'tip_links': [''], 'tip_link': 'left_hand'})
-    assert config.tip_links == ('left_hand',)
+    # One empty entry alone means none ([''] is how ROS spells an empty string array).
+    for empty in ([''], [' ']):
+        config = config_from_mapping({**base, 'tip_links': empty, 'tip_link': 'left_hand'})
+        assert config.tip_links == ('left_hand',)
 
 
 def test_blank_solver_or_base_link_is_refused_as_empty():
