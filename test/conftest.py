@@ -6,6 +6,7 @@ ROS 2 programs) never see each other's topics. Subprocesses started by tests inh
 
 import os
 import random
+import signal
 import textwrap
 from pathlib import Path
 
@@ -18,6 +19,14 @@ if 'IK_NODE_TEST_KEEP_DOMAIN' not in os.environ:
     os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(1, 100))
 # Jazzy keeps discovery on this machine with this; Humble ignores it (the domain still isolates).
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+
+# pytest started as a background job of a non-interactive shell (`pytest &`, nohup, some CI
+# runners) inherits SIGINT ignored, and so would every node process a test starts: a SIGINT
+# sent during such a node's start-up, before it installs its own handler, would be discarded
+# (POSIX), and a test that stops a node at start-up would wait in vain. The tests model a node
+# started by ros2 launch or a terminal, whose SIGINT is not ignored: restore Python's default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
