@@ -109,14 +109,7 @@ def solution_quality(chain: Chain, q, tip: Optional[str] = None, *,
         ConfigError: a threshold is negative or not finite.
         ChainError: ``tip`` is not a tip of ``chain``.
     """
-    q = np.asarray(q, dtype=float)
-    if q.shape != (chain.n,) or not np.all(np.isfinite(q)):
-        raise TargetError(f'q must be {chain.n} finite joint positions '
-                          f'({", ".join(chain.joint_names)}), got {q.tolist()!r}')
-    for name, value in (('singular_threshold', singular_threshold),
-                        ('limit_threshold', limit_threshold)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
-            raise ConfigError(f'{name} must be a finite number >= 0, got {value!r}')
+    q = _checked(chain, q, singular_threshold, limit_threshold)
     tip_link = chain.tip_links[chain.tip_index(tip)]
     joints = chain.joints_of_tip(tip_link)
     if position_only is None:
@@ -219,6 +212,19 @@ def _fast_quality(chain: Chain, q: np.ndarray, tip: str, position_only: bool,
                            float(limit_threshold))
 
 
+def _checked(chain: Chain, q, singular_threshold: float, limit_threshold: float) -> np.ndarray:
+    """``q`` as a float array after the checks both public functions promise (see their Raises)."""
+    q = np.asarray(q, dtype=float)
+    if q.shape != (chain.n,) or not np.all(np.isfinite(q)):
+        raise TargetError(f'q must be {chain.n} finite joint positions '
+                          f'({", ".join(chain.joint_names)}), got {q.tolist()!r}')
+    for name, value in (('singular_threshold', singular_threshold),
+                        ('limit_threshold', limit_threshold)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
+            raise ConfigError(f'{name} must be a finite number >= 0, got {value!r}')
+    return q
+
+
 def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
                      singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
                      limit_threshold: float = DEFAULT_LIMIT_THRESHOLD
@@ -235,14 +241,7 @@ def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
         ConfigError: a threshold is negative or not finite.
         ChainError: a tip is not a tip of ``chain``.
     """
-    q = np.asarray(q, dtype=float)
-    if q.shape != (chain.n,) or not np.all(np.isfinite(q)):
-        raise TargetError(f'q must be {chain.n} finite joint positions '
-                          f'({", ".join(chain.joint_names)}), got {q.tolist()!r}')
-    for name, value in (('singular_threshold', singular_threshold),
-                        ('limit_threshold', limit_threshold)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0.0):
-            raise ConfigError(f'{name} must be a finite number >= 0, got {value!r}')
+    q = _checked(chain, q, singular_threshold, limit_threshold)
     qualities = [_fast_quality(chain, q, tip, position_only, singular_threshold,
                                limit_threshold) for tip in tips]
     worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
