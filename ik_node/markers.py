@@ -144,7 +144,8 @@ def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reach
         (float(v) for v in p_target)
     if reached:
         return [sphere, _deleted(frame_id, stamp, 100 + index)]
-    line = _marker(frame_id, stamp, 100 + index, Marker.LINE_LIST, (0.9, 0.1, 0.1, 1.0))
+    # Orange, not red: a pose target draws its x axis red from the same point.
+    line = _marker(frame_id, stamp, 100 + index, Marker.LINE_LIST, (1.0, 0.55, 0.0, 1.0))
     line.scale.x = 0.008
     line.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in (p_tip, p_target)]
     return [sphere, line]
