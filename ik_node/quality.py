@@ -110,20 +110,8 @@ def solution_quality(chain: Chain, q, tip: Optional[str] = None, *,
         ChainError: ``tip`` is not a tip of ``chain``.
     """
     q = _checked(chain, q, singular_threshold, limit_threshold)
-    tip_link = chain.tip_links[chain.tip_index(tip)]
-    joints = chain.joints_of_tip(tip_link)
-    if position_only is None:
-        position_only = len(joints) < FULL_POSE_DOF
-    rows = 3 if position_only else 6
-    J = chain.jacobian(q, tip_link)[:rows, joints]
-    sigma = np.linalg.svd(J, compute_uv=False) if joints else np.zeros(0)
-    sigma = np.concatenate([sigma, np.zeros(max(0, rows - len(sigma)))])[:rows]
-    if rank is not None:
-        sigma = sigma[:max(1, min(int(rank), rows))]
-    distance, joint, side = nearest_limit(chain, q, joints)
-    return SolutionQuality(tip_link, bool(position_only), float(np.prod(sigma)),
-                           float(sigma[-1]), distance, joint, side,
-                           float(singular_threshold), float(limit_threshold))
+    plan = _plan(chain, tip, position_only, rank)
+    return _measure(chain, q, plan, singular_threshold, limit_threshold)
 
 
 def task_rank(chain: Chain, tip: Optional[str] = None, position_only: bool = False,
@@ -164,30 +152,37 @@ def cached_task_rank(chain: Chain, tip: str, position_only: bool) -> int:
     return cache[key]
 
 
+def _plan(chain: Chain, tip: Optional[str], position_only: Optional[bool],
+          rank: Optional[int]) -> tuple:
+    """What the measures of a tip need besides ``q``: ``(tip_link, joint indices, task rows,
+    rank, joint indices as an array, their lower and upper limits, their names)``.
+    ``position_only`` None: when fewer than 6 joints move the tip; ``rank`` None: all rows."""
+    tip_link = chain.tip_links[chain.tip_index(tip)]
+    joints = list(chain.joints_of_tip(tip_link))
+    if position_only is None:
+        position_only = len(joints) < FULL_POSE_DOF
+    rows = 3 if position_only else 6
+    rank = rows if rank is None else max(1, min(int(rank), rows))
+    idx = np.array(joints, dtype=int)
+    return (tip_link, joints, rows, rank, idx, chain.lower[idx].astype(float),
+            chain.upper[idx].astype(float), [chain.joint_names[i] for i in joints])
+
+
 def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
-    """Per-chain constants of a tip's measures, cached on the chain object: ``(tip_link,
-    joint indices, task rows, rank, joint indices with finite limits, their lower and upper
-    limits, their names)``, as :func:`solution_quality` and :func:`nearest_limit` derive them."""
+    """:func:`_plan` at the tip's generic rank, cached on the chain object."""
     cache = chain.__dict__.setdefault('_ik_node_tip_plan', {})
     key = (tip, bool(position_only))
     plan = cache.get(key)
     if plan is None:
-        tip_link = chain.tip_links[chain.tip_index(tip)]
-        joints = list(chain.joints_of_tip(tip_link))
-        rows = 3 if position_only or len(joints) < FULL_POSE_DOF else 6
-        rank = max(1, min(cached_task_rank(chain, tip, position_only), rows))
-        idx = np.array(joints, dtype=int)
-        plan = (tip_link, joints, rows, rank, idx, chain.lower[idx].astype(float),
-                chain.upper[idx].astype(float), [chain.joint_names[i] for i in joints])
-        cache[key] = plan
+        plan = cache[key] = _plan(chain, tip, position_only or None,
+                                  cached_task_rank(chain, tip, position_only))
     return plan
 
 
-def _fast_quality(chain: Chain, q: np.ndarray, tip: str, position_only: bool,
-                  singular_threshold: float, limit_threshold: float) -> SolutionQuality:
-    """:func:`solution_quality` at the tip's generic rank, with its per-chain constants cached
-    and ``q`` and the thresholds already checked: the same numbers, for every solve."""
-    tip_link, joints, rows, rank, idx, lower, upper, names = _tip_plan(chain, tip, position_only)
+def _measure(chain: Chain, q: np.ndarray, plan: tuple, singular_threshold: float,
+             limit_threshold: float) -> SolutionQuality:
+    """The measures of a checked ``q`` for one tip's :func:`_plan`."""
+    tip_link, joints, rows, rank, idx, lower, upper, names = plan
     if joints:
         J = chain.jacobian(q, tip_link)[:rows, joints]
         sigma = np.linalg.svd(J, compute_uv=False).tolist()
@@ -242,8 +237,8 @@ def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
         ChainError: a tip is not a tip of ``chain``.
     """
     q = _checked(chain, q, singular_threshold, limit_threshold)
-    qualities = [_fast_quality(chain, q, tip, position_only, singular_threshold,
-                               limit_threshold) for tip in tips]
+    qualities = [_measure(chain, q, _tip_plan(chain, tip, position_only), singular_threshold,
+                          limit_threshold) for tip in tips]
     worst_sigma = min(qualities, key=lambda x: x.min_singular_value)
     nearest = min(qualities, key=lambda x: x.limit_distance)
     values = {'manipulability': f'{min(x.manipulability for x in qualities):.4g}',

@@ -481,10 +481,7 @@ class DampedJacobianSolver(Solver):
                 # second stuck descent: after the first it cost reachable 6D solves 12 % (UR5)
                 # to 27 % (Panda) of their time, where 2 in 3 Panda solves restart once.
                 position_checked = True
-                found = self._closest.search(
-                    p_target.tolist(), best_q, budget, max_iterations - iterations,
-                    params['restarts'] - restarts, _TOLERANCE_MARGIN * params['position_tolerance'],
-                    params['position_tolerance'], None, random.Random(params['restart_seed']))
+                found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
                 iterations += found.iterations
                 budget.mark()
                 if found.stop == 'confirmed':
@@ -510,11 +507,7 @@ class DampedJacobianSolver(Solver):
         """The closest-pose search (:mod:`ik_node.solvers.closest_pose`) from ``q``, within what
         is left of the solve's time, iterations and restarts."""
         params = self.params
-        tolerance = params['position_tolerance']
-        search = self._closest.search(
-            p_target.tolist(), q, budget, params['max_iterations'] - iterations,
-            params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance, tolerance,
-            min_residual, random.Random(params['restart_seed']), history)
+        search = self._search(p_target, q, budget, iterations, restarts, min_residual, history)
         iterations += search.iterations
         restarts += search.descents - 1
         pressed = ', '.join(self._joint_names[k] for k in search.pressed)
@@ -535,6 +528,17 @@ class DampedJacobianSolver(Solver):
         }[search.stop]
         return RawSolution(np.array(search.q), status, iterations, history=history,
                            message=message)
+
+    def _search(self, p_target: np.ndarray, q: List[float], budget: Budget, iterations: int,
+                restarts: int, min_residual: Optional[float], history: Optional[List[float]]):
+        """The closest-pose search on the target position from ``q`` with what is left of the
+        solve's iterations and restarts."""
+        params = self.params
+        tolerance = params['position_tolerance']
+        return self._closest.search(
+            p_target.tolist(), q, budget, params['max_iterations'] - iterations,
+            params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance, tolerance,
+            min_residual, random.Random(params['restart_seed']), history)
 
     def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
                     ) -> Tuple[List[float], Sequence[int]]:
