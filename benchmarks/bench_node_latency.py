@@ -136,9 +136,10 @@ def recorder_main(conn, domain: int) -> None:
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
+
+    from ik_node.ros.run import make_executor
     rclpy.init()
     node = rclpy.create_node('ik_latency_recorder')
     received: List = []
@@ -161,7 +162,7 @@ def recorder_main(conn, domain: int) -> None:
     node.create_subscription(JointState, '/joint_states', on_joints,
                              QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 100)
-    executor = SingleThreadedExecutor()
+    executor = make_executor()  # the node's own choice: events where rclpy has them
     executor.add_node(node)
     try:
         while True:
@@ -440,8 +441,10 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
             time.sleep(0.3)
             skipped0 = recorder.ask('reset') or 0
             cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
+            rec0, own0 = cpu_seconds(recorder.proc.pid), time.process_time()
             sent, stamps = publisher.publish_paced(msgs, rate)
             cpu1, wall1 = cpu_seconds(proc.pid), time.monotonic()
+            rec1, own1 = cpu_seconds(recorder.proc.pid), time.process_time()
             time.sleep(0.6)  # stragglers, and a /diagnostics update
             received, skipped1, pairs = recorder.ask('collect')
             raw.append((warm, out_of_reach_mask(n, rate, share), sent, stamps, received, pairs, {
@@ -449,6 +452,9 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                 'load_avg_1min': os.getloadavg()[0],
                 'node_cpu_pct': 100.0 * (cpu1 - cpu0) / (wall1 - wall0),
                 'node_cpu_s': cpu1 - cpu0,
+                # the harness's share of the 2 cores: the recorder and this (publishing) process
+                'recorder_cpu_pct': 100.0 * (rec1 - rec0) / (wall1 - wall0),
+                'publisher_cpu_pct': 100.0 * (own1 - own0) / (wall1 - wall0),
                 'skipped_reported_by_node': (skipped1 or 0) - skipped0}))
     finally:
         publisher.close()
@@ -490,7 +496,9 @@ def phase_line(name: str, p: Dict[str, Any]) -> str:
             f'{_ms(p, "out_of_reach_latency_p99_ms")}) node side p99 '
             f'{_ms(p, "node_side_p99_ms")} solve p99 in/out {_ms(p, "in_reach_solve_p99_ms")}/'
             f'{_ms(p, "out_of_reach_solve_p99_ms")} ms cpu {p["node_cpu_pct"]:.0f}% '
-            f'({_ms(p, "node_cpu_ms_per_answer")} ms/answer) '
+            f'({_ms(p, "node_cpu_ms_per_answer")} ms/answer; recorder '
+            f'{p.get("recorder_cpu_pct", float("nan")):.0f}%, publisher '
+            f'{p.get("publisher_cpu_pct", float("nan")):.0f}%) '
             f'skipped(node) {p["skipped_reported_by_node"]} slope '
             f'{_ms(p, "backlog_slope_ms_per_s", 3)} ms/s load {p["load_avg_1min"]:.1f}')
 
@@ -506,7 +514,8 @@ def markdown(results) -> str:
              'joint_state_stamp) that its /diagnostics carry for the statuses they publish, and '
              'the recorder receives the JointState with that stamp. **e2e**: send time in this '
              'process just before publish -> receive time in a separate recorder process, in '
-             'its callback (system monotonic clock; rclpy dispatch on both sides included). '
+             'its callback (system monotonic clock; rclpy dispatch on both sides included; the '
+             'recorder spins the executor the node uses, the EventsExecutor where rclpy has it). '
              '**node side**: the target\'s stamp -> the stamp of the JointState answering it '
              '(both wall clock), i.e. without the delivery to the recorder. **solve**: the '
              'solver\'s own solve time for the answered targets. **in reach / out**: targets of '
@@ -517,13 +526,15 @@ def markdown(results) -> str:
              'runs of consecutive unanswered targets (many short ones = steady overload, a long '
              'one = a stall). Backlog slope: a line fitted to e2e latency against send time '
              '(about 0 = no backlog). CPU ms / answer: the node\'s CPU time over the phase per '
-             'answered target. Load: 1-minute load average of the shared 2-core machine '
-             'at the end of the phase.', '',
+             'answered target. Harness CPU %: the recorder process / this publishing process '
+             '(the three share the 2 cores). Load: 1-minute load average of the shared 2-core '
+             'machine at the end of the phase.', '',
              '| config | solver | target | run | rate Hz | out share | achieved Hz | sent | '
              'answered (out) | gaps (longest) | skipped (node) | e2e p50 / p99 ms | '
              'in reach p50 / p99 | out of reach p50 / p99 | e2e max ms | node side p50 / p99 | '
-             'solve p99 in / out | slope ms/s | node CPU % | CPU ms / answer | load |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             'solve p99 in / out | slope ms/s | node CPU % | CPU ms / answer | harness CPU % | '
+             'load |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in results['configs']:
         if 'error' in r:
             lines.append(f'| {r["config"]} | error: {r["error"]} |')
@@ -546,7 +557,8 @@ def markdown(results) -> str:
                 f'{f("latency_max_ms")} | {pair("node_side_p50_ms", "node_side_p99_ms")} | '
                 f'{pair("in_reach_solve_p99_ms", "out_of_reach_solve_p99_ms")} | '
                 f'{f("backlog_slope_ms_per_s", 3)} | {f("node_cpu_pct", 0)} | '
-                f'{f("node_cpu_ms_per_answer")} | {f("load_avg_1min", 1)} |')
+                f'{f("node_cpu_ms_per_answer")} | {f("recorder_cpu_pct", 0)} / '
+                f'{f("publisher_cpu_pct", 0)} | {f("load_avg_1min", 1)} |')
     lines += ['', '## Goal', '', '| goal | measured | verdict |', '|---|---|---|']
     for g in results['goals']:
         lines.append(f'| {g["goal"]} | {g["measured"]} | {g["verdict"]} |')

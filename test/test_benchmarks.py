@@ -5,6 +5,7 @@ holds an entry per solver with success rates in [0, 100].
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +46,9 @@ def test_a_quick_run_never_writes_the_committed_results(tmp_path):
     before = results.read_bytes() if results.is_file() else None
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), '--quick', '--robots', 'planar4', '--solvers', 'fabrik',
-         '--no-plot'], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+         '--no-plot'], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, 'TMPDIR': str(tmp_path)})  # its temp folder goes with tmp_path
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert (results.read_bytes() if results.is_file() else None) == before
     assert 'bench_quick_' in proc.stdout + proc.stderr  # says where it wrote
+    assert list(tmp_path.glob('bench_quick_*/*')), 'the quick run wrote nothing to its temp folder'
