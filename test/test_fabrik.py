@@ -312,3 +312,41 @@ def test_float_serial_passes_agree_with_the_tree_passes(name):
                   np.allclose(a.history, b.history, atol=1e-7) and
                   np.allclose(a.q, b.q, atol=1e-6))
     assert agree >= 36, agree  # measured: 40 of 40 on each robot
+
+
+@pytest.mark.parametrize('name', ['leg3', 'ur5'])
+def test_the_polish_ends_after_two_slow_steps_out_of_reach_and_still_finishes_reachable_targets(
+        name):
+    # Gauss-Newton steps near a reachable target cut the error by far more than 10 %; out of
+    # reach they crawl toward the closest pose, and the closest-pose search does that better:
+    # the polish hands over after two slow (or rejected) steps in a row, not after all ten.
+    from ik_node.solvers.fabrik_serial import SerialFabrik
+    from ik_node.chain import chain_lengths
+    from ik_node.solvers.fabrik_tree import _SLOW_STEPS, FabrikTree
+    chain = load(name)
+    serial = SerialFabrik(FabrikTree(chain))
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        q = random_q(chain, rng)
+        reachable = chain.fk(q)[:3, 3]
+        # reachable, from a seed near q (the polish is a finishing step), to 1e-9 m
+        seed = chain.clip(q + rng.normal(scale=0.05, size=chain.n))
+        x, R = serial.rebuild(seed.tolist())
+        q_run = seed.tolist()
+        history = []
+        taken, x, R = serial.polish(q_run, x, R, tuple(reachable), 1e-9, 10, history, math.inf)
+        assert float(np.linalg.norm(chain.fk(np.array(q_run))[:3, 3] - reachable)) <= 1e-9
+        # out of reach: half as far again as the summed bone lengths from the first joint
+        origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
+        away = (reachable - origin) / np.linalg.norm(reachable - origin)
+        far = tuple(origin + 1.5 * float(sum(chain_lengths(chain))) * away)
+        x, R = serial.rebuild(seed.tolist())
+        q_run = seed.tolist()
+        history = []
+        taken, x, R = serial.polish(q_run, x, R, far, 1e-9, 10, history, math.inf)
+        assert taken < 10
+        # it ended on slow steps: each of the last two cut the error by less than 10 %
+        assert len(history) == taken and taken >= _SLOW_STEPS
+        errors = [float(np.linalg.norm(chain.fk(seed)[:3, 3] - np.array(far)))] + history
+        assert all(b > 0.9 * a for a, b in zip(errors[-_SLOW_STEPS - 1:-1],
+                                                 errors[-_SLOW_STEPS:]))

@@ -19,8 +19,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from ik_node.solvers.fabrik_tree import (_EPS_M, _EXTRAPOLATE_MAX_FACTOR, _EXTRAPOLATE_MIN_RATIO,
                                          _POLISH_DAMPING, _POLISH_DAMPING_MIN, _POLISH_RATIO,
-                                         _POLISH_STUCK_RATIO, _TIP_FIT_WEIGHT, FabrikRun,
-                                         _angle_in_limits)
+                                         _POLISH_STUCK_RATIO, _SLOW_STEP_RATIO2, _SLOW_STEPS,
+                                         _TIP_FIT_WEIGHT, FabrikRun, _angle_in_limits)
 
 Vec = Tuple[float, float, float]
 Mat = Tuple[float, float, float, float, float, float, float, float, float]
@@ -220,7 +220,7 @@ class SerialFabrik:
         tx, ty, tz = target
         ex, ey, ez = tx - x[n][0], ty - x[n][1], tz - x[n][2]
         obj = ex * ex + ey * ey + ez * ez
-        damping, taken, longest = _POLISH_DAMPING, 0, 0.0
+        damping, taken, longest, slow = _POLISH_DAMPING, 0, 0.0, 0
         while taken < steps:
             started = time.perf_counter()
             if started + longest > deadline:
@@ -251,17 +251,19 @@ class SerialFabrik:
             dx, dy, dz = tx - x_try[n][0], ty - x_try[n][1], tz - x_try[n][2]
             obj_try = dx * dx + dy * dy + dz * dz
             if obj_try < obj:
+                slow = slow + 1 if obj_try > _SLOW_STEP_RATIO2 * obj else 0
                 q[:] = q_try
                 x, R = x_try, R_try
                 ex, ey, ez, obj = dx, dy, dz, obj_try
                 damping = max(damping * 0.1, _POLISH_DAMPING_MIN)
             else:
+                slow += 1
                 damping *= 10.0
             error = math.sqrt(obj)
             if history is not None:
                 history.append(error)
             longest = max(longest, time.perf_counter() - started)
-            if error <= tolerance:
+            if error <= tolerance or slow >= _SLOW_STEPS:
                 break
         return taken, x, R
 

@@ -77,6 +77,13 @@ class PlanarCore:
         self.r_inner, self.r_outer = abs(l1 - l2), l1 + l2
         self.l1l1_l2l2 = l1 * l1 + l2 * l2
         self.two_l1l2 = 2.0 * l1 * l2
+        # The edges of the box of limits that :meth:`nearest` tries, with what does not depend
+        # on the target: a thigh at a limit (the knee's position), a knee at a limit (the
+        # direction of the rigid leg at zero thigh angle).
+        self._thigh_edges = tuple((q1, l1 * math.cos(alpha1 + q1), l1 * math.sin(alpha1 + q1))
+                                  for q1 in (self.lower1, self.upper1) if math.isfinite(q1))
+        self._knee_edges = tuple((q2, math.atan2(y, x)) for q2 in (self.lower2, self.upper2)
+                                 if math.isfinite(q2) for x, y in (self.tip(0.0, q2),))
 
     def bend(self, r: float) -> Tuple[float, float, float]:
         """Knee bend gamma in [0, pi] for tip distance ``r`` (clamped to the annulus), and the
@@ -121,22 +128,19 @@ class PlanarCore:
             n1, n2 = near_angle(q1, seed1, lo1, hi1), near_angle(q2, seed2, lo2, hi2)
             if n1 is not None and n2 is not None:
                 candidates.append((n1, n2))
-        for q1 in (lo1, hi1):  # thigh at a limit: the shin turns about the knee
-            if math.isfinite(q1):
-                t1 = self.alpha1 + q1
-                kx, ky = self.l1 * math.cos(t1), self.l1 * math.sin(t1)
-                shin = math.atan2(y - ky, x - kx)
-                candidates.append(
-                    (q1, clamp_on_circle(s * (shin - self.alpha2 - q1), seed2, lo2, hi2)))
-        for q2 in (lo2, hi2):  # knee at a limit: the rigid leg turns about the hip
-            if math.isfinite(q2):
-                vx, vy = self.tip(0.0, q2)
-                candidates.append((clamp_on_circle(beta - math.atan2(vy, vx), seed1, lo1, hi1),
-                                   q2))
+        alpha2 = self.alpha2
+        for q1, kx, ky in self._thigh_edges:  # thigh at a limit: the shin turns about the knee
+            shin = math.atan2(y - ky, x - kx)
+            candidates.append((q1, clamp_on_circle(s * (shin - alpha2 - q1), seed2, lo2, hi2)))
+        for q2, leg in self._knee_edges:  # knee at a limit: the rigid leg turns about the hip
+            candidates.append((clamp_on_circle(beta - leg, seed1, lo1, hi1), q2))
         best = None
-        for q1, q2 in candidates:
-            tx, ty = self.tip(q1, q2)
-            err = math.hypot(tx - x, ty - y)
+        l1, l2, alpha1 = self.l1, self.l2, self.alpha1
+        cos, sin, hypot = math.cos, math.sin, math.hypot
+        for q1, q2 in candidates:  # self.tip, inline
+            t1 = alpha1 + q1
+            t2 = alpha2 + q1 + s * q2
+            err = hypot(l1 * cos(t1) + l2 * cos(t2) - x, l1 * sin(t1) + l2 * sin(t2) - y)
             dist = (q1 - seed1) ** 2 + (q2 - seed2) ** 2
             if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
                                                           dist < best[3]):
