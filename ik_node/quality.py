@@ -164,8 +164,8 @@ def _plan(chain: Chain, tip: Optional[str], position_only: Optional[bool],
     rows = 3 if position_only else 6
     rank = rows if rank is None else max(1, min(int(rank), rows))
     idx = np.array(joints, dtype=int)
-    return (tip_link, joints, rows, rank, idx, chain.lower[idx].astype(float),
-            chain.upper[idx].astype(float), [chain.joint_names[i] for i in joints])
+    return (tip_link, joints, rows, rank, idx, chain.lower[idx].astype(float).tolist(),
+            chain.upper[idx].astype(float).tolist(), [chain.joint_names[i] for i in joints])
 
 
 def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
@@ -192,16 +192,14 @@ def _measure(chain: Chain, q: np.ndarray, plan: tuple, singular_threshold: float
     manipulability = 1.0
     for value in sigma:
         manipulability *= value
-    # nearest limit: lower then upper of each joint in order, the first smallest finite gap
+    # nearest limit: lower then upper of each joint in order, the first smallest finite gap (in
+    # plain floats: a handful of joints)
     distance, joint, side = math.inf, None, None
-    if joints:
-        qj = q[idx]
-        gaps = np.empty(2 * len(joints))
-        gaps[0::2], gaps[1::2] = qj - lower, upper - qj
-        gaps[~np.isfinite(gaps)] = math.inf
-        k = int(np.argmin(gaps))
-        if gaps[k] < math.inf:
-            distance, joint, side = float(gaps[k]), names[k // 2], ('lower', 'upper')[k % 2]
+    values = q.tolist()
+    for j, lo, hi, name in zip(joints, lower, upper, names):
+        for gap, which in ((values[j] - lo, 'lower'), (hi - values[j], 'upper')):
+            if gap < distance:  # an infinite or NaN gap never is
+                distance, joint, side = gap, name, which
     return SolutionQuality(tip_link, rows == 3, float(manipulability), float(sigma[-1]),
                            distance, joint, side, float(singular_threshold),
                            float(limit_threshold))

@@ -69,6 +69,18 @@ TargetCallback = Callable[[str, np.ndarray, Optional[np.ndarray], str, Tuple[int
 
 
 # ------------------------------------------------------------------------ messages (no rclpy)
+def _floats(values, size: int, what: str) -> Tuple[float, ...]:
+    """``values`` as ``size`` finite floats, else ValueError naming ``what``."""
+    try:
+        out = tuple(values.tolist() if isinstance(values, np.ndarray) else values)
+        out = tuple(float(v) for v in out)
+    except (TypeError, ValueError):
+        raise ValueError(f'{what} must be {size} finite values, got {values!r}') from None
+    if len(out) != size or not all(math.isfinite(v) for v in out):
+        raise ValueError(f'{what} must be {size} finite values, got {list(out)}')
+    return out
+
+
 def pose_from_input(pose) -> Tuple[np.ndarray, np.ndarray]:
     """``(position [m], unit quat_xyzw)`` of a 4x4 ``T_base_tip`` or a ``(position, quat)`` pair.
 
@@ -166,6 +178,9 @@ class _Tip:
     quat_xyzw: np.ndarray
     six_dof: bool
     reached: Optional[bool] = None
+    # The newest (position, quat_xyzw or None) a follow() left while no client listened: it is
+    # normalised and applied when the tip is next read (_settle), not on every target.
+    pending: Optional[tuple] = None
 
 
 class InteractiveTargets:
@@ -279,8 +294,28 @@ class InteractiveTargets:
 
     # --------------------------------------------------------------------------- internals
     def _marker(self, t: _Tip) -> InteractiveMarker:
+        self._settle(t)
         return interactive_marker(t.name, self._frame, t.position, t.quat_xyzw, t.six_dof,
                                   t.reached, self.scale)
+
+    def _settle(self, t: _Tip) -> None:
+        """Apply the pose a follow() left pending (caller holds the lock)."""
+        if t.pending is not None:
+            (p, q), t.pending = t.pending, None
+            self._place(t, p, q)
+
+    def _place(self, t: _Tip, p, q) -> bool:
+        """Set a tip's pose from checked float sequences (``q`` None or a position-only marker:
+        the orientation is kept); True if it changed (caller holds the lock)."""
+        p = np.array(p, dtype=float)
+        if q is not None and t.six_dof:
+            _, q = pose_from_input((p, q))
+        else:
+            q = t.quat_xyzw
+        if np.array_equal(p, t.position) and np.array_equal(q, t.quat_xyzw):
+            return False
+        t.position, t.quat_xyzw = p, q
+        return True
 
     def _publish(self, markers=(), poses=(), erases=()) -> None:
         """One UPDATE with the next sequence number (caller holds the lock, so the service
@@ -292,28 +327,29 @@ class InteractiveTargets:
         self._send(self._pub, msg)
 
     def _pose_update(self, t: _Tip) -> InteractiveMarkerPose:
+        self._settle(t)
         msg = InteractiveMarkerPose(name=t.name, pose=_pose_msg(t.position, t.quat_xyzw))
         msg.header.frame_id = self._frame
         return msg
 
     def _move(self, tip: str, position, quat_xyzw) -> bool:
-        p = np.asarray(position, dtype=float).reshape(-1)
-        q = None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float).reshape(-1)
-        if p.shape != (3,) or not np.all(np.isfinite(p)):
-            raise ValueError(f'marker position must be 3 finite values, got {p.tolist()}')
+        p = _floats(position, 3, 'marker position')
+        q = None if quat_xyzw is None else _floats(quat_xyzw, 4, 'marker orientation')
+        if q is not None and sum(v * v for v in q) < 1e-18:
+            raise ValueError(f'marker orientation {list(q)} has zero length')
         with self._lock:
             t = self._tips.get(tip)
             if t is None:
                 return False
-            if q is not None and t.six_dof:
-                _, q = pose_from_input((p, q))
-            else:
-                q = t.quat_xyzw
-            if np.array_equal(p, t.position) and np.array_equal(q, t.quat_xyzw):
+            if not self._pub.get_subscription_count():
+                # Nobody listening: the state is enough (a client starts from _on_get); it is
+                # settled when next read, not for every target of a stream.
+                t.pending = (p, q)
+                return True
+            self._settle(t)
+            if not self._place(t, p, q):
                 return False
-            t.position, t.quat_xyzw = p.copy(), q
-            if self._pub.get_subscription_count():  # nobody listening: the state is enough
-                self._publish(poses=[self._pose_update(t)])  # (a client starts from _on_get)
+            self._publish(poses=[self._pose_update(t)])
             return True
 
     def _on_get(self, request, response):
@@ -342,6 +378,8 @@ class InteractiveTargets:
         quat = np.array([o.x, o.y, o.z, o.w], dtype=float)
         with self._lock:
             t = self._tips.get(fb.marker_name)
+            if t is not None:
+                self._settle(t)
             if t is None:
                 known = ', '.join(sorted(self._tips)) or 'none (no robot model yet)'
                 error = (f'feedback on {self.namespace}/feedback for unknown marker '

@@ -54,7 +54,16 @@ class OutputPlan:
         self.velocities = [velocity.get(n, math.inf) for n in self.command_names]
 
     def joint_state(self, q: Sequence[float], stamp) -> JointState:
-        return conv.joint_state_msg(self.state_names, [*q, *self.held_values], stamp)
+        """The JointState of ``q`` (chain order) and the held joints. One message object is
+        filled again for every call (its names set once: rclpy validates every string on
+        assignment, which cost more than the rest of the message); publish it before the next
+        call (rclpy serialises it in ``publish``)."""
+        msg = self.__dict__.get('_joint_state')
+        if msg is None:
+            msg = self._joint_state = conv.joint_state_msg(self.state_names, [], stamp)
+        msg.header.stamp = stamp
+        msg.position = [*(float(v) for v in q), *self.held_values]
+        return msg
 
     def command(self, q: Sequence[float]) -> Float64MultiArray:
         msg = Float64MultiArray()
