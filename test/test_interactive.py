@@ -461,3 +461,35 @@ def test_changing_the_tip_link_erases_the_old_marker_and_serves_the_new_one(harn
         assert s.client.errors == []
     # The service agrees with the updates.
     assert [m.name for m in s.client.call_service().markers] == ['link3']
+
+
+def test_with_no_client_listening_the_service_serves_the_newest_topic_target(harness):
+    # While nobody subscribes to the updates the server keeps a followed target unsettled
+    # (it is checked and stored, normalised when next read): a client that connects later gets
+    # the newest target's pose from the service, the orientation of a pose target kept by a
+    # later point target.
+    ik, probe = harness.start('arm6', **{'damped_jacobian.timeout': 1.0})
+    assert ik._interactive._pub.get_subscription_count() == 0
+    chain = chain_of('arm6')
+    rng = np.random.default_rng(21)
+    q = random_reachable_q(chain, rng)
+    position, quat = fk_pose(chain, q)
+    probe.send_pose(position, -np.asarray(quat) * 3.0)  # same rotation, not normalised
+    wait_for('the answer to the pose target', lambda: any(
+        np.linalg.norm(chain.fk(positions_of(m, chain.joint_names))[:3, 3] - position) < 1e-4
+        for m in probe.joint_states), probe.lock)
+    point = fk_pose(chain, random_reachable_q(chain, rng))[0]
+    probe.send_point(point)
+    wait_for('the answer to the point target', lambda: any(
+        np.linalg.norm(chain.fk(positions_of(m, chain.joint_names))[:3, 3] - point) < 1e-4
+        for m in probe.joint_states), probe.lock)
+    assert ik._interactive._tips['tool0'].pending is not None  # the deferred path was taken
+    client = RvizLikeClient(harness.context, f'/{ik.get_name()}/target_marker')
+    harness.nodes.append(client.node)
+    harness.executor.add_node(client.node)
+    (marker,) = client.call_service().markers
+    got_position, got_quat = pose_of(marker)
+    assert np.allclose(got_position, point, atol=1e-9)
+    assert angle_between(got_quat, quat) < 1e-6
+    assert abs(np.linalg.norm(got_quat) - 1.0) < 1e-9
+    assert_valid_for_rviz(marker, 'base_link')
