@@ -116,6 +116,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
+def steal_jiffies() -> tuple:
+    """(steal, total) jiffies of all CPUs from /proc/stat ((0, 0) where there is none): the
+    time the hypervisor gave this VM's CPUs to others."""
+    try:
+        with open('/proc/stat') as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (values[7] if len(values) > 7 else 0), sum(values)
+
+
 def stamp_ns(text: str) -> int:
     """``'sec.nanosec'`` (the node's ``target_stamp`` / ``joint_state_stamp`` text) as ns."""
     sec, _, nsec = text.partition('.')
@@ -442,9 +453,11 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
             skipped0 = recorder.ask('reset') or 0
             cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
             rec0, own0 = cpu_seconds(recorder.proc.pid), time.process_time()
+            steal0 = steal_jiffies()
             sent, stamps = publisher.publish_paced(msgs, rate)
             cpu1, wall1 = cpu_seconds(proc.pid), time.monotonic()
             rec1, own1 = cpu_seconds(recorder.proc.pid), time.process_time()
+            steal1 = steal_jiffies()
             time.sleep(0.6)  # stragglers, and a /diagnostics update
             received, skipped1, pairs = recorder.ask('collect')
             raw.append((warm, out_of_reach_mask(n, rate, share), sent, stamps, received, pairs, {
@@ -455,6 +468,9 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                 # the harness's share of the 2 cores: the recorder and this (publishing) process
                 'recorder_cpu_pct': 100.0 * (rec1 - rec0) / (wall1 - wall0),
                 'publisher_cpu_pct': 100.0 * (own1 - own0) / (wall1 - wall0),
+                # CPU time the hypervisor took away (share of all CPUs' time): a slow phase
+                # on a shared VM shows here
+                'steal_pct': 100.0 * (steal1[0] - steal0[0]) / max(steal1[1] - steal0[1], 1),
                 'skipped_reported_by_node': (skipped1 or 0) - skipped0}))
     finally:
         publisher.close()
@@ -499,6 +515,7 @@ def phase_line(name: str, p: Dict[str, Any]) -> str:
             f'({_ms(p, "node_cpu_ms_per_answer")} ms/answer; recorder '
             f'{p.get("recorder_cpu_pct", float("nan")):.0f}%, publisher '
             f'{p.get("publisher_cpu_pct", float("nan")):.0f}%) '
+            f'steal {p.get("steal_pct", float("nan")):.1f}% '
             f'skipped(node) {p["skipped_reported_by_node"]} slope '
             f'{_ms(p, "backlog_slope_ms_per_s", 3)} ms/s load {p["load_avg_1min"]:.1f}')
 
@@ -527,14 +544,16 @@ def markdown(results) -> str:
              'one = a stall). Backlog slope: a line fitted to e2e latency against send time '
              '(about 0 = no backlog). CPU ms / answer: the node\'s CPU time over the phase per '
              'answered target. Harness CPU %: the recorder process / this publishing process '
-             '(the three share the 2 cores). Load: 1-minute load average of the shared 2-core '
-             'machine at the end of the phase.', '',
+             '(the three share the 2 cores). Steal: CPU time the hypervisor gave to other '
+             'VMs during the phase, share of all CPUs\' time (/proc/stat). Load: 1-minute load '
+             'average of the shared 2-core machine at the end of the phase.', '',
              '| config | solver | target | run | rate Hz | out share | achieved Hz | sent | '
              'answered (out) | gaps (longest) | skipped (node) | e2e p50 / p99 ms | '
              'in reach p50 / p99 | out of reach p50 / p99 | e2e max ms | node side p50 / p99 | '
              'solve p99 in / out | slope ms/s | node CPU % | CPU ms / answer | harness CPU % | '
-             'load |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             'steal % | load |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
+             '---|']
     for r in results['configs']:
         if 'error' in r:
             lines.append(f'| {r["config"]} | error: {r["error"]} |')
@@ -558,7 +577,8 @@ def markdown(results) -> str:
                 f'{pair("in_reach_solve_p99_ms", "out_of_reach_solve_p99_ms")} | '
                 f'{f("backlog_slope_ms_per_s", 3)} | {f("node_cpu_pct", 0)} | '
                 f'{f("node_cpu_ms_per_answer")} | {f("recorder_cpu_pct", 0)} / '
-                f'{f("publisher_cpu_pct", 0)} | {f("load_avg_1min", 1)} |')
+                f'{f("publisher_cpu_pct", 0)} | {f("steal_pct", 1)} | '
+                f'{f("load_avg_1min", 1)} |')
     lines += ['', '## Goal', '', '| goal | measured | verdict |', '|---|---|---|']
     for g in results['goals']:
         lines.append(f'| {g["goal"]} | {g["measured"]} | {g["verdict"]} |')
