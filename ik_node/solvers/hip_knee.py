@@ -277,8 +277,11 @@ class HipKneeSolver(Solver):
                     clamp_on_circle(phi + math.pi, s0, lo0, hi0))
         best = None
         for q0 in yaws:
+            off_plane = rho * math.sin(q0 - phi)
+            if best is not None and abs(off_plane) > best[0] + TIE_M:
+                continue  # its error is at least the off-plane part: it can neither win nor tie
             err, q1, q2 = self._core.nearest(x, rho * math.cos(q0 - phi), s1, s2)
-            err = math.hypot(err, rho * math.sin(q0 - phi))
+            err = math.hypot(err, off_plane)
             dist = (q0 - s0) ** 2 + (q1 - s1) ** 2 + (q2 - s2) ** 2
             if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
                                                           dist < best[1]):
