@@ -12,6 +12,7 @@ ends a solve whose iteration cap is huge (status ``timeout``).
 """
 
 import math
+import time
 import zlib
 from pathlib import Path
 
@@ -267,3 +268,37 @@ def test_pose_target_whose_position_is_out_of_reach_unproven_ends_by_the_rule_no
         assert 'position out of reach' in r.message
         assert error >= best - 1e-6 and chain.within_limits(r.joint_positions, tol=0.0)
         assert r.iterations <= ITERATIONS_USED_AT_MOST, (r.iterations, r.message)
+
+
+def _stall_second_call(monkeypatch, owner, name: str, seconds: float) -> None:
+    """Make the second call of ``owner.name`` sleep ``seconds`` first (a stall of the machine:
+    the process is not running); the others run as usual."""
+    original = getattr(owner, name)
+    calls = []
+
+    def stalled(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            time.sleep(seconds)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, stalled)
+
+
+@pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
+def test_one_stalled_step_does_not_end_a_solve_early(monkeypatch, solver_name):
+    # The budget judges the next step by the second-slowest so far: one step stretched by a
+    # stall (0.3 s of a 0.5 s budget: a sleep in the second Newton evaluation of the
+    # closest-pose search) is not taken as the pace, which stopped the solve right after it
+    # as a timeout with 0.2 s left.
+    # arm6 beyond its reach: two descents confirm the closest pose, so steps follow the stall.
+    chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
+    solver = make_solver(solver_name, chain, {'timeout': 0.5})
+    origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
+    target = origin + 1.3 * (chain.fk(np.array([0.5, 0.3, 0.2, 0.1, 0.2, 0.1]))[:3, 3] - origin)
+    undisturbed = solver.solve(target, None, np.zeros(chain.n))
+    assert undisturbed.status is IkStatus.UNREACHABLE, undisturbed.message
+    assert 'closest pose found: 2 descents' in undisturbed.message
+    _stall_second_call(monkeypatch, solver._closest, '_newton', 0.3)
+    stalled = solver.solve(target, None, np.zeros(chain.n))
+    assert stalled.status is IkStatus.UNREACHABLE, stalled.message
+    assert stalled.position_error == pytest.approx(undisturbed.position_error, abs=1e-9)

@@ -30,7 +30,8 @@ FABRIK's own random restarts give way to the closest-pose search (not FABRIK eit
 out of reach after the first (stretching) pass, is finished by Newton descents to the closest
 stationary point, restarted only until two descents from different starts agree, one of them
 from a random start (status ``unreachable``). ``timeout`` bounds the wall time of a solve: no
-iteration starts that would end after it (judged by the slowest iteration so far).
+iteration starts that would end after it (judged by the second-slowest iteration so far: one
+iteration stretched by a stall of the machine does not end the solve early).
 """
 
 from __future__ import annotations

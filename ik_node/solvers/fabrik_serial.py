@@ -17,6 +17,7 @@ import math
 import time
 from typing import List, Optional, Sequence, Tuple
 
+from ik_node.solvers.closest_pose import StepPace
 from ik_node.solvers.fabrik_tree import (_EPS_M, _EXTRAPOLATE_MAX_FACTOR, _EXTRAPOLATE_MIN_RATIO,
                                          _POLISH_DAMPING, _POLISH_DAMPING_MIN, _POLISH_RATIO,
                                          _POLISH_STUCK_RATIO, _SLOW_STEP_RATIO2, _SLOW_STEPS,
@@ -220,10 +221,10 @@ class SerialFabrik:
         tx, ty, tz = target
         ex, ey, ez = tx - x[n][0], ty - x[n][1], tz - x[n][2]
         obj = ex * ex + ey * ey + ez * ez
-        damping, taken, longest, slow = _POLISH_DAMPING, 0, 0.0, 0
+        damping, taken, pace, slow = _POLISH_DAMPING, 0, StepPace(), 0
         while taken < steps:
             started = time.perf_counter()
-            if started + longest > deadline:
+            if started + pace.expected > deadline:
                 break
             taken += 1
             tip = x[n]
@@ -262,7 +263,7 @@ class SerialFabrik:
             error = math.sqrt(obj)
             if history is not None:
                 history.append(error)
-            longest = max(longest, time.perf_counter() - started)
+            pace.add(time.perf_counter() - started)
             if error <= tolerance or slow >= _SLOW_STEPS:
                 break
         return taken, x, R
@@ -292,11 +293,11 @@ class SerialFabrik:
         last_progress_obj, since_progress, iterations, stalled = best_obj, 0, 0, False
         converged = err <= tolerance
         polish_after = 0
-        timed_out, longest = False, 0.0
+        timed_out, pace = False, StepPace()
         lower, upper = self.lower, self.upper
         while not converged and iterations < max_iterations:
             started = time.perf_counter()
-            if started + longest > deadline:
+            if started + pace.expected > deadline:
                 timed_out = True
                 break
             iterations += 1
@@ -320,7 +321,7 @@ class SerialFabrik:
                         q, x, R, err, obj = q_try, x_try, R_try, err_try, err_try
             if history is not None:
                 history.append(err)
-            longest = max(longest, time.perf_counter() - started)
+            pace.add(time.perf_counter() - started)
             if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                     obj >= _POLISH_RATIO * obj_before and iterations < max_iterations):
                 taken, x, R = self.polish(q, x, R, target, tolerance,

@@ -46,6 +46,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ik_node.chain import Chain
+from ik_node.solvers.closest_pose import StepPace
 
 TWO_PI = 2.0 * math.pi
 #: Below this a projected bone [m] (or a squared fit moment [m^2]) counts as degenerate.
@@ -342,7 +343,8 @@ class FabrikTree:
         in a row. ``q``, ``x`` and ``R`` are updated in place and stay equal
         to FK of ``q``. Returns the number of steps taken (each counts as an iteration); no step
         starts that would end after ``deadline`` (``time.perf_counter`` seconds), judged by
-        the slowest step so far.
+        the pace of the steps so far (:class:`~ik_node.solvers.closest_pose.StepPace`: the
+        second-slowest, so one stalled step does not end the polish).
         """
         cols = plan.polish_joints
         if steps <= 0 or len(cols) == 0:
@@ -354,10 +356,10 @@ class FabrikTree:
         obj = float(e @ e)
         J = np.zeros((3 * len(tips), len(cols)))
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
-        damping, taken, longest, slow = _POLISH_DAMPING, 0, 0.0, 0
+        damping, taken, pace, slow = _POLISH_DAMPING, 0, StepPace(), 0
         while taken < steps:
             started = time.perf_counter()
-            if started + longest > deadline:  # the step would end past the deadline
+            if started + pace.expected > deadline:  # the step would end past the deadline
                 break
             taken += 1
             world_axes = np.einsum('nij,nj->ni', R[cols], self.axes[cols])
@@ -397,7 +399,7 @@ class FabrikTree:
             tip_err = np.sqrt(np.einsum('ij,ij->i', d, d))
             if history is not None:
                 history.append(float(tip_err.max()))
-            longest = max(longest, time.perf_counter() - started)
+            pace.add(time.perf_counter() - started)
             if np.all(tip_err <= tolerance) or slow >= _SLOW_STEPS:
                 break
         return taken
@@ -437,7 +439,8 @@ class FabrikTree:
                 cut it by less than ``_POLISH_STUCK_RATIO`` and a restart is left, the run
                 counts as stalled and restarts at once. 0: FABRIK passes only.
             deadline: no iteration starts that would end after this ``time.perf_counter()``
-                [s], judged by the slowest iteration so far; the run then ends with
+                [s], judged by the pace of the iterations so far (the second-slowest:
+                :class:`~ik_node.solvers.closest_pose.StepPace`); the run then ends with
                 ``timed_out``.
             stop_when_stuck: when FABRIK and the polish both crawl, end the run as stalled
                 even without a restart left (the caller finishes it another way).
@@ -465,10 +468,10 @@ class FabrikTree:
         rng, moving, polish_after = None, None, 0
         x_try, R_try = np.zeros_like(x), np.zeros_like(R)
         lower_all, upper_all = np.array(self.lower), np.array(self.upper)
-        timed_out, longest = False, 0.0  # longest: the slowest FABRIK iteration so far [s]
+        timed_out, pace = False, StepPace()  # of the FABRIK iterations
         while not converged and iterations < max_iterations:
             started = time.perf_counter()
-            if started + longest > deadline:  # it would end past the deadline
+            if started + pace.expected > deadline:  # it would end past the deadline
                 timed_out = True
                 break
             iterations += 1
@@ -495,7 +498,7 @@ class FabrikTree:
                         err, obj = err_try, obj_try
             if history is not None:
                 history.append(float(err.max()))
-            longest = max(longest, time.perf_counter() - started)
+            pace.add(time.perf_counter() - started)
             if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                     obj >= _POLISH_RATIO * obj_before and iterations < max_iterations):
                 taken = self.polish(plan, q, x, R, targets, w_norm, tolerance,
