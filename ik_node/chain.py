@@ -71,6 +71,7 @@ class Chain:
         self.tip_link: str = self.tip_links[0]
         self.lower = np.array([j.lower for j in self.joints], dtype=float)
         self.upper = np.array([j.upper for j in self.joints], dtype=float)
+        self._limit_lists = (self.lower.tolist(), self.upper.tolist())
         self.parents = np.array([j.parent for j in self.joints], dtype=int)
         self.is_serial = all(p == i - 1 for i, p in enumerate(self.parents))
         self._prismatic = np.array([j.is_prismatic for j in self.joints], dtype=bool)
@@ -134,6 +135,10 @@ class Chain:
 
     def within_limits(self, q: np.ndarray, tol: float = 1e-9) -> bool:
         """True if every joint of ``q`` is inside its limits (to ``tol``)."""
+        if type(q) is np.ndarray and q.shape == (self.n,):  # one configuration: plain floats
+            # (numpy's per-call cost dominates a handful of joints; this runs on every answer)
+            lower, upper = self._limit_lists
+            return all(lo - tol <= v <= hi + tol for v, lo, hi in zip(q.tolist(), lower, upper))
         q = np.asarray(q, dtype=float)
         return bool(np.all(q >= self.lower - tol) and np.all(q <= self.upper + tol))
 

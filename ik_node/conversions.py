@@ -169,11 +169,7 @@ def check_publishable(chain: Chain, q: np.ndarray) -> np.ndarray:
     values = q.tolist()  # plain floats: for a handful of joints numpy's per-call cost dominates
     if not all(math.isfinite(v) for v in values):
         raise TargetError(f'solution contains NaN or inf: {values}')
-    limits = chain.__dict__.get('_ik_node_limit_lists')
-    if limits is None:
-        limits = chain.__dict__['_ik_node_limit_lists'] = (
-            [lo - 1e-9 for lo in chain.lower.tolist()], [hi + 1e-9 for hi in chain.upper.tolist()])
-    if not all(lo <= v <= hi for v, lo, hi in zip(values, *limits)):
+    if not chain.within_limits(q):
         bad = [f'{n}={v:.6g} not in [{lo:.6g}, {hi:.6g}]' for n, v, lo, hi in
                zip(chain.joint_names, q, chain.lower, chain.upper) if not lo - 1e-9 <= v <=
                hi + 1e-9]

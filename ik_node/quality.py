@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -134,12 +134,23 @@ def nearest_limit(chain: Chain, q, joints=None):
     unit [rad or m], negative outside a limit; ``(inf, None, None)`` when every considered joint
     is continuous.
     """
-    q = np.asarray(q, dtype=float)
+    joints = list(range(chain.n) if joints is None else joints)
+    return _nearest_gap(np.asarray(q, dtype=float).tolist(), joints,
+                        [float(chain.lower[i]) for i in joints],
+                        [float(chain.upper[i]) for i in joints],
+                        [chain.joint_names[i] for i in joints])
+
+
+def _nearest_gap(values: List[float], joints: Sequence[int], lower: Sequence[float],
+                 upper: Sequence[float], names: Sequence[str]) -> tuple:
+    """:func:`nearest_limit` of ``values`` over ``joints`` with their limits and names given:
+    lower then upper of each joint in order, the first smallest finite gap (plain floats: a
+    handful of joints)."""
     best = (math.inf, None, None)
-    for i in range(chain.n) if joints is None else joints:
-        for side, gap in (('lower', q[i] - chain.lower[i]), ('upper', chain.upper[i] - q[i])):
-            if math.isfinite(gap) and gap < best[0]:
-                best = (float(gap), chain.joint_names[i], side)
+    for j, lo, hi, name in zip(joints, lower, upper, names):
+        for side, gap in (('lower', values[j] - lo), ('upper', hi - values[j])):
+            if gap < best[0] and math.isfinite(gap):
+                best = (gap, name, side)
     return best
 
 
@@ -155,7 +166,7 @@ def cached_task_rank(chain: Chain, tip: str, position_only: bool) -> int:
 def _plan(chain: Chain, tip: Optional[str], position_only: Optional[bool],
           rank: Optional[int]) -> tuple:
     """What the measures of a tip need besides ``q``: ``(tip_link, joint indices, task rows,
-    rank, joint indices as an array, their lower and upper limits, their names)``.
+    rank, their lower and upper limits, their names)``.
     ``position_only`` None: when fewer than 6 joints move the tip; ``rank`` None: all rows."""
     tip_link = chain.tip_links[chain.tip_index(tip)]
     joints = list(chain.joints_of_tip(tip_link))
@@ -163,9 +174,8 @@ def _plan(chain: Chain, tip: Optional[str], position_only: Optional[bool],
         position_only = len(joints) < FULL_POSE_DOF
     rows = 3 if position_only else 6
     rank = rows if rank is None else max(1, min(int(rank), rows))
-    idx = np.array(joints, dtype=int)
-    return (tip_link, joints, rows, rank, idx, chain.lower[idx].astype(float).tolist(),
-            chain.upper[idx].astype(float).tolist(), [chain.joint_names[i] for i in joints])
+    return (tip_link, joints, rows, rank, [float(chain.lower[i]) for i in joints],
+            [float(chain.upper[i]) for i in joints], [chain.joint_names[i] for i in joints])
 
 
 def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
@@ -182,7 +192,7 @@ def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
 def _measure(chain: Chain, q: np.ndarray, plan: tuple, singular_threshold: float,
              limit_threshold: float) -> SolutionQuality:
     """The measures of a checked ``q`` for one tip's :func:`_plan`."""
-    tip_link, joints, rows, rank, idx, lower, upper, names = plan
+    tip_link, joints, rows, rank, lower, upper, names = plan
     if joints:
         J = chain.jacobian(q, tip_link)[:rows, joints]
         sigma = np.linalg.svd(J, compute_uv=False).tolist()
@@ -192,14 +202,7 @@ def _measure(chain: Chain, q: np.ndarray, plan: tuple, singular_threshold: float
     manipulability = 1.0
     for value in sigma:
         manipulability *= value
-    # nearest limit: lower then upper of each joint in order, the first smallest finite gap (in
-    # plain floats: a handful of joints)
-    distance, joint, side = math.inf, None, None
-    values = q.tolist()
-    for j, lo, hi, name in zip(joints, lower, upper, names):
-        for gap, which in ((values[j] - lo, 'lower'), (hi - values[j], 'upper')):
-            if gap < distance:  # an infinite or NaN gap never is
-                distance, joint, side = gap, name, which
+    distance, joint, side = _nearest_gap(q.tolist(), joints, lower, upper, names)
     return SolutionQuality(tip_link, rows == 3, float(manipulability), float(sigma[-1]),
                            distance, joint, side, float(singular_threshold),
                            float(limit_threshold))

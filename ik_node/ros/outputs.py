@@ -18,6 +18,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from builtin_interfaces.msg import Duration as DurationMsg
+from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -52,15 +53,14 @@ class OutputPlan:
         self.held_values = [float(v) for v in held.values()]
         velocity = {j.name: j.velocity for j in urdf_joints}
         self.velocities = [velocity.get(n, math.inf) for n in self.command_names]
+        # One message, refilled by joint_state(): its names are set once (rclpy validates every
+        # string on assignment, which cost more than the rest of the message).
+        self._joint_state = conv.joint_state_msg(self.state_names, [], TimeMsg())
 
     def joint_state(self, q: Sequence[float], stamp) -> JointState:
-        """The JointState of ``q`` (chain order) and the held joints. One message object is
-        filled again for every call (its names set once: rclpy validates every string on
-        assignment, which cost more than the rest of the message); publish it before the next
-        call (rclpy serialises it in ``publish``)."""
-        msg = self.__dict__.get('_joint_state')
-        if msg is None:
-            msg = self._joint_state = conv.joint_state_msg(self.state_names, [], stamp)
+        """The JointState of ``q`` (chain order) and the held joints: the plan's one message,
+        filled again; publish it before the next call (rclpy serialises it in ``publish``)."""
+        msg = self._joint_state
         msg.header.stamp = stamp
         msg.position = [*(float(v) for v in q), *self.held_values]
         return msg

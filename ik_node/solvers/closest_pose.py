@@ -54,8 +54,8 @@ import math
 import random
 import sys
 import time
-from operator import mul
 from dataclasses import dataclass
+from operator import mul
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from ik_node.solvers.dls_codegen import damped_solve_function, limit_functions
@@ -138,7 +138,7 @@ class StepPace:
             self.second, self.slowest = self.slowest, step
         elif step > self.second:
             self.second = step
-        return self.second or self.slowest
+        return self.expected
 
     @property
     def expected(self) -> float:
