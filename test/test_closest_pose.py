@@ -12,7 +12,9 @@ from closest_reference import newton_system as numpy_newton_system
 from ik_node import Chain
 from ik_node.chain import chain_lengths
 from ik_node.solvers import closest_pose
-from ik_node.solvers.closest_pose import Budget, ClosestPose, reach_bound
+from ik_node.solvers.budget import Budget
+from ik_node.solvers.closest_pose import ClosestPose
+from ik_node.solvers.reach_bound import reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'

@@ -23,7 +23,8 @@ from closest_reference import long_search, newton_system
 from ik_node import Chain, IkStatus, make_solver
 from ik_node.chain import chain_lengths
 from ik_node.errors import ConfigError
-from ik_node.solvers.closest_pose import NEWTON_DECREMENT_M, reach_bound
+from ik_node.solvers.closest_pose import NEWTON_DECREMENT_M
+from ik_node.solvers.reach_bound import reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'

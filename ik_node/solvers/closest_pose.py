@@ -35,8 +35,9 @@ any point missed the closest pose on 1 % of the Jaco2 and 2 % of the Baxter targ
 them confirm only free minima missed none of the benchmark's out-of-reach targets on nine
 robots (against a 100-start search) and halved the descents on arms whose closest poses press
 no limit (UR5, UR10, arm6: 2 descents instead of 4). The search also stops when the best
-error is within ``agreement`` of the proven lower bound (nothing can be closer), when a
-descent reaches the target, and at the time, iteration or restart limits.
+error is within ``agreement`` of the proven lower bound (nothing can be closer; see
+:mod:`ik_node.solvers.reach_bound`), when a descent reaches the target, and at the time,
+iteration or restart limits (:mod:`ik_node.solvers.budget`).
 
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
@@ -52,12 +53,11 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-import time
 from dataclasses import dataclass
 from operator import mul
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from ik_node.solvers.budget import Budget
 from ik_node.solvers.dls_codegen import damped_solve_function, limit_functions
 from ik_node.solvers.planar_core import clamp_on_circle
 
@@ -85,65 +85,6 @@ NEWTON_DECREMENT_M = 1e-7
 _MINIMUM_DAMPING = 1e-6
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
-
-
-#: Kept free at the end of a budget [s] (at most a tenth of it) for what follows the search: the
-#: caller's FK check of the answer and its result.
-RESERVE_S = 50e-6
-
-
-class Budget:
-    """A wall-time budget in which no step starts that would end after the deadline, judged by
-    the pace of the steps so far (a step: the time between two calls of :meth:`allows`).
-
-    The pace is the second-slowest step (the slowest while there is only one): a single step
-    stretched by something outside the solve (the process preempted, the VM's CPU stolen, a
-    garbage collection) would otherwise be taken as the pace and end the solve early, as
-    ``timeout``, with most of its budget left (seen in the benchmark: a 2 ms stall ended a solve
-    that takes 0.5 ms). A step type that really is the slowest recurs and sets the pace; one
-    that occurs once overruns the deadline by at most its excess over the pace.
-    """
-
-    def __init__(self, seconds: float):
-        now = time.perf_counter()
-        self.deadline = now + seconds - min(RESERVE_S, 0.1 * seconds)
-        self._last = now
-        self._pace = StepPace()
-
-    def mark(self) -> None:
-        """Start timing a step now (after work not to be counted as one, e.g. another
-        solver's iterations that kept their own clock)."""
-        self._last = time.perf_counter()
-
-    def allows(self) -> bool:
-        """Whether another step fits; call it before each step."""
-        now = time.perf_counter()
-        pace = self._pace.add(now - self._last)
-        self._last = now
-        return now + pace <= self.deadline
-
-
-class StepPace:
-    """The expected duration of the next step: the second-slowest step so far, or the slowest
-    while there is only one (see :class:`Budget`)."""
-
-    __slots__ = ('slowest', 'second')
-
-    def __init__(self) -> None:
-        self.slowest = self.second = 0.0
-
-    def add(self, step: float) -> float:
-        """Record a step's duration [s]; return the pace [s]."""
-        if step > self.slowest:
-            self.second, self.slowest = self.slowest, step
-        elif step > self.second:
-            self.second = step
-        return self.expected
-
-    @property
-    def expected(self) -> float:
-        """The pace [s] (0 before the first step)."""
-        return self.second or self.slowest
 
 
 @dataclass
@@ -437,84 +378,3 @@ class ClosestPose:
             if cost < best_cost:
                 best, best_cost = q, cost
         return best
-
-
-# ---------------------------------------------------------------------------- lower bound
-class ReachBound:
-    """A proven lower bound of the tip's distance to a target, for a chain of revolute joints.
-
-    Bone lengths (between consecutive joint origins, and from the last to the tip) do not change
-    with ``q``, so the tip stays within ``R_k`` (the summed lengths from joint ``k`` on) of joint
-    ``k``'s origin ``o_k``. With ``k = 1`` (``o_1`` fixed): ``error >= |t - o_1| - R_1``. With
-    ``k = 2``: ``o_2`` turns about the first joint's axis, on an arc that the first joint's limits
-    cut; ``error >= min over the arc |t - o_2| - R_2``, which is never below the first bound (the
-    triangle inequality) and is exact for a leg whose hip pitch lies on its yaw axis.
-    """
-
-    def __init__(self, origin: Sequence[float], reach: float, axis: Sequence[float],
-                 second: Sequence[float], reach_second: float, limits: Tuple[float, float],
-                 full_turn: bool):
-        self.origin, self.reach = tuple(origin), reach
-        ax, ay, az = axis
-        ox, oy, oz = origin
-        vx, vy, vz = second[0] - ox, second[1] - oy, second[2] - oz
-        self._axis = (ax, ay, az)
-        self._height = h = vx * ax + vy * ay + vz * az
-        self._perp = (vx - h * ax, vy - h * ay, vz - h * az)
-        self._radius = math.sqrt(sum(c * c for c in self._perp))
-        self._second, self._reach_second = tuple(second), reach_second
-        self._limits, self._full_turn = limits, full_turn
-
-    def lower_bound(self, target: Sequence[float]) -> float:
-        """The bound [m] (may be negative: nothing proven)."""
-        ox, oy, oz = self.origin
-        dx, dy, dz = target[0] - ox, target[1] - oy, target[2] - oz
-        first = math.sqrt(dx * dx + dy * dy + dz * dz) - self.reach
-        ax, ay, az = self._axis
-        along = dx * ax + dy * ay + dz * az
-        px, py, pz = dx - along * ax, dy - along * ay, dz - along * az
-        distance_perp = math.sqrt(px * px + py * py + pz * pz)
-        rho = self._radius
-        if rho <= 1e-12 or distance_perp <= 1e-12:  # o_2 on the axis, or the target is
-            cos_gap = 1.0 if rho <= 1e-12 else 0.0  # (every point of the arc equally far)
-        else:
-            vx, vy, vz = self._perp
-            phi = math.atan2(ax * (vy * pz - vz * py) + ay * (vz * px - vx * pz) +
-                             az * (vx * py - vy * px), vx * px + vy * py + vz * pz)
-            if self._full_turn:
-                cos_gap = 1.0
-            else:
-                lo, hi = self._limits
-                cos_gap = math.cos(clamp_on_circle(phi, phi, lo, hi) - phi)
-        terms = ((along - self._height) ** 2 + rho * rho + distance_perp * distance_perp,
-                 2.0 * rho * distance_perp * cos_gap)
-        # The law of cosines cancels: a target on the reach's boundary leaves round-off of
-        # about eps * terms in ``square`` and its square root in the bound, 1e-8 m. The bound
-        # stays proven by taking a generous round-off off before the root.
-        square = terms[0] - terms[1] - 64.0 * sys.float_info.epsilon * (terms[0] + abs(terms[1]))
-        second = math.sqrt(max(square, 0.0)) - self._reach_second
-        return max(first, second)
-
-
-def reach_bound(chain, tip: Optional[str] = None) -> Optional[ReachBound]:
-    """The :class:`ReachBound` of a chain's tip, or None when a joint on its path is prismatic
-    (bones then change length) or it has no moving joint."""
-    import numpy as np  # set-up only
-
-    from ik_node.chain import chain_lengths
-    idx = chain.joints_of_tip(tip) if chain.n else []
-    if not idx or any(chain.joints[i].is_prismatic for i in idx):
-        return None
-    frames = chain.joint_frames(np.zeros(chain.n))
-    lengths = list(chain_lengths(chain, tip))
-    first = idx[0]
-    origin = frames[first, :3, 3].tolist()
-    axis = (frames[first, :3, :3] @ chain.joints[first].axis).tolist()
-    if len(idx) > 1:
-        second = frames[idx[1], :3, 3].tolist()
-    else:  # one joint: the "second origin" is the tip itself
-        second = chain.fk(np.zeros(chain.n), tip)[:3, 3].tolist()
-    lo, hi = float(chain.lower[first]), float(chain.upper[first])
-    full_turn = not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo >= _TWO_PI
-    return ReachBound(origin, float(sum(lengths)), axis, second, float(sum(lengths[1:])),
-                      (lo, hi), full_turn)

@@ -64,9 +64,11 @@ import numpy as np
 from ik_node.chain import Chain, chain_lengths
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.closest_pose import Budget, ClosestPose, reach_bound
+from ik_node.solvers.budget import Budget
+from ik_node.solvers.closest_pose import ClosestPose
 from ik_node.solvers.dls_codegen import (damped_step_function, damped_trial_function,
                                           limit_functions, normal_equations_function)
+from ik_node.solvers.reach_bound import reach_bound
 
 # Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
 # error: the descent is at a local minimum.
@@ -573,7 +575,7 @@ class DampedJacobianSolver(Solver):
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
         """A proven lower bound on the position error [m] when positive, else None (see
-        :class:`~ik_node.solvers.closest_pose.ReachBound`)."""
+        :class:`~ik_node.solvers.reach_bound.ReachBound`)."""
         if self._reach is None:
             return None
         gap = self._reach.lower_bound(p_target.tolist())

@@ -49,7 +49,9 @@ from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
-from ik_node.solvers.closest_pose import Budget, ClosestPose, ReachBound, reach_bound
+from ik_node.solvers.budget import Budget
+from ik_node.solvers.closest_pose import ClosestPose
+from ik_node.solvers.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik_serial import SerialFabrik
 from ik_node.solvers.fabrik_tree import FabrikRun, FabrikTree
 

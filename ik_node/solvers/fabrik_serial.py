@@ -17,7 +17,7 @@ import math
 import time
 from typing import List, Optional, Sequence, Tuple
 
-from ik_node.solvers.closest_pose import StepPace
+from ik_node.solvers.budget import StepPace
 from ik_node.solvers.fabrik_tree import (_EPS_M, _EXTRAPOLATE_MAX_FACTOR, _EXTRAPOLATE_MIN_RATIO,
                                          _POLISH_DAMPING, _POLISH_DAMPING_MIN, _POLISH_RATIO,
                                          _POLISH_STUCK_RATIO, _SLOW_STEP_RATIO2, _SLOW_STEPS,

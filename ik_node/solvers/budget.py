@@ -1,0 +1,67 @@
+"""Wall-time budgets of the iterative solvers: no step starts that would end after the deadline.
+
+Shared by damped_jacobian, the closest-pose search and fabrik's passes and polish. Plain floats
+and ``time.perf_counter``.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: Kept free at the end of a budget [s] (at most a tenth of it) for what follows the iterations:
+#: the caller's FK check of the answer and its result.
+RESERVE_S = 50e-6
+
+
+class Budget:
+    """A wall-time budget in which no step starts that would end after the deadline, judged by
+    the pace of the steps so far (a step: the time between two calls of :meth:`allows`).
+
+    The pace is the second-slowest step (the slowest while there is only one): a single step
+    stretched by something outside the solve (the process preempted, the VM's CPU stolen, a
+    garbage collection) would otherwise be taken as the pace and end the solve early, as
+    ``timeout``, with most of its budget left (seen in the benchmark: a 2 ms stall ended a solve
+    that takes 0.5 ms). A step type that really is the slowest recurs and sets the pace; one
+    that occurs once overruns the deadline by at most its excess over the pace.
+    """
+
+    def __init__(self, seconds: float):
+        now = time.perf_counter()
+        self.deadline = now + seconds - min(RESERVE_S, 0.1 * seconds)
+        self._last = now
+        self._pace = StepPace()
+
+    def mark(self) -> None:
+        """Start timing a step now (after work not to be counted as one, e.g. another
+        solver's iterations that kept their own clock)."""
+        self._last = time.perf_counter()
+
+    def allows(self) -> bool:
+        """Whether another step fits; call it before each step."""
+        now = time.perf_counter()
+        pace = self._pace.add(now - self._last)
+        self._last = now
+        return now + pace <= self.deadline
+
+
+class StepPace:
+    """The expected duration of the next step: the second-slowest step so far, or the slowest
+    while there is only one (see :class:`Budget`)."""
+
+    __slots__ = ('slowest', 'second')
+
+    def __init__(self) -> None:
+        self.slowest = self.second = 0.0
+
+    def add(self, step: float) -> float:
+        """Record a step's duration [s]; return the pace [s]."""
+        if step > self.slowest:
+            self.second, self.slowest = self.slowest, step
+        elif step > self.second:
+            self.second = step
+        return self.expected
+
+    @property
+    def expected(self) -> float:
+        """The pace [s] (0 before the first step)."""
+        return self.second or self.slowest
