@@ -65,7 +65,7 @@ import transforms3d
 from ik_node.chain import Chain
 from ik_node.config import build_chain, load_config
 from ik_node.solvers import make_solver
-from ik_node.solvers.damped_jacobian import rotation_vector_from_matrix
+from ik_node.solvers.dls_errors import rotation_vector_from_matrix
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = 300

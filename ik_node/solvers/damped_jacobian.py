@@ -68,6 +68,7 @@ from ik_node.solvers.budget import Budget
 from ik_node.solvers.closest_pose import ClosestPose
 from ik_node.solvers.dls_codegen import (damped_step_function, damped_trial_function,
                                           limit_functions, normal_equations_function)
+from ik_node.solvers.dls_errors import ChainKinematics, cost_function, error_function
 from ik_node.solvers.reach_bound import reach_bound
 
 # Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
@@ -95,25 +96,6 @@ _RESTART_CANDIDATES = 4
 # descent lowered the weighted error in about half the targets, the third and fourth rarely).
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
-
-
-def rotation_vector_from_matrix(R: np.ndarray) -> np.ndarray:
-    """Rotation vector (axis * angle [rad]) of a 3x3 rotation matrix, robust near 0 and pi."""
-    s = 0.5 * np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
-    sin_angle = float(np.linalg.norm(s))
-    angle = math.atan2(sin_angle, c)
-    if sin_angle > 1e-6:
-        return s * (angle / sin_angle)
-    if c > 0.0:  # angle ~ 0: the first-order term is exact to angle^3
-        return s
-    # angle ~ pi: (R + I) / 2 = a a^T; its dominant column is the axis (up to sign).
-    B = 0.5 * (R + np.eye(3))
-    k = int(np.argmax(np.diag(B)))
-    axis = B[:, k] / math.sqrt(max(B[k, k], 1e-300))
-    if float(axis @ s) < 0.0:
-        axis = -axis
-    return axis * angle
 
 
 @register
@@ -200,17 +182,13 @@ class DampedJacobianSolver(Solver):
                     self._low, self._high, self._wraps, self._bounded)
         fast = chain.fast_kinematics
         self._pose_normal = None if fast is None else fast.pose_normal
-        if fast is not None:
-            self._pose_jacobian = fast.pose_jacobian
-            self._position_jacobian = fast.position_jacobian
-            self._pose = fast.pose
-        else:
-            self._pose_jacobian = self._generic_pose_jacobian
-            self._position_jacobian = self._generic_position_jacobian
-            self._pose = self._generic_pose
+        kinematics = fast if fast is not None else ChainKinematics(chain)
+        self._pose_jacobian = kinematics.pose_jacobian
+        self._position_jacobian = kinematics.position_jacobian
+        self._pose = kinematics.pose
         # Position targets whose descent ends above tolerance: the closest-pose search.
         self._closest = None if not chain.n else ClosestPose(
-            self._pose_jacobian, fast.position if fast is not None else self._generic_position,
+            self._pose_jacobian, kinematics.position,
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
@@ -223,60 +201,16 @@ class DampedJacobianSolver(Solver):
             return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
                                message='the chain has no moving joints')
         if self.params['method'] == 'transpose':
-            raw = self._solve_transpose(self._evaluator(p_target, R_target), q_seed.tolist())
+            raw = self._solve_transpose(self._error_function(p_target, R_target),
+                                        q_seed.tolist())
         else:
             raw = self._solve_dls(self._dls_evaluator(p_target, R_target),
-                                  functools.partial(self._cost_function, p_target, R_target),
+                                  functools.partial(cost_function, self._pose, p_target,
+                                                    R_target, self.params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
                                   p_target)
         raw.min_residual = min_residual
         return raw
-
-    def _evaluator(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
-        """``evaluate(q) -> (cost, position error [m], angle error [rad], e, J)``.
-
-        ``e`` is the error (3 or 6 values, orientation part unweighted), ``J`` its Jacobian as
-        rows, ``cost`` the weighted squared error.
-        """
-        tx, ty, tz = p_target.tolist()
-        if R_target is None:
-            position_jacobian = self._position_jacobian
-
-            def evaluate_position(q):
-                (px, py, pz), J = position_jacobian(q)
-                dx, dy, dz = tx - px, ty - py, tz - pz
-                cost = dx * dx + dy * dy + dz * dz
-                return cost, math.sqrt(cost), 0.0, (dx, dy, dz), J
-            return evaluate_position
-
-        pose_jacobian = self._pose_jacobian
-        w2 = self.params['orientation_weight'] ** 2
-        t00, t01, t02, t10, t11, t12, t20, t21, t22 = R_target.ravel().tolist()
-
-        def evaluate_pose(q):
-            (px, py, pz), R, J = pose_jacobian(q)
-            r00, r01, r02, r10, r11, r12, r20, r21, r22 = R
-            dx, dy, dz = tx - px, ty - py, tz - pz
-            # Rotation vector of R_err = R_target @ R^T from its skew part and trace.
-            sx = 0.5 * (t20 * r10 + t21 * r11 + t22 * r12 - t10 * r20 - t11 * r21 - t12 * r22)
-            sy = 0.5 * (t00 * r20 + t01 * r21 + t02 * r22 - t20 * r00 - t21 * r01 - t22 * r02)
-            sz = 0.5 * (t10 * r00 + t11 * r01 + t12 * r02 - t00 * r10 - t01 * r11 - t02 * r12)
-            c = 0.5 * (t00 * r00 + t01 * r01 + t02 * r02 + t10 * r10 + t11 * r11 + t12 * r12 +
-                       t20 * r20 + t21 * r21 + t22 * r22 - 1.0)
-            sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
-            angle = math.atan2(sin_angle, c)
-            if sin_angle > 1e-6:
-                f = angle / sin_angle
-                omega = (sx * f, sy * f, sz * f)
-            elif c > 0.0:
-                omega = (sx, sy, sz)
-            else:  # half a turn away: rare, take the careful path
-                omega = tuple(rotation_vector_from_matrix(
-                    R_target @ np.array(R).reshape(3, 3).T).tolist())
-            position_sq = dx * dx + dy * dy + dz * dz
-            return (position_sq + w2 * angle * angle, math.sqrt(position_sq), angle,
-                    (dx, dy, dz) + omega, J)
-        return evaluate_pose
 
     def _dls_evaluator(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
         """``evaluate(q) -> (cost, position error [m], angle error [rad], A, b)``, where
@@ -302,7 +236,7 @@ class DampedJacobianSolver(Solver):
             return functools.partial(self.chain.fast_kinematics.position_residual,
                                      tuple(p_target.tolist()),
                                      _TOLERANCE_MARGIN * self.params['position_tolerance'])
-        evaluate = self._evaluator(p_target, R_target)
+        evaluate = self._error_function(p_target, R_target)
         if normal is None:
             def evaluate_dual(q):
                 cost, position_error, angle_error, e, J = evaluate(q)
@@ -315,25 +249,11 @@ class DampedJacobianSolver(Solver):
             return (cost, position_error, angle_error) + normal(J, e, weight)
         return evaluate_normal
 
-    def _cost_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
-        """``cost(q)``: the weighted squared error of :meth:`_evaluator`, without a Jacobian."""
-        tx, ty, tz = p_target.tolist()
-        pose = self._pose
-        if R_target is None:
-            def position_cost(q):
-                (px, py, pz), _ = pose(q)
-                return (tx - px) ** 2 + (ty - py) ** 2 + (tz - pz) ** 2
-            return position_cost
-        w2 = self.params['orientation_weight'] ** 2
-        t = R_target.ravel().tolist()
-
-        def pose_cost(q):
-            (px, py, pz), R = pose(q)
-            c = 0.5 * (t[0] * R[0] + t[1] * R[1] + t[2] * R[2] + t[3] * R[3] + t[4] * R[4] +
-                       t[5] * R[5] + t[6] * R[6] + t[7] * R[7] + t[8] * R[8] - 1.0)
-            angle = math.acos(max(-1.0, min(1.0, c)))
-            return (tx - px) ** 2 + (ty - py) ** 2 + (tz - pz) ** 2 + w2 * angle * angle
-        return pose_cost
+    def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
+                        ) -> Callable:
+        """See :func:`~ik_node.solvers.dls_errors.error_function`."""
+        return error_function(self._pose_jacobian, self._position_jacobian, p_target, R_target,
+                              self.params['orientation_weight'])
 
     def _reached(self, position_error: float, angle_error: float) -> bool:
         return (position_error <= _TOLERANCE_MARGIN * self.params['position_tolerance'] and
@@ -580,21 +500,3 @@ class DampedJacobianSolver(Solver):
             return None
         gap = self._reach.lower_bound(p_target.tolist())
         return gap if gap > 0.0 else None
-
-    def _generic_pose_jacobian(self, q: List[float]):
-        frames = self.chain.joint_frames(np.array(q))
-        T = self.chain._tip_from_frames(frames, 0)
-        J = self.chain.jacobian_from_frames(frames, T[:3, 3], 0)
-        return tuple(T[:3, 3].tolist()), tuple(T[:3, :3].ravel().tolist()), J.tolist()
-
-    def _generic_pose(self, q: List[float]):
-        T = self.chain.fk(np.array(q))
-        return tuple(T[:3, 3].tolist()), tuple(T[:3, :3].ravel().tolist())
-
-    def _generic_position(self, q: List[float]):
-        return tuple(self.chain.fk(np.array(q))[:3, 3].tolist())
-
-    def _generic_position_jacobian(self, q: List[float]):
-        p, _, J = self._generic_pose_jacobian(q)
-        return p, J[:3]
-
