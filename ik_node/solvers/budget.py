@@ -11,6 +11,9 @@ import time
 #: Kept free at the end of a budget [s] (at most a tenth of it) for what follows the iterations:
 #: the caller's FK check of the answer and its result.
 RESERVE_S = 50e-6
+#: The least time [s] worth handing to the closest-pose search when a solver's own iterations
+#: stop for time: its set-up (a stretching sweep) and first Newton system.
+HANDOVER_S = 100e-6
 
 
 class Budget:
@@ -22,7 +25,10 @@ class Budget:
     garbage collection) would otherwise be taken as the pace and end the solve early, as
     ``timeout``, with most of its budget left (seen in the benchmark: a 2 ms stall ended a solve
     that takes 0.5 ms). A step type that really is the slowest recurs and sets the pace; one
-    that occurs once overruns the deadline by at most its excess over the pace.
+    that occurs once overruns the deadline by at most its excess over the pace. While there is
+    only one step a stall in it still sets the pace: a solver whose own iterations stop for time
+    with :data:`HANDOVER_S` or more :meth:`left` hands a position target to the closest-pose
+    search, which paces its own steps.
     """
 
     def __init__(self, seconds: float):
@@ -35,6 +41,10 @@ class Budget:
         """Start timing a step now (after work not to be counted as one, e.g. another
         solver's iterations that kept their own clock)."""
         self._last = time.perf_counter()
+
+    def left(self) -> float:
+        """The time [s] until the deadline (negative past it)."""
+        return self.deadline - time.perf_counter()
 
     def allows(self) -> bool:
         """Whether another step fits; call it before each step."""

@@ -31,7 +31,8 @@ descents to the closest stationary point (a target provably out of reach goes to
 seed, without a FABRIK pass), restarted only until two descents from different starts agree,
 one of them from a random start (status ``unreachable``). ``timeout`` bounds the wall time of
 a solve: no iteration starts that would end after it (judged by the second-slowest iteration so
-far: one iteration stretched by a stall of the machine does not end the solve early).
+far: one iteration stretched by a stall of the machine does not end the solve early; a run
+stopped for time with time left hands the rest to the closest-pose search).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
-from ik_node.solvers.budget import Budget
+from ik_node.solvers.budget import HANDOVER_S, Budget
 from ik_node.solvers.closest_pose import ClosestPose
 from ik_node.solvers.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik_serial import SerialFabrik
@@ -280,12 +281,16 @@ class FabrikSolver(Solver):
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
+        elif search and run.iterations < params['max_iterations'] and (
+                not run.timed_out or budget.left() >= HANDOVER_S):
+            # Also after a run that stopped for time: its iterations are paced by the slowest
+            # so far, and the search's Newton steps may still fit (one FABRIK iteration
+            # stretched by a stall of the machine ended runs with most of the budget left).
+            return self._closest_pose(run, p_targets[0], residuals[0], budget, known,
+                                      tip_indices)
         elif run.timed_out:
             status, message = IkStatus.TIMEOUT, (f'timeout {params["timeout"]:g} s after '
                                                  f'{run.iterations} iterations')
-        elif search and run.iterations < params['max_iterations']:
-            return self._closest_pose(run, p_targets[0], residuals[0], budget, known,
-                                      tip_indices)
         else:
             status = IkStatus.MAX_ITERATIONS
             message = (f'stalled after {run.iterations} iterations (no improvement of '
