@@ -23,7 +23,7 @@ from closest_reference import long_search, newton_system
 from ik_node import Chain, IkStatus, make_solver
 from ik_node.chain import chain_lengths
 from ik_node.errors import ConfigError
-from ik_node.solvers.closest_pose import NEWTON_DECREMENT_M
+from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, NEWTON_DECREMENT_M
 from ik_node.solvers.reach_bound import reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
@@ -101,15 +101,31 @@ def leg3_behind_limit_targets(count, rng):
     return out
 
 
+def just_beyond_targets(chain, count, rng):
+    """FK of random configurations pushed along the ray from the reach centre to 1.002-1.2
+    times the measured reach (ClosestPose.measure_reach): out of reach, mostly not provably
+    (the bone lengths add up to more on arms with offsets)."""
+    search = make_solver('damped_jacobian', chain)._closest
+    centre = np.array(search.centre)
+    out = []
+    for _ in range(count):
+        d = chain.fk(random_q(chain, rng))[:3, 3] - centre
+        out.append(centre + d / np.linalg.norm(d) * search.reach_range[1] *
+                   rng.uniform(1.002, 1.2))
+    return out
+
+
 CASES = [  # (robot, kind, targets, long-search starts)
     ('planar4', 'beyond', 5, 30), ('leg3', 'beyond', 5, 30), ('leg3', 'inner', 5, 30),
     ('leg3', 'behind limits', 5, 30), ('nine_bones', 'beyond', 3, 30), ('ur5', 'beyond', 3, 30),
-    ('panda', 'beyond', 3, 30)]
+    ('panda', 'beyond', 3, 30), ('ur5', 'just beyond', 4, 30), ('panda', 'just beyond', 4, 30)]
 
 
 def targets_of(chain, robot, kind, count, rng):
     if kind == 'beyond':
         return beyond_targets(chain, count, rng)
+    if kind == 'just beyond':
+        return just_beyond_targets(chain, count, rng)
     if kind == 'inner':
         return leg3_inner_targets(count, rng)
     return leg3_behind_limit_targets(count, rng)
@@ -291,11 +307,11 @@ def test_one_stalled_step_does_not_end_a_solve_early(monkeypatch, solver_name):
     # stall (0.3 s of a 0.5 s budget: a sleep in the second Newton evaluation of the
     # closest-pose search) is not taken as the pace, which stopped the solve right after it
     # as a timeout with 0.2 s left.
-    # arm6 beyond its reach: two descents confirm the closest pose, so steps follow the stall.
+    # arm6, a target in the hole above its shoulder: two descents confirm the closest pose, so
+    # steps follow the stall.
     chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
     solver = make_solver(solver_name, chain, {'timeout': 0.5})
-    origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
-    target = origin + 1.3 * (chain.fk(np.array([0.5, 0.3, 0.2, 0.1, 0.2, 0.1]))[:3, 3] - origin)
+    target = np.array(reach_bound(chain).centre) + [0.0, 0.0, 0.05]
     undisturbed = solver.solve(target, None, np.zeros(chain.n))
     assert undisturbed.status is IkStatus.UNREACHABLE, undisturbed.message
     assert 'closest pose found: 2 descents' in undisturbed.message
@@ -329,3 +345,20 @@ def test_a_solve_whose_first_step_stalls_still_finds_the_closest_pose(monkeypatc
     # the same minimum, from a start one FABRIK iteration earlier: within the descents' stop rule
     assert stalled.position_error == pytest.approx(undisturbed.position_error,
                                                    abs=2 * NEWTON_DECREMENT_M)
+
+
+@pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
+def test_a_target_just_beyond_an_offset_arms_reach_costs_one_descent(solver_name):
+    # arm6 (UR5 geometry): the bone lengths add up to 0.13 m more than the reach, so a target
+    # just beyond it is not provably out of reach; its closest pose is the arm stretched toward
+    # it, at the measured reach, where the search stops after one descent (two confirming
+    # descents before, after a Gauss-Newton descent).
+    chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
+    solver = make_solver(solver_name, chain, PARAMS[solver_name])
+    rng = np.random.default_rng(9)
+    for target in just_beyond_targets(chain, 4, rng):
+        best, _ = long_search(chain, target, 30, rng, extra=[chain.mid_configuration()])
+        r = solver.solve(target)
+        assert r.status is IkStatus.UNREACHABLE and r.message == AT_REACH_MESSAGE, r.message
+        assert r.iterations <= 20, r.iterations  # one descent: 6-10 Newton iterations
+        assert r.position_error <= best + 1e-6

@@ -39,6 +39,15 @@ error is within ``agreement`` of the proven lower bound (nothing can be closer; 
 :mod:`ik_node.solvers.reach_bound`), when a descent reaches the target, and at the time,
 iteration or restart limits (:mod:`ik_node.solvers.budget`).
 
+**The measured reach** (:meth:`ClosestPose.measure_reach`, run once when a solver is built,
+1-5 ms): the least and the largest distance of the tip from a centre on the first joint's axis.
+A target farther out than the largest (or nearer than the least) cannot come nearer than that
+gap, so a stationary point at the gap is the closest pose after one descent (stop ``'reach'``).
+The bone lengths prove such a gap only for chains without offsets (iiwa14); measured, it
+holds for most targets beyond the reach of every benchmark arm (the arm stretched toward the
+target: 80-100 % of them, Baxter 3 %) and inside iiwa14's inner hole. A measurement, not a
+proof: ``min_residual`` stays the proven bound alone.
+
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
 base, the same stretched from the tip, then the best of a few random configurations, stretched
@@ -85,6 +94,15 @@ NEWTON_DECREMENT_M = 1e-7
 _MINIMUM_DAMPING = 1e-6
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
+#: The measured reach (:meth:`ClosestPose.measure_reach`): Newton ascents of the tip's distance
+#: from the centre, from the farthest of this many random configurations (fixed RNG seed), at
+#: most this many iterations each.
+_REACH_SAMPLES = 400
+_REACH_STARTS = 6
+_REACH_ITERATIONS = 60
+#: The solvers' message for a search that stopped at the measured reach.
+AT_REACH_MESSAGE = ('out of reach: the closest pose, stretched as far toward the target as the '
+                    'chain reaches (its measured maximum reach)')
 
 
 @dataclass
@@ -110,8 +128,8 @@ class Search:
     descents: int
     confirmed: bool           # two descents from different starts agreed on the best
     proven: bool              # the best is within ``agreement`` of the proven lower bound
-    stop: str                 # 'converged', 'confirmed', 'proven', 'timeout', 'iterations',
-    #                           'restarts'
+    stop: str                 # 'converged', 'confirmed', 'proven', 'reach', 'timeout',
+    #                           'iterations', 'restarts'
     pressed: Tuple[int, ...]
 
 
@@ -157,6 +175,84 @@ class ClosestPose:
         # Entries of row/column k of a flat lower triangle (a >= b at a (a + 1) / 2 + b).
         self._row_indices = [[max(k, j) * (max(k, j) + 1) // 2 + min(k, j) for j in range(n)]
                              for k in range(n)]
+        self.centre: Optional[Tuple[float, float, float]] = None
+        self.reach_range = (math.nan, math.nan)  # [m], see measure_reach
+
+    # ------------------------------------------------------------------------ measured reach
+    def measure_reach(self, centre: Sequence[float]) -> Tuple[float, float]:
+        """Measure the least and the largest distance [m] of the tip from ``centre`` within the
+        limits, and stop searches at them from now on (see :meth:`reach_gap`).
+
+        The largest: Newton ascents (damped, within the limits) from the farthest of
+        ``_REACH_SAMPLES`` random configurations (a fixed seed: the same values every time);
+        the least: descents toward ``centre`` from the nearest. A measurement, not a proof: a
+        pose beyond it that no ascent or descent found would make the ``'reach'`` stop accept
+        an answer up to that much above the closest. Checked against a 100 000-sample search
+        with local refinement on the nine benchmark robots: the largest agrees to 4e-9 m.
+        """
+        centre = (float(centre[0]), float(centre[1]), float(centre[2]))
+        rng = random.Random(0)
+        candidates = []
+        for _ in range(_REACH_SAMPLES):
+            q = [lo + span * rng.random() for lo, span in self._random_spans]
+            candidates.append((self._distance(centre, q), q))
+        candidates.sort(key=lambda c: c[0])
+        inner, outer = candidates[0][0], candidates[-1][0]
+        unlimited = Budget(math.inf)
+        for k in range(min(_REACH_STARTS, len(candidates))):
+            outer = max(outer, self._farthest(centre, candidates[-1 - k][1]))
+            inner = min(inner, self.descend(centre, candidates[k][1], unlimited,
+                                            _REACH_ITERATIONS, 0.0).error)
+        self.centre, self.reach_range = centre, (inner, outer)
+        return inner, outer
+
+    def reach_gap(self, target: Sequence[float]) -> float:
+        """How far [m] the target lies outside the measured range of distances from the centre
+        (beyond the largest, or inside the least): where positive, the least error of any pose
+        as far as the measurement goes (-inf before :meth:`measure_reach`)."""
+        if self.centre is None:
+            return -math.inf
+        distance = math.dist(target, self.centre)
+        inner, outer = self.reach_range
+        return max(distance - outer, inner - distance)
+
+    def _farthest(self, centre: Tuple[float, float, float], q: List[float]) -> float:
+        """Damped Newton ascent of the tip's distance from ``centre`` from ``q`` within the
+        limits (the descent's system with the signs turned); the distance [m] where it ends."""
+        newton = self._newton
+        cost, H, g = newton(centre, q)
+        lam = _LAMBDA_START
+        for _ in range(_REACH_ITERATIONS):
+            up = [-v for v in g]  # minus half the gradient of -cost: the ascent direction
+            pressed = self._pressed(q, up)
+            for k in pressed:
+                up[k] = 0.0
+            distance = math.sqrt(cost)
+            if sum(map(mul, up, up)) <= (self._gradient_scale * distance) ** 2:
+                break
+            down = [-h for h in H]  # half the Hessian of -cost
+            for k in pressed:
+                for index in self._row_indices[k]:
+                    down[index] = 0.0
+            while True:
+                try:
+                    dq = self._solve(down, up, lam)
+                except (ValueError, ZeroDivisionError):  # not negative definite: damp more
+                    dq = None
+                if dq is not None:
+                    if lam <= _LAMBDA_START and sum(map(mul, up, dq)) <= \
+                            2.0 * distance * NEWTON_DECREMENT_M:
+                        return distance
+                    q_new = self._advance(q, dq)
+                    trial = newton(centre, q_new)
+                    if trial[0] > cost:
+                        q, (cost, H, g) = q_new, trial
+                        lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+                        break
+                lam *= _LAMBDA_UP
+                if lam > _LAMBDA_MAX:
+                    return distance
+        return math.sqrt(cost)
 
     # ------------------------------------------------------------------------------- Newton
     def newton_system(self, target: Sequence[float], q: Sequence[float]):
@@ -303,6 +399,7 @@ class ClosestPose:
         ``agreement`` [m]: errors this close count as the same minimum; ``tolerance`` [m]: an
         error this small is the target reached."""
         budget.mark()
+        reach_gap = self.reach_gap(target)
         best: Optional[Descent] = None
         agreeing = iterations = descents = 0
         random_agrees = False
@@ -338,6 +435,9 @@ class ClosestPose:
                 break
             if bound is not None and best.stationary and best.error <= bound + agreement:
                 stop = 'proven'
+                break
+            if best.stationary and best.error <= reach_gap + agreement:
+                stop = 'reach'  # as far out as the measured reach: no pose is nearer
                 break
             if agreeing >= 2 and (random_agrees or (best.minimum and not best.pressed)):
                 stop = 'confirmed'

@@ -19,12 +19,12 @@ full Gauss-Newton step rather than one bent by the clip. A descent is stuck when
 the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
 limit sat out a step meanwhile), or no damping finds a lower error.
 
-Position targets: a descent stuck above tolerance, or a target provably out of reach from the
-start, goes to the closest-pose search (:mod:`ik_node.solvers.closest_pose`): Newton descents with
-the exact Hessian to stationary points of the error within the limits, restarted only until two
-descents from different starts agree on the best one (one of them from a random start), or it
-reaches the proven bound. The answer is then the
-closest pose, status ``unreachable``.
+Position targets: a descent stuck above tolerance, or a target out of reach from the start
+(provably, or beyond the chain's measured reach), goes to the closest-pose search
+(:mod:`ik_node.solvers.closest_pose`): Newton descents with the exact Hessian to stationary
+points of the error within the limits, restarted only until two descents from different starts
+agree on the best one (one of them from a random start), or it reaches the proven bound or the
+measured reach. The answer is then the closest pose, status ``unreachable``.
 
 Pose (6D) targets: the first descent begins at the seed; with ``first_start: lower_cost``, at the
 seed or the mid configuration, whichever has the lower weighted error (faster on 7-joint arms,
@@ -65,7 +65,7 @@ from ik_node.chain import Chain, chain_lengths
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.budget import HANDOVER_S, Budget
-from ik_node.solvers.closest_pose import ClosestPose
+from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, ClosestPose
 from ik_node.solvers.dls_codegen import (damped_step_function, damped_trial_function,
                                           limit_functions, normal_equations_function)
 from ik_node.solvers.dls_errors import ChainKinematics, cost_function, error_function
@@ -192,6 +192,8 @@ class DampedJacobianSolver(Solver):
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
+        if self._closest is not None and self._reach is not None:
+            self._closest.measure_reach(self._reach.centre)  # see ClosestPose.measure_reach
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
@@ -329,9 +331,11 @@ class DampedJacobianSolver(Solver):
             cost_of = make_cost_function()
             if cost_of(self._mid) < cost_of(q):
                 q, mid_next = self._mid, False
-        if not with_orientation and min_residual is not None and \
-                min_residual > params['position_tolerance']:
-            # Provably out of reach: no Gauss-Newton descent can arrive; look for the closest pose.
+        if not with_orientation and (
+                (min_residual is not None and min_residual > params['position_tolerance']) or
+                self._closest.reach_gap(p_target.tolist()) > params['position_tolerance']):
+            # Out of reach (proven, or beyond the measured reach): no Gauss-Newton descent can
+            # arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
         while True:  # one descent from q per pass
@@ -411,7 +415,7 @@ class DampedJacobianSolver(Solver):
                 found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
                 iterations += found.iterations
                 budget.mark()
-                if found.stop == 'confirmed':
+                if found.stop in ('confirmed', 'reach'):
                     return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
                                        history=history, message=f'position out of reach: the '
                                        f'closest position is {found.error:.3g} m away (the '
@@ -443,6 +447,7 @@ class DampedJacobianSolver(Solver):
             'converged': (IkStatus.CONVERGED, f'converged after {restarts} restarts'),
             'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
                        'of the proven bound'),
+            'reach': (IkStatus.UNREACHABLE, AT_REACH_MESSAGE),
             'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {search.descents} '
                           'descents, two from different starts ended at this stationary point '
                           f'and none lower{at_limits}'),

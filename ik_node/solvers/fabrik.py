@@ -27,9 +27,10 @@ One target on a serial chain of revolute joints (the common case) runs the same 
 floats (:mod:`ik_node.solvers.fabrik_serial`, several times faster than the numpy tree code), and
 FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
 :mod:`ik_node.solvers.closest_pose`): a run that stalls above tolerance is finished by Newton
-descents to the closest stationary point (a target provably out of reach goes to them from the
-seed, without a FABRIK pass), restarted only until two descents from different starts agree,
-one of them from a random start (status ``unreachable``). ``timeout`` bounds the wall time of
+descents to the closest stationary point (a target out of reach, provably or beyond the
+measured reach, goes to them from the seed, without a FABRIK pass), restarted only until two
+descents from different starts agree, one of them from a random start, or stopped at the proven
+bound or the measured reach (status ``unreachable``). ``timeout`` bounds the wall time of
 a solve: no iteration starts that would end after it (judged by the second-slowest iteration so
 far: one iteration stretched by a stall of the machine does not end the solve early; a run
 stopped for time with time left hands the rest to the closest-pose search).
@@ -51,7 +52,7 @@ from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
 from ik_node.solvers.budget import HANDOVER_S, Budget
-from ik_node.solvers.closest_pose import ClosestPose
+from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, ClosestPose
 from ik_node.solvers.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik_serial import SerialFabrik
 from ik_node.solvers.fabrik_tree import FabrikRun, FabrikTree
@@ -166,6 +167,8 @@ class FabrikSolver(Solver):
                  for j, lo, hi in zip(chain.joints, low, high, strict=True)],
                 [j.is_prismatic for j in chain.joints],
                 max(float(sum(chain_lengths(chain))), 1e-3))
+            if isinstance(self._bounds[0], ReachBound):  # see ClosestPose.measure_reach
+                self._closest.measure_reach(self._bounds[0].centre)
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
@@ -259,7 +262,8 @@ class FabrikSolver(Solver):
         # for the search to descend from, which on the Panda and Baxter cost more descents than
         # it saved (out-of-reach median -18 % and -28 % without it, the same closest poses).
         search = self._closest is not None and len(tip_indices) == 1
-        if search and residuals[0] is not None and residuals[0] > tolerance:
+        if search and ((residuals[0] is not None and residuals[0] > tolerance) or
+                       self._closest.reach_gap(p_targets[0].tolist()) > tolerance):
             seed_run = FabrikRun(np.asarray(q_seed, dtype=float), np.array([np.inf]), 0,
                                  False, False, [] if params['record_history'] else None)
             return self._closest_pose(seed_run, p_targets[0], residuals[0], budget,
@@ -323,6 +327,7 @@ class FabrikSolver(Solver):
             'converged': (IkStatus.CONVERGED, ''),
             'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
                        'of the proven bound'),
+            'reach': (IkStatus.UNREACHABLE, AT_REACH_MESSAGE),
             'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {found.descents} '
                           'descents, two from different starts ended at this stationary point '
                           f'and none lower{at_limits}'),

@@ -40,6 +40,13 @@ class ReachBound:
         self._second, self._reach_second = tuple(second), reach_second
         self._limits, self._full_turn = limits, full_turn
 
+    @property
+    def centre(self) -> Tuple[float, float, float]:
+        """The point of the first joint's axis level with the second joint's origin: the
+        centre of the circle that origin turns on [m]."""
+        (ox, oy, oz), (ax, ay, az), h = self.origin, self._axis, self._height
+        return (ox + h * ax, oy + h * ay, oz + h * az)
+
     def lower_bound(self, target: Sequence[float]) -> float:
         """The bound [m] (may be negative: nothing proven)."""
         ox, oy, oz = self.origin
