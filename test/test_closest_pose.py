@@ -209,30 +209,52 @@ def test_reach_bound_never_exceeds_a_reached_distance(name):
 @pytest.mark.parametrize('name', ['slider', 'planar4', 'leg3', 'arm6', 'panda'])
 def test_measured_reach_range_holds_every_sampled_tip_distance(name):
     # measure_reach samples 400 configurations and refines the extremes (Newton ascents and
-    # descents): the range must hold the distances of 20 000 other random configurations,
-    # which the 400 samples alone do not (their extremes fall short by up to millimetres).
+    # descents): the ranges must hold the distances (from the centre, from the axis) of 20 000
+    # other random configurations, which the 400 samples alone do not (their extremes fall
+    # short by up to millimetres).
     chain = Chain.from_urdf_string(SLIDER_URDF, 'base', 'tool') if name == 'slider' else \
         load(name)
     search = search_of(chain)
-    centre = np.array([0.01, -0.02, 0.05]) if name == 'slider' else \
-        np.array(reach_bound(chain).centre)
-    inner, outer = search.measure_reach(centre.tolist())
+    if name == 'slider':
+        centre, axis = np.array([0.01, -0.02, 0.05]), np.array([0.0, 0.6, 0.8])
+    else:
+        centre, axis = np.array(reach_bound(chain).centre), np.array(reach_bound(chain).axis)
+    inner, outer, clearance = search.measure_reach(centre.tolist(), axis.tolist())
     rng = np.random.default_rng(6)
     lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
     frames = chain.joint_frames(rng.uniform(lower, upper, (20000, chain.n)))
-    tips = (frames[:, chain.tips[0].parent] @ chain.tips[0].T_joint_tip)[:, :3, 3]
-    distances = np.linalg.norm(tips - centre, axis=1)
+    offsets = (frames[:, chain.tips[0].parent] @ chain.tips[0].T_joint_tip)[:, :3, 3] - centre
+    distances = np.linalg.norm(offsets, axis=1)
+    from_axis = np.linalg.norm(offsets - np.outer(offsets @ axis, axis), axis=1)
     assert inner - 1e-9 <= distances.min() and distances.max() <= outer + 1e-9
-    assert outer - distances.max() < 0.05 and distances.min() - inner < 0.05  # and is tight
+    assert clearance - 1e-9 <= from_axis.min()
+    # and tight
+    assert outer - distances.max() < 0.05 and distances.min() - inner < 0.05
+    assert from_axis.min() - clearance < 0.05
 
 
-def test_reach_gap_is_the_distance_outside_the_measured_range():
+def test_arm6_tip_keeps_clear_of_its_first_axis_by_the_wrist_offsets():
+    # arm6 has UR5's geometry: the lateral offsets of shoulder, elbow and wrist (0.13585 -
+    # 0.1197 + 0.093 = 0.10915 m) and the last link (0.0823 m) keep the tool at least
+    # 0.10915 - 0.0823 = 0.02685 m from the base axis.
+    chain = load('arm6')
+    bound = reach_bound(chain)
+    _, _, clearance = search_of(chain).measure_reach(bound.centre, bound.axis)
+    assert clearance == pytest.approx(0.10915 - 0.0823, abs=1e-9)
+
+
+def test_reach_gap_is_the_distance_outside_the_measured_ranges():
     chain = load('leg3')
     search = search_of(chain)
     assert search.reach_gap([5.0, 0.0, 0.0]) == -math.inf  # nothing measured yet
-    centre = reach_bound(chain).centre
-    inner, outer = search.measure_reach(centre)
+    bound = reach_bound(chain)
+    centre, axis = np.array(bound.centre), np.array(bound.axis)
+    inner, outer, clearance = search.measure_reach(bound.centre, bound.axis)
+    side = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
+    side /= np.linalg.norm(side)
     for distance in (0.0, 0.5 * inner, inner, 0.5 * (inner + outer), outer, 2.0 * outer):
-        target = np.array(centre) + distance * np.array([0.6, 0.0, -0.8])
-        assert search.reach_gap(target.tolist()) == pytest.approx(
-            max(distance - outer, inner - distance), abs=1e-12)
+        for direction in (0.6 * side - 0.8 * axis, axis):
+            target = centre + distance * direction
+            from_axis = abs(distance * direction @ side)
+            assert search.reach_gap(target.tolist()) == pytest.approx(
+                max(distance - outer, inner - distance, clearance - from_axis), abs=1e-12)

@@ -307,14 +307,14 @@ def test_one_stalled_step_does_not_end_a_solve_early(monkeypatch, solver_name):
     # stall (0.3 s of a 0.5 s budget: a sleep in the second Newton evaluation of the
     # closest-pose search) is not taken as the pace, which stopped the solve right after it
     # as a timeout with 0.2 s left.
-    # arm6, a target in the hole above its shoulder: two descents confirm the closest pose, so
-    # steps follow the stall.
-    chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
+    # leg3, a target above its hip, behind the hip pitch limits: descents from several starts
+    # confirm the closest pose, so steps follow the stall.
+    chain = Chain.from_urdf_file(REPO_URDF / 'leg3.urdf', 'base_link', 'foot')
     solver = make_solver(solver_name, chain, {'timeout': 0.5})
-    target = np.array(reach_bound(chain).centre) + [0.0, 0.0, 0.05]
+    target = np.array([0.08, -0.08, 0.38])
     undisturbed = solver.solve(target, None, np.zeros(chain.n))
     assert undisturbed.status is IkStatus.UNREACHABLE, undisturbed.message
-    assert 'closest pose found: 2 descents' in undisturbed.message
+    assert 'closest pose found' in undisturbed.message
     _stall_second_call(monkeypatch, solver._closest, '_newton', 0.3)
     stalled = solver.solve(target, None, np.zeros(chain.n))
     assert stalled.status is IkStatus.UNREACHABLE, stalled.message
@@ -348,7 +348,8 @@ def test_a_solve_whose_first_step_stalls_still_finds_the_closest_pose(monkeypatc
 
 
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
-def test_a_target_just_beyond_an_offset_arms_reach_costs_one_descent(solver_name):
+def test_a_target_just_beyond_an_offset_arms_reach_or_inside_its_axis_clearance_costs_one_descent(
+        solver_name):
     # arm6 (UR5 geometry): the bone lengths add up to 0.13 m more than the reach, so a target
     # just beyond it is not provably out of reach; its closest pose is the arm stretched toward
     # it, at the measured reach, where the search stops after one descent (two confirming
@@ -356,7 +357,14 @@ def test_a_target_just_beyond_an_offset_arms_reach_costs_one_descent(solver_name
     chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
     solver = make_solver(solver_name, chain, PARAMS[solver_name])
     rng = np.random.default_rng(9)
-    for target in just_beyond_targets(chain, 4, rng):
+    bound = reach_bound(chain)
+    centre, axis = np.array(bound.centre), np.array(bound.axis)
+    near_axis = [centre + height * axis + radius * np.array([math.cos(angle), math.sin(angle), 0])
+                 for height, radius, angle in zip(rng.uniform(-0.3, 0.6, 4),
+                                                  rng.uniform(0.0, 0.02, 4),
+                                                  rng.uniform(-math.pi, math.pi, 4))]
+    # (and targets nearer the base axis than the tool ever comes: 0.02685 m, the wrist offsets)
+    for target in just_beyond_targets(chain, 4, rng) + near_axis:
         best, _ = long_search(chain, target, 30, rng, extra=[chain.mid_configuration()])
         r = solver.solve(target)
         assert r.status is IkStatus.UNREACHABLE and r.message == AT_REACH_MESSAGE, r.message

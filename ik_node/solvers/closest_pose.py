@@ -40,13 +40,14 @@ error is within ``agreement`` of the proven lower bound (nothing can be closer; 
 iteration or restart limits (:mod:`ik_node.solvers.budget`).
 
 **The measured reach** (:meth:`ClosestPose.measure_reach`, run once when a solver is built,
-1-5 ms): the least and the largest distance of the tip from a centre on the first joint's axis.
-A target farther out than the largest (or nearer than the least) cannot come nearer than that
-gap, so a stationary point at the gap is the closest pose after one descent (stop ``'reach'``).
-The bone lengths prove such a gap only for chains without offsets (iiwa14); measured, it
-holds for most targets beyond the reach of every benchmark arm (the arm stretched toward the
-target: 80-100 % of them, Baxter 3 %) and inside iiwa14's inner hole. A measurement, not a
-proof: ``min_residual`` stays the proven bound alone.
+5-10 ms): the least and the largest distance of the tip from a centre on the first joint's axis,
+and its least distance from that axis. A target farther out than the largest (nearer than the
+least, nearer the axis) cannot come nearer than that gap, so a stationary point at the gap is
+the closest pose after one descent (stop ``'reach'``). The bone lengths prove such a gap only
+for chains without offsets (iiwa14); measured, it holds for most targets beyond the reach of
+every benchmark arm (the arm stretched toward the target: 80-100 % of them, Baxter 3 %), inside
+iiwa14's inner hole and near a UR arm's base axis. A measurement, not a proof: ``min_residual``
+stays the proven bound alone.
 
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
@@ -176,45 +177,76 @@ class ClosestPose:
         self._row_indices = [[max(k, j) * (max(k, j) + 1) // 2 + min(k, j) for j in range(n)]
                              for k in range(n)]
         self.centre: Optional[Tuple[float, float, float]] = None
+        self._axis = (0.0, 0.0, 1.0)
         self.reach_range = (math.nan, math.nan)  # [m], see measure_reach
+        self.axis_clearance = math.nan           # [m], see measure_reach
 
     # ------------------------------------------------------------------------ measured reach
-    def measure_reach(self, centre: Sequence[float]) -> Tuple[float, float]:
-        """Measure the least and the largest distance [m] of the tip from ``centre`` within the
-        limits, and stop searches at them from now on (see :meth:`reach_gap`).
+    def measure_reach(self, centre: Sequence[float], axis: Sequence[float]
+                      ) -> Tuple[float, float, float]:
+        """Measure the least and the largest distance [m] of the tip from ``centre`` and its
+        least distance from the line through it along the unit ``axis`` (the first joint's),
+        within the limits, and stop searches at them from now on (see :meth:`reach_gap`).
+        Returns ``(least, largest, least from the axis)``.
 
         The largest: Newton ascents (damped, within the limits) from the farthest of
         ``_REACH_SAMPLES`` random configurations (a fixed seed: the same values every time);
-        the least: descents toward ``centre`` from the nearest. A measurement, not a proof: a
-        pose beyond it that no ascent or descent found would make the ``'reach'`` stop accept
-        an answer up to that much above the closest. Checked against a 100 000-sample search
-        with local refinement on the nine benchmark robots: the largest agrees to 4e-9 m.
+        the least: descents toward ``centre`` from the nearest; the least from the axis:
+        descents toward the axis point level with the tip, from the configurations nearest the
+        axis, until a round gains nothing. A measurement, not a proof: a pose beyond it that no
+        ascent or descent found would make the ``'reach'`` stop accept an answer up to that
+        much above the closest. Checked against a 100 000-sample search with local refinement
+        on the nine benchmark robots: agreement to 4e-9 m.
         """
         centre = (float(centre[0]), float(centre[1]), float(centre[2]))
+        self.centre, self._axis = centre, (float(axis[0]), float(axis[1]), float(axis[2]))
         rng = random.Random(0)
-        candidates = []
+        by_distance, by_clearance = [], []
         for _ in range(_REACH_SAMPLES):
             q = [lo + span * rng.random() for lo, span in self._random_spans]
-            candidates.append((self._distance(centre, q), q))
-        candidates.sort(key=lambda c: c[0])
-        inner, outer = candidates[0][0], candidates[-1][0]
+            tip = self._position(q)
+            by_distance.append((math.dist(tip, centre), q))
+            by_clearance.append((self._clearance(tip)[0], q))
+        by_distance.sort(key=lambda c: c[0])
+        by_clearance.sort(key=lambda c: c[0])
+        inner, outer, clearance = by_distance[0][0], by_distance[-1][0], by_clearance[0][0]
         unlimited = Budget(math.inf)
-        for k in range(min(_REACH_STARTS, len(candidates))):
-            outer = max(outer, self._farthest(centre, candidates[-1 - k][1]))
-            inner = min(inner, self.descend(centre, candidates[k][1], unlimited,
+        for k in range(min(_REACH_STARTS, _REACH_SAMPLES)):
+            outer = max(outer, self._farthest(centre, by_distance[-1 - k][1]))
+            inner = min(inner, self.descend(centre, by_distance[k][1], unlimited,
                                             _REACH_ITERATIONS, 0.0).error)
-        self.centre, self.reach_range = centre, (inner, outer)
-        return inner, outer
+            q = by_clearance[k][1]
+            least, height = self._clearance(self._position(q))
+            for _ in range(_REACH_ITERATIONS):  # rounds: the axis point level with the tip
+                level = tuple(c + height * a for c, a in zip(centre, self._axis))
+                q = self.descend(level, q, unlimited, _REACH_ITERATIONS, 0.0).q
+                now, height = self._clearance(self._position(q))
+                if now >= least - 1e-12:
+                    break
+                least = now
+            clearance = min(clearance, least, now)
+        self.reach_range, self.axis_clearance = (inner, outer), clearance
+        return inner, outer, clearance
 
     def reach_gap(self, target: Sequence[float]) -> float:
-        """How far [m] the target lies outside the measured range of distances from the centre
-        (beyond the largest, or inside the least): where positive, the least error of any pose
-        as far as the measurement goes (-inf before :meth:`measure_reach`)."""
+        """How far [m] the target lies outside the measured reach: beyond the largest distance
+        from the centre, inside the least, or nearer the axis than the tip comes. Where positive,
+        the least error of any pose as far as the measurement goes (-inf before
+        :meth:`measure_reach`)."""
         if self.centre is None:
             return -math.inf
         distance = math.dist(target, self.centre)
         inner, outer = self.reach_range
-        return max(distance - outer, inner - distance)
+        return max(distance - outer, inner - distance,
+                   self.axis_clearance - self._clearance(target)[0])
+
+    def _clearance(self, point: Sequence[float]) -> Tuple[float, float]:
+        """A point's distance [m] from the axis through the centre, and its height [m] along
+        it from the centre."""
+        (cx, cy, cz), (ax, ay, az) = self.centre, self._axis
+        dx, dy, dz = point[0] - cx, point[1] - cy, point[2] - cz
+        height = dx * ax + dy * ay + dz * az
+        return math.sqrt(max(dx * dx + dy * dy + dz * dz - height * height, 0.0)), height
 
     def _farthest(self, centre: Tuple[float, float, float], q: List[float]) -> float:
         """Damped Newton ascent of the tip's distance from ``centre`` from ``q`` within the

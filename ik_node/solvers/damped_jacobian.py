@@ -192,8 +192,8 @@ class DampedJacobianSolver(Solver):
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
-        if self._closest is not None and self._reach is not None:
-            self._closest.measure_reach(self._reach.centre)  # see ClosestPose.measure_reach
+        if self._closest is not None and self._reach is not None:  # ClosestPose.measure_reach
+            self._closest.measure_reach(self._reach.centre, self._reach.axis)
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],

@@ -168,7 +168,7 @@ class FabrikSolver(Solver):
                 [j.is_prismatic for j in chain.joints],
                 max(float(sum(chain_lengths(chain))), 1e-3))
             if isinstance(self._bounds[0], ReachBound):  # see ClosestPose.measure_reach
-                self._closest.measure_reach(self._bounds[0].centre)
+                self._closest.measure_reach(self._bounds[0].centre, self._bounds[0].axis)
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,

@@ -47,6 +47,11 @@ class ReachBound:
         (ox, oy, oz), (ax, ay, az), h = self.origin, self._axis, self._height
         return (ox + h * ax, oy + h * ay, oz + h * az)
 
+    @property
+    def axis(self) -> Tuple[float, float, float]:
+        """The first joint's axis (unit, base frame)."""
+        return self._axis
+
     def lower_bound(self, target: Sequence[float]) -> float:
         """The bound [m] (may be negative: nothing proven)."""
         ox, oy, oz = self.origin
