@@ -192,7 +192,9 @@ class DampedJacobianSolver(Solver):
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
-        if self._closest is not None and self._reach is not None:  # ClosestPose.measure_reach
+        if self._closest is not None and self._reach is not None and fast is not None:
+            # ClosestPose.measure_reach: 5-20 ms with the generated kinematics (about 0.25 s
+            # through the numpy chain of a tree: not measured there)
             self._closest.measure_reach(self._reach.centre, self._reach.axis)
 
     # ------------------------------------------------------------------------------ solving
