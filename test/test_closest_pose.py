@@ -14,6 +14,7 @@ from ik_node.chain import chain_lengths
 from ik_node.solvers import closest_pose
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.closest_pose import ClosestPose
+from ik_node.solvers.measured_reach import measure_reach
 from ik_node.solvers.reach_bound import reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[1] / 'urdf'
@@ -219,7 +220,8 @@ def test_measured_reach_range_holds_every_sampled_tip_distance(name):
         centre, axis = np.array([0.01, -0.02, 0.05]), np.array([0.0, 0.6, 0.8])
     else:
         centre, axis = np.array(reach_bound(chain).centre), np.array(reach_bound(chain).axis)
-    inner, outer, clearance = search.measure_reach(centre.tolist(), axis.tolist())
+    reach = measure_reach(search, centre.tolist(), axis.tolist())
+    inner, outer, clearance = reach.least, reach.largest, reach.clearance
     rng = np.random.default_rng(6)
     lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
     frames = chain.joint_frames(rng.uniform(lower, upper, (20000, chain.n)))
@@ -239,8 +241,8 @@ def test_arm6_tip_keeps_clear_of_its_first_axis_by_the_wrist_offsets():
     # 0.10915 - 0.0823 = 0.02685 m from the base axis.
     chain = load('arm6')
     bound = reach_bound(chain)
-    _, _, clearance = search_of(chain).measure_reach(bound.centre, bound.axis)
-    assert clearance == pytest.approx(0.10915 - 0.0823, abs=1e-9)
+    reach = measure_reach(search_of(chain), bound.centre, bound.axis)
+    assert reach.clearance == pytest.approx(0.10915 - 0.0823, abs=1e-9)
 
 
 def test_reach_gap_is_the_distance_outside_the_measured_ranges():
@@ -249,7 +251,8 @@ def test_reach_gap_is_the_distance_outside_the_measured_ranges():
     assert search.reach_gap([5.0, 0.0, 0.0]) == -math.inf  # nothing measured yet
     bound = reach_bound(chain)
     centre, axis = np.array(bound.centre), np.array(bound.axis)
-    inner, outer, clearance = search.measure_reach(bound.centre, bound.axis)
+    search.reach = reach = measure_reach(search, bound.centre, bound.axis)
+    inner, outer, clearance = reach.least, reach.largest, reach.clearance
     side = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
     side /= np.linalg.norm(side)
     for distance in (0.0, 0.5 * inner, inner, 0.5 * (inner + outer), outer, 2.0 * outer):

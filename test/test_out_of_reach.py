@@ -103,15 +103,14 @@ def leg3_behind_limit_targets(count, rng):
 
 def just_beyond_targets(chain, count, rng):
     """FK of random configurations pushed along the ray from the reach centre to 1.002-1.2
-    times the measured reach (ClosestPose.measure_reach): out of reach, mostly not provably
+    times the measured reach (ik_node.solvers.measured_reach): out of reach, mostly not provably
     (the bone lengths add up to more on arms with offsets)."""
-    search = make_solver('damped_jacobian', chain)._closest
-    centre = np.array(search.centre)
+    reach = make_solver('damped_jacobian', chain)._closest.reach
+    centre = np.array(reach.centre)
     out = []
     for _ in range(count):
         d = chain.fk(random_q(chain, rng))[:3, 3] - centre
-        out.append(centre + d / np.linalg.norm(d) * search.reach_range[1] *
-                   rng.uniform(1.002, 1.2))
+        out.append(centre + d / np.linalg.norm(d) * reach.largest * rng.uniform(1.002, 1.2))
     return out
 
 

@@ -39,15 +39,10 @@ error is within ``agreement`` of the proven lower bound (nothing can be closer; 
 :mod:`ik_node.solvers.reach_bound`), when a descent reaches the target, and at the time,
 iteration or restart limits (:mod:`ik_node.solvers.budget`).
 
-**The measured reach** (:meth:`ClosestPose.measure_reach`, run once when a solver is built,
-5-10 ms): the least and the largest distance of the tip from a centre on the first joint's axis,
-and its least distance from that axis. A target farther out than the largest (nearer than the
-least, nearer the axis) cannot come nearer than that gap, so a stationary point at the gap is
-the closest pose after one descent (stop ``'reach'``). The bone lengths prove such a gap only
-for chains without offsets (iiwa14); measured, it holds for most targets beyond the reach of
-every benchmark arm (the arm stretched toward the target: 80-100 % of them, Baxter 3 %), inside
-iiwa14's inner hole and near a UR arm's base axis. A measurement, not a proof: ``min_residual``
-stays the proven bound alone.
+**The measured reach** (:mod:`ik_node.solvers.measured_reach`, measured once when a solver is
+built): a target outside the range of the tip's distances from a centre on the first joint's
+axis (or nearer that axis than the tip comes) cannot come nearer than that gap, so a stationary
+point at the gap is the closest pose after one descent (stop ``'reach'``).
 
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
@@ -65,11 +60,14 @@ import math
 import random
 from dataclasses import dataclass
 from operator import mul
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.dls_codegen import damped_solve_function, limit_functions
 from ik_node.solvers.planar_core import clamp_on_circle
+
+if TYPE_CHECKING:
+    from ik_node.solvers.measured_reach import MeasuredReach
 
 _TWO_PI = 2.0 * math.pi
 # Levenberg-Marquardt damping of the Newton steps [m^2]: start, bounds and factors.
@@ -95,12 +93,6 @@ NEWTON_DECREMENT_M = 1e-7
 _MINIMUM_DAMPING = 1e-6
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
-#: The measured reach (:meth:`ClosestPose.measure_reach`): Newton ascents of the tip's distance
-#: from the centre, from the farthest of this many random configurations (fixed RNG seed), at
-#: most this many iterations each.
-_REACH_SAMPLES = 400
-_REACH_STARTS = 6
-_REACH_ITERATIONS = 60
 #: The solvers' message for a search that stopped at the measured reach.
 AT_REACH_MESSAGE = ('out of reach: the closest pose, stretched as far toward the target as the '
                     'chain reaches (its measured maximum reach)')
@@ -176,85 +168,30 @@ class ClosestPose:
         # Entries of row/column k of a flat lower triangle (a >= b at a (a + 1) / 2 + b).
         self._row_indices = [[max(k, j) * (max(k, j) + 1) // 2 + min(k, j) for j in range(n)]
                              for k in range(n)]
-        self.centre: Optional[Tuple[float, float, float]] = None
-        self._axis = (0.0, 0.0, 1.0)
-        self.reach_range = (math.nan, math.nan)  # [m], see measure_reach
-        self.axis_clearance = math.nan           # [m], see measure_reach
-
-    # ------------------------------------------------------------------------ measured reach
-    def measure_reach(self, centre: Sequence[float], axis: Sequence[float]
-                      ) -> Tuple[float, float, float]:
-        """Measure the least and the largest distance [m] of the tip from ``centre`` and its
-        least distance from the line through it along the unit ``axis`` (the first joint's),
-        within the limits, and stop searches at them from now on (see :meth:`reach_gap`).
-        Returns ``(least, largest, least from the axis)``.
-
-        The largest: Newton ascents (damped, within the limits) from the farthest of
-        ``_REACH_SAMPLES`` random configurations (a fixed seed: the same values every time);
-        the least: descents toward ``centre`` from the nearest; the least from the axis:
-        descents toward the axis point level with the tip, from the configurations nearest the
-        axis, until a round gains nothing. A measurement, not a proof: a pose beyond it that no
-        ascent or descent found would make the ``'reach'`` stop accept an answer up to that
-        much above the closest. Checked against a 100 000-sample search with local refinement
-        on the nine benchmark robots: agreement to 4e-9 m.
-        """
-        centre = (float(centre[0]), float(centre[1]), float(centre[2]))
-        self.centre, self._axis = centre, (float(axis[0]), float(axis[1]), float(axis[2]))
-        rng = random.Random(0)
-        by_distance, by_clearance = [], []
-        for _ in range(_REACH_SAMPLES):
-            q = [lo + span * rng.random() for lo, span in self._random_spans]
-            tip = self._position(q)
-            by_distance.append((math.dist(tip, centre), q))
-            by_clearance.append((self._clearance(tip)[0], q))
-        by_distance.sort(key=lambda c: c[0])
-        by_clearance.sort(key=lambda c: c[0])
-        inner, outer, clearance = by_distance[0][0], by_distance[-1][0], by_clearance[0][0]
-        unlimited = Budget(math.inf)
-        for k in range(min(_REACH_STARTS, _REACH_SAMPLES)):
-            outer = max(outer, self._farthest(centre, by_distance[-1 - k][1]))
-            inner = min(inner, self.descend(centre, by_distance[k][1], unlimited,
-                                            _REACH_ITERATIONS, 0.0).error)
-            q = by_clearance[k][1]
-            least, height = self._clearance(self._position(q))
-            for _ in range(_REACH_ITERATIONS):  # rounds: the axis point level with the tip
-                level = tuple(c + height * a for c, a in zip(centre, self._axis))
-                q = self.descend(level, q, unlimited, _REACH_ITERATIONS, 0.0).q
-                now, height = self._clearance(self._position(q))
-                if now >= least - 1e-12:
-                    break
-                least = now
-            clearance = min(clearance, least, now)
-        self.reach_range, self.axis_clearance = (inner, outer), clearance
-        return inner, outer, clearance
+        #: The chain's measured reach (:mod:`ik_node.solvers.measured_reach`), set by the
+        #: solver that owns this search; None: searches stop by the other rules only.
+        self.reach: Optional[MeasuredReach] = None
 
     def reach_gap(self, target: Sequence[float]) -> float:
-        """How far [m] the target lies outside the measured reach: beyond the largest distance
-        from the centre, inside the least, or nearer the axis than the tip comes. Where positive,
-        the least error of any pose as far as the measurement goes (-inf before
-        :meth:`measure_reach`)."""
-        if self.centre is None:
-            return -math.inf
-        distance = math.dist(target, self.centre)
-        inner, outer = self.reach_range
-        return max(distance - outer, inner - distance,
-                   self.axis_clearance - self._clearance(target)[0])
+        """:meth:`MeasuredReach.gap` of the target, -inf without a measured reach."""
+        return -math.inf if self.reach is None else self.reach.gap(target)
 
-    def _clearance(self, point: Sequence[float]) -> Tuple[float, float]:
-        """A point's distance [m] from the axis through the centre, and its height [m] along
-        it from the centre."""
-        (cx, cy, cz), (ax, ay, az) = self.centre, self._axis
-        dx, dy, dz = point[0] - cx, point[1] - cy, point[2] - cz
-        height = dx * ax + dy * ay + dz * az
-        return math.sqrt(max(dx * dx + dy * dy + dz * dz - height * height, 0.0)), height
+    def tip_position(self, q: Sequence[float]) -> Tuple[float, float, float]:
+        """The tip position [m] at ``q``."""
+        return self._position(q)
 
-    def _farthest(self, centre: Tuple[float, float, float], q: List[float]) -> float:
+    def random_configuration(self, rng: random.Random) -> List[float]:
+        """A configuration drawn uniformly within the limits (infinite ones as +-pi)."""
+        return [lo + span * rng.random() for lo, span in self._random_spans]
+
+    def ascend(self, centre: Sequence[float], q: Sequence[float], max_iterations: int) -> float:
         """Damped Newton ascent of the tip's distance from ``centre`` from ``q`` within the
         limits (the descent's system with the signs turned); the distance [m] where it ends."""
+        q = list(q)
         newton = self._newton
         cost, H, g = newton(centre, q)
         lam = _LAMBDA_START
-        for _ in range(_REACH_ITERATIONS):
+        for _ in range(max_iterations):
             up = [-v for v in g]  # minus half the gradient of -cost: the ascent direction
             pressed = self._pressed(q, up)
             for k in pressed:

@@ -69,6 +69,7 @@ from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, ClosestPose
 from ik_node.solvers.dls_codegen import (damped_step_function, damped_trial_function,
                                           limit_functions, normal_equations_function)
 from ik_node.solvers.dls_errors import ChainKinematics, cost_function, error_function
+from ik_node.solvers.measured_reach import measure_reach
 from ik_node.solvers.reach_bound import reach_bound
 
 # Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
@@ -193,9 +194,10 @@ class DampedJacobianSolver(Solver):
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
         if self._closest is not None and self._reach is not None and fast is not None:
-            # ClosestPose.measure_reach: 5-20 ms with the generated kinematics (about 0.25 s
-            # through the numpy chain of a tree: not measured there)
-            self._closest.measure_reach(self._reach.centre, self._reach.axis)
+            # 5-20 ms with the generated kinematics (about 0.25 s through the numpy chain of a
+            # tree: not measured there)
+            self._closest.reach = measure_reach(self._closest, self._reach.centre,
+                                                self._reach.axis)
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],

@@ -53,6 +53,7 @@ from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, So
                                   target_from_input)
 from ik_node.solvers.budget import HANDOVER_S, Budget
 from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, ClosestPose
+from ik_node.solvers.measured_reach import measure_reach
 from ik_node.solvers.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik_serial import SerialFabrik
 from ik_node.solvers.fabrik_tree import FabrikRun, FabrikTree
@@ -167,8 +168,9 @@ class FabrikSolver(Solver):
                  for j, lo, hi in zip(chain.joints, low, high, strict=True)],
                 [j.is_prismatic for j in chain.joints],
                 max(float(sum(chain_lengths(chain))), 1e-3))
-            if isinstance(self._bounds[0], ReachBound):  # see ClosestPose.measure_reach
-                self._closest.measure_reach(self._bounds[0].centre, self._bounds[0].axis)
+            if isinstance(self._bounds[0], ReachBound):  # see ik_node.solvers.measured_reach
+                self._closest.reach = measure_reach(self._closest, self._bounds[0].centre,
+                                                    self._bounds[0].axis)
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
