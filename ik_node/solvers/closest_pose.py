@@ -41,8 +41,9 @@ iteration or restart limits (:mod:`ik_node.solvers.budget`).
 
 **The measured reach** (:mod:`ik_node.solvers.measured_reach`, measured once when a solver is
 built): a target outside the range of the tip's distances from a centre on the first joint's
-axis (or nearer that axis than the tip comes) cannot come nearer than that gap, so a stationary
-point at the gap is the closest pose after one descent (stop ``'reach'``).
+axis (or nearer that axis than the tip comes, or farther from the second joint's origin) cannot
+come nearer than that gap, so a stationary point at the gap is the closest pose after one
+descent (stop ``'reach'``).
 
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
@@ -184,16 +185,18 @@ class ClosestPose:
         """A configuration drawn uniformly within the limits (infinite ones as +-pi)."""
         return [lo + span * rng.random() for lo, span in self._random_spans]
 
-    def ascend(self, centre: Sequence[float], q: Sequence[float], max_iterations: int) -> float:
+    def ascend(self, centre: Sequence[float], q: Sequence[float], max_iterations: int,
+               held: Sequence[int] = ()) -> float:
         """Damped Newton ascent of the tip's distance from ``centre`` from ``q`` within the
-        limits (the descent's system with the signs turned); the distance [m] where it ends."""
+        limits (the descent's system with the signs turned), the joints ``held`` kept at their
+        values; the distance [m] where it ends."""
         q = list(q)
         newton = self._newton
         cost, H, g = newton(centre, q)
         lam = _LAMBDA_START
         for _ in range(max_iterations):
             up = [-v for v in g]  # minus half the gradient of -cost: the ascent direction
-            pressed = self._pressed(q, up)
+            pressed = list(self._pressed(q, up)) + list(held)
             for k in pressed:
                 up[k] = 0.0
             distance = math.sqrt(cost)

@@ -196,8 +196,7 @@ class DampedJacobianSolver(Solver):
         if self._closest is not None and self._reach is not None and fast is not None:
             # 5-20 ms with the generated kinematics (about 0.25 s through the numpy chain of a
             # tree: not measured there)
-            self._closest.reach = measure_reach(self._closest, self._reach.centre,
-                                                self._reach.axis)
+            self._closest.reach = measure_reach(self._closest, self._reach)
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],

@@ -169,8 +169,7 @@ class FabrikSolver(Solver):
                 [j.is_prismatic for j in chain.joints],
                 max(float(sum(chain_lengths(chain))), 1e-3))
             if isinstance(self._bounds[0], ReachBound):  # see ik_node.solvers.measured_reach
-                self._closest.reach = measure_reach(self._closest, self._bounds[0].centre,
-                                                    self._bounds[0].axis)
+                self._closest.reach = measure_reach(self._closest, self._bounds[0])
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,

@@ -52,6 +52,23 @@ class ReachBound:
         """The first joint's axis (unit, base frame)."""
         return self._axis
 
+    @property
+    def limits(self) -> Tuple[float, float]:
+        """The first joint's limits [rad]."""
+        return self._limits
+
+    @property
+    def second(self) -> Tuple[float, float, float]:
+        """The second joint's origin at q = 0 (base frame) [m]."""
+        return self._second
+
+    def with_second_reach(self, reach_second: float) -> 'ReachBound':
+        """The second bound alone (the first never binds), with ``reach_second`` [m] in place of
+        the summed bone lengths from the second joint (a measured reach: see
+        :mod:`ik_node.solvers.measured_reach`)."""
+        return ReachBound(self.origin, math.inf, self._axis, self._second, reach_second,
+                          self._limits, self._full_turn)
+
     def lower_bound(self, target: Sequence[float]) -> float:
         """The bound [m] (may be negative: nothing proven)."""
         ox, oy, oz = self.origin
