@@ -258,10 +258,11 @@ class FabrikSolver(Solver):
         deadline = budget.deadline
         tolerance = params['position_tolerance']
         # A single target on a serial chain: FABRIK alone, handing a stall above tolerance to
-        # the closest-pose search; provably out of reach, straight to that search from the seed
-        # (as damped_jacobian does). FABRIK's stretching pass used to come first: one more start
-        # for the search to descend from, which on the Panda and Baxter cost more descents than
-        # it saved (out-of-reach median -18 % and -28 % without it, the same closest poses).
+        # the closest-pose search; out of reach (provably or beyond the measured reach), straight
+        # to that search from the seed (as damped_jacobian does). FABRIK's stretching pass used
+        # to come first: one more start for the search to descend from, which on the Panda and
+        # Baxter cost more descents than it saved (out-of-reach median -18 % and -28 % without
+        # it, the same closest poses).
         search = self._closest is not None and len(tip_indices) == 1
         if search and ((residuals[0] is not None and residuals[0] > tolerance) or
                        self._closest.reach_gap(p_targets[0].tolist()) > tolerance):
