@@ -27,8 +27,8 @@ class Budget:
     that takes 0.5 ms). A step type that really is the slowest recurs and sets the pace; one
     that occurs once overruns the deadline by at most its excess over the pace. While there is
     only one step a stall in it still sets the pace: a solver whose own iterations stop for time
-    with :data:`HANDOVER_S` or more :meth:`left` hands a position target to the closest-pose
-    search, which paces its own steps.
+    while :meth:`can_hand_over` hands a position target to the closest-pose search, which paces
+    its own steps.
     """
 
     def __init__(self, seconds: float):
@@ -42,9 +42,10 @@ class Budget:
         solver's iterations that kept their own clock)."""
         self._last = time.perf_counter()
 
-    def left(self) -> float:
-        """The time [s] until the deadline (negative past it)."""
-        return self.deadline - time.perf_counter()
+    def can_hand_over(self) -> bool:
+        """Whether at least ``HANDOVER_S`` is left: enough to hand the rest to the closest-pose
+        search after a solver's own iterations stopped for time."""
+        return self.deadline - time.perf_counter() >= HANDOVER_S
 
     def allows(self) -> bool:
         """Whether another step fits; call it before each step."""

@@ -64,7 +64,7 @@ import numpy as np
 from ik_node.chain import Chain, chain_lengths
 from ik_node.solvers import register
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.budget import HANDOVER_S, Budget
+from ik_node.solvers.budget import Budget
 from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, ClosestPose
 from ik_node.solvers.dls_codegen import (damped_step_function, damped_trial_function,
                                           limit_functions, normal_equations_function)
@@ -365,7 +365,7 @@ class DampedJacobianSolver(Solver):
                                        history=history,
                                        message=f'{iterations} iterations, {restarts} restarts')
                 if not budget.allows():
-                    if not with_orientation and budget.left() >= HANDOVER_S:
+                    if not with_orientation and budget.can_hand_over():
                         # The next step is paced by the slowest while there is only one: after
                         # a stall of the machine in the first, the search's Newton steps may
                         # still fit (it paces its own steps).

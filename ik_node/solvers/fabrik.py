@@ -51,12 +51,12 @@ from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import register
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
-from ik_node.solvers.budget import HANDOVER_S, Budget
+from ik_node.solvers.budget import Budget
 from ik_node.solvers.closest_pose import AT_REACH_MESSAGE, ClosestPose
 from ik_node.solvers.measured_reach import measure_reach
 from ik_node.solvers.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik_serial import SerialFabrik
-from ik_node.solvers.fabrik_tree import FabrikRun, FabrikTree
+from ik_node.solvers.fabrik_tree import FabrikTree
 
 #: The closest-pose search counts the target reached below this fraction of the tolerance (a
 #: margin for the round-off of the FK that base.py measures independently).
@@ -266,10 +266,9 @@ class FabrikSolver(Solver):
         search = self._closest is not None and len(tip_indices) == 1
         if search and ((residuals[0] is not None and residuals[0] > tolerance) or
                        self._closest.reach_gap(p_targets[0].tolist()) > tolerance):
-            seed_run = FabrikRun(np.asarray(q_seed, dtype=float), np.array([np.inf]), 0,
-                                 False, False, [] if params['record_history'] else None)
-            return self._closest_pose(seed_run, p_targets[0], residuals[0], budget,
-                                      residuals, tip_indices)
+            return self._closest_pose(q_seed, 0, [] if params['record_history'] else None,
+                                      p_targets[0], residuals[0], budget, residuals,
+                                      tip_indices)
         if search:
             run = self._serial.run(
                 q_seed, p_targets[0], tolerance, params['max_iterations'],
@@ -288,12 +287,12 @@ class FabrikSolver(Solver):
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
         elif search and run.iterations < params['max_iterations'] and (
-                not run.timed_out or budget.left() >= HANDOVER_S):
+                not run.timed_out or budget.can_hand_over()):
             # Also after a run that stopped for time: its iterations are paced by the slowest
             # so far, and the search's Newton steps may still fit (one FABRIK iteration
             # stretched by a stall of the machine ended runs with most of the budget left).
-            return self._closest_pose(run, p_targets[0], residuals[0], budget, known,
-                                      tip_indices)
+            return self._closest_pose(run.q, run.iterations, run.history, p_targets[0],
+                                      residuals[0], budget, known, tip_indices)
         elif run.timed_out:
             status, message = IkStatus.TIMEOUT, (f'timeout {params["timeout"]:g} s after '
                                                  f'{run.iterations} iterations')
@@ -310,18 +309,19 @@ class FabrikSolver(Solver):
                                          if r is not None})
         return raw
 
-    def _closest_pose(self, run, p_target: np.ndarray, bound: Optional[float],
-                      budget: Budget, known: list, tip_indices: Sequence[int]) -> RawSolution:
-        """The closest-pose search from FABRIK's best configuration, within what is left of the
-        solve's time and iterations (restarts: the ``restarts`` parameter)."""
+    def _closest_pose(self, q: np.ndarray, iterations: int, history: Optional[list],
+                      p_target: np.ndarray, bound: Optional[float], budget: Budget, known: list,
+                      tip_indices: Sequence[int]) -> RawSolution:
+        """The closest-pose search from ``q`` (FABRIK's best configuration, or the seed), within
+        what is left of the solve's time and iterations after ``iterations`` (restarts: the
+        ``restarts`` parameter)."""
         params = self.params
         tolerance = params['position_tolerance']
-        history = run.history
         found = self._closest.search(
-            p_target.tolist(), run.q.tolist(), budget,
-            params['max_iterations'] - run.iterations, params['restarts'],
-            _TOLERANCE_MARGIN * tolerance, tolerance, bound, random.Random(0), history)
-        iterations = run.iterations + found.iterations
+            p_target.tolist(), q.tolist(), budget, params['max_iterations'] - iterations,
+            params['restarts'], _TOLERANCE_MARGIN * tolerance, tolerance, bound,
+            random.Random(0), history)
+        iterations += found.iterations
         restarts = max(found.descents - 1, 0)
         pressed = ', '.join(self.chain.joint_names[k] for k in found.pressed)
         at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
