@@ -82,7 +82,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ik_node = ik_node.entry:main',
+            'ik_node = ik_node.ros.entry:main',
             'ik-solve = ik_node.cli:main',
         ],
     },

@@ -100,7 +100,7 @@ def leave_reach(chain, targets: np.ndarray, rate_hz: float, share: float,
     """
     if share <= 0.0:
         return targets
-    from ik_node.chain import chain_lengths
+    from ik_node.model.chain import chain_lengths
     origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
     reach = float(sum(chain_lengths(chain)))
     t = np.arange(len(targets)) / rate_hz

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ik_node with every answer traced, for ``bench_node_latency.py``.
 
-Runs :func:`ik_node.ros.run.main` with a subclass of :class:`ik_node.node.IkNode` whose
+Runs :func:`ik_node.ros.run.main` with a subclass of :class:`ik_node.ros.node.IkNode` whose
 ``_answered`` hook (called right after each solve's JointState is published) appends
 ``[target_stamp, joint_state_stamp, reachable, solve_time_s, status]`` to a list; when the node
 ends (SIGTERM), the list is written as JSON to the file named by ``IK_NODE_TRACE``. The node's
@@ -16,7 +16,7 @@ Usage (as the benchmark does)::
     IK_NODE_TRACE=/tmp/trace.json python benchmarks/traced_node.py --ros-args --params-file ...
 """
 
-if __name__ == '__main__':  # as ik_node/node.py: hold SIGINT/SIGTERM back until main() runs
+if __name__ == '__main__':  # as ik_node/ros/node.py: hold SIGINT/SIGTERM back until main() runs
     import _signal
     _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
 
@@ -24,7 +24,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
-from ik_node.node import IkNode  # noqa: E402
+from ik_node.ros.node import IkNode  # noqa: E402
 from ik_node.ros.run import main  # noqa: E402
 
 TRACE: list = []
@@ -43,10 +43,10 @@ def run() -> int:
     if profile_path:
         import cProfile
         profiler = cProfile.Profile()
-        status = profiler.runcall(main, node_class=TracedNode)
+        status = profiler.runcall(main, None, TracedNode)
         profiler.dump_stats(profile_path)
     else:
-        status = main(node_class=TracedNode)
+        status = main(None, TracedNode)
     trace_path = os.environ.get('IK_NODE_TRACE')
     if trace_path:
         with open(trace_path, 'w') as f:

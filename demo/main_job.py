@@ -255,7 +255,7 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
     print(f'wrote {path}', flush=True)
     path = out_dir / 'reachability_maps.png'
     print('building the sampled reachability maps of leg3 and arm6 ...', flush=True)
-    from ik_node.config import build_chain, load_config
+    from ik_node.config.node_config import build_chain, load_config
     arm6 = build_chain(load_config(REPO / 'config' / 'arm6.yaml'))  # base and tip from there
     maps = pictures.plot_sampled_reachability(chains['leg3'], arm6, path)
     print(f'wrote {path}', flush=True)

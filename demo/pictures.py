@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Circle, Patch  # noqa: E402
 
 from ik_node import Chain, ConfigError, IkResult, make_solver, reachability  # noqa: E402
-from ik_node.chain import chain_lengths  # noqa: E402
+from ik_node.model.chain import chain_lengths  # noqa: E402
 
 DPI = 110
 #: Plane name -> (index of the horizontal axis, index of the vertical axis, index of the normal).

@@ -1,6 +1,6 @@
 """ik_node: live inverse kinematics for ROS 2 robots described by URDF.
 
-The kinematics core and the solvers (this package minus :mod:`ik_node.node` and
+The kinematics core and the solvers (this package minus :mod:`ik_node.ros.node` and
 :mod:`ik_node.ros`) import numpy and transforms3d only, so they run without ROS::
 
     from ik_node import Chain, make_solver
@@ -16,7 +16,7 @@ from importlib import import_module
 __version__ = '0.1.0'
 
 _EXPORTS = {
-    'Chain': 'ik_node.chain', 'Joint': 'ik_node.chain', 'Tip': 'ik_node.chain',
+    'Chain': 'ik_node.model.chain', 'Joint': 'ik_node.model.chain', 'Tip': 'ik_node.model.chain',
     'ChainError': 'ik_node.errors', 'ConfigError': 'ik_node.errors',
     'IkError': 'ik_node.errors', 'TargetError': 'ik_node.errors',
     'SOLVERS': 'ik_node.solvers', 'IkResult': 'ik_node.solvers', 'IkStatus': 'ik_node.solvers',

@@ -11,7 +11,7 @@ ik_node publishes joint states, robot_state_publisher turns them into TF, and RV
 model and the node's markers. In RViz, the Publish Point tool sends a clicked point to the node
 (/clicked_point is remapped to ik_node/target_point).
 
-What starts with which parameters is worked out by ik_node.launch_params.plan_from_arguments
+What starts with which parameters is worked out by ik_node.config.launch_plan.plan_from_arguments
 (a plain function, tested without ROS launch): a xacro file is expanded there, and the URDF XML is
 given to both nodes as the ``robot_description`` parameter. ik_node's parameters are the robot's
 config/<robot>.yaml, then params_file, then the arguments below that are set. With a namespace,
@@ -25,7 +25,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from ik_node.launch_params import ARGUMENT_DEFAULTS, plan_from_arguments
+from ik_node.config.launch_plan import ARGUMENT_DEFAULTS, plan_from_arguments
 
 ROBOTS = ['', 'leg3', 'planar4', 'arm6', 'twin_arm']
 SOLVERS = ['', 'analytic_hip_knee', 'damped_jacobian', 'fabrik']
@@ -34,7 +34,7 @@ BOOLEANS = ['true', 'false']
 
 
 def _nodes(context):
-    """The nodes, once the arguments are known (see ik_node.launch_params)."""
+    """The nodes, once the arguments are known (see ik_node.config.launch_plan)."""
     share = FindPackageShare('ik_node').perform(context)
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENT_DEFAULTS}
     plan = plan_from_arguments(arguments, share)

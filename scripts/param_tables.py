@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ik_node import SOLVERS  # noqa: E402
-from ik_node.config import NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION  # noqa: E402
-from ik_node.graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS,  # noqa: E402
+from ik_node.config.node_config import NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION  # noqa: E402
+from ik_node.config.ros_graph import (GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS,  # noqa: E402
                            GRAPH_STRING_PARAMS)
 
 DOC = Path(__file__).resolve().parents[1] / 'docs' / 'parameters.md'

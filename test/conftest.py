@@ -1,18 +1,27 @@
-"""Shared test set-up.
+"""Shared test set-up for both layers: ``test/core`` (no ROS) and ``test/ros`` (real rclpy, DDS).
 
 Every pytest run talks DDS on its own domain, kept on this machine, so parallel runs (and other
 ROS 2 programs) never see each other's topics. Subprocesses started by tests inherit it.
+
+Test modules import shared helpers by their plain names (``closest_reference``, ``harness``,
+another test module's data), so both layer folders and this one are on ``sys.path``. Slow tests
+carry ``@pytest.mark.slow``: ``pytest -m "not slow" test/core`` is a developer's quick loop.
 """
 
 import os
 import random
 import signal
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+TEST_DIR = Path(__file__).resolve().parent
+REPO = TEST_DIR.parent
+for _folder in (TEST_DIR, TEST_DIR / 'core', TEST_DIR / 'ros'):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 if 'IK_NODE_TEST_KEEP_DOMAIN' not in os.environ:
@@ -27,6 +36,10 @@ os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 # started by ros2 launch or a terminal, whose SIGINT is not ignored: restore Python's default.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'slow: takes seconds or more (deselect with -m "not slow")')
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from ik_node.chain import Chain, Joint, Tip
+from ik_node.model.chain import Chain, Joint, Tip
 from ik_node.errors import ConfigError
 from ik_node.reachability.directions import MAX_DIRECTIONS, DirectionBins
 from ik_node.reachability.voxel_map import _OFFSET, ReachabilityMap, _pack, _unpack
@@ -40,7 +40,8 @@ def tip_pose_function(chain: Chain, tip: Optional[str] = None
     ``joints`` are the indices (into the chain) of the joints that move the tip; ``q_rows`` is
     ``(len(joints), N)`` (one row per joint); ``p`` is 3 arrays (x, y, z) [m] and ``R`` 9 arrays
     (row-major) of ``T_base_tip``, each ``(N,)`` or a float when constant. It is the chain's
-    generated FK (:mod:`ik_node.fast_kinematics`) of the serial chain from the base to the tip,
+    generated FK (:mod:`ik_node.model.fast_kinematics`) of the serial chain from the base to the
+    tip,
     run on numpy arrays instead of floats: the generated code is straight-line arithmetic and
     ``cos``/``sin``, so binding those names to numpy's gives the same formulas elementwise.
     """

@@ -19,8 +19,8 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from ik_node import conversions as conv
-from ik_node.chain import rotation_from_quat_xyzw
+from ik_node.ros import messages as conv
+from ik_node.model.chain import rotation_from_quat_xyzw
 from ik_node.errors import TargetError
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)

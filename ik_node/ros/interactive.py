@@ -40,8 +40,8 @@ from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,
                                     InteractiveMarkerUpdate, Marker)
 from visualization_msgs.srv import GetInteractiveMarkers
 
-from ik_node.conversions import quat_xyzw_from_rotation
-from ik_node.markers import GREEN, RED
+from ik_node.ros.messages import quat_xyzw_from_rotation
+from ik_node.ros.markers import GREEN, RED
 from ik_node.solvers.base import ParamSpec
 
 #: Node parameters of the interactive target (declared by the node, read where used).

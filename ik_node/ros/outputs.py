@@ -25,9 +25,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ik_node import conversions as conv
-from ik_node.chain import Chain
-from ik_node.graph import GraphConfig, UrdfJoint, command_order, held_positions, \
+from ik_node.ros import messages as conv
+from ik_node.model.chain import Chain
+from ik_node.config.ros_graph import GraphConfig, UrdfJoint, command_order, held_positions, \
     trajectory_duration
 
 #: ``/diagnostics`` is global on purpose: aggregators listen there; status names carry the
@@ -161,7 +161,7 @@ class DiagnosticsOutput:
 
 
 class StatusReports:
-    """Publishing and reporting for the node (mixed into :class:`ik_node.node.IkNode`): every
+    """Publishing and reporting for the node (mixed into :class:`ik_node.ros.node.IkNode`): every
     publish goes through :meth:`_send`, every status through the rate gate of ``self._diag``."""
 
     def _send(self, publisher, msg) -> None:

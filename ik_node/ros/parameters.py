@@ -1,8 +1,9 @@
 """The node's ROS parameters: declared from the specs, integers taken as doubles, strings stored
 in their canonical form.
 
-A mixin of :class:`ik_node.node.IkNode`: every parameter comes from a spec in
-:mod:`ik_node.config`, :mod:`ik_node.graph` or a solver's ``param_specs()``; validation happens
+A mixin of :class:`ik_node.ros.node.IkNode`: every parameter comes from a spec in
+:mod:`ik_node.config.node_config`, :mod:`ik_node.config.ros_graph` or a solver's ``param_specs()``;
+validation happens
 there, not here.
 """
 
@@ -15,9 +16,10 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 ParameterType)
 from rclpy.parameter import Parameter
 
-from ik_node.config import NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION, canonical_updates
+from ik_node.config.node_config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION,
+                                        canonical_updates)
 from ik_node.errors import IkError
-from ik_node.graph import GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS
+from ik_node.config.ros_graph import GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS
 from ik_node.solvers import SOLVERS, ParamSpec
 
 _INT64_MAX = 2 ** 63 - 1
@@ -114,7 +116,8 @@ class ParameterDeclarations:
     def _before_set_parameters(self, params: List[Parameter]) -> List[Parameter]:
         """Pre-set callback (Jazzy): ``ros2 param set /ik_node fabrik.timeout 1`` becomes 1.0
         before rclpy's type check (then the range check runs as for any double), and strings
-        are set in their canonical form (:func:`ik_node.config.canonical_value`), so the value
+        are set in their canonical form (:func:`ik_node.config.node_config.canonical_value`), so
+        the value
         stored is the value in force."""
         params = [self._as_float(p) for p in params]
         fixes = canonical_updates({p.name: plain(p.value) for p in params

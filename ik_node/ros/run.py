@@ -47,10 +47,10 @@ def make_executor():
     return EventsExecutor()
 
 
-def main(args: Optional[List[str]] = None, node_class: Optional[type] = None) -> int:
+def main(args: Optional[List[str]], node_class: type) -> int:
     """Entry point of the ``ik_node`` executable. Returns the exit status.
 
-    ``node_class``: a subclass of :class:`ik_node.node.IkNode` to run instead (the latency
+    ``node_class``: the node to run, :class:`ik_node.ros.node.IkNode` or a subclass (the latency
     benchmark's traced node).
 
     SIGINT and SIGTERM end the node cleanly at any moment: they are held back while rclpy, the
@@ -75,8 +75,7 @@ def main(args: Optional[List[str]] = None, node_class: Optional[type] = None) ->
     status = 0
     try:
         executor = make_executor()
-        from ik_node.node import IkNode
-        node = (node_class or IkNode)()
+        node = node_class()
         executor.add_node(node)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         while not stop.is_set() and rclpy.ok():
@@ -102,7 +101,7 @@ def main(args: Optional[List[str]] = None, node_class: Optional[type] = None) ->
 def _bad_params_file(argv: List[str]) -> str:
     """Why a ``--params-file`` given after ``--ros-args`` cannot be read as YAML ('' if all
     can), checked before rcl parses it (rcl logs C source locations over two lines)."""
-    from ik_node.config import load_yaml
+    from ik_node.config.node_config import load_yaml
     from ik_node.errors import ConfigError
     argv = list(argv)
     files = [argv[i + 1] for i, a in enumerate(argv[:-1])

@@ -1,41 +1,18 @@
-"""The solver registry: solver name -> class, and :func:`make_solver`."""
+"""The IK solvers: the :class:`Solver` contract, the registry and one subpackage per solver.
 
-from typing import Any, Dict, Mapping, Optional, Type
+* :mod:`~ik_node.solvers.base`: the contract (:class:`Solver`), results (:class:`IkResult`,
+  :class:`IkStatus`) and the honest wrap around every solve.
+* :mod:`~ik_node.solvers.registry`: name -> class, :func:`make_solver`.
+* :mod:`~ik_node.solvers.hip_knee`, :mod:`~ik_node.solvers.fabrik`,
+  :mod:`~ik_node.solvers.damped_jacobian`: the solvers.
+* :mod:`~ik_node.solvers.out_of_reach`: the closest pose to a target out of reach, the proven
+  reach bound and the measured reach, shared by the iterative solvers.
+* :mod:`~ik_node.solvers.budget`, :mod:`~ik_node.solvers.input_checks`,
+  :mod:`~ik_node.solvers.params`, :mod:`~ik_node.solvers.codegen`: what they share.
+"""
 
-from ik_node.chain import Chain
-from ik_node.errors import ConfigError
 from ik_node.solvers.base import IkResult, IkStatus, ParamSpec, Solver, TipResult
-
-SOLVERS: Dict[str, Type[Solver]] = {}
-
-
-def register(cls: Type[Solver]) -> Type[Solver]:
-    """Class decorator adding a solver to :data:`SOLVERS` under ``cls.name``."""
-    SOLVERS[cls.name] = cls
-    return cls
-
-
-def solver_class(name: str) -> Type[Solver]:
-    """The solver class registered as ``name``; :class:`ConfigError` listing the valid names."""
-    try:
-        return SOLVERS[name]
-    except (KeyError, TypeError):
-        raise ConfigError(f'unknown solver {name!r}. Available solvers: '
-                          f'{", ".join(sorted(SOLVERS))}') from None
-
-
-def make_solver(name: str, chain: Chain, params: Optional[Mapping[str, Any]] = None) -> Solver:
-    """Build solver ``name`` for ``chain`` with ``params`` (unset ones take their defaults).
-
-    Raises:
-        ConfigError: unknown solver name, unknown parameter name or out-of-range value.
-        ChainError: the solver cannot work on this chain (says why).
-    """
-    return solver_class(name)(chain, params)
-
-
-# Importing the modules registers the solvers.
-from ik_node.solvers import damped_jacobian, fabrik, hip_knee  # noqa: E402,F401
+from ik_node.solvers.registry import SOLVERS, make_solver, register, solver_class
 
 __all__ = ['SOLVERS', 'IkResult', 'IkStatus', 'ParamSpec', 'Solver', 'TipResult',
            'make_solver', 'register', 'solver_class']

@@ -24,10 +24,10 @@ from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ik_node.chain import Chain, full_turn_joints, nearest_turns
+from ik_node.model.chain import Chain, full_turn_joints, nearest_turns
 from ik_node.errors import ConfigError, TargetError
 # Re-exported: other modules import the input checks and ParamSpec from here.
-from ik_node.solvers.inputs import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
+from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
                                     rotation_from_input, target_from_input, target_values)
 from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
 

@@ -1,0 +1,26 @@
+"""``ik-solve``: inverse kinematics from the command line, no ROS needed.
+
+    ik-solve --config leg3 --target 0.1 0.05 -0.45          one solve (:mod:`ik_node.cli.solve`)
+    ik-solve chains --urdf robot.urdf                        what a description offers
+    ik-solve reach-map --config arm6 --out maps              a sampled reachability map
+
+Each subcommand is a module with ``main(argv) -> int``, imported only when it is used.
+"""
+
+import importlib
+import sys
+from typing import List, Optional
+
+from ik_node.cli.common import SUBCOMMANDS
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of ``ik-solve``: a subcommand's ``main``, or one solve. Returns the exit
+    status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+    return importlib.import_module('ik_node.cli.solve').main(argv)
+
+
+__all__ = ['main']

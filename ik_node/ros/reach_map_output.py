@@ -1,0 +1,106 @@
+"""``~/reachability``: the sampled reachability map of every tip, built in the background.
+
+The map (:mod:`ik_node.reachability`) is built chunk by chunk in a daemon thread that yields the
+interpreter between chunks, so solving goes on while it builds; progress goes to the log. A new
+chain cancels the build in progress and starts another. Once built, the map also tells how far
+an unreachable target is from the nearest voxel a sampled configuration reached.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Dict, Optional
+
+import numpy as np
+from rclpy.node import Node
+from visualization_msgs.msg import MarkerArray
+
+from ik_node.ros import markers
+from ik_node.model.chain import Chain
+from ik_node.reachability import ReachabilityBuilder, ReachabilityMap, nearest_reachable_distance
+from ik_node.ros.marker_output import LATCHED_QOS
+
+CHUNK = 2048
+PAUSE_S = 0.002  # between chunks: the solving thread gets the interpreter
+
+
+class ReachabilityMaps:
+    """Builds, publishes and answers queries on the maps of the chain in force."""
+
+    def __init__(self, node: Node, send: Callable) -> None:
+        self._node, self._send = node, send
+        self._pub = node.create_publisher(MarkerArray, '~/reachability', LATCHED_QOS)
+        self._lock = threading.Lock()
+        self._maps: Dict[str, ReachabilityMap] = {}
+        self._cancel = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self, chain: Chain, samples: int, voxel_size: float) -> None:
+        """Cancel any build in progress and build the maps of ``chain`` (nothing if 0 samples)."""
+        self.stop()
+        with self._lock:
+            self._maps = {}
+        self._cancel = threading.Event()
+        stamp = self._node.get_clock().now().to_msg()
+        self._send(self._pub, markers.marker_array(markers.reachability_markers(
+            chain.base_link, stamp, [])))
+        if samples <= 0:
+            return
+        self._thread = threading.Thread(target=self._build, name='reachability_map',
+                                        args=(chain, samples, voxel_size, self._cancel),
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._cancel.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        self._thread = None
+
+    @property
+    def ready(self) -> bool:
+        with self._lock:
+            return bool(self._maps)
+
+    def distance(self, tip: str, p_base: np.ndarray) -> Optional[float]:
+        """Distance [m] from ``p_base`` to the nearest voxel a sample reached, or None (no map).
+
+        It proves nothing about unreachability: a sampled map under-approximates the workspace.
+        """
+        with self._lock:
+            reach_map = self._maps.get(tip)
+        return None if reach_map is None else nearest_reachable_distance(reach_map, p_base)
+
+    def _build(self, chain: Chain, samples: int, voxel_size: float,
+               cancel: threading.Event) -> None:
+        log = self._node.get_logger()
+        start = time.monotonic()
+        maps = []
+        try:
+            for tip in chain.tip_links:
+                builder = ReachabilityBuilder(chain, tip, samples=samples, voxel_size=voxel_size,
+                                              chunk_size=CHUNK)
+                reported = 0
+                while not builder.done:
+                    if cancel.is_set():
+                        return
+                    progress = builder.step()
+                    if progress.samples_done * 4 // progress.samples_total > reported:
+                        reported = progress.samples_done * 4 // progress.samples_total
+                        log.info(f'reachability map of {tip}: {25 * reported} % '
+                                 f'({time.monotonic() - start:.1f} s)')
+                    time.sleep(PAUSE_S)
+                maps.append(builder.result())
+        except Exception as exc:  # a map is a picture: it never takes the node down
+            log.error(f'reachability map not built: {type(exc).__name__}: {exc}')
+            return
+        if cancel.is_set():
+            return
+        with self._lock:
+            self._maps = {m.tip_link: m for m in maps}
+        stamp = self._node.get_clock().now().to_msg()
+        self._send(self._pub, markers.marker_array(markers.reachability_markers(
+            chain.base_link, stamp, maps)))
+        log.info(f'reachability map published on {self._pub.topic_name}: '
+                 f'{sum(len(m.index) for m in maps)} voxels in {time.monotonic() - start:.1f} s')

@@ -1,0 +1,1 @@
+"""damped_jacobian: damped least squares (Levenberg-Marquardt) IK, position or 6D."""

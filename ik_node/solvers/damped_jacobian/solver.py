@@ -1,0 +1,516 @@
+"""Damped least squares (Levenberg-Marquardt) IK, and the Jacobian-transpose teaching baseline.
+
+``method: dls`` minimises the weighted squared error ``|p_t - p|^2 + w^2 |omega|^2`` (``omega``
+is the rotation vector taking the tip orientation to the target's, in the base frame; ``w`` the
+``orientation_weight``), or ``|p_t - p|^2`` for a position-only target. Each iteration solves the
+damped normal equations ``(J^T J + lambda I) dq = J^T e`` and tries ``q + dq`` brought into the
+joint limits: a step that lowers the error is accepted and ``lambda`` shrinks, one that does not
+is rejected and ``lambda`` grows (adaptive damping, as KDL's ``ChainIkSolverPos_LMA`` does). So
+the error never rises within a descent (no jitter at unreachable targets), and a singular start
+still moves: the damped system is always solvable, and where the gradient ``J^T e`` vanishes
+(a stretched arm, target straight ahead) a descent that stalls restarts from a random
+configuration. Restarts continue within ``timeout`` and ``restarts``; the best configuration of
+all descents is returned.
+
+Joint limits: a revolute joint whose range spans a full turn (UR5's +-2 pi) wraps by whole turns
+instead of being clipped (the same pose, so the limit costs nothing); other joints are clipped,
+and a joint already at a limit whose step points outwards sits out that step, so the rest get a
+full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
+the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
+limit sat out a step meanwhile), or no damping finds a lower error.
+
+Position targets: a descent stuck above tolerance, or a target out of reach from the start
+(provably, or beyond the chain's measured reach), goes to the closest-pose search
+(:mod:`ik_node.solvers.out_of_reach.closest_pose`): Newton descents with the exact Hessian to
+stationary
+points of the error within the limits, restarted only until two descents from different starts
+agree on the best one (one of them from a random start), or it reaches the proven bound or the
+measured reach. The answer is then the closest pose, status ``unreachable``.
+
+Pose (6D) targets: the first descent begins at the seed; with ``first_start: lower_cost``, at the
+seed or the mid configuration, whichever has the lower weighted error (faster on 7-joint arms,
+but the answer may leave the seed's branch). For the first restart after a descent in which
+joints at a limit sat out a step, the descent begins at the mid configuration (far from every
+limit); the others begin at
+the lowest-error of 4 random configurations. When the position is provably out of reach, no
+restart can reach the pose and the descents crawl (Gauss-Newton misses the curvature of a large
+residual): the best of 2 descents is returned, status ``unreachable``. Otherwise, once two
+descents are stuck, the closest-pose search on the position alone runs once: when it confirms the
+position out of reach, no restart can reach the pose either, and the best pose found so far is
+returned, status ``unreachable`` (the rule of the position search, not a proof: the message
+says so); when it reaches the position, the restarts go on.
+
+``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
+search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
+
+Speed: serial chains use the generated pure-Python kinematics of
+:mod:`ik_node.model.fast_kinematics`, and the damped systems are solved by generated, unrolled
+Cholesky
+factorisations: for 6-7 joints both are several times faster than numpy, whose per-call overhead
+dominates arrays this small. For 6D targets the n x n normal equations ``J^T J``, ``J^T e`` are
+built once per accepted iterate and every damping and every set of joints sitting out a step
+reuses them; position only, the 3 x 3 system ``J J^T + lambda I`` is cheaper to build for each
+trial. The n x n trial step (solve, joints sitting out, limits) is one generated function, not
+four Python calls (the generators are in :mod:`ik_node.solvers.codegen`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.model.chain import Chain, chain_lengths
+from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.budget import Budget
+from ik_node.solvers.out_of_reach.closest_pose import AT_REACH_MESSAGE, ClosestPose
+from ik_node.solvers.codegen import (damped_step_function, damped_trial_function,
+                                          limit_functions, normal_equations_function)
+from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
+from ik_node.solvers.out_of_reach.measured_reach import measure_reach
+from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+
+# Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
+# error: the descent is at a local minimum.
+_LAMBDA_MIN = 1e-9
+_LAMBDA_MAX = 1e6
+_LAMBDA_DOWN = 0.25
+_LAMBDA_UP = 10.0
+# A descent is stuck when its cost has not dropped below _STALL_FACTOR times its value
+# _STALL_ITERATIONS iterations earlier, or _STALL_ITERATIONS_BLOCKED when joints at a limit sat
+# out a step in that window: descents pressed against a limit (most failed Panda descents) are
+# given up sooner; measured: Panda 6D median 16 -> 12 iterations, UR5 unchanged.
+_STALL_ITERATIONS = 5
+_STALL_ITERATIONS_BLOCKED = 2
+_STALL_FACTOR = 0.25
+# Converged when the errors are below this fraction of the tolerances (a margin for the
+# round-off of the FK that base.py measures independently).
+_TOLERANCE_MARGIN = 0.5
+# A restart starts from the lowest-cost of this many random configurations.
+_RESTART_CANDIDATES = 4
+# A pose target whose position is provably out of reach: no descent can reach it, and its
+# descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
+# a stationary point. The solve returns the best after the seed's descent and this many
+# restarts (measured on UR5 and Panda far targets: about 10 iterations per descent; the second
+# descent lowered the weighted error in about half the targets, the third and fourth rarely).
+_POSE_OUT_OF_REACH_RESTARTS = 1
+_TWO_PI = 2.0 * math.pi
+
+
+class DampedJacobianSolver(Solver):
+    """Damped least squares with adaptive damping and random restarts; or Jacobian transpose.
+
+    ``max_iterations`` caps the iterations of the whole solve (all restarts together); with
+    ``method: dls`` the ``timeout`` usually ends a solve that does not converge first.
+    """
+
+    name = 'damped_jacobian'
+    supports_orientation = True
+    PARAMS = {
+        'method': ParamSpec(str, 'dls', 'dls: damped least squares with adaptive damping and '
+                            'restarts; transpose: plain gradient descent (teaching baseline)',
+                            choices=('dls', 'transpose')),
+        'damping': ParamSpec(float, 0.1, 'initial damping lambda added to the diagonal of the '
+                             'normal equations (dls); adapted every iteration', 'm^2',
+                             min=0.0, max=1e6, min_inclusive=False),
+        'step_size': ParamSpec(float, 0.5, 'gradient step eta of method transpose: '
+                               'q <- q + eta * J^T e', '1/m^2', min=0.0, max=1e6,
+                               min_inclusive=False),
+        'timeout': ParamSpec(float, 0.005, 'wall-time budget of one dls solve, restarts '
+                             'included (transpose stops only at tolerance or max_iterations)',
+                             's', min=0.0, max=3600.0, min_inclusive=False),
+        # The common cap (100) would cut off the slow tail of 7-DOF arms: for dls the
+        # timeout is the real limit, the cap counts iterations over all restarts together.
+        'max_iterations': ParamSpec(int, 2000, 'iteration cap of one solve, restarts included',
+                                    '', min=1, max=1_000_000),
+        'restarts': ParamSpec(int, 1000, 'most random restarts of one dls solve when a descent '
+                              'is stuck', '', min=0, max=1_000_000),
+        'restart_seed': ParamSpec(int, 0, 'seed of the random restart configurations: the same '
+                                  'seed gives the same sequence of restarts', '',
+                                  min=0, max=2**32 - 1),
+        'first_start': ParamSpec(str, 'seed', 'where the first descent of a 6D dls solve '
+                                 'begins: seed (stays on the seed branch when a descent from it '
+                                 'converges), or lower_cost (the seed or the mid configuration, '
+                                 'whichever has the lower weighted error; fewer restarts on '
+                                 '7-joint arms from unrelated seeds, but the answer may leave '
+                                 "the seed's branch)", choices=('seed', 'lower_cost')),
+        'orientation_weight': ParamSpec(float, 0.5, 'weight of the orientation error against '
+                                        'the position error in the dls cost', 'm/rad',
+                                        min=0.0, max=1e3, min_inclusive=False),
+    }
+
+    def __init__(self, chain: Chain, params=None):
+        super().__init__(chain, params)
+        self._reach = reach_bound(chain)
+        self._low: List[float] = chain.lower.tolist()
+        self._high: List[float] = chain.upper.tolist()
+        # Revolute joints with a range of a full turn or more: out-of-range angles wrap.
+        self._wraps = [not j.is_prismatic and hi - lo >= _TWO_PI
+                       for j, lo, hi in zip(chain.joints, self._low, self._high, strict=True)]
+        # Joints that can neither wrap nor turn freely: their limits constrain a step.
+        self._bounded = [k for k, (lo, hi, wraps) in enumerate(
+            zip(self._low, self._high, self._wraps, strict=True))
+            if not wraps and math.isfinite(lo) and math.isfinite(hi)]
+        self._mid: List[float] = self._q_mid.tolist()
+        self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
+        self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
+        self._restart_spans = [(lo, hi - lo) for lo, hi in
+                               zip(self._restart_low, self._restart_high, strict=True)]
+        # Per with_orientation: (normal, step); normal(J, e, w) -> (A, b) is what
+        # step(q, A, b, lam) -> (q_new, joints that sat out the step) takes. Measured on
+        # UR5/Panda: the n x n normal equations, built once per iterate and reused by every
+        # damping and every set of blocked joints tried from it, beat the m x m system for 6D;
+        # position only (3 rows), the 3 x 3 system built for each trial is cheaper (A, b = J, e).
+        # The n x n step is one generated function (solve, blocked joints, limits).
+        weight = self.params['orientation_weight']
+        self._steps = {}
+        self._normals = {}
+        if chain.n:
+            self._advance, self._blocked_joints = limit_functions(
+                self._low, self._high, self._wraps, self._bounded)
+        for with_orientation in (False, True) if chain.n else ():
+            rows = 6 if with_orientation else 3
+            if 2 * rows <= chain.n:
+                self._normals[with_orientation] = None
+                self._steps[with_orientation] = functools.partial(
+                    self._trial_dual, damped_step_function(rows, chain.n), weight)
+            else:
+                self._normals[with_orientation] = normal_equations_function(rows, chain.n)
+                self._steps[with_orientation] = damped_trial_function(
+                    self._low, self._high, self._wraps, self._bounded)
+        fast = chain.fast_kinematics
+        self._pose_normal = None if fast is None else fast.pose_normal
+        kinematics = fast if fast is not None else ChainKinematics(chain)
+        self._pose_jacobian = kinematics.pose_jacobian
+        self._position_jacobian = kinematics.position_jacobian
+        self._pose = kinematics.pose
+        # Position targets whose descent ends above tolerance: the closest-pose search.
+        self._closest = None if not chain.n else ClosestPose(
+            self._pose_jacobian, kinematics.position,
+            fast.position_newton if fast is not None else None, self._low, self._high,
+            self._wraps, [j.is_prismatic for j in chain.joints],
+            max(sum(chain_lengths(chain)), 1e-3))
+        if self._closest is not None and self._reach is not None and fast is not None:
+            # 5-20 ms with the generated kinematics (about 0.25 s through the numpy chain of a
+            # tree: not measured there)
+            self._closest.reach = measure_reach(self._closest, self._reach)
+
+    # ------------------------------------------------------------------------------ solving
+    def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
+               q_seed: np.ndarray) -> RawSolution:
+        min_residual = self._min_residual(p_target)
+        if self.chain.n == 0:  # nothing to move: the measured error is the answer
+            return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
+                               message='the chain has no moving joints')
+        if self.params['method'] == 'transpose':
+            raw = self._solve_transpose(self._error_function(p_target, R_target),
+                                        q_seed.tolist())
+        else:
+            raw = self._solve_dls(self._dls_evaluator(p_target, R_target),
+                                  functools.partial(cost_function, self._pose, p_target,
+                                                    R_target, self.params['orientation_weight']),
+                                  q_seed.tolist(), R_target is not None, min_residual,
+                                  p_target)
+        raw.min_residual = min_residual
+        return raw
+
+    def _dls_evaluator(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
+        """``evaluate(q) -> (cost, position error [m], angle error [rad], A, b)``, where
+        ``(A, b)`` is what the step function of this target kind takes: the normal equations
+        ``(H, g)``, or ``(J, e)`` when the smaller m x m system is built for each trial.
+
+        6D on a serial chain: one generated function (:meth:`SerialKinematics.pose_normal`)
+        computes the error and the normal equations without packing a Jacobian.
+        """
+        with_orientation = R_target is not None
+        if with_orientation and self._pose_normal is not None and \
+                self._normals[True] is not None:
+            target = tuple(p_target.tolist()) + tuple(R_target.ravel().tolist())
+            # H, g are not built at an iterate within the tolerances of _solve_dls: its loop
+            # returns there before any step (the same comparisons on the same floats).
+            tolerances = (_TOLERANCE_MARGIN * self.params['position_tolerance'],
+                          _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
+            return functools.partial(self._pose_normal, target,
+                                     self.params['orientation_weight'] ** 2, tolerances)
+        normal = self._normals[with_orientation]
+        if not with_orientation and normal is None and self._pose_normal is not None:
+            # J, e are not built within the position tolerance of _solve_dls (see above).
+            return functools.partial(self.chain.fast_kinematics.position_residual,
+                                     tuple(p_target.tolist()),
+                                     _TOLERANCE_MARGIN * self.params['position_tolerance'])
+        evaluate = self._error_function(p_target, R_target)
+        if normal is None:
+            def evaluate_dual(q):
+                cost, position_error, angle_error, e, J = evaluate(q)
+                return cost, position_error, angle_error, J, e
+            return evaluate_dual
+        weight = self.params['orientation_weight']
+
+        def evaluate_normal(q):
+            cost, position_error, angle_error, e, J = evaluate(q)
+            return (cost, position_error, angle_error) + normal(J, e, weight)
+        return evaluate_normal
+
+    def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
+                        ) -> Callable:
+        """See :func:`~ik_node.solvers.damped_jacobian.residuals.error_function`."""
+        return error_function(self._pose_jacobian, self._position_jacobian, p_target, R_target,
+                              self.params['orientation_weight'])
+
+    def _reached(self, position_error: float, angle_error: float) -> bool:
+        return (position_error <= _TOLERANCE_MARGIN * self.params['position_tolerance'] and
+                angle_error <= _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
+
+    def _clip(self, q: Sequence[float]) -> List[float]:
+        """``q`` within the limits: wrapped by whole turns where the joint allows a full turn
+        (the same pose), else clipped."""
+        out = []
+        for v, lo, hi, wraps in zip(q, self._low, self._high, self._wraps, strict=True):
+            if v < lo:
+                v = v + _TWO_PI * math.ceil((lo - v) / _TWO_PI) if wraps else lo
+            elif v > hi:
+                v = v - _TWO_PI * math.ceil((v - hi) / _TWO_PI) if wraps else hi
+            out.append(v)
+        return out
+
+    def _solve_transpose(self, evaluate: Callable, q: List[float]) -> RawSolution:
+        eta = self.params['step_size']
+        history: Optional[List[float]] = [] if self.params['record_history'] else None
+        iterations = 0
+        while True:
+            _, position_error, angle_error, e, J = evaluate(q)
+            if history is not None:
+                history.append(position_error)
+            if self._reached(position_error, angle_error):
+                return RawSolution(np.array(q), IkStatus.CONVERGED, iterations, history=history)
+            if iterations >= self.params['max_iterations']:
+                return RawSolution(np.array(q), IkStatus.MAX_ITERATIONS, iterations,
+                                   history=history, message=f'transpose: {iterations} '
+                                   f'iterations with step size {eta:g}')
+            gradient = np.asarray(e) @ np.asarray(J)  # J^T e
+            q = self._clip((np.asarray(q) + eta * gradient).tolist())
+            iterations += 1
+
+    def _solve_dls(self, evaluate: Callable, make_cost_function: Callable, q: List[float],
+                   with_orientation: bool, min_residual: Optional[float],
+                   p_target: np.ndarray) -> RawSolution:
+        """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
+        ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
+        against the mid configuration (built when first needed)."""
+        params = self.params
+        budget = Budget(params['timeout'])
+        max_iterations = params['max_iterations']
+        tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
+        tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
+        history: Optional[List[float]] = [] if params['record_history'] else None
+        step = self._steps[with_orientation]
+        # The cost never falls below floor (the squared proven residual): progress is measured
+        # above it, so a descent toward an unreachable target's closest point is not stalled.
+        floor = 0.0 if min_residual is None else min_residual * min_residual
+        # Position only: no configuration beats the proven bound, so a descent within tolerance
+        # of it is as close as the target can be approached.
+        good_enough = -1.0
+        if min_residual is not None and not with_orientation:
+            good_enough = min_residual + params['position_tolerance']
+        rng: Optional[random.Random] = None
+        restarts = iterations = 0
+        last_blocked = -1  # the last iteration in which joints at a limit sat out the step
+        best_q, best_cost = q, math.inf
+        # 6D: the first restart after a descent that ended pressed against a joint limit begins
+        # at the mid configuration (unless the seed was it): on the Panda a descent from there
+        # converges 3 times in 4, one from a random configuration 1 in 3. Position only (the
+        # mid configuration of planar4 is stretched straight, singular) it did not help.
+        mid_next = with_orientation and q != self._mid
+        # 6D: once two descents are stuck, the closest-pose search on the position alone tells a
+        # position out of reach (no restart can reach the pose) from a hard pose.
+        position_checked = not with_orientation or self._closest is None
+        cost_of: Optional[Callable] = None
+        if mid_next and params['first_start'] == 'lower_cost':
+            # Measured (1500 random targets and seeds): median DLS iterations Panda 13 -> 10-11,
+            # Baxter 12 -> 9-10, iiwa14 10-11 -> 9, Jaco2 11 -> 10, UR5 unchanged.
+            cost_of = make_cost_function()
+            if cost_of(self._mid) < cost_of(q):
+                q, mid_next = self._mid, False
+        if not with_orientation and (
+                (min_residual is not None and min_residual > params['position_tolerance']) or
+                self._closest.reach_gap(p_target.tolist()) > params['position_tolerance']):
+            # Out of reach (proven, or beyond the measured reach): no Gauss-Newton descent can
+            # arrive; look for the closest pose.
+            return self._closest_pose(p_target, q, budget, 0, 0,
+                                      min_residual, history)
+        while True:  # one descent from q per pass
+            lam = params['damping']
+            cost, position_error, angle_error, A, b = evaluate(q)
+            if history is not None:
+                history.append(position_error)
+            if cost < best_cost:
+                best_q, best_cost = q, cost
+            stall_cost, stall_iteration = cost, iterations
+            descent_start = iterations
+            stuck = False
+            while not stuck:
+                if position_error <= tol_p and angle_error <= tol_r:
+                    return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
+                                       history=history,
+                                       message=f'converged after {restarts} restarts')
+                if position_error <= good_enough:
+                    return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
+                                       history=history, message='out of reach: the closest '
+                                       'configuration found is within tolerance of the bound')
+                if iterations >= max_iterations:
+                    return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
+                                       history=history,
+                                       message=f'{iterations} iterations, {restarts} restarts')
+                if not budget.allows():
+                    if not with_orientation and budget.can_hand_over():
+                        # The next step is paced by the slowest while there is only one: after
+                        # a stall of the machine in the first, the search's Newton steps may
+                        # still fit (it paces its own steps).
+                        break
+                    return RawSolution(np.array(best_q), IkStatus.TIMEOUT, iterations,
+                                       history=history, message=f'timeout '
+                                       f'{params["timeout"]:g} s after {restarts} restarts')
+                iterations += 1
+                try:
+                    q_new, blocked = step(q, A, b, lam)
+                except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
+                    q_new, blocked = None, ()
+                if blocked:
+                    last_blocked = iterations
+                trial = None if q_new is None else evaluate(q_new)
+                if trial is not None and trial[0] < cost:  # accept; trust the model more
+                    q = q_new
+                    cost, position_error, angle_error, A, b = trial
+                    if cost < best_cost:
+                        best_q, best_cost = q, cost
+                    lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+                else:  # reject; damp more
+                    lam *= _LAMBDA_UP
+                    stuck = lam > _LAMBDA_MAX
+                if history is not None:
+                    history.append(position_error)
+                if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
+                                                    last_blocked > stall_iteration
+                                                    else _STALL_ITERATIONS):
+                    stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
+                    stall_cost, stall_iteration = cost, iterations
+            if not with_orientation:  # stuck above tolerance: is it the closest pose?
+                return self._closest_pose(p_target, best_q, budget,
+                                          iterations, restarts, min_residual, history)
+            if restarts >= params['restarts']:
+                return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
+                                   history=history, message=f'stuck after {restarts} restarts '
+                                   '(the restarts limit)')
+            if restarts >= _POSE_OUT_OF_REACH_RESTARTS and min_residual is not None and \
+                    min_residual > params['position_tolerance']:
+                return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
+                                   history=history, message=f'position provably out of reach: '
+                                   f'the best of {restarts + 1} descents')
+            if restarts >= 1 and not position_checked and (
+                    min_residual is None or min_residual <= params['position_tolerance']):
+                # Is the position itself out of reach (unproven by the bound)? Asked after the
+                # second stuck descent: after the first it cost reachable 6D solves 12 % (UR5)
+                # to 27 % (Panda) of their time, where 2 in 3 Panda solves restart once.
+                position_checked = True
+                found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
+                iterations += found.iterations
+                budget.mark()
+                if found.stop in ('confirmed', 'reach'):
+                    return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
+                                       history=history, message=f'position out of reach: the '
+                                       f'closest position is {found.error:.3g} m away (the '
+                                       f'closest-pose search, {found.descents} descents); the '
+                                       f'best pose of {restarts + 1} descents')
+            restarts += 1
+            if mid_next and last_blocked >= descent_start:
+                q, mid_next = self._mid, False
+                continue
+            mid_next = False
+            if rng is None:
+                rng = random.Random(params['restart_seed'])
+            if cost_of is None:
+                cost_of = make_cost_function()
+            q = self._restart_configuration(rng, cost_of)
+
+    def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
+                      iterations: int, restarts: int, min_residual: Optional[float],
+                      history: Optional[List[float]]) -> RawSolution:
+        """The closest-pose search (:mod:`ik_node.solvers.out_of_reach.closest_pose`) from ``q``,
+        within what
+        is left of the solve's time, iterations and restarts."""
+        params = self.params
+        search = self._search(p_target, q, budget, iterations, restarts, min_residual, history)
+        iterations += search.iterations
+        restarts += search.descents - 1
+        pressed = ', '.join(self._joint_names[k] for k in search.pressed)
+        at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
+        status, message = {
+            'converged': (IkStatus.CONVERGED, f'converged after {restarts} restarts'),
+            'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
+                       'of the proven bound'),
+            'reach': (IkStatus.UNREACHABLE, AT_REACH_MESSAGE),
+            'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {search.descents} '
+                          'descents, two from different starts ended at this stationary point '
+                          f'and none lower{at_limits}'),
+            'timeout': (IkStatus.TIMEOUT, f'timeout {params["timeout"]:g} s after {restarts} '
+                        'restarts'),
+            'iterations': (IkStatus.MAX_ITERATIONS, f'{iterations} iterations, {restarts} '
+                           'restarts'),
+            'restarts': (IkStatus.MAX_ITERATIONS, f'stuck after {restarts} restarts (the '
+                         'restarts limit)'),
+        }[search.stop]
+        return RawSolution(np.array(search.q), status, iterations, history=history,
+                           message=message)
+
+    def _search(self, p_target: np.ndarray, q: List[float], budget: Budget, iterations: int,
+                restarts: int, min_residual: Optional[float], history: Optional[List[float]]):
+        """The closest-pose search on the target position from ``q`` with what is left of the
+        solve's iterations and restarts."""
+        params = self.params
+        tolerance = params['position_tolerance']
+        return self._closest.search(
+            p_target.tolist(), q, budget, params['max_iterations'] - iterations,
+            params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance, tolerance,
+            min_residual, random.Random(params['restart_seed']), history)
+
+    def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
+                    ) -> Tuple[List[float], Sequence[int]]:
+        """The step of :func:`~ik_node.solvers.codegen.damped_trial_function` for fewer
+        error rows than joints (position only): the m x m system ``J J^T + lam I`` is the
+        smaller one, built again for each trial. Joints at a limit whose step points outwards
+        sit out the step (their Jacobian columns are zeroed). Raises ``ValueError`` or
+        ``ZeroDivisionError`` if the system is not positive definite (round-off).
+        """
+        dq = step(J, e, lam, weight)
+        blocked = self._blocked_joints(q, dq)
+        if blocked:
+            J = [list(row) for row in J]
+            for row in J:
+                for k in blocked:
+                    row[k] = 0.0
+            dq = step(J, e, lam, weight)
+        return self._advance(q, dq), blocked
+
+    def _restart_configuration(self, rng: random.Random, cost_of: Callable) -> List[float]:
+        """The best (lowest cost) of a few uniformly random configurations."""
+        best, best_cost = None, math.inf
+        random_unit = rng.random
+        for _ in range(_RESTART_CANDIDATES):
+            # lo + span * random() is what rng.uniform(lo, hi) computes, without its call.
+            candidate = [lo + span * random_unit() for lo, span in self._restart_spans]
+            cost = cost_of(candidate)
+            if cost < best_cost or best is None:
+                best, best_cost = candidate, cost
+        return best
+
+    # ------------------------------------------------------------------------------ helpers
+    def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
+        """A proven lower bound on the position error [m] when positive, else None (see
+        :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`)."""
+        if self._reach is None:
+            return None
+        gap = self._reach.lower_bound(p_target.tolist())
+        return gap if gap > 0.0 else None

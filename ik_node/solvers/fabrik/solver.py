@@ -1,0 +1,384 @@
+"""FABRIK: Forward And Backward Reaching Inverse Kinematics (Aristidou and Lasenby, 2011).
+
+Position-only, for serial chains and for kinematic trees with several end effectors (a serial
+chain is the one-tip case). The passes themselves are in :mod:`ik_node.solvers.fabrik.tree`.
+
+Joint handling: revolute joints are limited in the backward pass (the bone is projected on the
+plane normal to the joint's hinge axis and its angle clamped to the joint's limits); continuous
+joints are unbounded; **prismatic joints are held at their seed value** (FABRIK has no notion of
+a bone changing length). Joints that move no targeted tip keep their seed value.
+
+Beyond the paper, each documented where it is done: joints above non-planar subtrees or offset
+links fit points instead of bones (the classic rule converged on 0 % of UR5 targets); a stall at
+joint limits restarts from a random configuration (``restarts``); a linearly converging run is
+extrapolated (``extrapolate``). A finishing step that is *not* FABRIK, the hybrid many FABRIK
+implementations use: when an iteration cuts the error by less than half, a few damped
+least-squares steps on the targeted tips' stacked position Jacobian (``polish_iterations``;
+0 switches it off; it ends after two steps in a row that cut the error by less than 10 %: near a
+reachable target Gauss-Newton steps cut far more, out of reach they crawl, and the stall handling
+takes over). Measured with it, 20 restarts and stall_iterations 5 (1e-4 m, random
+reachable targets, 300 each): twin_arm both hands 85 -> 94.7 % within 100 iterations, 95 ->
+99.7 % within 300; left hand plus both right fingers 49 -> 91 % and 69 -> 99.3 %; UR5 99.3 ->
+100 % within 100.
+``min_residual`` is a proven lower bound on a tip's error, given only for tips whose joints are
+all revolute or continuous; None otherwise or when it is 0.
+
+One target on a serial chain of revolute joints (the common case) runs the same passes in plain
+floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code), and
+FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
+:mod:`ik_node.solvers.out_of_reach.closest_pose`): a run that stalls above tolerance is finished by
+Newton
+descents to the closest stationary point (a target out of reach, provably or beyond the
+measured reach, goes to them from the seed, without a FABRIK pass), restarted only until two
+descents from different starts agree, one of them from a random start, or stopped at the proven
+bound or the measured reach (status ``unreachable``). ``timeout`` bounds the wall time of
+a solve: no iteration starts that would end after it (judged by the second-slowest iteration so
+far: one iteration stretched by a stall of the machine does not end the solve early; a run
+stopped for time with time left hands the rest to the closest-pose search).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.model.chain import Chain, chain_lengths
+from ik_node.errors import ConfigError, TargetError
+from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
+                                  target_from_input)
+from ik_node.solvers.budget import Budget
+from ik_node.solvers.out_of_reach.closest_pose import AT_REACH_MESSAGE, ClosestPose
+from ik_node.solvers.out_of_reach.measured_reach import measure_reach
+from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
+from ik_node.solvers.fabrik.serial import SerialFabrik
+from ik_node.solvers.fabrik.tree import FabrikTree
+
+#: The closest-pose search counts the target reached below this fraction of the tolerance (a
+#: margin for the round-off of the FK that base.py measures independently).
+_TOLERANCE_MARGIN = 0.5
+
+
+@dataclass(frozen=True)
+class FloatListSpec(ParamSpec):
+    """A parameter holding a list of positive finite floats (``ParamSpec`` handles scalars only)."""
+
+    def validate(self, name: str, value: Any) -> Tuple[float, ...]:
+        """Return ``value`` as a tuple of floats, or raise :class:`ConfigError`."""
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence,
+                                                                               np.ndarray)):
+            raise ConfigError(f'parameter {name!r} must be a list of numbers, got {value!r}')
+        out = []
+        for v in value:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+                raise ConfigError(f'parameter {name!r} must hold numbers, got {v!r} in {value!r}')
+            v = float(v)
+            if not (math.isfinite(v) and v > 0.0):
+                raise ConfigError(f'parameter {name!r} must hold finite numbers > 0, got {v!r} '
+                                  f'in {list(value)!r}')
+            out.append(v)
+        return tuple(out)
+
+    def range_text(self) -> str:
+        """The valid values as text."""
+        return 'list of numbers > 0'
+
+
+class FabrikSolver(Solver):
+    """FABRIK for chains and trees; position only.
+
+    ``solve(p)`` targets the first tip (the only one of a serial chain);
+    ``solve(targets={tip: p, ...})`` targets several tips of a tree at once.
+    """
+
+    name = 'fabrik'
+    supports_orientation = False
+    PARAMS: Dict[str, ParamSpec] = {
+        'weights': FloatListSpec(
+            list, (), 'priority of each tip when targets conflict, in the order of the chain\'s '
+            'tip_links (one number > 0 per tip; a branching joint is pulled to the weighted mean '
+            'of its branches, a branch weighing the sum of its targeted tips); empty = all 1',
+            'unitless'),
+        'min_improvement': ParamSpec(
+            float, 1e-9, 'the solve stops as stalled when the weighted RMS tip error has not '
+            'improved by this much in stall_iterations iterations (0: never stall)', 'm',
+            min=0.0, max=1.0),
+        'stall_iterations': ParamSpec(
+            int, 5, 'iterations without min_improvement before the solve stops as stalled', '',
+            min=1, max=1_000_000),
+        'extrapolate': ParamSpec(
+            bool, True, 'after each iteration also try its joint step stretched to where a '
+            'linearly converging sequence would end (rho / (1 - rho) times, rho the iteration\'s '
+            'error ratio, at most 30 times), kept only if it lowers the error; false (with '
+            'restarts and polish_iterations 0) gives plain FABRIK'),
+        'restarts': ParamSpec(
+            int, 20, 'after a stall (a local minimum at joint limits), start again this many '
+            'times from a random configuration drawn with a fixed seed (reproducible), within '
+            'max_iterations; the best configuration seen is returned', '', min=0, max=1000),
+        'timeout': ParamSpec(
+            float, 0.005, 'wall-time budget of one solve, the closest-pose search included: no '
+            'iteration starts that would end after it (status timeout, the best configuration '
+            'found is returned)', 's', min=0.0, max=3600.0, min_inclusive=False),
+        'polish_iterations': ParamSpec(
+            int, 10, 'finishing step, not FABRIK: when a FABRIK iteration cuts the tip error by '
+            'less than half, up to this many damped least-squares steps on the targeted tips\' '
+            'stacked position Jacobian, within the joint limits, each kept only if it lowers the '
+            'error and counted as an iteration (0: FABRIK passes only)', '', min=0, max=1000),
+    }
+
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
+        super().__init__(chain, params)
+        weights = self.params['weights']
+        if weights and len(weights) != len(chain.tip_links):
+            raise ConfigError(f'parameter \'weights\' has {len(weights)} values {list(weights)}; '
+                              f'the chain has {len(chain.tip_links)} tips, in this order: '
+                              f'{", ".join(chain.tip_links)}')
+        self._weights = np.array(weights if weights else [1.0] * len(chain.tip_links))
+        self._tree = FabrikTree(chain)
+        # A tip's error is provably at least (distance from its first joint - total bone length)
+        # when every joint on its path is revolute: the first joint never moves and revolute
+        # joints keep the bone lengths (tightened by the first joint's arc, see ReachBound).
+        # Prismatic joints change lengths: no bound then. A tip with no moving joint is fixed:
+        # its distance is exact.
+        self._bounds: list = []
+        for k, tip in enumerate(chain.tip_links):
+            joints = self._tree.path_to_tip(k)[:-1]
+            if any(chain.joints[j].is_prismatic for j in joints):
+                self._bounds.append(None)
+            elif not joints:
+                self._bounds.append(chain.fk(np.zeros(chain.n), tip)[:3, 3].copy())
+            else:
+                self._bounds.append(reach_bound(chain, tip))
+        # Serial chains: a single-target solve that FABRIK leaves above tolerance is finished by
+        # the closest-pose search (not FABRIK; see ik_node.solvers.out_of_reach.closest_pose). Not
+        # with
+        # prismatic joints, which FABRIK holds at their seed values.
+        fast = chain.fast_kinematics
+        self._closest = self._serial = None
+        if fast is not None and not any(j.is_prismatic for j in chain.joints):
+            self._serial = SerialFabrik(self._tree)  # the same passes in floats
+            low, high = chain.lower.tolist(), chain.upper.tolist()
+            self._closest = ClosestPose(
+                fast.pose_jacobian, fast.position, fast.position_newton, low, high,
+                [not j.is_prismatic and hi - lo >= 2.0 * math.pi
+                 for j, lo, hi in zip(chain.joints, low, high, strict=True)],
+                [j.is_prismatic for j in chain.joints],
+                max(float(sum(chain_lengths(chain))), 1e-3))
+            if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
+                self._closest.reach = measure_reach(self._closest, self._bounds[0])
+
+    # ------------------------------------------------------------------------------ solving
+    def solve(self, target_position=None, target_orientation=None, seed=None, *,
+              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
+        """Solve for one tip position, or for several tips of a tree at once.
+
+        Args:
+            target_position: (3,) position [m] in the base frame for the first tip.
+            target_orientation: quaternion (x, y, z, w); ignored (position-only solver) and
+                reported as ``orientation_ignored``. Not allowed with ``targets``.
+            seed: (n,) start configuration, clipped into the limits; None = mid configuration.
+            targets: ``{tip_link: (3,) position [m]}`` for any subset of ``chain.tip_links``;
+                tips left out keep their configuration relative to their branch.
+
+        Returns:
+            An :class:`IkResult`. With ``targets`` it carries ``tips`` (per-tip reachability,
+            FK-measured error and proven lower bound), ``position_error`` is the largest tip
+            error and ``reachable`` is true when every targeted tip is within tolerance.
+
+        Raises:
+            TargetError: both or neither of ``target_position`` and ``targets``; a
+                ``target_position`` for a chain with several tips (which tip is meant?); an
+                unknown tip;
+                a NaN, infinite or badly shaped position or seed.
+        """
+        if targets is None:
+            if target_position is None:
+                raise TargetError('give a target_position or targets={tip_link: position}')
+            if len(self.chain.tip_links) > 1:
+                raise TargetError(f'this chain has {len(self.chain.tip_links)} tips '
+                                  f'({", ".join(self.chain.tip_links)}): a target must name its '
+                                  'tip, targets={tip_link: position}')
+            return super().solve(target_position, target_orientation, seed)
+        if target_position is not None or target_orientation is not None:
+            raise TargetError('targets= takes per-tip positions only: do not also pass '
+                              'target_position or target_orientation')
+        tip_indices, p_targets = self._targets_from_input(targets)
+        q_seed = self._seed_from_input(seed)
+        start = time.perf_counter()
+        raw = self._run(tip_indices, p_targets, q_seed)
+        elapsed = time.perf_counter() - start
+        return self._finish_tips(raw, tip_indices, p_targets, elapsed, q_seed)
+
+    def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
+               q_seed: np.ndarray) -> RawSolution:
+        raw = self._run([0], p_target[None, :], q_seed)
+        return raw
+
+    def _targets_from_input(self, targets) -> Tuple[list, np.ndarray]:
+        if not isinstance(targets, Mapping) or not targets:
+            raise TargetError(f'targets must be a non-empty mapping tip_link -> (x, y, z), got '
+                              f'{targets!r}. Tips: {", ".join(self.chain.tip_links)}')
+        tip_indices, positions = [], []
+        for tip, position in targets.items():
+            if tip not in self.chain.tip_links:
+                raise TargetError(f'{tip!r} is not a tip of this chain. '
+                                  f'Tips: {", ".join(self.chain.tip_links)}')
+            try:
+                positions.append(target_from_input(position))
+            except TargetError as exc:
+                raise TargetError(f'target of tip {tip!r}: {exc}') from None
+            tip_indices.append(self.chain.tip_links.index(tip))
+        return tip_indices, np.array(positions)
+
+    def min_residual(self, tip_index: int, p_target: np.ndarray) -> Optional[float]:
+        """Proven lower bound [m] on tip ``tip_index``'s error for ``p_target``, or None.
+
+        It is ``|p_target - first joint| - total bone length`` when that is positive and the
+        tip's path has revolute/continuous joints only; None otherwise (nothing proven).
+        """
+        bound = self._bounds[tip_index]
+        if bound is None:
+            return None
+        if isinstance(bound, ReachBound):
+            excess = bound.lower_bound(np.asarray(p_target, dtype=float).tolist())
+        else:  # a fixed tip
+            excess = float(np.linalg.norm(p_target - bound))
+        return excess if excess > 0.0 else None
+
+    def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray,
+             q_seed: np.ndarray) -> RawSolution:
+        residuals = [self.min_residual(k, p) for k, p in zip(tip_indices, p_targets, strict=True)]
+        stretch = tip_indices[0] if len(tip_indices) == 1 and residuals[0] is not None else None
+        params = self.params
+        budget = Budget(params['timeout'])
+        deadline = budget.deadline
+        tolerance = params['position_tolerance']
+        # A single target on a serial chain: FABRIK alone, handing a stall above tolerance to
+        # the closest-pose search; out of reach (provably or beyond the measured reach), straight
+        # to that search from the seed (as damped_jacobian does). FABRIK's stretching pass used
+        # to come first: one more start for the search to descend from, which on the Panda and
+        # Baxter cost more descents than it saved (out-of-reach median -18 % and -28 % without
+        # it, the same closest poses).
+        search = self._closest is not None and len(tip_indices) == 1
+        if search and ((residuals[0] is not None and residuals[0] > tolerance) or
+                       self._closest.reach_gap(p_targets[0].tolist()) > tolerance):
+            return self._closest_pose(q_seed, 0, [] if params['record_history'] else None,
+                                      p_targets[0], residuals[0], budget, residuals,
+                                      tip_indices)
+        if search:
+            run = self._serial.run(
+                q_seed, p_targets[0], tolerance, params['max_iterations'],
+                params['min_improvement'], params['stall_iterations'],
+                extrapolate=params['extrapolate'], stretch=stretch is not None,
+                record_history=params['record_history'], polish=params['polish_iterations'],
+                deadline=deadline)
+        else:
+            run = self._tree.run(
+                q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
+                params['max_iterations'], params['min_improvement'], params['stall_iterations'],
+                restarts=params['restarts'], extrapolate=params['extrapolate'],
+                stretch_tip=stretch, record_history=params['record_history'],
+                polish=params['polish_iterations'], deadline=deadline)
+        known = [r for r in residuals if r is not None]
+        if run.converged:
+            status, message = IkStatus.CONVERGED, ''
+        elif search and run.iterations < params['max_iterations'] and (
+                not run.timed_out or budget.can_hand_over()):
+            # Also after a run that stopped for time: its iterations are paced by the slowest
+            # so far, and the search's Newton steps may still fit (one FABRIK iteration
+            # stretched by a stall of the machine ended runs with most of the budget left).
+            return self._closest_pose(run.q, run.iterations, run.history, p_targets[0],
+                                      residuals[0], budget, known, tip_indices)
+        elif run.timed_out:
+            status, message = IkStatus.TIMEOUT, (f'timeout {params["timeout"]:g} s after '
+                                                 f'{run.iterations} iterations')
+        else:
+            status = IkStatus.MAX_ITERATIONS
+            message = (f'stalled after {run.iterations} iterations (no improvement of '
+                       f'{params["min_improvement"]:g} m in {params["stall_iterations"]})'
+                       if run.stalled else f'no convergence in {run.iterations} iterations')
+        raw = RawSolution(q=run.q, status=status, iterations=run.iterations,
+                          min_residual=max(known) if known else None, message=message,
+                          history=run.history,
+                          tip_residuals={self.chain.tip_links[k]: r
+                                         for k, r in zip(tip_indices, residuals, strict=True)
+                                         if r is not None})
+        return raw
+
+    def _closest_pose(self, q: np.ndarray, iterations: int, history: Optional[list],
+                      p_target: np.ndarray, bound: Optional[float], budget: Budget, known: list,
+                      tip_indices: Sequence[int]) -> RawSolution:
+        """The closest-pose search from ``q`` (FABRIK's best configuration, or the seed), within
+        what is left of the solve's time and iterations after ``iterations`` (restarts: the
+        ``restarts`` parameter)."""
+        params = self.params
+        tolerance = params['position_tolerance']
+        found = self._closest.search(
+            p_target.tolist(), q.tolist(), budget, params['max_iterations'] - iterations,
+            params['restarts'], _TOLERANCE_MARGIN * tolerance, tolerance, bound,
+            random.Random(0), history)
+        iterations += found.iterations
+        restarts = max(found.descents - 1, 0)
+        pressed = ', '.join(self.chain.joint_names[k] for k in found.pressed)
+        at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
+        status, message = {
+            'converged': (IkStatus.CONVERGED, ''),
+            'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
+                       'of the proven bound'),
+            'reach': (IkStatus.UNREACHABLE, AT_REACH_MESSAGE),
+            'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {found.descents} '
+                          'descents, two from different starts ended at this stationary point '
+                          f'and none lower{at_limits}'),
+            'timeout': (IkStatus.TIMEOUT, f'timeout {params["timeout"]:g} s after '
+                        f'{iterations} iterations'),
+            'iterations': (IkStatus.MAX_ITERATIONS, f'no convergence in {iterations} '
+                           'iterations'),
+            'restarts': (IkStatus.MAX_ITERATIONS, f'stuck after {restarts} restarts (the '
+                         'restarts limit)'),
+        }[found.stop]
+        return RawSolution(q=np.array(found.q), status=status, iterations=iterations,
+                           min_residual=max(known) if known else None, message=message,
+                           history=history,
+                           tip_residuals={self.chain.tip_links[tip_indices[0]]: bound}
+                           if bound is not None else {})
+
+    def _finish_tips(self, raw: RawSolution, tip_indices: Sequence[int], p_targets: np.ndarray,
+                     elapsed: float, q_seed: np.ndarray) -> IkResult:
+        """The multi-target counterpart of :meth:`Solver._finish`: every error measured by FK."""
+        tol = self.params['position_tolerance']
+        q = self.chain.clip(np.asarray(raw.q, dtype=float))
+        if not np.all(np.isfinite(q)):  # a solver bug must never reach the caller as NaN
+            q = self.chain.mid_configuration()
+            raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
+        q = np.array(self._near_seed(q.tolist(), q_seed))  # whole turns nearest the seed
+        T_tips = self.chain.fk_tips(q)
+        tips: Dict[str, TipResult] = {}
+        for k, p in zip(tip_indices, p_targets, strict=True):
+            link = self.chain.tip_links[k]
+            error = float(np.linalg.norm(T_tips[link][:3, 3] - p))
+            tips[link] = TipResult(error <= tol, error, raw.tip_residuals.get(link))
+        reached = all(t.reachable for t in tips.values())
+        status = raw.status
+        if reached:
+            status = IkStatus.CONVERGED
+        elif status is IkStatus.CONVERGED:
+            status = IkStatus.MAX_ITERATIONS
+        if not reached and raw.min_residual is not None and raw.min_residual > tol:
+            status = IkStatus.UNREACHABLE
+        message = raw.message
+        missing = [f'{link} by {t.position_error:.6g} m' for link, t in tips.items()
+                   if not t.reachable]
+        if missing:
+            message = (f'tips missing their targets (tolerance {tol:g} m): '
+                       f'{", ".join(missing)}' + (f'; {message}' if message else ''))
+        return IkResult(
+            joint_positions=q, joint_names=tuple(self.chain.joint_names), reachable=reached,
+            status=status, position_error=max(t.position_error for t in tips.values()),
+            orientation_error=None, min_residual=raw.min_residual,
+            iterations=int(raw.iterations), solve_time=elapsed, message=message,
+            history=None if raw.history is None else tuple(float(e) for e in raw.history),
+            tips=tips)

@@ -1,0 +1,82 @@
+"""The package's layers, read from its imports: no module imports one of a higher layer, and no
+two modules import each other, directly or around a circle (imports inside functions count).
+
+    errors -> model -> solvers, reachability -> config -> cli, ros
+"""
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / 'ik_node'
+#: Layer of each top-level part of the package (a higher number may import a lower one).
+LAYERS = {'errors': 0, 'model': 1, 'solvers': 2, 'reachability': 2, 'config': 3, 'cli': 4,
+          'ros': 4}
+#: Modules that exist only to start a higher layer (``python -m ik_node.node``), and the package
+#: ``__init__`` that re-exports the public API lazily.
+ENTRY_SHIMS = {'ik_node', 'ik_node.node'}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix('').parts)
+    if parts[-1] == '__init__':
+        parts.pop()
+    return '.'.join(parts)
+
+
+def imports_of(path: Path) -> set:
+    """Every ``ik_node`` module ``path`` imports, anywhere in the file."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.startswith('ik_node'))
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith('ik_node'):
+            names.add(node.module)
+            for alias in node.names:  # from ik_node.ros import messages: a module, too
+                folder = PACKAGE.parent / node.module.replace('.', '/')
+                if (folder / f'{alias.name}.py').is_file():
+                    names.add(f'{node.module}.{alias.name}')
+    return names
+
+
+def graph() -> dict:
+    return {module_name(p): imports_of(p) for p in PACKAGE.rglob('*.py')}
+
+
+def layer(module: str) -> int:
+    parts = module.split('.')
+    return LAYERS[parts[1]] if len(parts) > 1 and parts[1] in LAYERS else -1
+
+
+def test_every_part_of_the_package_has_a_layer():
+    tops = {module_name(p).split('.')[1] for p in PACKAGE.rglob('*.py')
+            if module_name(p) not in ENTRY_SHIMS}
+    assert tops <= set(LAYERS), tops - set(LAYERS)
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [(m, i) for m, imported in graph().items() if m not in ENTRY_SHIMS
+              for i in imported if i != 'ik_node' and layer(i) > layer(m)]
+    assert not upward, upward
+
+
+def test_no_import_circle():
+    edges = graph()
+    # A package's __init__ is imported before any of its modules: importing a.b imports a too.
+    done, circles = set(), []
+
+    def visit(m, stack):
+        if m in stack:
+            circles.append(stack[stack.index(m):] + [m])
+            return
+        if m in done or m not in edges:
+            return
+        for i in sorted(edges[m]):
+            if i != 'ik_node':
+                visit(i, stack + [m])
+        done.add(m)
+
+    for m in sorted(edges):
+        visit(m, [])
+    assert not circles, circles[:5]

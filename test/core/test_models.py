@@ -1,0 +1,175 @@
+"""The robot models in urdf/ and the configs in config/: well formed, and arm6 is the UR5 DH arm.
+
+arm6.urdf is derived by hand from the UR5's published Denavit-Hartenberg table. These tests
+recompute the standard DH forward kinematics here, independently of the URDF, and compare.
+
+The reference UR5 (../shared/robots/ur5.urdf, from ros-industrial's ur_description via
+example-robot-data; used for comparison only, never copied) has a ``base_link`` that is the DH base
+frame turned by pi about z: its own side-branch link ``base`` (``base_link`` rotated by -pi about z)
+is the controller's DH base. With that one fixed transform applied, its ``tool0`` pose (position
+and orientation) matches arm6's to the rounding of its ``1.57079632679`` angles (about 1e-11).
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from urdf_parser_py.urdf import URDF
+
+from ik_node import Chain
+
+REPO = Path(__file__).resolve().parents[2]
+URDF_DIR = REPO / 'urdf'
+CONFIG_DIR = REPO / 'config'
+REFERENCE_UR5 = Path(__file__).resolve().parents[3] / 'shared' / 'robots' / 'ur5.urdf'
+
+ARM6 = URDF_DIR / 'arm6.urdf'
+ARM6_JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow', 'wrist_1', 'wrist_2', 'wrist_3']
+
+# UR5, standard DH, as published by Universal Robots: d [m], a [m], alpha [rad].
+UR5_D = [0.089159, 0.0, 0.0, 0.10915, 0.09465, 0.0823]
+UR5_A = [0.0, -0.425, -0.39225, 0.0, 0.0, 0.0]
+UR5_ALPHA = [math.pi / 2, 0.0, 0.0, math.pi / 2, -math.pi / 2, 0.0]
+
+# The reference UR5's base_link expressed in the DH base frame: a half turn about z.
+T_DH_BASE_REFERENCE_BASE_LINK = np.diag([-1.0, -1.0, 1.0, 1.0])
+
+URDF_FILES = sorted(URDF_DIR.glob('*.urdf'))
+CONFIG_FILES = sorted(CONFIG_DIR.glob('*.yaml'))
+
+
+def transform_from_dh(theta: float, d: float, a: float, alpha: float) -> np.ndarray:
+    """Standard DH link transform Rz(theta) Tz(d) Tx(a) Rx(alpha), written out element-wise."""
+    ct, st = math.cos(theta), math.sin(theta)
+    ca, sa = math.cos(alpha), math.sin(alpha)
+    return np.array([[ct, -st * ca, st * sa, a * ct],
+                     [st, ct * ca, -ct * sa, a * st],
+                     [0.0, sa, ca, d],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+def ur5_dh_fk(q) -> np.ndarray:
+    """T_base_flange of the UR5 from its DH table (no joint offsets)."""
+    T = np.eye(4)
+    for theta, d, a, alpha in zip(q, UR5_D, UR5_A, UR5_ALPHA, strict=True):
+        T = T @ transform_from_dh(theta, d, a, alpha)
+    return T
+
+
+def parse_urdf(path: Path) -> URDF:
+    return URDF.from_xml_string(path.read_text())
+
+
+# ------------------------------------------------------------------------------------ arm6
+def test_arm6_has_the_six_ur_joints_in_order_and_ur_limits():
+    chain = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
+    assert chain.joint_names == ARM6_JOINTS
+    two_pi = 2 * math.pi
+    np.testing.assert_allclose(chain.lower, [-two_pi, -two_pi, -math.pi, -two_pi, -two_pi, -two_pi])
+    np.testing.assert_allclose(chain.upper, [two_pi, two_pi, math.pi, two_pi, two_pi, two_pi])
+
+
+def test_arm6_fk_equals_ur5_dh_forward_kinematics_for_random_q():
+    chain = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
+    rng = np.random.default_rng(20240506)
+    for _ in range(200):
+        q = rng.uniform(chain.lower, chain.upper)
+        np.testing.assert_allclose(chain.fk(q), ur5_dh_fk(q), atol=1e-12)
+
+
+def test_arm6_at_zero_is_the_ur5_stretched_pose():
+    # At q = 0 the UR arm lies along -x: x = a2 + a3, y = -(d4 + d6), z = d1 - d5.
+    T = Chain.from_urdf_file(ARM6, 'base_link', 'tool0').fk(np.zeros(6))
+    np.testing.assert_allclose(T[:3, 3], [-0.81725, -0.19145, -0.005491], atol=1e-12)
+
+
+def test_arm6_tool0_matches_reference_ur5_after_half_turn_of_the_base():
+    if not REFERENCE_UR5.is_file():
+        pytest.skip(f'reference UR5 {REFERENCE_UR5} is not present')
+    ours = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
+    reference = Chain.from_urdf_file(REFERENCE_UR5, 'base_link', 'tool0')
+    assert reference.n == 6
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        q = rng.uniform(ours.lower, ours.upper)
+        T_reference = reference.fk(q)
+        T_ours_in_reference = T_DH_BASE_REFERENCE_BASE_LINK.T @ ours.fk(q)
+        # The reference writes pi/2 as 1.57079632679: agreement is to about 1e-11.
+        np.testing.assert_allclose(T_ours_in_reference[:3, 3], T_reference[:3, 3], atol=1e-9)
+        np.testing.assert_allclose(T_ours_in_reference[:3, :3], T_reference[:3, :3], atol=1e-9)
+
+
+def test_reference_ur5_base_link_is_not_the_dh_base():
+    # Guards the statement above: without the half turn the positions do not agree.
+    if not REFERENCE_UR5.is_file():
+        pytest.skip(f'reference UR5 {REFERENCE_UR5} is not present')
+    reference = Chain.from_urdf_file(REFERENCE_UR5, 'base_link', 'tool0')
+    q = np.array([0.3, -1.0, 1.2, -0.5, 0.7, 0.1])
+    assert np.linalg.norm(reference.fk(q)[:3, 3] - ur5_dh_fk(q)[:3, 3]) > 0.1
+
+
+# ------------------------------------------------------------------------ every model file
+def test_urdf_directory_has_the_models():
+    names = {p.stem for p in URDF_FILES}
+    assert {'leg3', 'planar4', 'arm6'} <= names
+
+
+@pytest.mark.parametrize('path', URDF_FILES, ids=lambda p: p.name)
+def test_urdf_parses_with_urdf_parser_py(path):
+    robot = parse_urdf(path)
+    assert robot.links, f'{path.name} has no links'
+    assert robot.get_root(), f'{path.name} has no root link'
+
+
+@pytest.mark.parametrize('path', URDF_FILES, ids=lambda p: p.name)
+def test_every_moving_joint_has_limits_with_lower_below_upper(path):
+    for joint in parse_urdf(path).joints:
+        if joint.type in ('fixed', 'continuous', 'floating', 'planar'):
+            continue
+        assert joint.limit is not None, f'{path.name}: joint {joint.name!r} has no <limit>'
+        assert joint.limit.lower is not None and joint.limit.upper is not None, \
+            f'{path.name}: joint {joint.name!r} lacks lower/upper'
+        assert joint.limit.lower < joint.limit.upper, \
+            f'{path.name}: joint {joint.name!r} limits [{joint.limit.lower}, {joint.limit.upper}]'
+        assert joint.limit.effort is not None and joint.limit.velocity is not None, \
+            f'{path.name}: joint {joint.name!r} lacks effort/velocity'
+
+
+@pytest.mark.parametrize('path', URDF_FILES, ids=lambda p: p.name)
+def test_every_link_has_a_visual(path):
+    missing = [link.name for link in parse_urdf(path).links if not link.visuals]
+    assert not missing, f'{path.name}: links without <visual>: {missing}'
+
+
+# ------------------------------------------------------------------------------- configs
+def parameters_of(config: dict) -> dict:
+    """The ros__parameters of the first node in a ROS params file."""
+    for value in config.values():
+        if isinstance(value, dict) and 'ros__parameters' in value:
+            return value['ros__parameters']
+    raise AssertionError('no <node>: ros__parameters: block')
+
+
+def test_config_files_are_checked_when_present():
+    if not CONFIG_FILES:
+        pytest.skip(f'no config/*.yaml yet in {CONFIG_DIR}')
+    assert all(p.suffix == '.yaml' for p in CONFIG_FILES)
+
+
+@pytest.mark.parametrize('path', CONFIG_FILES, ids=lambda p: p.name)
+def test_config_names_links_that_exist_in_its_urdf(path):
+    params = parameters_of(yaml.safe_load(path.read_text()))
+    urdf_path = URDF_DIR / f'{path.stem}.urdf'
+    if 'urdf_file' in params and params['urdf_file']:
+        urdf_path = URDF_DIR / Path(params['urdf_file']).name
+    if not urdf_path.is_file():
+        pytest.skip(f'{path.name} belongs to {urdf_path.name}, which is not in urdf/ yet')
+    links = {link.name for link in parse_urdf(urdf_path).links}
+    named = [params[key] for key in ('base_link', 'tip_link') if params.get(key)]
+    tips = params.get('tip_links') or []
+    named += [tips] if isinstance(tips, str) else list(tips)
+    assert named, f'{path.name} names no base_link/tip_link(s)'
+    unknown = [name for name in named if name not in links]
+    assert not unknown, f'{path.name} names {unknown}, not links of {urdf_path.name}: {links}'

@@ -1,0 +1,214 @@
+"""The node's pure-Python helpers (ik_node.ros.messages, ik_node.ros.markers), without
+rclpy.init."""
+
+import math
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip('geometry_msgs')
+
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
+from visualization_msgs.msg import Marker  # noqa: E402
+
+from ik_node import Chain, TargetError, make_solver  # noqa: E402
+from ik_node.ros import messages as conv  # noqa: E402
+from ik_node.ros import markers  # noqa: E402
+from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def leg():
+    return Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
+
+
+# ----------------------------------------------------------------------------------- targets
+def test_pose_and_point_messages_become_targets_in_ros_quaternion_order():
+    pose = PoseStamped()
+    pose.header.frame_id = 'hip_link'
+    pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = 1.0, 2.0, 3.0
+    o = pose.pose.orientation
+    o.x, o.y, o.z, o.w = 0.1, 0.2, 0.3, 0.9
+    t = conv.target_from_pose(pose, 'tip')
+    assert t.position.tolist() == [1.0, 2.0, 3.0]
+    assert t.quat_xyzw.tolist() == [0.1, 0.2, 0.3, 0.9]
+    assert (t.frame_id, t.tip) == ('hip_link', 'tip')
+    point = PointStamped()
+    point.point.z = -0.5
+    t = conv.target_from_point(point)
+    assert t.quat_xyzw is None and t.position.tolist() == [0.0, 0.0, -0.5] and t.frame_id == ''
+
+
+def test_target_in_base_frame_is_unchanged(leg):
+    for frame in ('', 'base_link'):
+        p, quat = conv.target_in_base(conv.Target(np.array([0.1, 0.2, -0.3]), None, frame), leg,
+                                      np.zeros(3))
+        assert p.tolist() == [0.1, 0.2, -0.3] and quat is None
+
+
+def test_target_in_a_link_frame_uses_the_current_joint_positions(leg):
+    # thigh_link: hip_pitch's frame, 0.05 m below the base, turned by yaw then pitch.
+    yaw, pitch = 0.5, -0.3
+    p_thigh = np.array([0.0, 0.0, -0.3])  # the knee
+    p, quat = conv.target_in_base(conv.Target(p_thigh, np.array([0, 0, 0, 1.0]), 'thigh_link'),
+                                  leg, np.array([yaw, pitch, 0.7]))
+    # Hand computation: the knee is 0.3 m along the thigh, pitched about the yawed y axis.
+    horizontal = -0.3 * math.sin(pitch)
+    expected = [horizontal * math.cos(yaw), horizontal * math.sin(yaw),
+                -0.05 - 0.3 * math.cos(pitch)]
+    assert p == pytest.approx(expected, abs=1e-12)
+    # Orientation: identity in the thigh frame is the thigh frame's rotation in the base.
+    R = rotation_from_quat_xyzw(quat)
+    Rz = np.array([[math.cos(yaw), -math.sin(yaw), 0], [math.sin(yaw), math.cos(yaw), 0],
+                   [0, 0, 1]])
+    Ry = np.array([[math.cos(pitch), 0, math.sin(pitch)], [0, 1, 0],
+                   [-math.sin(pitch), 0, math.cos(pitch)]])
+    assert np.allclose(R, Rz @ Ry, atol=1e-12)
+
+
+@pytest.mark.parametrize('position,quat,frame,words', [
+    ([math.nan, 0, 0], None, '', 'NaN'),
+    ([0, math.inf, 0], None, '', 'inf'),
+    ([1e9, 0, 0], None, '', 'beyond'),
+    ([0, 0, 0], [0, 0, 0, 0], '', 'zero length'),
+    ([0, 0, 0], [math.nan, 0, 0, 1], '', 'NaN'),
+    ([0, 0, 0], None, 'world', 'world'),
+])
+def test_bad_targets_raise_target_error_naming_the_problem(leg, position, quat, frame, words):
+    target = conv.Target(np.array(position, dtype=float),
+                         None if quat is None else np.array(quat, dtype=float), frame)
+    with pytest.raises(TargetError, match=words):
+        conv.target_in_base(target, leg, np.zeros(3))
+
+
+def test_unknown_frame_error_lists_the_links(leg):
+    with pytest.raises(TargetError, match='Available links: .*shin_link'):
+        conv.target_in_base(conv.Target(np.zeros(3), None, 'map'), leg, np.zeros(3))
+
+
+def test_latest_targets_keeps_only_the_newest_and_counts_the_rest():
+    box = conv.LatestTargets()
+    for k in range(5):
+        box.put(None, conv.Target(np.array([k, 0.0, 0.0]), None, ''))
+    box.put('left', conv.Target(np.array([9.0, 0.0, 0.0]), None, ''))
+    assert box.skipped == 4
+    taken = box.take()
+    assert taken[None].position[0] == 4.0 and taken['left'].position[0] == 9.0
+    assert box.take() == {}
+
+
+def test_latest_targets_is_safe_across_threads():
+    box = conv.LatestTargets()
+
+    def producer(slot):
+        for k in range(2000):
+            box.put(slot, conv.Target(np.array([k, 0.0, 0.0]), None, ''))
+    threads = [threading.Thread(target=producer, args=(slot,)) for slot in ('a', 'b')]
+    for t in threads:
+        t.start()
+    taken = 0
+    while any(t.is_alive() for t in threads) or box.pending:
+        taken += len(box.take())
+    for t in threads:
+        t.join()
+    # Every target put was either taken or counted as skipped, none lost or double counted.
+    assert taken + box.skipped == 4000
+    assert not box.pending
+
+
+# ------------------------------------------------------------------------------ joint states
+def test_check_publishable_refuses_nan_and_out_of_limit_values(leg):
+    assert conv.check_publishable(leg, [0.1, 0.2, 0.3]).tolist() == [0.1, 0.2, 0.3]
+    with pytest.raises(TargetError, match='NaN'):
+        conv.check_publishable(leg, [math.nan, 0.0, 0.0])
+    with pytest.raises(TargetError, match='knee=3 not in'):
+        conv.check_publishable(leg, [0.0, 0.0, 3.0])  # knee limit is 2.6
+    with pytest.raises(TargetError, match='3 joints'):
+        conv.check_publishable(leg, [0.0, 0.0])
+
+
+def test_joint_state_message_carries_names_and_positions():
+    msg = conv.joint_state_msg(['a', 'b'], np.array([1.5, -2.0]), stamp())
+    assert list(msg.name) == ['a', 'b'] and list(msg.position) == [1.5, -2.0]
+
+
+# ------------------------------------------------------------------------------- diagnostics
+def test_result_values_have_every_documented_key(leg):
+    result = make_solver('analytic_hip_knee', leg).solve([0.1, 0.05, -0.45], [0, 0, 0, 1])
+    v = conv.result_values(result, 'analytic_hip_knee', 'base_link', 3, 7)
+    for key in ('solver', 'reachable', 'position_error_m', 'orientation_error_rad',
+                'min_residual_m', 'iterations', 'solve_time_ms', 'status', 'target_frame',
+                'skipped_targets', 'orientation_ignored', 'message', 'solve_count'):
+        assert key in v, key
+    assert (v['reachable'], v['orientation_ignored'], v['skipped_targets'], v['solve_count']) \
+        == ('true', 'true', '3', '7')
+    assert conv.result_level(result) == DiagnosticStatus.OK
+    assert 'orientation ignored' in conv.result_summary(result, 'analytic_hip_knee')
+
+
+def test_unreachable_result_is_warn_and_error_values_keep_the_keys(leg):
+    result = make_solver('analytic_hip_knee', leg).solve([0.0, 0.0, -2.0])
+    assert conv.result_level(result) == DiagnosticStatus.WARN
+    assert 'not reached' in conv.result_summary(result, 'analytic_hip_knee')
+    err = conv.error_values('fabrik', 'x', 0, 2, 'bad target: NaN')
+    assert set(conv.result_values(result, 'a', 'b', 0, 0)) <= set(err)
+    assert err['status'] == 'error' and err['message'] == 'bad target: NaN'
+
+
+def test_diagnostics_gate_limits_the_rate_but_lets_errors_and_changes_through():
+    gate = conv.DiagnosticsGate(10.0)  # one per 0.1 s
+    assert gate.offer(0.0, conv.OK, 'a')
+    assert not gate.offer(0.01, conv.OK, 'b')
+    assert not gate.offer(0.02, conv.OK, 'c')
+    assert gate.flush(0.05) == []            # too early
+    assert gate.flush(0.11) == ['c']         # the newest held one
+    assert gate.flush(0.5) == []             # nothing held any more
+    assert gate.offer(0.51, conv.WARN, 'd')  # level change: at once
+    assert gate.offer(0.52, conv.ERROR, 'e')  # error: at once
+    assert gate.offer(0.53, conv.OK, 'f', force=True)
+    assert gate.offer(0.70, conv.OK, 'g')    # period elapsed
+
+
+# ----------------------------------------------------------------------------------- markers
+def test_envelope_of_the_planar_arm_is_a_disc_of_the_total_length():
+    chain = Chain.from_urdf_file(REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip')
+    env = markers.envelope_of(chain)
+    assert env.r_max == pytest.approx(0.35 + 0.30 + 0.25 + 0.20)
+    assert env.r_min == 0.0 and np.allclose(np.abs(env.normal), [0, 0, 1])
+    (outer, inner) = markers.envelope_markers('base_link', stamp(), env)
+    assert outer.type == Marker.CYLINDER and outer.scale.x == pytest.approx(2.2)
+    assert inner.action == Marker.DELETE
+
+
+def test_envelope_of_the_leg_is_a_sphere_and_a_solver_can_refine_it(leg):
+    env = markers.envelope_of(leg)
+    assert env.normal is None and env.r_max == pytest.approx(0.05 + 0.30 + 0.28)
+
+    class Knows:
+        def reach_envelope(self, tip):
+            return (0.0, 0.0, -0.05), 0.1, 0.58
+    env = markers.envelope_of(leg, Knows())
+    assert (env.r_min, env.r_max) == (0.1, 0.58)
+    outer, inner = markers.envelope_markers('base_link', stamp(), env)
+    assert outer.type == Marker.SPHERE and inner.scale.x == pytest.approx(0.2)
+
+
+def test_target_markers_are_green_when_reached_and_draw_a_line_when_not():
+    reached = markers.target_markers('base_link', stamp(), 0, np.array([1, 2, 3.0]), True,
+                                     np.array([1, 2, 3.0]))
+    assert reached[0].color.g > 0.5 and reached[1].action == Marker.DELETE
+    missed = markers.target_markers('base_link', stamp(), 1, np.array([1, 2, 3.0]), False,
+                                    np.array([0, 0, 0.0]))
+    assert missed[0].color.r > 0.5 and missed[0].id == 11
+    assert missed[1].type == Marker.LINE_LIST and missed[1].id == 101
+    assert [(p.x, p.y, p.z) for p in missed[1].points] == [(0, 0, 0), (1, 2, 3)]
+
+
+def stamp():
+    from builtin_interfaces.msg import Time
+    return Time()

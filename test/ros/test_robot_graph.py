@@ -1,0 +1,606 @@
+"""ik_node in a real robot's ROS graph, over DDS with the node in its own process (issue 12).
+
+* The Panda from a user params file driving ros2_control's forward_position_controller
+  (``output: position_command``), seeded from a measured state that this test process
+  publishes and moves: every command reaches its target and stays near the measured joints.
+* ``output: joint_trajectory`` timed by the URDF velocity limits.
+* A UR5 and a Panda side by side in namespaces /r1 and /r2: no cross-talk.
+* ``robot_description`` by topic after start-up, then replaced by another robot; a bad one is
+  refused with the reason while the old chain stays in force.
+The reference URDFs are read in place from ../shared/robots.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip('rclpy')
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from ik_node import Chain  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 20.0
+PANDA = ('panda.urdf', 'panda_link0', 'panda_hand_tcp')
+UR5 = ('ur5.urdf', 'base_link', 'tool0')
+
+
+def values(status) -> Dict[str, str]:
+    return {kv.key: kv.value for kv in status.values}
+
+
+def write_params(tmp_path: Path, name: str, params: dict) -> Path:
+    path = tmp_path / f'{name}.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
+    return path
+
+
+def start_node(params: Path, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH', '')]))
+    return subprocess.Popen([sys.executable, '-m', 'ik_node.node', '--ros-args',
+                             '--params-file', str(params), *extra],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def stop(proc: subprocess.Popen) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        raise AssertionError(f'node did not stop: {err}') from None
+    assert proc.returncode == 0, err
+    assert 'Traceback' not in err, err
+    return err
+
+
+class Graph:
+    """The test side of the graph: publishes targets, states and descriptions; records outputs."""
+
+    def __init__(self) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(f'graph_probe_{os.getpid()}', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.lock = threading.Lock()
+        self.received: Dict[str, List] = {}
+        self.pubs: Dict[str, object] = {}
+        self._last_ns = 0
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def listen(self, msg_type, topic: str, qos=10) -> List:
+        out = self.received.setdefault(topic, [])
+
+        def on_msg(msg):
+            with self.lock:
+                out.append(msg)
+        self.node.create_subscription(msg_type, topic, on_msg, qos)
+        return out
+
+    def diagnostics(self, name: str) -> List:
+        out = self.received.setdefault(f'diag:{name}', [])
+
+        def on_msg(msg):
+            with self.lock:
+                out.extend(s for s in msg.status if s.name == f'{name}: ik')
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_msg, 100)
+        return out
+
+    def publisher(self, msg_type, topic: str, qos=10):
+        if topic not in self.pubs:
+            self.pubs[topic] = self.node.create_publisher(msg_type, topic, qos)
+        return self.pubs[topic]
+
+    def wait_for(self, what: str, predicate: Callable[[], object], timeout: float = TIMEOUT_S,
+                 procs=()):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                out = predicate()
+            if out:
+                return out
+            for proc in procs:
+                if proc.poll() is not None:
+                    raise AssertionError(f'node exited while waiting for {what}: '
+                                         f'{proc.communicate()[1]}')
+            time.sleep(0.01)
+        raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+
+    def stamp(self, msg) -> str:
+        ns = max(time.time_ns(), self._last_ns + 1)
+        self._last_ns = ns
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+        return f'{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}'
+
+    def send_pose(self, topic: str, frame: str, T: np.ndarray) -> str:
+        from ik_node.ros.messages import quat_xyzw_from_rotation
+        msg = PoseStamped()
+        msg.header.frame_id = frame
+        p, o = msg.pose.position, msg.pose.orientation
+        p.x, p.y, p.z = (float(v) for v in T[:3, 3])
+        o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw_from_rotation(T[:3, :3]))
+        key = self.stamp(msg)
+        self.publisher(PoseStamped, topic).publish(msg)
+        return key
+
+    def send_point(self, topic: str, frame: str, p) -> str:
+        msg = PointStamped()
+        msg.header.frame_id = frame
+        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in p)
+        key = self.stamp(msg)
+        self.publisher(PointStamped, topic).publish(msg)
+        return key
+
+    def answer(self, diags: List, key: str, procs=()):
+        return self.wait_for(f'the answer to target {key}', lambda: next(
+            (s for s in diags if key in values(s).get('target_stamp', '').split(',')), None),
+            procs=procs)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.thread.join(timeout=5)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def graph():
+    g = Graph()
+    try:
+        yield g
+    finally:
+        g.close()
+
+
+def robot_params(shared_robot, robot, **extra) -> dict:
+    name, base, tip = robot
+    return {'urdf_file': str(shared_robot(name)), 'base_link': base, 'tip_link': tip,
+            'solver': 'damped_jacobian', **extra}
+
+
+# ---------------------------------------------------------------------------------- tests
+def test_panda_drives_a_position_controller_seeded_from_the_measured_moving_state(
+        graph, shared_robot, tmp_path):
+    params = write_params(tmp_path, 'panda', robot_params(
+        shared_robot, PANDA, output='position_command', state_topic='/measured/joint_states',
+        state_timeout=1.0))
+    chain = Chain.from_urdf_file(shared_robot(PANDA[0]), PANDA[1], PANDA[2])
+    commands = graph.listen(Float64MultiArray, '/forward_position_controller/commands')
+    joint_states = graph.listen(JointState, '/joint_states')
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    try:
+        graph.wait_for('the node', lambda: diags, procs=[proc])
+        state_pub = graph.publisher(JointState, '/measured/joint_states')
+        rng = np.random.default_rng(3)
+        q_measured = chain.mid_configuration()
+        for step in range(6):
+            # The robot moves: the measured state walks, with the fingers and an unknown joint
+            # in the message (merged by name), in another order than the chain's.
+            q_measured = chain.clip(q_measured + rng.uniform(-0.15, 0.15, chain.n))
+            state = JointState()
+            state.name = ['panda_finger_joint1', 'other'] + chain.joint_names[::-1]
+            state.position = [0.01, 5.0] + [float(v) for v in q_measured[::-1]]
+            deadline = time.monotonic() + 0.3
+            while time.monotonic() < deadline:  # a robot publishes its state continuously
+                state_pub.publish(state)
+                time.sleep(0.02)
+            q_goal = chain.clip(q_measured + rng.uniform(-0.05, 0.05, chain.n))
+            T_goal = chain.fk(q_goal)
+            n_before = len(commands)
+            key = graph.send_pose('/ik_node/target_pose', PANDA[1], T_goal)
+            status = graph.answer(diags, key, procs=[proc])
+            v = values(status)
+            assert v['reachable'] == 'true', v
+            assert v['seed'] == 'measured' and v['output'] == 'position_command', v
+            command = graph.wait_for('a command', lambda n=n_before: commands[n:])[-1]
+            q = np.array(command.data)
+            assert q.shape == (chain.n,) and chain.within_limits(q)
+            assert np.linalg.norm(chain.fk(q)[:3, 3] - T_goal[:3, 3]) < 1e-4
+            # Seeded from where the robot is, the answer is the nearby configuration, not
+            # another branch: within the goal's offset (0.05 per joint) plus margin.
+            assert np.max(np.abs(q - q_measured)) < 0.25, (step, q - q_measured)
+        # No JointState from a node that drives a controller (the robot publishes those).
+        assert not joint_states
+        # A measured state that stops: the seed falls back to the last solution, and says so.
+        time.sleep(1.2)
+        key = graph.send_pose('/ik_node/target_pose', PANDA[1], chain.fk(q_measured))
+        v = values(graph.answer(diags, key, procs=[proc]))
+        assert v['seed'].startswith('last solution') and 'stale' in v['seed'], v
+    finally:
+        stop(proc)
+
+
+def test_joint_trajectory_point_is_timed_by_the_velocity_limits(graph, shared_robot, tmp_path):
+    params = write_params(tmp_path, 'ur5', robot_params(
+        shared_robot, UR5, output='joint_trajectory', trajectory_velocity_scaling=0.5,
+        command_joints=['wrist_3_joint', 'wrist_2_joint', 'wrist_1_joint', 'elbow_joint',
+                        'shoulder_lift_joint', 'shoulder_pan_joint']))
+    chain = Chain.from_urdf_file(shared_robot(UR5[0]), UR5[1], UR5[2])
+    trajectories = graph.listen(JointTrajectory, '/joint_trajectory_controller/joint_trajectory')
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    try:
+        graph.wait_for('the node', lambda: diags, procs=[proc])
+        q_goal = np.array([0.3, -1.2, 1.4, -0.6, 0.8, 0.4])
+        key = graph.send_pose('/ik_node/target_pose', UR5[1], chain.fk(q_goal))
+        assert values(graph.answer(diags, key, procs=[proc]))['reachable'] == 'true'
+        msg = graph.wait_for('a trajectory', lambda: trajectories)[-1]
+        assert list(msg.joint_names) == ['wrist_3_joint', 'wrist_2_joint', 'wrist_1_joint',
+                                         'elbow_joint', 'shoulder_lift_joint',
+                                         'shoulder_pan_joint']
+        (point,) = msg.points
+        by_name = dict(zip(msg.joint_names, point.positions))
+        q = np.array([by_name[n] for n in chain.joint_names])
+        assert np.linalg.norm(chain.fk(q)[:3, 3] - chain.fk(q_goal)[:3, 3]) < 1e-4
+        # From the start configuration (zeros: no measured state), each joint at half its URDF
+        # velocity limit: the slowest one sets the time.
+        velocity = {j.name: j.limit.velocity for j in chain.robot.joints if j.limit}
+        expected = max(abs(by_name[n]) / (0.5 * velocity[n]) for n in msg.joint_names)
+        t = point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
+        assert t == pytest.approx(max(expected, 0.02), rel=1e-6, abs=1e-6)
+    finally:
+        stop(proc)
+
+
+def test_a_command_joint_that_is_not_in_the_chain_stops_the_start_with_one_line(
+        shared_robot, tmp_path):
+    params = write_params(tmp_path, 'ur5', robot_params(
+        shared_robot, UR5, output='position_command', command_joints=['shoulder_pan_joint',
+                                                                      'gripper']))
+    proc = start_node(params)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert 'gripper not a moving joint of the chain' in err and 'Traceback' not in err
+
+
+def test_two_namespaced_robots_side_by_side_do_not_talk_to_each_other(
+        graph, shared_robot, tmp_path):
+    procs = {
+        'r1': start_node(write_params(tmp_path, 'ur5', robot_params(shared_robot, UR5)),
+                         '-r', '__ns:=/r1'),
+        'r2': start_node(write_params(tmp_path, 'panda', robot_params(shared_robot, PANDA)),
+                         '-r', '__ns:=/r2'),
+    }
+    chains = {'r1': Chain.from_urdf_file(shared_robot(UR5[0]), UR5[1], UR5[2]),
+              'r2': Chain.from_urdf_file(shared_robot(PANDA[0]), PANDA[1], PANDA[2])}
+    bases = {'r1': UR5[1], 'r2': PANDA[1]}
+    js = {ns: graph.listen(JointState, f'/{ns}/joint_states') for ns in procs}
+    root_js = graph.listen(JointState, '/joint_states')
+    diags = {ns: graph.diagnostics(f'{ns}/ik_node') for ns in procs}
+    try:
+        for ns in procs:
+            graph.wait_for(f'{ns} up', lambda ns=ns: diags[ns] and js[ns],
+                           procs=list(procs.values()))
+        for ns, other in (('r1', 'r2'), ('r2', 'r1')):
+            chain = chains[ns]
+            q_goal = chain.clip(chain.mid_configuration() + 0.2)
+            n_other = len(js[other])
+            key = graph.send_pose(f'/{ns}/ik_node/target_pose', bases[ns], chain.fk(q_goal))
+            v = values(graph.answer(diags[ns], key, procs=list(procs.values())))
+            assert v['reachable'] == 'true', v
+            assert not any(key in values(s).get('target_stamp', '') for s in diags[other])
+            stamp = v['joint_state_stamp']
+            msg = graph.wait_for('the joint state of the answer', lambda ns=ns, stamp=stamp: next(
+                (m for m in js[ns] if f'{m.header.stamp.sec}.{m.header.stamp.nanosec:09d}'
+                 == stamp), None))
+            index = {n: i for i, n in enumerate(msg.name)}
+            q = np.array([msg.position[index[n]] for n in chain.joint_names])
+            assert np.linalg.norm(chain.fk(q)[:3, 3] - chain.fk(q_goal)[:3, 3]) < 1e-4
+            # The other robot's joint states still carry only its own joints, unmoved.
+            others = js[other][n_other:]
+            assert all(set(m.name).isdisjoint(chain.joint_names) for m in others)
+        assert not root_js, 'a namespaced node published on /joint_states'
+    finally:
+        for proc in procs.values():
+            stop(proc)
+
+
+def test_robot_description_by_topic_after_start_then_another_robot_then_a_bad_one(
+        graph, shared_robot, tmp_path):
+    params = write_params(tmp_path, 'topic', {'base_link': 'base_link', 'tip_link': 'tool0'})
+    diags = graph.diagnostics('ik_node')
+    js = graph.listen(JointState, '/joint_states')
+    proc = start_node(params)
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    try:
+        waiting = graph.wait_for('the waiting status', lambda: next(
+            (s for s in diags if values(s).get('status') == 'waiting'), None), procs=[proc])
+        assert waiting.level == b'\x01' and 'waiting for robot_description' in waiting.message
+        key = graph.send_point('/ik_node/target_point', 'base_link', [0.3, 0.1, 0.4])
+        refused = values(graph.answer(diags, key, procs=[proc]))
+        assert refused['status'] == 'waiting' and 'target refused' in refused['message']
+        assert not js, 'joint states before there is a robot'
+
+        description = graph.publisher(String, '/robot_description', latched)
+        for urdf in (shared_robot(UR5[0]), REPO / 'urdf' / 'arm6.urdf'):
+            chain = Chain.from_urdf_file(urdf, 'base_link', 'tool0')
+            description.publish(String(data=Path(urdf).read_text()))
+            graph.wait_for(f'joint states of {urdf.name}', lambda chain=chain: any(
+                set(chain.joint_names) <= set(m.name) for m in js), procs=[proc])
+            q_goal = chain.clip(chain.mid_configuration() + 0.3)
+            key = graph.send_pose('/ik_node/target_pose', 'base_link', chain.fk(q_goal))
+            v = values(graph.answer(diags, key, procs=[proc]))
+            assert v['reachable'] == 'true', (urdf.name, v)
+
+        # A description without the configured links: refused with the reason, arm6 stays.
+        n_diag = len(diags)
+        description.publish(String(data=(REPO / 'urdf' / 'leg3.urdf').read_text()))
+        error = graph.wait_for('the refusal', lambda: next(
+            (s for s in diags[n_diag:] if s.level == b'\x02'), None), procs=[proc])
+        assert 'refused' in error.message and 'tool0' in error.message, error.message
+        key = graph.send_pose('/ik_node/target_pose', 'base_link', chain.fk(q_goal + 0.05))
+        assert values(graph.answer(diags, key, procs=[proc]))['reachable'] == 'true'
+    finally:
+        stop(proc)
+
+
+def test_state_topic_equal_to_its_own_output_is_refused_at_start(tmp_path):
+    params = write_params(tmp_path, 'loop', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
+                                             'tip_link': 'foot', 'state_topic': 'joint_states'})
+    proc = start_node(params)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and 'its own output' in err and 'Traceback' not in err, err
+
+
+def test_targets_in_a_frame_outside_the_urdf_are_refused_without_tf2_or_looked_up_with_it(
+        graph, tmp_path):
+    """Without tf2_ros (the pip install) the refusal says tf2_ros is needed; with it (a ROS 2
+    install) a frame TF does not know is an ERROR naming the frame. Either way the node goes
+    on solving."""
+    params = write_params(tmp_path, 'leg', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
+                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee',
+                                            'tf_timeout': 0.05})
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    try:
+        graph.wait_for('the node', lambda: diags, procs=[proc])
+        key = graph.send_point('/ik_node/target_point', 'camera_optical_frame', [0.1, 0, -0.4])
+        v = values(graph.answer(diags, key, procs=[proc]))
+        assert v['status'] == 'error' and 'camera_optical_frame' in v['message'], v
+        try:
+            import tf2_ros  # noqa: F401
+            assert 'no TF transform' in v['message'], v
+        except ImportError:
+            assert 'tf2_ros' in v['message'], v
+        key = graph.send_point('/ik_node/target_point', 'base_link', [0.1, 0.05, -0.45])
+        assert values(graph.answer(diags, key, procs=[proc]))['reachable'] == 'true'
+    finally:
+        stop(proc)
+
+
+def test_a_target_in_a_tf_frame_is_transformed_into_the_base(graph, tmp_path):
+    """Where tf2_ros is importable (a ROS 2 install): a static transform world -> base_link,
+    a target in world, and the foot lands where the transform puts it."""
+    tf2_ros = pytest.importorskip('tf2_ros', reason='tf2_ros comes with a ROS 2 install; the '
+                                  'PyPI wheels do not have it')
+    from geometry_msgs.msg import TransformStamped
+    params = write_params(tmp_path, 'leg', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
+                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee',
+                                            'tf_timeout': 1.0})
+    diags = graph.diagnostics('ik_node')
+    js = graph.listen(JointState, '/joint_states')
+    broadcaster = tf2_ros.StaticTransformBroadcaster(graph.node)
+    tf = TransformStamped()
+    tf.header.frame_id, tf.child_frame_id = 'world', 'base_link'
+    tf.transform.translation.x, tf.transform.translation.z = 0.5, 1.0
+    tf.transform.rotation.w = 1.0
+    broadcaster.sendTransform(tf)
+    proc = start_node(params)
+    try:
+        graph.wait_for('the node', lambda: diags, procs=[proc])
+        p_base = np.array([0.1, 0.05, -0.45])
+        key = graph.send_point('/ik_node/target_point', 'world', p_base + [0.5, 0.0, 1.0])
+        v = values(graph.answer(diags, key, procs=[proc]))
+        assert v['reachable'] == 'true', v
+        chain = Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
+        msg = graph.wait_for('its joint state', lambda: next(
+            (m for m in js if f'{m.header.stamp.sec}.{m.header.stamp.nanosec:09d}'
+             == v['joint_state_stamp']), None))
+        assert np.linalg.norm(chain.fk(np.array(msg.position))[:3, 3] - p_base) < 1e-4
+    finally:
+        stop(proc)
+
+
+def test_swaps_under_a_1khz_stream_never_mix_two_chains(graph, shared_robot, tmp_path):
+    """Description swaps (UR5 <-> arm6), solver switches and chain changes while targets stream
+    at 1 kHz from this process into the node's process: every JointState is one model's whole
+    joint list, every answered target after a swap is solved on the new chain, the node lives."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    ur5_xml = shared_robot(UR5[0]).read_text()
+    arm6_xml = (REPO / 'urdf' / 'arm6.urdf').read_text()
+    models = {'ur5': Chain.from_urdf_string(ur5_xml, 'base_link', 'tool0'),
+              'arm6': Chain.from_urdf_string(arm6_xml, 'base_link', 'tool0')}
+    names = {k: tuple(c.joint_names) for k, c in models.items()}
+    params = write_params(tmp_path, 'swap', {'robot_description': ur5_xml,
+                                             'base_link': 'base_link', 'tip_link': 'tool0',
+                                             'solver': 'damped_jacobian',
+                                             'reachability_samples': 0})
+    js = graph.listen(JointState, '/joint_states', 1000)
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    client = graph.node.create_client(SetParameters, '/ik_node/set_parameters')
+
+    def set_param(name, value):
+        kind = ParameterType.PARAMETER_STRING
+        request = SetParameters.Request(parameters=[ParameterMsg(
+            name=name, value=ParameterValue(type=kind, string_value=value))])
+        assert client.wait_for_service(timeout_sec=TIMEOUT_S)
+        future = client.call_async(request)
+        graph.wait_for(f'set {name}', future.done, procs=[proc])
+        (result,) = future.result().results
+        assert result.successful, result.reason
+
+    halt = threading.Event()
+    sent = []
+
+    def stream():
+        rng = np.random.default_rng(8)
+        while not halt.is_set():
+            p = rng.uniform([-0.4, -0.4, 0.1], [0.4, 0.4, 0.5])
+            sent.append((time.monotonic(), graph.send_point('/ik_node/target_point',
+                                                            'base_link', p)))
+            time.sleep(0.001)
+    try:
+        graph.wait_for('the node', lambda: diags and js, procs=[proc])
+        streamer = threading.Thread(target=stream, daemon=True)
+        streamer.start()
+        in_force = 'ur5'
+        swaps = []  # (monotonic time the set returned, model now in force)
+        for step in range(6):
+            time.sleep(0.3)
+            if step % 3 == 0:
+                in_force = 'arm6' if in_force == 'ur5' else 'ur5'
+                set_param('robot_description', arm6_xml if in_force == 'arm6' else ur5_xml)
+            elif step % 3 == 1:
+                set_param('solver', 'fabrik' if step % 2 else 'damped_jacobian')
+            else:
+                set_param('tip_link', 'wrist_3_link' if step % 2 == 0 else 'tool0')
+                set_param('tip_link', 'tool0')
+            swaps.append((time.monotonic(), in_force))
+        time.sleep(0.5)
+        halt.set()
+        streamer.join(timeout=5)
+        assert proc.poll() is None, 'the node died'
+        with graph.lock:
+            states = list(js)
+            statuses = list(diags)
+        assert len(sent) > 1000
+        for m in states:
+            assert tuple(m.name) in names.values(), m.name  # never a mix of two chains
+            assert all(math.isfinite(v) for v in m.position)
+        # Every target sent after a description swap returned is answered on the new chain.
+        by_stamp = {}
+        for s in statuses:
+            v = values(s)
+            for key in v.get('target_stamp', '').split(','):
+                if key and v.get('joint_state_stamp'):
+                    by_stamp[key] = v['joint_state_stamp']
+        js_names = {f'{m.header.stamp.sec}.{m.header.stamp.nanosec:09d}': tuple(m.name)
+                    for m in states}
+        checked = 0
+        for t_sent, key in sent:
+            model = None
+            for t_swap, name in swaps:
+                if t_swap < t_sent:
+                    model = name
+            if model is None or key not in by_stamp or by_stamp[key] not in js_names:
+                continue
+            assert js_names[by_stamp[key]] == names[model], (key, model)
+            checked += 1
+        assert checked >= 5, f'only {checked} answered targets could be checked'
+    finally:
+        halt.set()
+        stop(proc)
+
+
+def test_fuzzed_targets_parameter_sets_and_descriptions_over_dds_leave_the_node_valid(
+        graph, tmp_path):
+    """Random targets (NaN, huge, zero quaternions, unknown frames), random parameter sets
+    (every declared name, values of every type) and mutated URDF texts, sent over DDS to the
+    node's process: it stays alive, every output is valid, and a good target is still solved."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import ListParameters, SetParameters
+    rng = np.random.default_rng(21)
+    params = write_params(tmp_path, 'fuzz', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
+                                             'tip_link': 'foot', 'solver': 'analytic_hip_knee',
+                                             'reachability_samples': 0})
+    js = graph.listen(JointState, '/joint_states', 1000)
+    diags = graph.diagnostics('ik_node')
+    proc = start_node(params)
+    set_client = graph.node.create_client(SetParameters, '/ik_node/set_parameters')
+    list_client = graph.node.create_client(ListParameters, '/ik_node/list_parameters')
+    chain = Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
+    leg_xml = (REPO / 'urdf' / 'leg3.urdf').read_text()
+
+    def call(client, request):
+        assert client.wait_for_service(timeout_sec=TIMEOUT_S)
+        future = client.call_async(request)
+        graph.wait_for('a service answer', future.done, procs=[proc])
+        return future.result()
+
+    def random_value():
+        kind = int(rng.integers(6))
+        if kind == 0:
+            return ParameterValue(type=ParameterType.PARAMETER_DOUBLE,
+                                  double_value=float(rng.choice([-1.0, 0.0, 1e300, math.nan,
+                                                                 math.inf, 0.5])))
+        if kind == 1:
+            return ParameterValue(type=ParameterType.PARAMETER_INTEGER,
+                                  integer_value=int(rng.choice([-5, 0, 1, 2 ** 40])))
+        if kind == 2:
+            return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=True)
+        if kind == 3:
+            return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY,
+                                  string_array_value=['foot', ' ', 'nope'])
+        if kind == 4:  # a mutated URDF text
+            cut = int(rng.integers(len(leg_xml)))
+            text = leg_xml[:cut] + leg_xml[cut + int(rng.integers(1, 80)):]
+            return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=text)
+        return ParameterValue(type=ParameterType.PARAMETER_STRING,
+                              string_value=str(rng.choice([' FABRIK ', '', 'x' * 1000, '\x00'])))
+    try:
+        graph.wait_for('the node', lambda: diags and js, procs=[proc])
+        names = list(call(list_client, ListParameters.Request()).result.names)
+        assert 'solver' in names and 'robot_description' in names
+        for _ in range(60):
+            name = str(rng.choice(names + ['robot_description'] * 10))
+            call(set_client, SetParameters.Request(parameters=[
+                ParameterMsg(name=name, value=random_value())]))
+            p = rng.normal(0.0, 1.0, 3) * float(rng.choice([0.3, 1e12]))
+            if rng.random() < 0.2:
+                p[int(rng.integers(3))] = math.nan
+            graph.send_point('/ik_node/target_point',
+                             str(rng.choice(['base_link', 'thigh_link', 'nowhere', ''])), p)
+        # Back to a known configuration, then a good target must be solved and published.
+        call(set_client, SetParameters.Request(parameters=[ParameterMsg(
+            name='robot_description',
+            value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=leg_xml))]))
+        for name, value in (('solver', 'analytic_hip_knee'), ('tip_link', 'foot'),
+                            ('base_link', 'base_link')):
+            call(set_client, SetParameters.Request(parameters=[ParameterMsg(
+                name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                string_value=value))]))
+        target = chain.fk(np.array([0.2, -0.4, 0.9]))[:3, 3]
+        key = graph.send_point('/ik_node/target_point', 'base_link', target)
+        v = values(graph.answer(diags, key, procs=[proc]))
+        assert v['reachable'] == 'true', v
+        assert proc.poll() is None
+        with graph.lock:
+            for m in js:
+                assert all(math.isfinite(x) for x in m.position) and len(m.name) == \
+                    len(m.position)
+            for s in diags:
+                assert s.level in (b'\x00', b'\x01', b'\x02')
+                for key_ in ('position_error_m', 'min_residual_m'):
+                    text = values(s).get(key_, '')
+                    assert not text or math.isfinite(float(text)), (key_, text)
+    finally:
+        stop(proc)
