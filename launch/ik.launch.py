@@ -27,7 +27,7 @@ from launch_ros.substitutions import FindPackageShare
 
 from ik_node.config.launch_plan import ARGUMENT_DEFAULTS, plan_from_arguments
 
-ROBOTS = ['', 'leg3', 'planar4', 'arm6', 'twin_arm']
+ROBOTS = ['', 'leg3', 'planar4', 'arm6', 'twin_arm', 'quad12']
 SOLVERS = ['', 'analytic_hip_knee', 'damped_jacobian', 'fabrik']
 OUTPUTS = ['', 'joint_states', 'position_command', 'joint_trajectory']
 BOOLEANS = ['true', 'false']

@@ -39,7 +39,7 @@ from ik_node.errors import ConfigError, IkError
 from ik_node.model.resources import urdf_path
 from ik_node.solvers import SOLVERS
 
-ROBOTS = ('leg3', 'planar4', 'arm6', 'twin_arm')
+ROBOTS = ('leg3', 'planar4', 'arm6', 'twin_arm', 'quad12')
 DEFAULT_ROBOT = 'leg3'
 #: Values of the node's ``output`` parameter (what it publishes the solution as).
 OUTPUTS = ('joint_states', 'position_command', 'joint_trajectory')

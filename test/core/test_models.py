@@ -173,3 +173,61 @@ def test_config_names_links_that_exist_in_its_urdf(path):
     assert named, f'{path.name} names no base_link/tip_link(s)'
     unknown = [name for name in named if name not in links]
     assert not unknown, f'{path.name} names {unknown}, not links of {urdf_path.name}: {links}'
+
+
+# ------------------------------------------------------------------------------------ quad12
+QUAD12 = URDF_DIR / 'quad12.urdf'
+QUAD12_FEET = ('FL_foot', 'FR_foot', 'RL_foot', 'RR_foot')
+
+
+def quad12_leg(foot: str) -> Chain:
+    return Chain.from_urdf_file(QUAD12, 'base_link', foot)
+
+
+@pytest.mark.parametrize('foot', QUAD12_FEET)
+def test_quad12_legs_are_abduction_about_x_then_pitch_and_knee_about_y(foot):
+    leg = foot.split('_')[0]
+    chain = quad12_leg(foot)
+    assert chain.joint_names == [f'{leg}_hip_abduction', f'{leg}_hip_pitch', f'{leg}_knee']
+    frames = chain.joint_frames(np.zeros(3))
+    axes = [frames[i, :3, :3] @ joint.axis for i, joint in enumerate(chain.joints)]
+    np.testing.assert_allclose(axes, [[1, 0, 0], [0, 1, 0], [0, 1, 0]], atol=1e-12)
+    assert np.all(chain.lower < 0.0) and np.all(chain.lower < chain.upper)
+    assert chain.upper[2] < 0.0  # the knee bends one way only (backward)
+
+
+@pytest.mark.parametrize('foot', QUAD12_FEET)
+def test_quad12_feet_are_offset_from_the_abduction_axis_and_placed_by_their_corner(foot):
+    chain = quad12_leg(foot)
+    sx = 1.0 if foot[0] == 'F' else -1.0
+    sy = 1.0 if foot[1] == 'L' else -1.0
+    abduction = chain.joint_frames(np.zeros(3))[0, :3, 3]
+    assert np.sign(abduction[0]) == sx and np.sign(abduction[1]) == sy
+    rng = np.random.default_rng(23)
+    for _ in range(50):  # the lateral hip offset: the foot never comes nearer the axis
+        p = chain.fk(rng.uniform(chain.lower, chain.upper))[:3, 3]
+        assert math.hypot(p[1] - abduction[1], p[2] - abduction[2]) >= 0.08 - 1e-12
+    p0 = chain.fk(np.zeros(3))[:3, 3]
+    np.testing.assert_allclose(p0 - abduction, [sx * 0.03, sy * 0.08, -0.45], atol=1e-12)
+
+
+def test_quad12_tree_has_the_four_legs_and_no_shared_moving_joint():
+    tree = Chain.from_urdf_file(QUAD12, 'base_link', list(QUAD12_FEET))
+    assert tree.n == 12 and tree.tip_links == list(QUAD12_FEET)
+    used = [set(tree.joints_of_tip(foot)) for foot in QUAD12_FEET]
+    assert all(len(joints) == 3 for joints in used)
+    assert len(set().union(*used)) == 12
+
+
+def test_quad12_config_names_the_four_feet():
+    params = parameters_of(yaml.safe_load((CONFIG_DIR / 'quad12.yaml').read_text()))
+    assert params['urdf_file'] == 'quad12.urdf' and params['base_link'] == 'base_link'
+    assert params['tip_links'] == list(QUAD12_FEET)
+    assert 'analytic_hip_knee' in params
+
+
+def test_quad12_config_builds_its_solver_on_the_tree():
+    from ik_node.config.launch_plan import plan_from_arguments
+    plan = plan_from_arguments({'robot': 'quad12', 'rviz': 'false'}, REPO)
+    assert plan.ik_node_parameters['tip_links'] == list(QUAD12_FEET)
+    assert plan.robot_description == QUAD12.read_text()
