@@ -1,6 +1,6 @@
 """Fast forward kinematics and Jacobian of a serial chain, as generated straight-line Python.
 
-For 6-7 joints, numpy's per-call overhead (about 1 us per small-array operation) dominates FK;
+For 6-7 joints, numpy's per-call overhead (a fixed cost per small-array operation) dominates FK;
 plain Python floats are faster. This module turns a serial :class:`~ik_node.model.chain.Chain` into
 one Python function per query, with the chain's constants written into the code, so products with
 the zeros and ones of typical URDF origins (rotations by multiples of pi/2) disappear:
@@ -13,10 +13,12 @@ the zeros and ones of typical URDF origins (rotations by multiples of pi/2) disa
   used once (the entries of ``J^T W J``, ``J^T W e``; the position-only Jacobian) are written
   straight into the returned tuple, without a variable.
 
-The generated source is kept in :attr:`SerialKinematics.source` for reading and debugging. The
-functions take a list of floats and return tuples of floats; :class:`~ik_node.model.chain.Chain`
-wraps
-them into numpy arrays for its public ``fk`` and ``jacobian``.
+The generator in this module is the one place to read and to change: the generated code is
+never written to a file or edited by hand (one chain's source is kept in
+:attr:`SerialKinematics.source` for debugging), and the generated functions are tested against
+the numpy :class:`~ik_node.model.chain.Chain` on seeded random configurations. They take a list
+of floats and return tuples of floats; :class:`~ik_node.model.chain.Chain` wraps them into numpy
+arrays for its public ``fk`` and ``jacobian``.
 """
 
 from __future__ import annotations

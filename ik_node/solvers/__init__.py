@@ -1,18 +1,19 @@
 """The IK solvers: the :class:`Solver` contract, the registry and one subpackage per solver.
 
-* :mod:`~ik_node.solvers.base`: the contract (:class:`Solver`), results (:class:`IkResult`,
-  :class:`IkStatus`) and the honest wrap around every solve.
+* :mod:`~ik_node.solvers.base`: the contract (:class:`Solver`, :class:`FloatSolver`), results
+  (:class:`IkResult`, :class:`IkStatus`) and the honest wrap around every solve.
 * :mod:`~ik_node.solvers.registry`: name -> class, :func:`make_solver`.
 * :mod:`~ik_node.solvers.hip_knee`, :mod:`~ik_node.solvers.fabrik`,
   :mod:`~ik_node.solvers.damped_jacobian`: the solvers.
 * :mod:`~ik_node.solvers.out_of_reach`: the closest pose to a target out of reach, the proven
-  reach bound and the measured reach, shared by the iterative solvers.
+  reach bound, the measured reach, and the status and message of each way the closest-pose
+  search stops (:mod:`~ik_node.solvers.out_of_reach.outcome`), shared by the iterative solvers.
 * :mod:`~ik_node.solvers.budget`, :mod:`~ik_node.solvers.input_checks`,
   :mod:`~ik_node.solvers.params`, :mod:`~ik_node.solvers.codegen`: what they share.
 """
 
-from ik_node.solvers.base import IkResult, IkStatus, ParamSpec, Solver, TipResult
+from ik_node.solvers.base import FloatSolver, IkResult, IkStatus, ParamSpec, Solver, TipResult
 from ik_node.solvers.registry import SOLVERS, make_solver, register, solver_class
 
-__all__ = ['SOLVERS', 'IkResult', 'IkStatus', 'ParamSpec', 'Solver', 'TipResult',
+__all__ = ['SOLVERS', 'FloatSolver', 'IkResult', 'IkStatus', 'ParamSpec', 'Solver', 'TipResult',
            'make_solver', 'register', 'solver_class']

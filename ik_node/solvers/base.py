@@ -1,11 +1,13 @@
-"""What every solver shares: parameters, the result type and the honest wrap around a solve.
+"""The solver contract: what a solver implements, the result type and the honest wrap around a
+solve.
 
-A solver subclasses :class:`Solver`, declares its own parameters in ``PARAMS`` and implements
-``_solve`` (target and seed as arrays) or ``_solve_floats`` (as lists of floats, for a
-closed-form solver whose whole solve costs a few small-array operations). :meth:`Solver.solve`
-validates the target once, times the solve, measures the errors by forward kinematics on the
-joint positions actually returned, and decides ``reachable`` from those measured errors, never
-from the solver's own belief. That wrap runs in plain floats: it is most of a closed-form solve.
+A solver subclasses :class:`Solver` (its target and seed arrive as arrays, ``_solve``) or
+:class:`FloatSolver` (as lists of floats, ``_solve_floats``: for a closed-form solver whose whole
+solve costs a few small-array operations); both are abstract, so a class that implements
+neither hook cannot be built. :meth:`Solver.solve` validates the target once, times the solve,
+measures the errors by forward kinematics on the joint positions actually returned, and decides
+``reachable`` from those measured errors, never from the solver's own belief. That wrap runs in
+plain floats: it is most of a closed-form solve.
 
 Every joint that can take an angle at two values within its limits (continuous joints, revolute
 joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the
@@ -16,6 +18,7 @@ leave no nearer value (a joint driven past its limit reappears a turn away, at t
 
 from __future__ import annotations
 
+import abc
 import enum
 import math
 import time
@@ -108,9 +111,36 @@ class RawSolution:
     tip_residuals: Dict[str, float] = field(default_factory=dict)
 
 
-class Solver:
-    """Base class of the solvers. Subclasses set ``name``, ``PARAMS`` and implement ``_solve``
-    or ``_solve_floats``."""
+class Solver(abc.ABC):
+    """The contract of a solver: what a subclass declares, what it implements, what it may add.
+
+    Declares (class attributes):
+        name: the registry name, the value of the ``solver`` parameter.
+        PARAMS: its own :class:`ParamSpec` by parameter name; the common ones
+            (:data:`~ik_node.solvers.params.COMMON_PARAMS`) are added to them.
+        supports_orientation: False for a position-only solver (an orientation given to it is
+            ignored, and the result says so).
+
+    Implements:
+        ``_solve(p_target, R_target, q_seed) -> RawSolution`` (abstract), or, through
+        :class:`FloatSolver`, ``_solve_floats`` on lists of floats. It sees only checked input
+        (a finite target, a rotation matrix or None, a seed within the limits) and returns its
+        joint positions and a status; :meth:`solve` measures the errors, clips into the limits,
+        chooses whole turns and corrects a status the measurement contradicts.
+
+    May add:
+        ``check_chain(chain)``: raise :class:`~ik_node.errors.ChainError` for a chain it cannot
+        solve; ``_check_param_combination(params)``: checks across parameters;
+        ``reach_envelope(tip) -> (centre, r_min, r_max)``: an exact reach shell, drawn by the
+        node's envelope marker when present.
+
+    Parameters are validated once, in ``__init__``, by :meth:`validate_params` (each value
+    against its spec, then :meth:`_check_param_combination`): a solver reads ``self.params``
+    and never checks a value again. The configuration layer calls the same
+    :meth:`validate_params` to refuse a file before any chain is built. A target out of reach
+    that a solver hands to the closest-pose search gets its status and message from the one
+    table of :mod:`ik_node.solvers.out_of_reach.outcome`.
+    """
 
     name: ClassVar[str] = ''
     #: The solver's own parameters (the common ones are added automatically).
@@ -161,10 +191,14 @@ class Solver:
 
     @classmethod
     def _check_param_combination(cls, params: Dict[str, Any]) -> None:
-        """Hook for checks across parameters; raise :class:`ConfigError`."""
+        """Optional hook for checks across parameters; raise :class:`ConfigError`. By default
+        every combination of valid values is accepted."""
+        return None
 
     def check_chain(self, chain: Chain) -> None:
-        """Raise :class:`ChainError` if the solver cannot work on this chain."""
+        """Optional hook: raise :class:`ChainError` if the solver cannot work on this chain. By
+        default every chain is accepted."""
+        return None
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position, target_orientation=None, seed=None) -> IkResult:
@@ -198,22 +232,14 @@ class Solver:
         elapsed = time.perf_counter() - start
         return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
 
-    # A solver implements one of _solve and _solve_floats; solve() calls the one its most
-    # derived class defines (_solve_floats if a class defines both), so a subclass may override
-    # either and call super(): the base versions convert and call each other.
+    # solve() calls the hook its most derived class defines (_solve_floats if a class defines
+    # both), so a subclass of a FloatSolver may override _solve and call super(): FloatSolver's
+    # _solve converts and calls _solve_floats.
+    @abc.abstractmethod
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
         """The solve proper: target position (3,) [m], rotation (3, 3) or None, seed (n,),
         both within the checks of :meth:`solve`. Errors are measured afterwards."""
-        return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
-
-    def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
-                      q_seed: List[float]) -> RawSolution:
-        """:meth:`_solve` with the target position and the seed as lists of floats, for
-        solvers that work in plain floats (no round trip through small arrays). The lists are
-        read, never changed: :meth:`_finish` uses the same seed afterwards."""
-        raise NotImplementedError(f'{type(self).__name__} implements neither _solve nor '
-                                  '_solve_floats')
 
     def _seed_from_input(self, seed) -> np.ndarray:
         """The seed as an (n,) array within the limits, or :class:`TargetError`."""
@@ -311,6 +337,24 @@ class Solver:
             None if history is None else tuple(float(e) for e in history))
 
 
+class FloatSolver(Solver):
+    """A solver that works in plain floats: it implements :meth:`_solve_floats`, and
+    :meth:`Solver.solve` hands it the target position and the seed as lists (no round trip
+    through small arrays, which for a closed-form solve would cost about as much as the solve)."""
+
+    @abc.abstractmethod
+    def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
+                      q_seed: List[float]) -> RawSolution:
+        """:meth:`Solver._solve` with the target position and the seed as lists of floats. The
+        lists are read, never changed: :meth:`Solver._finish` uses the same seed afterwards."""
+
+    def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
+               q_seed: np.ndarray) -> RawSolution:
+        """:meth:`_solve_floats` on arrays (for a subclass that overrides :meth:`_solve` and
+        calls ``super()``)."""
+        return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
+
+
 def _defined_last(cls: type, names: Tuple[str, ...]) -> Optional[str]:
     """Which of ``names`` the most derived class below :class:`Solver` defines, or None."""
     for klass in cls.__mro__:
@@ -357,8 +401,8 @@ def _new_result(joint_positions: np.ndarray, joint_names: Tuple[str, ...], reach
                 message: str, orientation_ignored: bool,
                 history: Optional[Tuple[float, ...]]) -> IkResult:
     """``IkResult(...)`` with every field given, built without the frozen dataclass's
-    ``__init__``: that one calls ``object.__setattr__`` once per field, about 3 us, a sixth of
-    a closed-form solve before issue 14.
+    ``__init__``: that one calls ``object.__setattr__`` once per field, a noticeable share of
+    a closed-form solve.
 
     The same object: ``test_base.py`` checks it equals the one ``IkResult(...)`` builds.
     """

@@ -1,9 +1,14 @@
-"""Code generators of the damped-least-squares solver: limits, normal equations, damped solves.
+"""Code generators of the iterative solvers: limits, normal equations, damped solves.
 
 Each function writes straight-line Python for one chain size (or one chain's limits), compiles
 it once and returns the function: for 6-7 joints an unrolled Cholesky factorisation in plain
 floats is several times faster than numpy, whose per-call overhead dominates arrays this small.
-Used by :mod:`ik_node.solvers.damped_jacobian.solver`.
+Used by :mod:`ik_node.solvers.damped_jacobian.solver` and
+:mod:`ik_node.solvers.out_of_reach.closest_pose`.
+
+The generators here are the one place to read and to change: the generated code is never
+written to a file or edited by hand, and every generated function is tested against a numpy
+reference on seeded random systems (``test/core/test_dls_codegen.py``).
 """
 
 from __future__ import annotations

@@ -243,5 +243,5 @@ def test_solve_calls_the_hook_the_most_derived_class_defines():
         np.testing.assert_array_equal(a.joint_positions, b.joint_positions)
         assert (a.position_error, a.status, a.message) == (b.position_error, b.status, b.message)
     assert calls == [(np.ndarray, np.ndarray)] * 50
-    with pytest.raises(NotImplementedError, match='neither _solve nor _solve_floats'):
-        Neither(chain).solve([0.1, 0.0, -0.4])
+    with pytest.raises(TypeError, match='abstract.*_solve'):  # the contract, at construction
+        Neither(chain)

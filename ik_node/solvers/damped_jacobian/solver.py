@@ -66,11 +66,12 @@ import numpy as np
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.budget import Budget
-from ik_node.solvers.out_of_reach.closest_pose import AT_REACH_MESSAGE, ClosestPose
+from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.codegen import (damped_step_function, damped_trial_function,
                                           limit_functions, normal_equations_function)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
+from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 
 # Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
@@ -418,7 +419,7 @@ class DampedJacobianSolver(Solver):
                 found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
                 iterations += found.iterations
                 budget.mark()
-                if found.stop in ('confirmed', 'reach'):
+                if STOP_STATUS[found.stop] is IkStatus.UNREACHABLE:
                     return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
                                        history=history, message=f'position out of reach: the '
                                        f'closest position is {found.error:.3g} m away (the '
@@ -445,23 +446,8 @@ class DampedJacobianSolver(Solver):
         search = self._search(p_target, q, budget, iterations, restarts, min_residual, history)
         iterations += search.iterations
         restarts += search.descents - 1
-        pressed = ', '.join(self._joint_names[k] for k in search.pressed)
-        at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
-        status, message = {
-            'converged': (IkStatus.CONVERGED, f'converged after {restarts} restarts'),
-            'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
-                       'of the proven bound'),
-            'reach': (IkStatus.UNREACHABLE, AT_REACH_MESSAGE),
-            'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {search.descents} '
-                          'descents, two from different starts ended at this stationary point '
-                          f'and none lower{at_limits}'),
-            'timeout': (IkStatus.TIMEOUT, f'timeout {params["timeout"]:g} s after {restarts} '
-                        'restarts'),
-            'iterations': (IkStatus.MAX_ITERATIONS, f'{iterations} iterations, {restarts} '
-                           'restarts'),
-            'restarts': (IkStatus.MAX_ITERATIONS, f'stuck after {restarts} restarts (the '
-                         'restarts limit)'),
-        }[search.stop]
+        status, message = search_outcome(search, self._joint_names, iterations, restarts,
+                                         params['timeout'])
         return RawSolution(np.array(search.q), status, iterations, history=history,
                            message=message)
 

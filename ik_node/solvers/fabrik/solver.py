@@ -52,8 +52,9 @@ from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
                                   target_from_input)
 from ik_node.solvers.budget import Budget
-from ik_node.solvers.out_of_reach.closest_pose import AT_REACH_MESSAGE, ClosestPose
+from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
+from ik_node.solvers.out_of_reach.outcome import search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -323,23 +324,8 @@ class FabrikSolver(Solver):
             random.Random(0), history)
         iterations += found.iterations
         restarts = max(found.descents - 1, 0)
-        pressed = ', '.join(self.chain.joint_names[k] for k in found.pressed)
-        at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
-        status, message = {
-            'converged': (IkStatus.CONVERGED, ''),
-            'proven': (IkStatus.UNREACHABLE, 'out of reach: the closest pose, within tolerance '
-                       'of the proven bound'),
-            'reach': (IkStatus.UNREACHABLE, AT_REACH_MESSAGE),
-            'confirmed': (IkStatus.UNREACHABLE, f'closest pose found: {found.descents} '
-                          'descents, two from different starts ended at this stationary point '
-                          f'and none lower{at_limits}'),
-            'timeout': (IkStatus.TIMEOUT, f'timeout {params["timeout"]:g} s after '
-                        f'{iterations} iterations'),
-            'iterations': (IkStatus.MAX_ITERATIONS, f'no convergence in {iterations} '
-                           'iterations'),
-            'restarts': (IkStatus.MAX_ITERATIONS, f'stuck after {restarts} restarts (the '
-                         'restarts limit)'),
-        }[found.stop]
+        status, message = search_outcome(found, self.chain.joint_names, iterations, restarts,
+                                         params['timeout'])
         return RawSolution(q=np.array(found.q), status=status, iterations=iterations,
                            min_residual=max(known) if known else None, message=message,
                            history=history,

@@ -32,7 +32,7 @@ import numpy as np
 
 from ik_node.model.chain import Chain
 from ik_node.errors import ChainError
-from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.base import FloatSolver, IkStatus, ParamSpec, RawSolution
 from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
                                           annulus_distance, clamp_on_circle, near_angle)
 
@@ -135,7 +135,7 @@ def _dot_row(v: np.ndarray, point: np.ndarray) -> Tuple[float, float, float, flo
 
 
 # --------------------------------------------------------------------------------- solver
-class HipKneeSolver(Solver):
+class HipKneeSolver(FloatSolver):
     """Closed-form IK of a hip-yaw + hip-pitch + knee leg, or of a planar 2-link chain.
 
     Position only; one "iteration". Reachable exactly when the tip-to-hip distance lies in

@@ -1,2 +1,3 @@
-"""Targets out of reach: the closest pose search, the proven reach bound (``min_residual``)
-and the measured reach, shared by the iterative solvers."""
+"""Targets out of reach: the closest pose search, the proven reach bound (``min_residual``),
+the measured reach, and the status and message of each way the search stops (``outcome``),
+shared by the iterative solvers."""

@@ -95,9 +95,6 @@ NEWTON_DECREMENT_M = 1e-7
 _MINIMUM_DAMPING = 1e-6
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
-#: The solvers' message for a search that stopped at the measured reach.
-AT_REACH_MESSAGE = ('out of reach: the closest pose, stretched as far toward the target as the '
-                    'chain reaches (its measured maximum reach)')
 
 
 @dataclass
@@ -124,7 +121,8 @@ class Search:
     confirmed: bool           # two descents from different starts agreed on the best
     proven: bool              # the best is within ``agreement`` of the proven lower bound
     stop: str                 # 'converged', 'confirmed', 'proven', 'reach', 'timeout',
-    #                           'iterations', 'restarts'
+    #                           'iterations', 'restarts': the solve's status and message for
+    #                           each are in ik_node.solvers.out_of_reach.outcome
     pressed: Tuple[int, ...]
 
 
