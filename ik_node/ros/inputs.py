@@ -1,7 +1,9 @@
 """What flows into the node: targets, the measured joint state, the robot description, TF.
 
-Each class owns its subscriptions on the node it is given and hands plain values to callbacks;
-none of them solves anything.
+:class:`NodeInputs` is the node's one object for them: it follows the configuration in force
+(which topics, which tips) and answers the solve's questions (the seed, a frame outside the
+URDF). Each class owns its subscriptions on the node it is given and hands plain values to
+callbacks; none of them solves anything.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from ik_node.ros import messages as conv
-from ik_node.model.chain import rotation_from_quat_xyzw
+from ik_node.config.ros_graph import GraphConfig
 from ik_node.errors import TargetError
+from ik_node.model.chain import Chain, rotation_from_quat_xyzw
+from ik_node.ros import messages as conv
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 #: As robot_state_publisher publishes ``robot_description``: latched.
@@ -177,3 +180,78 @@ class TfFrames:
         if not np.all(np.isfinite(T)):
             raise TargetError(f'the TF transform from {frame!r} to {base_frame!r} is not finite')
         return T
+
+
+class NodeInputs:
+    """Everything the node reads: target topics, measured state, robot description topic, TF.
+
+    Args:
+        node: the node owning the subscriptions.
+        on_target: called with every :class:`~ik_node.ros.messages.Target` received.
+        on_description: called with the URDF XML of every ``robot_description`` message.
+        callback_group: of the target subscriptions (reentrant: a target may be taken while
+            another callback solves).
+    """
+
+    def __init__(self, node: Node, on_target: Callable[[conv.Target], None],
+                 on_description: Callable[[str], None], callback_group=None) -> None:
+        self._node, self._on_description = node, on_description
+        self._targets = TargetSubscriptions(node, on_target, callback_group)
+        self._tips: Optional[Tuple[Optional[str], ...]] = None
+        self._tf = TfFrames(node)
+        self._state: Optional[MeasuredState] = None
+        self._description: Optional[DescriptionListener] = None
+        self._state_timeout_s = 0.0
+        self._tf_timeout_s = 0.0
+
+    def follow(self, graph: GraphConfig, has_model: bool) -> None:
+        """Create, replace or drop the measured-state and description subscriptions as
+        ``graph`` says; the description topic is read only while the parameters give no model
+        (``has_model`` False)."""
+        self._state_timeout_s, self._tf_timeout_s = graph.state_timeout, graph.tf_timeout
+        have_state = self._state.topic if self._state is not None else ''
+        if graph.state_topic != have_state:
+            if self._state is not None:
+                self._state.destroy()
+            self._state = MeasuredState(self._node, graph.state_topic) \
+                if graph.state_topic else None
+        want_topic = '' if has_model else graph.description_topic
+        if want_topic != self.description_topic:
+            if self._description is not None:
+                self._description.destroy()
+            self._description = DescriptionListener(self._node, want_topic,
+                                                    self._on_description) \
+                if want_topic else None
+
+    def subscribe_targets(self, tips: Sequence[str], branched: bool) -> None:
+        """Target subscriptions for the tips (one set per tip for a branched chain, else the
+        chain's one set); kept when the tips do not change."""
+        wanted = tuple(tips) if branched else (None,)
+        if wanted != self._tips:
+            self._targets.make(wanted)
+            self._tips = wanted
+
+    @property
+    def target_topics(self) -> List[str]:
+        """The topics targets are read from."""
+        return self._targets.topics
+
+    @property
+    def description_topic(self) -> str:
+        """The topic the robot description is read from ('' when not read)."""
+        return self._description.topic if self._description is not None else ''
+
+    def measured(self, chain: Chain) -> Tuple[Optional[np.ndarray], str]:
+        """``(q, note)``: the measured joint positions of ``chain`` clipped into its limits, or
+        None with the reason the last solution seeds instead."""
+        if self._state is None:
+            return None, 'last solution'
+        q, note = self._state.seed(chain.joint_names, self._state_timeout_s)
+        return (None, f'last solution ({note})') if q is None else (chain.clip(q), note)
+
+    def frame_lookup(self, base_frame: str) -> Optional[conv.FrameLookup]:
+        """``lookup(frame, stamp) -> T_base_frame`` through TF, None without tf2_ros."""
+        if not self._tf.available:
+            return None
+        tf, timeout_s = self._tf, self._tf_timeout_s
+        return lambda frame, stamp: tf.lookup(base_frame, frame, stamp, timeout_s)

@@ -1,11 +1,14 @@
 """RViz markers on ``~/markers`` (transient local): the reachable envelope, targets, misses.
 
 The marker contents are built in :mod:`ik_node.ros.markers` (no rclpy); this class owns the
-publisher and remembers the envelope so each array carries it.
+publisher and remembers the envelope so each array carries it. A solve's markers are held
+(:meth:`MarkerOutput.hold`) and published only with a status that goes out
+(:meth:`MarkerOutput.publish_held`): a fast target stream does not flood RViz either.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Dict, Mapping, Optional
 
 import numpy as np
@@ -27,6 +30,8 @@ class MarkerOutput:
         self._node, self._send = node, send
         self._pub = node.create_publisher(MarkerArray, '~/markers', LATCHED_QOS)
         self._envelope: Optional[markers.Envelope] = None
+        self._lock = threading.Lock()
+        self._held: Optional[tuple] = None
 
     def _stamp(self):
         return self._node.get_clock().now().to_msg()
@@ -38,6 +43,8 @@ class MarkerOutput:
         target of a tip that is gone, a joint that is gone) stays in RViz.
         """
         self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
+        if reset:
+            self.drop_held()
         stamp = self._stamp()
         out = list(markers.delete_all(frame, stamp)) if reset else []
         out += markers.envelope_markers(frame, stamp, self._envelope)
@@ -47,6 +54,30 @@ class MarkerOutput:
         """Delete every marker (no chain)."""
         self._envelope = None
         self._send(self._pub, markers.marker_array(markers.delete_all(frame, self._stamp())))
+
+    def hold(self, result, goals: Mapping, known: Mapping, q: np.ndarray) -> None:
+        """Keep the markers of a solve for :meth:`publish_held` (the newest replaces any held).
+
+        Args:
+            result: the solver's result.
+            goals: (position, quat_xyzw or None) in the base frame, by slot.
+            known: a branched chain's last goal of every tip.
+            q: the published joint positions.
+        """
+        with self._lock:
+            self._held = (result, goals, known, q)
+
+    def drop_held(self) -> None:
+        """Forget the held solve (its chain is gone)."""
+        with self._lock:
+            self._held = None
+
+    def publish_held(self, chain: Chain, frame: str, branched: bool) -> None:
+        """Publish the held solve's markers, if any (then none is held)."""
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None:
+            self.result(chain, frame, *held[:3], branched, held[3])
 
     def result(self, chain: Chain, frame: str, result, goals: Mapping, known: Mapping,
                branched: bool, q: np.ndarray) -> None:

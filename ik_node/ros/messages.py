@@ -1,4 +1,4 @@
-"""ROS messages <-> numpy, target handling and diagnostics building for the node.
+"""ROS messages <-> numpy for the node: targets in, joint states and diagnostic statuses out.
 
 Imports the ``*_msgs`` packages but never rclpy, so every helper here is tested without
 ``rclpy.init``. The node (:mod:`ik_node.ros.node`) only wires these to topics.
@@ -7,9 +7,8 @@ Imports the ``*_msgs`` packages but never rclpy, so every helper here is tested 
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
-from typing import Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import transforms3d
@@ -128,36 +127,6 @@ def _unit_quat_xyzw(quat_xyzw) -> np.ndarray:
         norm = -norm
     return np.array([x / norm, y / norm, z / norm, w / norm])
 
-
-class LatestTargets:
-    """The newest pending target of every slot (a tip), never a backlog; thread-safe.
-
-    Subscription callbacks :meth:`put`; whoever solves :meth:`take` s everything pending.
-    A target overwritten before it was taken counts as skipped.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: Dict[Hashable, Target] = {}
-        self.skipped = 0
-
-    def put(self, slot: Hashable, target: Target) -> None:
-        """Store ``target`` as the newest of ``slot``."""
-        with self._lock:
-            if slot in self._pending:
-                self.skipped += 1
-            self._pending[slot] = target
-
-    def take(self) -> Dict[Hashable, Target]:
-        """Every pending target (and forget them); empty when none."""
-        with self._lock:
-            out, self._pending = self._pending, {}
-            return out
-
-    @property
-    def pending(self) -> bool:
-        """True while a target waits to be solved."""
-        return bool(self._pending)
 
 
 # ------------------------------------------------------------------------------ joint states
@@ -287,37 +256,3 @@ def values_of(status: DiagnosticStatus) -> Dict[str, str]:
     """The key-values of a status as a dict."""
     return {kv.key: kv.value for kv in status.values}
 
-
-class DiagnosticsGate:
-    """Rate limit for diagnostics while targets stream.
-
-    A status passes when it is ERROR, or ``force`` d (first result after a change), or its level
-    differs from the last one sent, or ``1 / rate`` seconds have passed since the last one.
-    The newest held-back status is kept in :attr:`held` for a later :meth:`flush`.
-    """
-
-    def __init__(self, rate_hz: float) -> None:
-        self.period = 1.0 / rate_hz
-        self._last_time = -math.inf
-        self._last_level: Optional[bytes] = None
-        self.held = None
-
-    def offer(self, now: float, level: bytes, item, force: bool = False) -> bool:
-        """True if ``item`` should go out now (then it counts as sent), else hold it."""
-        if force or level == ERROR or level != self._last_level \
-                or now - self._last_time >= self.period:
-            self._sent(now, level)
-            return True
-        self.held = (level, item)
-        return False
-
-    def flush(self, now: float) -> List:
-        """The held-back item, if its time has come (then it counts as sent)."""
-        if self.held is None or now - self._last_time < self.period:
-            return []
-        level, item = self.held
-        self._sent(now, level)
-        return [item]
-
-    def _sent(self, now: float, level: bytes) -> None:
-        self._last_time, self._last_level, self.held = now, level, None

@@ -1,10 +1,10 @@
 """The node's ROS parameters: declared from the specs, integers taken as doubles, strings stored
-in their canonical form.
+in their canonical form, read back as one flat mapping.
 
-A mixin of :class:`ik_node.ros.node.IkNode`: every parameter comes from a spec in
-:mod:`ik_node.config.node_config`, :mod:`ik_node.config.ros_graph` or a solver's ``param_specs()``;
-validation happens
-there, not here.
+Every parameter comes from a spec in :mod:`ik_node.config.node_config`,
+:mod:`ik_node.config.ros_graph`, a solver's ``param_specs()`` or
+:data:`ik_node.ros.interactive.INTERACTIVE_PARAMS`; validation happens there, not here. Changes
+at run time go through :class:`ik_node.ros.parameter_changes.ParameterChanges`.
 """
 
 from __future__ import annotations
@@ -14,26 +14,74 @@ from typing import Any, Dict, List
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ik_node.config.node_config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION,
                                         canonical_updates)
 from ik_node.errors import IkError
 from ik_node.config.ros_graph import GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS
+from ik_node.ros.interactive import INTERACTIVE_PARAMS
 from ik_node.solvers import SOLVERS, ParamSpec
 
 _INT64_MAX = 2 ** 63 - 1
 
 
-class ParameterDeclarations:
-    """Declaring, converting and reading the node's parameters (mixed into the node)."""
+class NodeParameters:
+    """Declares the node's parameters on ``node`` and reads them back.
 
+    The constructor declares every parameter (overrides given as integers for a double are
+    converted first), refuses overrides the node does not have, and stores strings given in a
+    non-canonical form (solver ``' FABRIK '``) as the value in force (``'fabrik'``).
+
+    Attributes:
+        names: the configuration's parameters, in declaration order (the interactive marker's
+            are declared too but read where used, not part of :attr:`flat`).
+        flat: ``{name: value}`` of every configuration parameter that has a value.
+
+    Raises (constructor):
+        IkError: an override names a parameter the node does not have (a typo).
+    """
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self.names = self._declare_parameters()
+        for name, spec in INTERACTIVE_PARAMS.items():
+            self._declare_spec(name, spec)
+        self._check_overrides()
+        fixes = canonical_updates({name: self.value(name) for name in self.names})
+        if fixes:
+            node.set_parameters([string_parameter(k, v) for k, v in fixes.items()])
+        self.flat: Dict[str, Any] = {name: value for name in self.names
+                                     if (value := self.value(name)) is not None}
+
+    def value(self, name: str) -> Any:
+        """The value of parameter ``name`` as plain Python, None when it has none."""
+        try:
+            value = self._node.get_parameter(name).value
+        except Exception:  # an uninitialized parameter (a list never set) raises
+            return None
+        return plain(value)
+
+    def before_set(self, params: List[Parameter]) -> List[Parameter]:
+        """Pre-set callback (Iron and later): ``ros2 param set /ik_node fabrik.timeout 1``
+        becomes 1.0 before rclpy's type check (then the range check runs as for any double),
+        and strings are set in their canonical form
+        (:func:`ik_node.config.node_config.canonical_value`), so the value stored is the value
+        in force."""
+        params = [self._as_float(p) for p in params]
+        fixes = canonical_updates({p.name: plain(p.value) for p in params
+                                   if p.name in self.names})
+        return [string_parameter(p.name, fixes[p.name]) if p.name in fixes else p for p in params]
+
+    # --------------------------------------------------------------------------- declaring
     def _declare_parameters(self) -> List[str]:
+        declare = self._node.declare_parameter
         names = []
         strings = {**STRING_PARAMS, **GRAPH_STRING_PARAMS}
         for name, (default, description) in strings.items():
             extra = f' One of: {", ".join(sorted(SOLVERS))}' if name == 'solver' else ''
-            self.declare_parameter(name, default, ParameterDescriptor(
+            declare(name, default, ParameterDescriptor(
                 type=ParameterType.PARAMETER_STRING, description=description + extra))
             names.append(name)
         lists = {'tip_links': (str, TIP_LINKS_DESCRIPTION), **GRAPH_LIST_PARAMS}
@@ -41,7 +89,7 @@ class ParameterDeclarations:
             ptype = Parameter.Type.STRING_ARRAY if kind is str else Parameter.Type.DOUBLE_ARRAY
             self._convert_override(name)
             # Declared by type: no value until set (an empty list cannot carry its type).
-            self.declare_parameter(name, ptype, ParameterDescriptor(
+            declare(name, ptype, ParameterDescriptor(
                 type=ptype.value, description=description))
             names.append(name)
         for name, spec in {**NODE_PARAMS, **GRAPH_NUMBER_PARAMS}.items():
@@ -75,11 +123,11 @@ class ParameterDeclarations:
         elif spec.type in (list, tuple):  # a list of numbers, e.g. fabrik.weights
             d.type = ParameterType.PARAMETER_DOUBLE_ARRAY
             default = list(spec.default) if spec.default else Parameter.Type.DOUBLE_ARRAY
-            self.declare_parameter(name, default, d)
+            self._node.declare_parameter(name, default, d)
             return
         else:
             d.type = ParameterType.PARAMETER_STRING
-        self.declare_parameter(name, spec.default, d)
+        self._node.declare_parameter(name, spec.default, d)
 
     def _float_names(self) -> Dict[str, Parameter.Type]:
         """Parameters declared as double (array): an integer (array) given for one is converted."""
@@ -109,35 +157,18 @@ class ParameterDeclarations:
 
     def _convert_override(self, name: str) -> None:
         """A YAML file or ``-p`` saying ``rate: 20`` gives an integer; take it as the number."""
-        override = self._parameter_overrides.get(name)
+        overrides = self._node._parameter_overrides  # rclpy keeps the overrides there
+        override = overrides.get(name)
         if override is not None:
-            self._parameter_overrides[name] = self._as_float(override)
-
-    def _before_set_parameters(self, params: List[Parameter]) -> List[Parameter]:
-        """Pre-set callback (Jazzy): ``ros2 param set /ik_node fabrik.timeout 1`` becomes 1.0
-        before rclpy's type check (then the range check runs as for any double), and strings
-        are set in their canonical form (:func:`ik_node.config.node_config.canonical_value`), so
-        the value
-        stored is the value in force."""
-        params = [self._as_float(p) for p in params]
-        fixes = canonical_updates({p.name: plain(p.value) for p in params
-                                   if p.name in self._names})
-        return [string_parameter(p.name, fixes[p.name]) if p.name in fixes else p for p in params]
+            overrides[name] = self._as_float(override)
 
     def _check_overrides(self) -> None:
         """Refuse parameters given for this node that it does not have (typos)."""
-        unknown = sorted(n for n in self._parameter_overrides
-                         if not self.has_parameter(n) and not n.startswith('qos_overrides.'))
+        unknown = sorted(n for n in self._node._parameter_overrides
+                         if not self._node.has_parameter(n) and not n.startswith('qos_overrides.'))
         if unknown:
             raise IkError(f'unknown parameters {", ".join(unknown)}. Valid parameters: '
-                          f'{", ".join(self._names)}')
-
-    def _param_value(self, name: str) -> Any:
-        try:
-            value = self.get_parameter(name).value
-        except Exception:  # an uninitialized parameter (a list never set) raises
-            return None
-        return plain(value)
+                          f'{", ".join(self.names)}')
 
 
 def string_parameter(name: str, value: Any) -> Parameter:

@@ -35,6 +35,19 @@ class ReachabilityMaps:
         self._maps: Dict[str, ReachabilityMap] = {}
         self._cancel = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._key: Optional[tuple] = None
+
+    def follow(self, chain: Chain, samples: int, voxel_size: float) -> None:
+        """The maps of ``chain``: built anew only when the chain or the sampling changed."""
+        key = (id(chain), samples, voxel_size)
+        if key != self._key:
+            self._key = key
+            self.start(chain, samples, voxel_size)
+
+    def clear(self, chain: Chain) -> None:
+        """No chain: cancel any build and publish an empty map (frame: ``chain``'s base)."""
+        self.start(chain, 0, 0.1)
+        self._key = None
 
     def start(self, chain: Chain, samples: int, voxel_size: float) -> None:
         """Cancel any build in progress and build the maps of ``chain`` (nothing if 0 samples)."""

@@ -184,7 +184,7 @@ class Setup:
         harness.nodes.append(self.client.node)
         harness.executor.add_node(self.client.node)
         # Like a client that has been connected for a while: the server sees its subscription.
-        wait_for('the update subscription', lambda: self.ik._interactive._pub
+        wait_for('the update subscription', lambda: self.ik._drag.server._pub
                  .get_subscription_count() > 0)
         wait_for('the feedback subscription',
                  lambda: self.client.feedback_pub.get_subscription_count() > 0)
@@ -388,7 +388,7 @@ def test_bad_feedback_is_refused_with_an_error_and_the_next_good_drag_is_solved(
         mark = s.probe.mark()
         s.client.drag(name, position, quat, released=True)
         error_after(s, mark, text)
-    assert s.ik._interactive.refused == 3
+    assert s.ik._drag.server.refused == 3
     q = random_reachable_q(chain, np.random.default_rng(11))
     drag_and_release(s, chain, 'tool0', chain.clip(np.zeros(chain.n)), q, True)
     assert s.client.errors == []
@@ -409,7 +409,7 @@ def test_service_before_any_robot_model_answers_no_markers_then_the_markers_come
     client = RvizLikeClient(harness.context, f'/{name}/target_marker')
     harness.nodes.append(client.node)
     harness.executor.add_node(client.node)
-    wait_for('the update subscription', lambda: ik._interactive._pub.get_subscription_count())
+    wait_for('the update subscription', lambda: ik._drag.server._pub.get_subscription_count())
     response = client.initialize()
     assert list(response.markers) == []
     # The URDF arrives: the marker appears in an update.
@@ -469,7 +469,7 @@ def test_with_no_client_listening_the_service_serves_the_newest_topic_target(har
     # the newest target's pose from the service, the orientation of a pose target kept by a
     # later point target.
     ik, probe = harness.start('arm6', **{'damped_jacobian.timeout': 1.0})
-    assert ik._interactive._pub.get_subscription_count() == 0
+    assert ik._drag.server._pub.get_subscription_count() == 0
     chain = chain_of('arm6')
     rng = np.random.default_rng(21)
     q = random_reachable_q(chain, rng)
@@ -483,7 +483,7 @@ def test_with_no_client_listening_the_service_serves_the_newest_topic_target(har
     wait_for('the answer to the point target', lambda: any(
         np.linalg.norm(chain.fk(positions_of(m, chain.joint_names))[:3, 3] - point) < 1e-4
         for m in probe.joint_states), probe.lock)
-    assert ik._interactive._tips['tool0'].pending is not None  # the deferred path was taken
+    assert ik._drag.server._tips['tool0'].pending is not None  # the deferred path was taken
     client = RvizLikeClient(harness.context, f'/{ik.get_name()}/target_marker')
     harness.nodes.append(client.node)
     harness.executor.add_node(client.node)

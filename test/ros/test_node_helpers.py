@@ -1,5 +1,5 @@
-"""The node's pure-Python helpers (ik_node.ros.messages, ik_node.ros.markers), without
-rclpy.init."""
+"""The node's pure-Python helpers (ik_node.ros.messages, latest_targets, status_rate_gate,
+markers), without rclpy.init."""
 
 import math
 import threading
@@ -17,6 +17,8 @@ from visualization_msgs.msg import Marker  # noqa: E402
 from ik_node import Chain, TargetError, make_solver  # noqa: E402
 from ik_node.ros import messages as conv  # noqa: E402
 from ik_node.ros import markers  # noqa: E402
+from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
+from ik_node.ros.status_rate_gate import StatusRateGate  # noqa: E402
 from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +94,7 @@ def test_unknown_frame_error_lists_the_links(leg):
 
 
 def test_latest_targets_keeps_only_the_newest_and_counts_the_rest():
-    box = conv.LatestTargets()
+    box = LatestTargets()
     for k in range(5):
         box.put(None, conv.Target(np.array([k, 0.0, 0.0]), None, ''))
     box.put('left', conv.Target(np.array([9.0, 0.0, 0.0]), None, ''))
@@ -103,7 +105,7 @@ def test_latest_targets_keeps_only_the_newest_and_counts_the_rest():
 
 
 def test_latest_targets_is_safe_across_threads():
-    box = conv.LatestTargets()
+    box = LatestTargets()
 
     def producer(slot):
         for k in range(2000):
@@ -161,7 +163,7 @@ def test_unreachable_result_is_warn_and_error_values_keep_the_keys(leg):
 
 
 def test_diagnostics_gate_limits_the_rate_but_lets_errors_and_changes_through():
-    gate = conv.DiagnosticsGate(10.0)  # one per 0.1 s
+    gate = StatusRateGate(10.0)  # one per 0.1 s
     assert gate.offer(0.0, conv.OK, 'a')
     assert not gate.offer(0.01, conv.OK, 'b')
     assert not gate.offer(0.02, conv.OK, 'c')

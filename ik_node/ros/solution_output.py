@@ -1,6 +1,6 @@
-"""What flows out of the node: the solution (joint states or controller commands), diagnostics.
+"""The solution out of the node: joint states or controller commands.
 
-``ResultOutput`` publishes one solution in the configured form:
+``SolutionOutput`` publishes one solution in the configured form:
 
 * ``joint_states`` — every moving joint of the URDF (the chain's solved, the others held), so
   robot_state_publisher has a transform for every link; re-published at ``publish_rate``.
@@ -9,17 +9,16 @@
   limits from the current (measured, else last sent) state.
 
 Commands go out only for solved targets: never at start-up, never re-published by the timer.
+Every publish of the node goes through a :data:`Send` from :func:`send_unless_shut_down`.
 """
 
 from __future__ import annotations
 
 import math
-import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from builtin_interfaces.msg import Duration as DurationMsg
 from builtin_interfaces.msg import Time as TimeMsg
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -30,10 +29,20 @@ from ik_node.model.chain import Chain
 from ik_node.config.ros_graph import GraphConfig, UrdfJoint, command_order, held_positions, \
     trajectory_duration
 
-#: ``/diagnostics`` is global on purpose: aggregators listen there; status names carry the
-#: node's fully qualified name so namespaced nodes are told apart.
-DIAGNOSTICS_TOPIC = '/diagnostics'
-HEARTBEAT_PERIOD_S = 1.0
+#: ``send(publisher, msg)``: how the node's parts publish.
+Send = Callable[[Any, Any], None]
+
+
+def send_unless_shut_down(context) -> Send:
+    """A :data:`Send` that drops a publish racing with shutdown (SIGINT/SIGTERM mid-callback)
+    and raises any other failure."""
+    def send(publisher, msg) -> None:
+        try:
+            publisher.publish(msg)
+        except Exception:
+            if context.ok():
+                raise
+    return send
 
 
 class OutputPlan:
@@ -89,7 +98,7 @@ class OutputPlan:
 class ResultOutput:
     """The publisher of solutions, of the kind and on the topic the graph config says."""
 
-    def __init__(self, node: Node, plan: OutputPlan, send: Callable) -> None:
+    def __init__(self, node: Node, plan: OutputPlan, send: Send) -> None:
         self._node, self._send = node, send
         self.plan = plan
         kind = plan.graph.output
@@ -122,100 +131,46 @@ class ResultOutput:
         self._node.destroy_publisher(self._pub)
 
 
-class DiagnosticsOutput:
-    """``/diagnostics``: rate-gated statuses, held ones flushed by the timer, a 1 s heartbeat."""
+class SolutionOutput:
+    """The node's solution output: a :class:`ResultOutput` for the plan in force, replaced when
+    a new plan changes the kind or the topic of the output.
 
-    def __init__(self, node: Node, send: Callable, rate_hz: float) -> None:
+    Before the first plan (no robot model yet) nothing is published.
+    """
+
+    def __init__(self, node: Node, send: Send) -> None:
         self._node, self._send = node, send
-        self._pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
-        self.gate = conv.DiagnosticsGate(rate_hz)
-        self.force = True
-        self._last: Optional[DiagnosticArray] = None
-        self._last_time = -math.inf
+        self._output: Optional[ResultOutput] = None
 
-    def set_rate(self, rate_hz: float) -> None:
-        self.gate = conv.DiagnosticsGate(rate_hz)
-        self.force = True
+    def use(self, plan: OutputPlan) -> None:
+        """Publish by ``plan`` from now on (a new publisher only for a new kind or topic)."""
+        current = self._output
+        if current is not None and current.kind == plan.graph.output and \
+                current.topic == plan.graph.topic:
+            current.plan = plan
+            return
+        if current is not None:
+            current.destroy()
+        self._output = ResultOutput(self._node, plan, self._send)
 
-    def offer(self, level: bytes, build: Callable, force: bool = False) -> bool:
-        """Send ``build()`` now if the gate lets it through, else hold it. Caller holds the lock."""
-        force = force or self.force
-        send = self.gate.offer(time.monotonic(), level, build, force)
-        if send:
-            self.force = False
-        return send
+    @property
+    def kind(self) -> str:
+        """The output in force (``joint_states``, ``position_command``, ``joint_trajectory``)."""
+        return self._output.kind if self._output is not None else ''
 
-    def send(self, status) -> None:
-        msg = conv.diagnostic_array(status, self._node.get_clock().now().to_msg())
-        self._last, self._last_time = msg, time.monotonic()
-        self._send(self._pub, msg)
+    @property
+    def topic(self) -> str:
+        return self._output.topic if self._output is not None else ''
 
-    def flush(self) -> List:
-        """Held builders whose time has come (caller holds the lock)."""
-        return self.gate.flush(time.monotonic())
+    @property
+    def steady(self) -> bool:
+        """True when the timer re-publishes the current solution (joint_states only)."""
+        return self._output is not None and self._output.steady
 
-    def heartbeat(self) -> None:
-        """Re-send the last status when nothing went out for a second (diagnostic monitors)."""
-        if self._last is not None and time.monotonic() - self._last_time >= HEARTBEAT_PERIOD_S:
-            self.send(self._last.status[0])
+    def publish(self, q: Sequence[float], q_now: Optional[Sequence[float]] = None) -> str:
+        """Publish ``q`` (chain order); returns the JointState stamp as text ('' for commands).
 
-
-class StatusReports:
-    """Publishing and reporting for the node (mixed into :class:`ik_node.ros.node.IkNode`): every
-    publish goes through :meth:`_send`, every status through the rate gate of ``self._diag``."""
-
-    def _send(self, publisher, msg) -> None:
-        """Publish; a publish racing with shutdown (SIGINT/SIGTERM mid-callback) is dropped."""
-        try:
-            publisher.publish(msg)
-        except Exception:
-            if self.context.ok():
-                raise
-
-    def _status(self, level: bytes, message: str, values: Dict[str, str]):
-        return conv.diagnostic_status(f'{self.get_fully_qualified_name().lstrip("/")}: ik',
-                                      self._hardware_id(), level, message, values)
-
-    def _offer(self, level: bytes, message: Callable[[], str],
-               values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
-        """Publish a status now if the rate gate lets it through, else hold it for the timer.
-
-        ``message`` and ``values`` are built only when needed (most solves of a fast stream
-        are not reported individually).
+        ``q_now`` (chain order) is where the robot is, for timing a trajectory point.
         """
-        def build():
-            return self._status(level, message(), values())
-        with self._lock:
-            send = self._diag.offer(level, build, force)
-        if send:
-            self._diag.send(build())
-        return send
+        return self._output.publish(q, q_now)
 
-    def _report_error(self, message: str, frame: str, target_stamp: str = '',
-                      force: bool = False) -> None:
-        self.get_logger().error(message, throttle_duration_sec=1.0)
-        solver, skipped, count = self._config.solver, self._targets.skipped, self._solve_count
-        self._offer(conv.ERROR, lambda: message,
-                    lambda: conv.error_values(solver, frame, skipped, count, message,
-                                              target_stamp), force)
-
-    def _report_waiting(self, target_stamp: str = '', force: bool = False) -> None:
-        """WARN: no robot model yet (a target, if any, is refused)."""
-        topic = self._graph.description_topic
-        message = f'waiting for robot_description on {topic}' + \
-            (': target refused' if target_stamp else '')
-        if target_stamp:
-            self.get_logger().warning(message, throttle_duration_sec=2.0)
-        values = {**conv.error_values(self._config.solver, '', self._targets.skipped,
-                                      self._solve_count, message, target_stamp),
-                  'status': 'waiting'}
-        self._offer(conv.WARN, lambda: message, lambda: values, force)
-
-    def _hardware_id(self) -> str:
-        if self._model is None:
-            return f'{self._model_name()}: waiting'
-        config = self._model.config
-        return f'{self._model_name()}: {config.base_link} -> {", ".join(config.tip_links)}'
-
-    def _model_name(self) -> str:
-        return self._config.urdf_file or 'robot_description'

@@ -1,0 +1,226 @@
+"""The node's statuses on ``/diagnostics``: what each solve, error and wait reports, rate-gated.
+
+:class:`StatusReports` builds the statuses (one per solve, refused target, missing model) and
+offers them to a :class:`~ik_node.ros.status_rate_gate.StatusRateGate`: a status goes out at once
+when the gate lets it through, else the newest is held for the timer's :meth:`~StatusReports.
+flush`. Statuses are built lazily: most solves of a fast stream are never reported one by one, so
+their text and measures are never computed. :class:`DiagnosticsOutput` owns the publisher and
+re-sends the last status every second while nothing else goes out (diagnostic monitors).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+
+from ik_node.config.node_config import IkConfig
+from ik_node.config.ros_graph import GraphConfig
+from ik_node.model.chain import Chain
+from ik_node.model.quality import fragility_report
+from ik_node.ros import messages as conv
+from ik_node.ros.latest_targets import LatestTargets
+from ik_node.ros.reach_map_output import ReachabilityMaps
+from ik_node.ros.solution_output import Send
+from ik_node.ros.status_rate_gate import StatusRateGate
+
+#: ``/diagnostics`` is global on purpose: aggregators listen there; status names carry the
+#: node's fully qualified name so namespaced nodes are told apart.
+DIAGNOSTICS_TOPIC = '/diagnostics'
+HEARTBEAT_PERIOD_S = 1.0
+
+
+def model_name(config: IkConfig) -> str:
+    """How statuses and logs name the robot model: its URDF file, else ``robot_description``."""
+    return config.urdf_file or 'robot_description'
+
+
+class DiagnosticsOutput:
+    """The ``/diagnostics`` publisher: sends statuses, re-sends the last one as a heartbeat."""
+
+    def __init__(self, node: Node, send: Send) -> None:
+        self._node, self._send = node, send
+        self._pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self._last: Optional[DiagnosticArray] = None
+        self._last_time = -math.inf
+
+    def send(self, status) -> None:
+        msg = conv.diagnostic_array(status, self._node.get_clock().now().to_msg())
+        self._last, self._last_time = msg, time.monotonic()
+        self._send(self._pub, msg)
+
+    def heartbeat(self) -> None:
+        """Re-send the last status when nothing went out for a second (diagnostic monitors)."""
+        if self._last is not None and time.monotonic() - self._last_time >= HEARTBEAT_PERIOD_S:
+            self.send(self._last.status[0])
+
+
+class StatusReports:
+    """What the node reports on ``/diagnostics``, through the status rate gate.
+
+    Args:
+        node: names the statuses (its fully qualified name) and logs errors and waits.
+        send: how to publish.
+        targets: the target queue, whose ``skipped`` count every status carries.
+        reach: the reachability maps, for the distance of a missed target to the sampled
+            workspace.
+        config: the configuration in force (solver name, model name, status rate).
+        graph: the graph configuration in force (description topic, fragility thresholds).
+
+    Thread-safe: the gate has its own lock, so reports may come from any callback.
+    """
+
+    def __init__(self, node: Node, send: Send, targets: LatestTargets, reach: ReachabilityMaps,
+                 config: IkConfig, graph: GraphConfig) -> None:
+        self._node, self._targets, self._reach = node, targets, reach
+        self._out = DiagnosticsOutput(node, send)
+        self._lock = threading.Lock()
+        self._name = f'{node.get_fully_qualified_name().lstrip("/")}: ik'
+        self._robot_config: Optional[IkConfig] = None
+        self._hardware_id = ''
+        self.solve_count = 0
+        self.configure(config, graph)
+
+    # ------------------------------------------------------------------------- what is in force
+    def configure(self, config: IkConfig, graph: GraphConfig) -> None:
+        """Report for a new configuration: a new gate, and the next status goes out at once."""
+        self._config, self._graph = config, graph
+        with self._lock:
+            self._gate = StatusRateGate(config.diagnostics_rate)
+            self._force = True
+        self._hardware_id = self._describe()
+
+    def set_robot(self, config: Optional[IkConfig]) -> None:
+        """The robot model in force (its configuration; None: waiting for one), which the
+        statuses' hardware id names."""
+        self._robot_config = config
+        self._hardware_id = self._describe()
+
+    def _describe(self) -> str:
+        name, robot = model_name(self._config), self._robot_config
+        return f'{name}: waiting' if robot is None else \
+            f'{name}: {robot.base_link} -> {", ".join(robot.tip_links)}'
+
+    def force_next(self) -> None:
+        """Let the next status through whatever the rate (the first after a change)."""
+        with self._lock:
+            self._force = True
+
+    def count_solve(self) -> int:
+        """Count a published solve; returns the count (``solve_count``)."""
+        self.solve_count += 1
+        return self.solve_count
+
+    # ------------------------------------------------------------------------------- reports
+    def offer(self, level: bytes, message: Callable[[], str],
+              values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
+        """Publish a status now if the rate gate lets it through, else hold it for
+        :meth:`flush`. Returns True if it went out.
+
+        ``message`` and ``values`` are built only when needed (most solves of a fast stream
+        are not reported individually).
+        """
+        name, hardware_id = self._name, self._hardware_id
+
+        def build():
+            return conv.diagnostic_status(name, hardware_id, level, message(), values())
+        with self._lock:
+            send = self._gate.offer(time.monotonic(), level, build, force or self._force)
+            if send:
+                self._force = False
+        if send:
+            self._out.send(build())
+        return send
+
+    def error(self, message: str, frame: str, target_stamp: str = '',
+              force: bool = False) -> None:
+        """ERROR (logged, throttled): a refused target (``target_stamp``) or a refused input."""
+        self._node.get_logger().error(message, throttle_duration_sec=1.0)
+        solver, skipped, count = self._config.solver, self._targets.skipped, self.solve_count
+        self.offer(conv.ERROR, lambda: message,
+                   lambda: conv.error_values(solver, frame, skipped, count, message,
+                                             target_stamp), force)
+
+    def waiting(self, target_stamp: str = '', force: bool = False) -> None:
+        """WARN: no robot model yet (a target, if any, is refused)."""
+        topic = self._graph.description_topic
+        message = f'waiting for robot_description on {topic}' + \
+            (': target refused' if target_stamp else '')
+        if target_stamp:
+            self._node.get_logger().warning(message, throttle_duration_sec=2.0)
+        values = {**conv.error_values(self._config.solver, '', self._targets.skipped,
+                                      self.solve_count, message, target_stamp),
+                  'status': 'waiting'}
+        self.offer(conv.WARN, lambda: message, lambda: values, force)
+
+    def idle(self, solver: str) -> None:
+        """OK, sent at once: a new robot model waits for its first target."""
+        values = {**conv.error_values(solver, '', self._targets.skipped, self.solve_count,
+                                      'waiting for a target'),
+                  'status': 'idle'}
+        self.offer(conv.OK, lambda: 'waiting for a target', lambda: values, force=True)
+
+    def solve(self, chain: Chain, solver: str, result, goals: Mapping, q, frame: str,
+              stamps: str, count: int, extra: Dict[str, str]) -> bool:
+        """Offer a solve's status to the rate gate; returns True if it went out.
+
+        The fragility measures (a Jacobian and its SVD) and the reachability map distance are
+        computed once, and only when needed: the measures at once for a reached target (they
+        decide OK or WARN), otherwise when the status is built; most statuses of a fast stream
+        never are.
+        """
+        graph, reach, skipped = self._graph, self._reach, self._targets.skipped
+        tips = [tip or chain.tip_link for tip in goals]
+        position_only = result.orientation_ignored or \
+            all(quat is None for _, quat in goals.values())
+        measured: Dict[str, Any] = {}
+
+        def measures() -> Dict[str, Any]:
+            if not measured:
+                values = dict(extra)
+                try:
+                    quality, fragile = fragility_report(
+                        chain, q, tips, position_only, graph.singular_threshold,
+                        graph.limit_margin_threshold)
+                    values.update(quality)
+                except Exception as exc:  # a measure for the user never fails a solve
+                    values['quality'] = f'not measured: {type(exc).__name__}: {exc}'
+                    fragile = ''
+                if not result.reachable and reach.ready:
+                    distances = [d for tip, (p, _) in goals.items()
+                                 if (d := reach.distance(tip or chain.tip_link, p)) is not None]
+                    if distances:
+                        values['map_distance_m'] = f'{max(distances):.4g}'
+                measured.update(values=values, fragile=fragile)
+            return measured
+
+        level = conv.result_level(result)
+        if level == conv.OK and measures()['fragile']:
+            level = conv.WARN
+
+        def summary() -> str:
+            text = conv.result_summary(result, solver)
+            fragile = measures()['fragile']
+            return f'{text}; fragile: {fragile}' if fragile else text
+
+        return self.offer(
+            level, summary,
+            lambda: conv.result_values(result, solver, frame, skipped, count, stamps,
+                                       measures()['values']))
+
+    # ------------------------------------------------------------------------------ the timer
+    def flush(self) -> bool:
+        """Send the held status if its time has come, else the heartbeat. True if one was
+        held and sent."""
+        with self._lock:
+            held: List = self._gate.flush(time.monotonic())
+        for build in held:
+            self._out.send(build())
+        if not held:
+            self._out.heartbeat()
+        return bool(held)
+

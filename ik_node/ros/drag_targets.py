@@ -1,0 +1,93 @@
+"""Drags in RViz become targets: the node's interactive markers, one per tip.
+
+A drag of a tip's marker becomes a :class:`~ik_node.ros.messages.Target` like a topic one, and
+each solve moves, colours and (on release) snaps the markers. The marker server itself (the
+protocol RViz speaks) is :class:`ik_node.ros.interactive.InteractiveTargets`, owned here.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Mapping, Optional
+
+import numpy as np
+from rclpy.node import Node
+
+from ik_node.config.node_config import IkConfig
+from ik_node.model.chain import Chain
+from ik_node.ros import messages as conv
+from ik_node.ros.interactive import InteractiveTargets
+from ik_node.ros.solution_output import Send
+
+
+class DragTargets:
+    """Serves a draggable marker per tip and hands each drag on as a target.
+
+    Args:
+        node: the node owning the marker server (and its ``target_marker.snap_on_release``
+            parameter, read at each release).
+        on_target: receives every drag as a target (the node's target callback).
+        on_error: receives the message of refused feedback.
+        send: how to publish.
+        callback_group: of the feedback subscription.
+    """
+
+    def __init__(self, node: Node, on_target: Callable[[conv.Target], None],
+                 on_error: Callable[[str], None], send: Send, callback_group=None) -> None:
+        self._node, self._on_target = node, on_target
+        self._branched: Optional[bool] = None  # None: no robot model, drags are ignored
+        self._released: Dict[Optional[str], conv.Target] = {}  # dropped markers, to snap
+        self.server = InteractiveTargets(node, on_target=self._on_drag, send=send,
+                                         on_error=on_error, callback_group=callback_group)
+
+    def set_robot(self, config: IkConfig, chain: Chain, q: np.ndarray,
+                  six_dof: bool) -> None:
+        """Serve a marker at each tip of ``chain`` at ``q`` (``six_dof``: they also rotate)."""
+        self._branched = config.branched
+        tips_T = chain.fk_tips(q)
+        self.server.set_tips(config.base_link,
+                             [(tip, tips_T[tip], six_dof) for tip in config.tip_links])
+
+    def clear(self) -> None:
+        """No robot model: no markers, drags ignored."""
+        self._branched = None
+        self.server.set_tips('', [])
+
+    def _on_drag(self, tip: str, position, quat_xyzw, frame_id: str, stamp,
+                 released: bool) -> None:
+        """A drag of a tip's interactive marker: solved as a topic target (newest wins)."""
+        branched = self._branched
+        if branched is None:
+            return
+        slot = tip if branched else None
+        target = conv.Target(np.asarray(position, dtype=float),
+                             None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float),
+                             frame_id, slot, stamp)
+        if released:
+            self._released[slot] = target
+        self._on_target(target)
+
+    def show(self, config: IkConfig, chain: Chain, batch: Mapping, goals: Mapping, known: Mapping,
+             result, q: np.ndarray) -> None:
+        """Markers after a solve: follow the targets, colour by reached, and snap a released
+        marker to the pose reached (``target_marker.snap_on_release``).
+
+        Args:
+            batch: the targets solved, by slot (a tip, or None for a serial chain).
+            goals: their (position, quat_xyzw or None) in the base frame, by slot.
+            known: a branched chain's last goal of every tip (its markers are all coloured).
+        """
+        server = self.server
+        for tip, (p, quat) in goals.items():
+            server.follow(tip or config.tip_link, p, quat)
+        tips = result.tips or {}
+        for tip in goals if not config.branched else known:
+            name = tip or config.tip_link
+            server.set_reached(name, tips[name].reachable if name in tips else result.reachable)
+        snap = self._node.get_parameter('target_marker.snap_on_release').value
+        for tip in goals:
+            if self._released.get(tip) is batch[tip]:
+                del self._released[tip]
+                if snap:
+                    T = chain.fk(q, tip or config.tip_link)
+                    server.snap(tip or config.tip_link, T[:3, 3],
+                                conv.quat_xyzw_from_rotation(T[:3, :3]))
