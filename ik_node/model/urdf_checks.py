@@ -39,8 +39,8 @@ from ik_node.errors import ChainError
 #: Largest robot description accepted by default [bytes] (10 MB).
 DEFAULT_MAX_DESCRIPTION_BYTES = 10_000_000
 #: Most moving joints one chain (all tips together) may have. Generating the serial fast path
-#: grows with the square of the joint count (about 1 s at 200 joints); real arms, legs and
-#: humanoid trees have well under 100.
+#: grows with the square of the joint count; real arms, legs and humanoid trees have well
+#: under 100.
 MAX_CHAIN_JOINTS = 100
 #: Joint origins farther than this from their parent link [m] are refused as nonsense.
 MAX_ORIGIN_M = 1e6

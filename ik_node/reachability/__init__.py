@@ -25,12 +25,11 @@ bounds of the sampled quantity. Never use a map to claim that a target is unreac
 the solvers' ``min_residual`` (a proven lower bound) or a failed solve. Collisions (self or with
 the world) are not checked: "reached" means within the joint limits only.
 
-How far from converged the defaults are (2,000,000 samples, 0.1 m voxels, 50 directions;
-measured on the Panda against a 16,000,000-sample map): 98 % of its voxels are found and the
-index is 0.055 too low on average (0.033 with 4,000,000 samples, 0.089 with 1,000,000). Smaller
-voxels need more samples: at 0.05 m the index is 0.17 below the 16,000,000-sample map's with
-2,000,000 samples and 0.082 below with 4,000,000. Compare indices only between maps built with
-the same parameters.
+How far from converged a sampled map is depends on the samples per voxel: the defaults
+(2,000,000 samples, 0.1 m voxels, 50 directions) find most voxels of an arm the size of the
+Panda and give indices somewhat low; smaller voxels need more samples (the comparison against a
+16,000,000-sample map: ``benchmarks/results/design-notes.md``). Compare indices only between maps
+built with the same parameters.
 
 Builds run chunk by chunk (:class:`ReachabilityBuilder`), so a caller can report progress, build
 in a background thread and cancel (:func:`build_reachability_map` with ``progress`` and

@@ -23,8 +23,8 @@ class Budget:
     The pace is the second-slowest step (the slowest while there is only one): a single step
     stretched by something outside the solve (the process preempted, the VM's CPU stolen, a
     garbage collection) would otherwise be taken as the pace and end the solve early, as
-    ``timeout``, with most of its budget left (seen in the benchmark: a 2 ms stall ended a solve
-    that takes 0.5 ms). A step type that really is the slowest recurs and sets the pace; one
+    ``timeout``, with most of its budget left (a stall of a few milliseconds in a solve that
+    takes a fraction of one). A step type that really is the slowest recurs and sets the pace; one
     that occurs once overruns the deadline by at most its excess over the pace. While there is
     only one step a stall in it still sets the pace: a solver whose own iterations stop for time
     while :meth:`can_hand_over` hands a position target to the closest-pose search, which paces

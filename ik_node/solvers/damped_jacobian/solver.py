@@ -83,7 +83,7 @@ _LAMBDA_UP = 10.0
 # A descent is stuck when its cost has not dropped below _STALL_FACTOR times its value
 # _STALL_ITERATIONS iterations earlier, or _STALL_ITERATIONS_BLOCKED when joints at a limit sat
 # out a step in that window: descents pressed against a limit (most failed Panda descents) are
-# given up sooner; measured: Panda 6D median 16 -> 12 iterations, UR5 unchanged.
+# given up sooner (fewer iterations on the Panda; benchmarks/results/design-notes.md).
 _STALL_ITERATIONS = 5
 _STALL_ITERATIONS_BLOCKED = 2
 _STALL_FACTOR = 0.25
@@ -95,8 +95,8 @@ _RESTART_CANDIDATES = 4
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
 # a stationary point. The solve returns the best after the seed's descent and this many
-# restarts (measured on UR5 and Panda far targets: about 10 iterations per descent; the second
-# descent lowered the weighted error in about half the targets, the third and fourth rarely).
+# restarts (a second descent often lowers the weighted error, a third or fourth rarely:
+# benchmarks/results/design-notes.md).
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
 
@@ -195,8 +195,8 @@ class DampedJacobianSolver(Solver):
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
         if self._closest is not None and self._reach is not None and fast is not None:
-            # 5-20 ms with the generated kinematics (about 0.25 s through the numpy chain of a
-            # tree: not measured there)
+            # Once per solver, with the generated kinematics of a serial chain (the cost:
+            # benchmarks/results/design-notes.md).
             self._closest.reach = measure_reach(self._closest, self._reach)
 
     # ------------------------------------------------------------------------------ solving
@@ -321,17 +321,17 @@ class DampedJacobianSolver(Solver):
         last_blocked = -1  # the last iteration in which joints at a limit sat out the step
         best_q, best_cost = q, math.inf
         # 6D: the first restart after a descent that ended pressed against a joint limit begins
-        # at the mid configuration (unless the seed was it): on the Panda a descent from there
-        # converges 3 times in 4, one from a random configuration 1 in 3. Position only (the
-        # mid configuration of planar4 is stretched straight, singular) it did not help.
+        # at the mid configuration (unless the seed was it), far from every limit: a descent
+        # from there converges more often than one from a random configuration. Not for
+        # position only, where a mid configuration may be stretched straight, singular (planar4).
         mid_next = with_orientation and q != self._mid
         # 6D: once two descents are stuck, the closest-pose search on the position alone tells a
         # position out of reach (no restart can reach the pose) from a hard pose.
         position_checked = not with_orientation or self._closest is None
         cost_of: Optional[Callable] = None
         if mid_next and params['first_start'] == 'lower_cost':
-            # Measured (1500 random targets and seeds): median DLS iterations Panda 13 -> 10-11,
-            # Baxter 12 -> 9-10, iiwa14 10-11 -> 9, Jaco2 11 -> 10, UR5 unchanged.
+            # Fewer iterations on 7-joint arms from unrelated seeds
+            # (benchmarks/results/design-notes.md).
             cost_of = make_cost_function()
             if cost_of(self._mid) < cost_of(q):
                 q, mid_next = self._mid, False
@@ -413,8 +413,8 @@ class DampedJacobianSolver(Solver):
             if restarts >= 1 and not position_checked and (
                     min_residual is None or min_residual <= params['position_tolerance']):
                 # Is the position itself out of reach (unproven by the bound)? Asked after the
-                # second stuck descent: after the first it cost reachable 6D solves 12 % (UR5)
-                # to 27 % (Panda) of their time, where 2 in 3 Panda solves restart once.
+                # second stuck descent, not the first: many reachable 6D solves restart once,
+                # and the search would slow them (benchmarks/results/design-notes.md).
                 position_checked = True
                 found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
                 iterations += found.iterations

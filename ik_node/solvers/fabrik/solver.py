@@ -9,26 +9,23 @@ joints are unbounded; **prismatic joints are held at their seed value** (FABRIK 
 a bone changing length). Joints that move no targeted tip keep their seed value.
 
 Beyond the paper, each documented where it is done: joints above non-planar subtrees or offset
-links fit points instead of bones (the classic rule converged on 0 % of UR5 targets); a stall at
+links fit points instead of bones (where the classic rule does not converge); a stall at
 joint limits restarts from a random configuration (``restarts``); a linearly converging run is
 extrapolated (``extrapolate``). A finishing step that is *not* FABRIK, the hybrid many FABRIK
 implementations use: when an iteration cuts the error by less than half, a few damped
 least-squares steps on the targeted tips' stacked position Jacobian (``polish_iterations``;
 0 switches it off; it ends after two steps in a row that cut the error by less than 10 %: near a
 reachable target Gauss-Newton steps cut far more, out of reach they crawl, and the stall handling
-takes over). Measured with it, 20 restarts and stall_iterations 5 (1e-4 m, random
-reachable targets, 300 each): twin_arm both hands 85 -> 94.7 % within 100 iterations, 95 ->
-99.7 % within 300; left hand plus both right fingers 49 -> 91 % and 69 -> 99.3 %; UR5 99.3 ->
-100 % within 100.
+takes over). What each addition gains on the packaged and reference robots:
+``benchmarks/results/design-notes.md``.
 ``min_residual`` is a proven lower bound on a tip's error, given only for tips whose joints are
 all revolute or continuous; None otherwise or when it is 0.
 
 One target on a serial chain of revolute joints (the common case) runs the same passes in plain
 floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code), and
 FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
-:mod:`ik_node.solvers.out_of_reach.closest_pose`): a run that stalls above tolerance is finished by
-Newton
-descents to the closest stationary point (a target out of reach, provably or beyond the
+:mod:`ik_node.solvers.out_of_reach.closest_pose`): a run that stalls above tolerance is finished
+by Newton descents to the closest stationary point (a target out of reach, provably or beyond the
 measured reach, goes to them from the seed, without a FABRIK pass), restarted only until two
 descents from different starts agree, one of them from a random start, or stopped at the proven
 bound or the measured reach (status ``unreachable``). ``timeout`` bounds the wall time of
@@ -260,10 +257,9 @@ class FabrikSolver(Solver):
         tolerance = params['position_tolerance']
         # A single target on a serial chain: FABRIK alone, handing a stall above tolerance to
         # the closest-pose search; out of reach (provably or beyond the measured reach), straight
-        # to that search from the seed (as damped_jacobian does). FABRIK's stretching pass used
-        # to come first: one more start for the search to descend from, which on the Panda and
-        # Baxter cost more descents than it saved (out-of-reach median -18 % and -28 % without
-        # it, the same closest poses).
+        # to that search from the seed (as damped_jacobian does). No stretching FABRIK pass
+        # first: it would be one more start for the search to descend from, which costs more
+        # descents than it saves (benchmarks/results/design-notes.md).
         search = self._closest is not None and len(tip_indices) == 1
         if search and ((residuals[0] is not None and residuals[0] > tolerance) or
                        self._closest.reach_gap(p_targets[0].tolist()) > tolerance):

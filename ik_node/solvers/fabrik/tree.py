@@ -1,8 +1,8 @@
 """The FABRIK passes over a kinematic tree (a serial chain is the one-tip case).
 
-Numpy only. :class:`FabrikTree` precomputes the geometry of a :class:`~ik_node.model.chain.Chain`
-once;
-:meth:`FabrikTree.run` iterates forward and backward passes for one set of targets.
+Numpy only. :class:`FabrikTree` precomputes the geometry of a
+:class:`~ik_node.model.chain.Chain` once; :meth:`FabrikTree.run` iterates forward and backward
+passes for one set of targets.
 
 Nodes are the chain's joints ``0 .. n-1`` (depth-first, parents first) followed by its tips
 ``n .. n+T-1``. A node's position is its joint frame origin (a tip: the tip frame origin); a
@@ -24,9 +24,9 @@ a leg's hip yaw), or when a child bone is uninformative (zero length, along the 
 or along the child's hinge axis: an offset link). It then turns its informative children and the
 targeted tips below it, rigidly at their current places, onto their forward-pass points (targets
 for tips, weighted ``_TIP_FIT_WEIGHT``). If every point lies on the axis, the joint fits all its
-targeted descendants, and keeps its angle if those are on the axis too. The classic rule alone
-converged on 0 % of random UR5 targets; with the 'points' fit 93 % (99 % with the
-extrapolation of :meth:`FabrikTree.run`).
+targeted descendants, and keeps its angle if those are on the axis too. On a UR5 the classic
+rule alone does not converge; the 'points' fit does (the figures:
+``benchmarks/results/design-notes.md``).
 
 After the passes, optionally, a finishing step that is not FABRIK (:meth:`FabrikTree.polish`):
 damped least squares on the stacked position Jacobian of the targeted tips, tried when a FABRIK
@@ -56,7 +56,7 @@ _EPS_M = 1e-9
 #: direction to follow (the UR5 shoulder: its bone runs along the next axis).
 _PARALLEL_COS = 0.9
 #: In a 'points' fit, a targeted tip counts this many times a child joint (the tip is what
-#: must arrive; measured best on UR5 and Panda among 0.3, 1, 3, 10).
+#: must arrive; chosen on UR5 and Panda among 0.3, 1, 3, 10).
 _TIP_FIT_WEIGHT = 3.0
 #: Extrapolation (see :meth:`FabrikTree.run`): tried when an iteration's error ratio is above
 #: this (slow, linear convergence), with the step stretched at most this many times. Chosen on
@@ -73,7 +73,6 @@ _POLISH_STUCK_RATIO = 0.9
 #: than 10 % (squared: ``_SLOW_STEP_RATIO2``) or were rejected: Gauss-Newton steps near a
 #: reachable target cut it by far more; slow steps are a target out of reach (or a stall at
 #: limits), where the caller's stall handling (restarts, the closest-pose search) takes over.
-#: Out-of-reach UR5 targets spent 10 polish steps (0.46 ms) before this.
 _SLOW_STEPS = 2
 _SLOW_STEP_RATIO2 = 0.9 ** 2
 
@@ -430,8 +429,8 @@ class FabrikTree:
             extrapolate: after an iteration that cut the error by the ratio rho, also try the
                 iteration's joint step stretched by rho / (1 - rho) (where a linearly converging
                 sequence ends up) and keep it if it lowers the error. FABRIK crawls near full
-                extension and along limits; this cut the median iterations on planar4 from 4
-                to 3 and lifted convergence within 10 iterations from 83 % to 98 %.
+                extension and along limits, where this saves iterations
+                (``benchmarks/results/design-notes.md``).
             stretch_tip: a tip (index into ``chain.tips``) provably out of reach: the first
                 iteration lays its path straight towards its target.
             record_history: keep the largest tip error [m] of every iteration.

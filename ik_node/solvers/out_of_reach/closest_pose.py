@@ -16,9 +16,9 @@ singular configuration instead of arriving. Here:
   than ``NEWTON_DECREMENT_M`` (the answer is then that close to the stationary value).
 * :meth:`ClosestPose.stretch` is one cyclic-coordinate sweep: each joint in turn takes the exact
   angle (within its limits) that brings the tip nearest the target. From the mid configuration it
-  lays the chain out toward the target, a start whose descent ended at the closest pose on
-  every sampled out-of-reach target of the benchmark robots but one in twenty-five behind leg3's
-  limits (measured against a 40-start search; the tip-to-base sweep found that one).
+  lays the chain out toward the target, a start whose descent ends at the closest pose for
+  nearly every out-of-reach target of the benchmark robots; the tip-to-base sweep covers the
+  rest behind a leg's limits (``benchmarks/results/design-notes.md``).
 * :meth:`ClosestPose.search` runs descents from a fixed sequence of starts and stops by the rule
   below.
 
@@ -29,30 +29,27 @@ a minimum (the Hessian is positive definite on the free joints, not a saddle) wi
 pressed against a limit. The structured starts are biased where limits are involved: near the
 base they fold the chain against the same limits, mirror images of each other, and on arms
 with lopsided limits (Jaco2, Baxter) the seed's and the stretched mid configuration's descents
-can agree on a pose 0.05-0.7 m worse than the best (even all three of them: once in 117 Baxter
-targets); a random start is independent evidence there. Letting structured descents confirm
-any point missed the closest pose on 1 % of the Jaco2 and 2 % of the Baxter targets; letting
-them confirm only free minima missed none of the benchmark's out-of-reach targets on nine
-robots (against a 100-start search) and halved the descents on arms whose closest poses press
-no limit (UR5, UR10, arm6: 2 descents instead of 4). The search also stops when the best
-error is within ``agreement`` of the proven lower bound (nothing can be closer; see
-:mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent reaches the target, and at the
-time,
-iteration or restart limits (:mod:`ik_node.solvers.budget`).
+can agree on a pose far worse than the best; a random start is independent evidence there.
+Structured descents confirm only free minima: letting them confirm any point misses closest
+poses on such arms, while free minima confirmed by two structured descents halve the descents
+on arms whose closest poses press no limit (the figures: ``benchmarks/results/design-notes.md``).
+The search also stops when the best error is within ``agreement`` of the proven lower bound
+(nothing can be closer; see :mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent
+reaches the target, and at the time, iteration or restart limits
+(:mod:`ik_node.solvers.budget`).
 
-**The measured reach** (:mod:`ik_node.solvers.out_of_reach.measured_reach`, measured once when a
-solver is
-built): a target outside the range of the tip's distances from a centre on the first joint's
-axis (or nearer that axis than the tip comes, or farther from the second joint's origin) cannot
-come nearer than that gap, so a stationary point at the gap is the closest pose after one
+**The measured reach** (:mod:`ik_node.solvers.out_of_reach.measured_reach`, measured once when
+a solver is built): a target outside the range of the tip's distances from a centre on the first
+joint's axis (or nearer that axis than the tip comes, or farther from the second joint's origin)
+cannot come nearer than that gap, so a stationary point at the gap is the closest pose after one
 descent (stop ``'reach'``).
 
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
 base, the same stretched from the tip, then the best of a few random configurations, stretched
 from the base. A seed farther than the stretched mid configuration (a random seed, a jump of the
-target) is not descended from: its descent was the longest of a search (14 iterations on the
-Panda against 8), and dropping it cost no closest pose on the benchmark robots.
+target) is not descended from: its descent is the longest of a search, and the other starts
+find the same closest poses on the benchmark robots.
 
 Plain floats and the math module: the Jacobians come from the chain's generated kinematics.
 """
@@ -81,7 +78,7 @@ _LAMBDA_UP = 10.0
 #: Stationary when the projected gradient |J^T e| [m^2/rad] is below this fraction of
 #: |e| times the chain's reach: no allowed joint motion turns the tip more than ~1e-7 rad toward
 #: the target; with the Newton steps' quadratic convergence the error is then within round-off
-#: (~1e-15 m measured) of the stationary value.
+#: of the stationary value.
 GRADIENT_TOLERANCE = 1e-7
 #: Also stationary when a step of the (barely damped) Newton model promises to lower the error
 #: by less than this [m]: at quadratic convergence what is left is of the order of its square.
@@ -168,9 +165,8 @@ class ClosestPose:
         # Entries of row/column k of a flat lower triangle (a >= b at a (a + 1) / 2 + b).
         self._row_indices = [[max(k, j) * (max(k, j) + 1) // 2 + min(k, j) for j in range(n)]
                              for k in range(n)]
-        #: The chain's measured reach (:mod:`ik_node.solvers.out_of_reach.measured_reach`), set by
-        # the
-        #: solver that owns this search; None: searches stop by the other rules only.
+        #: The chain's measured reach (:mod:`ik_node.solvers.out_of_reach.measured_reach`), set
+        #: by the solver that owns this search; None: searches stop by the other rules only.
         self.reach: Optional[MeasuredReach] = None
 
     def reach_gap(self, target: Sequence[float]) -> float:

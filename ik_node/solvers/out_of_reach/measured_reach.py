@@ -1,6 +1,6 @@
 """The measured reach of a chain's tip, which lets the closest-pose search stop after one descent.
 
-Measured once when damped_jacobian or fabrik is built (5-20 ms): the least and the largest
+Measured once when damped_jacobian or fabrik is built: the least and the largest
 distance of the tip from a centre on the first joint's axis, its least distance from that axis,
 and its largest distance from the second joint's origin (which turns about the first axis). A
 target farther out than the largest (nearer than the least, nearer the axis, farther from every
@@ -8,13 +8,12 @@ place of the second joint's origin) cannot come nearer than that gap, so a desce
 the gap has found the closest pose (:meth:`MeasuredReach.gap`; the search's ``'reach'`` stop).
 
 The bone lengths prove such gaps only for chains without offsets (:mod:`reach_bound`, which
-computes the last one with the summed lengths); measured, they hold for 80-100 % of the targets
-beyond the reach of every benchmark arm (the arm stretched toward the target), inside iiwa14's
-inner hole and near a UR arm's base axis (the wrist offsets keep the tool 2.685 cm from it).
-A measurement, not a proof: a pose beyond it that no ascent or descent found would let the
-search accept an answer up to that much above the closest, so ``min_residual`` never uses it.
-Checked against 100 000 random configurations refined by a quasi-Newton method on the nine
-benchmark robots: agreement to 4e-9 m.
+computes the last one with the summed lengths); measured, they hold for most targets beyond
+the reach of an arm (the arm stretched toward the target), inside an inner hole (iiwa14) and near
+a UR arm's base axis (the wrist offsets keep the tool off it). A measurement, not a proof: a pose
+beyond it that no ascent or descent found would let the search accept an answer up to that much
+above the closest, so ``min_residual`` never uses it. How often it applies, what it costs and how
+closely it agrees with a dense refined search: ``benchmarks/results/design-notes.md``.
 
 Plain floats and the math module, on the search's own Newton steps.
 """
