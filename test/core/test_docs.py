@@ -47,6 +47,7 @@ def test_readme_python_example_runs_from_any_folder_and_prints_the_result(tmp_pa
                          cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     assert 'reachable' in out.stdout and 'True' in out.stdout, out.stdout
+    assert 'np.' not in out.stdout, out.stdout  # plain numbers, also on numpy 2
 
 
 def test_readme_links_point_to_files_that_exist():
