@@ -1,13 +1,15 @@
-"""Closed-form position IK of a leg (hip yaw, hip pitch, knee) or of its planar 2-link core.
+"""Closed-form position IK of a leg (first joint, hip pitch, knee) or of a planar 2-link chain.
 
-The geometry is read once from the chain at q = 0; no axis or length is hard-coded.
+The geometry is read once from the chain at q = 0 (:mod:`geometry`); no axis or length is
+hard-coded. The first joint is a hip yaw (``leg3``) or a hip abduction (quadrupeds); the pitch
+and knee axes are parallel and perpendicular to it.
 
-Leg (3 revolute joints): the hip yaw axis ``a`` (unit, base frame) through the yaw joint's
-origin; the hip pitch axis ``u`` perpendicular to ``a`` and meeting it at the hip centre ``c``;
-the knee axis parallel to ``u`` (either sense). At yaw ``q0`` the leg moves in the plane through
-the yaw axis spanned by ``a`` and ``Rot(a, q0) (u x a)``. In that plane, coordinates relative to
-``c`` are ``X`` along ``a`` and ``Y`` along ``Rot(a, q0) (u x a)``; a turn by +theta about ``u``
-is then a counter-clockwise turn in (X, Y), so the pitch angle adds to the thigh's polar angle.
+A leg whose plane holds its first axis (no lateral offset ``h``, no axis offset ``D``) is solved
+here: at first-joint angle ``q0`` the leg moves in the plane through the axis spanned by ``a``
+and ``Rot(a, q0) (u x a)``, with ``X`` along ``a`` and ``Y`` along ``Rot(a, q0) (u x a)``
+relative to the hip centre ``c``; a turn by +theta about ``u`` is a counter-clockwise turn in
+(X, Y), so the pitch angle adds to the thigh's polar angle. A leg with offsets goes to
+:mod:`offset_leg`, which uses the same core.
 
 Planar 2-link chain (2 parallel revolute joints): the same core, in the fixed plane
 perpendicular to the first axis that holds the tip; ``X`` is the thigh's direction at q = 0.
@@ -15,7 +17,7 @@ perpendicular to the first axis that holds the tip; ``X`` is the thigh's directi
 Core: thigh length ``l1`` at polar angle ``alpha1`` (q = 0), shin ``l2`` at ``alpha2``. The knee
 bend ``gamma = alpha2 - alpha1 + s * q_knee`` (``s = +-1``: knee axis along ``+-u``) is the shin's
 angle from the thigh, and ``|tip - c|^2 = l1^2 + l2^2 + 2 l1 l2 cos(gamma)``: the tip reaches
-exactly the annulus ``|l1 - l2| <= r <= l1 + l2`` around ``c``.
+exactly the annulus ``|l1 - l2| <= r <= l1 + l2`` around ``c`` in the leg's plane.
 
 Knee branches: ``forward`` is ``gamma`` in (0, pi), the shin turned from the thigh in the
 positive sense about the pitch axis; ``backward`` is ``gamma`` in (-pi, 0). For a leg hanging
@@ -31,123 +33,30 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.errors import ChainError
 from ik_node.solvers.base import FloatSolver, IkStatus, ParamSpec, RawSolution
+from ik_node.solvers.hip_knee.geometry import geometry_from_chain
+from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
 from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
-                                          annulus_distance, clamp_on_circle, near_angle)
-
-#: |cos| between axes that must be perpendicular, |sin| between axes that must be parallel.
-AXIS_TOLERANCE = 1e-6
-#: Offsets [m] that must be zero for the structure (lateral offsets, axis distances).
-OFFSET_TOLERANCE_M = 1e-6
-
-_EXPECTED = ('expected a leg of 3 revolute joints (hip yaw, then hip pitch and knee about '
-             'parallel axes perpendicular to the yaw axis) or a planar chain of 2 revolute '
-             'joints about parallel axes')
+                                                  annulus_distance, clamp_on_circle, near_angle)
 
 
-# ------------------------------------------------------------------------- chain geometry
-def _angle_deg(cos_or_sin: float) -> float:
-    return math.degrees(math.asin(min(1.0, abs(cos_or_sin))))
-
-
-def _geometry_from_chain(chain: Chain) -> dict:
-    """Check the chain's structure and derive the solver's constants; ChainError says why not."""
-    found = ', '.join(f'{j.name} ({j.type})' for j in chain.joints) or 'none'
-    if len(chain.tips) != 1 or not chain.is_serial:
-        raise ChainError(f'analytic_hip_knee needs a serial chain with one tip: {_EXPECTED}; '
-                         f'found tips {chain.tip_links} and joints {found}')
-    if chain.n not in (2, 3):
-        raise ChainError(f'analytic_hip_knee: {_EXPECTED}; found {chain.n} moving joints: '
-                         f'{found}')
-    prismatic = [j.name for j in chain.joints if j.is_prismatic]
-    if prismatic:
-        raise ChainError(f'analytic_hip_knee: {_EXPECTED}; found prismatic joint(s) '
-                         f'{", ".join(prismatic)}')
-    q0 = np.zeros(chain.n)
-    frames = chain.joint_frames(q0)
-    origins = [frames[i, :3, 3].copy() for i in range(chain.n)]
-    axes = [frames[i, :3, :3] @ j.axis for i, j in enumerate(chain.joints)]
-    p_tip = chain.fk(q0)[:3, 3].copy()
-    names = chain.joint_names
-    pitch, knee = (1, 2) if chain.n == 3 else (0, 1)
-    u, u_knee = axes[pitch], axes[knee]
-    sin_pk = float(np.linalg.norm(np.cross(u, u_knee)))
-    if sin_pk > AXIS_TOLERANCE:
-        raise ChainError(f'analytic_hip_knee: the axes of {names[pitch]!r} and {names[knee]!r} '
-                         f'must be parallel; they are {_angle_deg(sin_pk):.3g} deg apart '
-                         f'({_EXPECTED})')
-    geometry = {'n': chain.n, 'limits': (chain.lower.tolist(), chain.upper.tolist())}
-    if chain.n == 3:
-        a, o = axes[0], origins[0]
-        cos_ya = float(np.dot(a, u))
-        if abs(cos_ya) > AXIS_TOLERANCE:
-            raise ChainError(f'analytic_hip_knee: the hip yaw axis of {names[0]!r} must be '
-                             f'perpendicular to the hip pitch axis of {names[1]!r}; they are '
-                             f'{90.0 - _angle_deg(cos_ya):.3g} deg apart')
-        off = float(np.dot(origins[1] - o, np.cross(a, u)))
-        if abs(off) > OFFSET_TOLERANCE_M:
-            raise ChainError(f'analytic_hip_knee: the hip pitch axis of {names[1]!r} must meet '
-                             f'the hip yaw axis of {names[0]!r}; it passes {abs(off):.4g} m '
-                             'from it')
-        centre = o + float(np.dot(origins[1] - o, a)) * a  # where the pitch axis meets yaw
-        b1, b2 = a, np.cross(u, a)
-        geometry.update(yaw_axis=a, side=b2, side_perp=np.cross(a, b2), origin=o)
-    else:
-        height = float(np.dot(p_tip - origins[0], u))
-        centre = origins[0] + height * u  # the plane the tip moves in, on the first axis
-        thigh = origins[1] - origins[0]
-        thigh = thigh - float(np.dot(thigh, u)) * u
-        if np.linalg.norm(thigh) <= OFFSET_TOLERANCE_M:
-            raise ChainError(f'analytic_hip_knee: the axis of {names[1]!r} coincides with the '
-                             f'axis of {names[0]!r}: the first link has no length')
-        b1 = thigh / np.linalg.norm(thigh)
-        b2 = np.cross(u, b1)
-        geometry.update(normal=u, height=height)
-    lateral = float(np.dot(p_tip - centre, u))
-    if abs(lateral) > OFFSET_TOLERANCE_M:
-        raise ChainError(f'analytic_hip_knee: lateral offset of {lateral:.4g} m along the hip '
-                         f'pitch axis of {names[pitch]!r}: tip {chain.tip_link!r} is off the '
-                         'plane through the hip yaw axis; the thigh and shin must lie in the '
-                         'plane perpendicular to the pitch axes')
-    knee_point = origins[knee] - float(np.dot(origins[knee] - centre, u)) * u
-    d1, d2 = knee_point - centre, p_tip - knee_point
-    l1, l2 = float(np.linalg.norm(d1)), float(np.linalg.norm(d2))
-    if l1 <= OFFSET_TOLERANCE_M:
-        raise ChainError(f'analytic_hip_knee: the knee axis of {names[knee]!r} passes through '
-                         'the hip centre: the thigh has no length')
-    if l2 <= OFFSET_TOLERANCE_M:
-        raise ChainError(f'analytic_hip_knee: tip {chain.tip_link!r} lies on the knee axis of '
-                         f'{names[knee]!r}: the shin has no length')
-    lower, upper = geometry['limits']
-    geometry['core'] = PlanarCore(
-        l1, l2, math.atan2(float(np.dot(d1, b2)), float(np.dot(d1, b1))),
-        math.atan2(float(np.dot(d2, b2)), float(np.dot(d2, b1))),
-        1.0 if float(np.dot(u, u_knee)) > 0.0 else -1.0,
-        (lower[pitch], upper[pitch], lower[knee], upper[knee]))
-    geometry.update(centre=centre, b1=b1, b2=b2)
-    return geometry
-
-
-def _dot_row(v: np.ndarray, point: np.ndarray) -> Tuple[float, float, float, float]:
-    """(vx, vy, vz, v . point): p . v - (v . point) is then a coordinate of p along v."""
-    return float(v[0]), float(v[1]), float(v[2]), float(np.dot(v, point))
-
-
-# --------------------------------------------------------------------------------- solver
 class HipKneeSolver(FloatSolver):
-    """Closed-form IK of a hip-yaw + hip-pitch + knee leg, or of a planar 2-link chain.
+    """Closed-form IK of a 3-joint leg (hip yaw or abduction, hip pitch, knee) or of a planar
+    2-link chain.
 
-    Position only; one "iteration". Reachable exactly when the tip-to-hip distance lies in
-    ``[|l1 - l2|, l1 + l2]`` and some solution respects the joint limits. Candidates are the two
-    knee branches, and for the leg also the yaw flip (yaw + pi with the plane mirrored); the
-    ``branch`` parameter orders them, the seed breaks ties. When none respects the limits the
-    nearest pose within limits is returned (exact search over the limit boundary).
+    Position only; one "iteration". Reachable exactly when some first-joint angle puts the
+    target in the leg's plane at a distance from the hip centre within ``[|l1 - l2|, l1 + l2]``
+    and some solution respects the joint limits. Candidates are the two knee branches, and for
+    the leg also the other first-joint solution (the yaw flip, or the other abduction angle);
+    the ``branch`` parameter orders them, the seed breaks ties. When none respects the limits
+    the nearest pose within limits is returned (exact search over the limit boundary, or over
+    the first joint's angle for a leg with offsets).
 
-    ``min_residual`` is a proven lower bound of the position error [m]: the distance from the
-    target to the reachable annulus (plus, for the planar chain, the distance off its plane);
-    0.0 when a limit-respecting solution was found; None when the target is geometrically
-    reachable but the limits forbid it (status ``joint_limited``).
+    ``min_residual`` is a proven lower bound of the position error [m]: the target's distance
+    from the set the foot reaches limits aside (exact when the leg's plane holds the first axis,
+    or has only one of the two offsets; a smaller proven bound with both), plus, for the planar
+    chain, the distance off its plane; 0.0 when a limit-respecting solution was found; None when
+    the target is geometrically reachable but the limits forbid it (status ``joint_limited``).
     """
 
     name = 'analytic_hip_knee'
@@ -159,39 +68,49 @@ class HipKneeSolver(FloatSolver):
     }
 
     def check_chain(self, chain: Chain) -> None:
-        """Refuse chains that are not a hip-yaw + 2-link leg or a planar 2-link chain.
+        """Refuse chains that are not a 3-joint leg or a planar 2-link chain.
 
-        Also derives and stores the solver's geometry (lengths, zero angles, frames).
+        Also derives and stores the solver's geometry (lengths, zero angles, offsets, frames).
 
         Raises:
             ChainError: naming the expected structure and what the chain has instead.
         """
-        g = _geometry_from_chain(chain)
-        self._n = g['n']
-        self._core: PlanarCore = g['core']
-        lower, upper = g['limits']
+        g = geometry_from_chain(chain)
+        self._geometry = g
+        self._n = g.n
+        self._core: PlanarCore = g.core
         branch = self.params['branch']
         self._pref_forward = 1 if branch == 'backward' else 0
         self._pref_backward = 1 if branch == 'forward' else 0
         self._record = self.params['record_history']
-        c = g['centre']
-        self._centre = np.asarray(c, dtype=float)
-        if self._n == 3:
-            self._yaw_limits = (lower[0], upper[0])
-            # X: height above the hip centre; E1, E2: horizontal coordinates about the yaw axis.
-            self._rows = (_dot_row(g['yaw_axis'], c) + _dot_row(g['side'], c) +
-                          _dot_row(g['side_perp'], c))
-        else:
-            self._rows = (_dot_row(g['b1'], c) + _dot_row(g['b2'], c) +
-                          _dot_row(g['normal'], c))
+        self._centre = g.centre
+        self._rows = g.rows
+        self._yaw_limits = g.first_limits
+        # X: height along the first axis; E1, E2: coordinates across it.
+        self._lateral, self._axis_offset = g.lateral, g.axis_offset
+        self._offset_leg = None
+        if g.n == 3 and (g.lateral or g.axis_offset):
+            self._offset_leg = OffsetLeg(g, self._pref_forward, self._pref_backward)
+        self._axis_note = (f'target on the {g.role} axis: {g.role_short} is free, kept the '
+                           f'seed\'s {g.role_short}')
 
     def reach_envelope(self, tip: Optional[str] = None) -> Tuple[np.ndarray, float, float]:
-        """The geometric reach: ``(centre, r_min, r_max)`` [m] about the hip centre.
+        """The geometric reach: ``(centre, r_min, r_max)`` [m].
 
-        For the leg the tip reaches (limits aside) the spherical shell between the radii; for the
-        planar core, the annulus in its plane. Used by the node's envelope marker.
+        For the leg every tip position lies (limits aside) in the spherical shell between the
+        radii about the centre: the hip centre, or with an axis offset the first axis's point
+        level with the pitch axis; the outer sphere is reached, and the inner one too unless the
+        pitch axis is offset from the first axis. For the planar core, the annulus in its plane.
+        Used by the node's envelope marker.
         """
-        return self._centre.copy(), self._core.r_inner, self._core.r_outer
+        g, core = self._geometry, self._core
+        if g.n == 2 or not (g.lateral or g.axis_offset):
+            return self._centre.copy(), core.r_inner, core.r_outer
+        h, d = g.lateral, abs(g.axis_offset)
+        if d == 0.0:
+            return self._centre.copy(), math.hypot(core.r_inner, h), math.hypot(core.r_outer, h)
+        nearest = max(0.0, core.r_inner - d, d - core.r_outer)
+        return g.origin.copy(), math.hypot(nearest, h), math.hypot(core.r_outer + d, h)
 
     # ------------------------------------------------------------------------------ solving
     def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
@@ -201,34 +120,86 @@ class HipKneeSolver(FloatSolver):
         x = px * ax + py * ay + pz * az - ak
         e1 = px * bx + py * by + pz * bz - bk
         e2 = px * cx + py * cy + pz * cz - ck
+        if self._n == 3 and self._axis_offset:
+            return self._solve_offset_leg(x, e1, e2, q_seed)
         if self._n == 3:
             return self._solve_leg(x, e1, e2, q_seed)
         return self._solve_planar(x, e1, e2, q_seed)
 
+    def _solve_offset_leg(self, x: float, e1: float, e2: float,
+                          seed: List[float]) -> RawSolution:
+        """A leg with offsets (:class:`OffsetLeg`): status, proven residual and message."""
+        out = self._offset_leg.solve(x, e1, e2, seed)
+        history = [out.error] if self._record else None
+        note = out.note
+        # Out of reach by rounding only (at the rim of the set): counted as in reach.
+        in_reach = out.in_reach or (out.exact_bound and out.bound <= TIE_M)
+        if in_reach and out.within_limits:
+            status = IkStatus.DEGENERATE if note else IkStatus.CONVERGED
+            return RawSolution(out.q, status, 1, 0.0, note, history)
+        if in_reach:
+            message = (f'every solution breaks a joint limit: returned the nearest pose within '
+                       f'limits, {out.error:.4g} m from the target')
+            return RawSolution(out.q, IkStatus.JOINT_LIMITED, 1, None,
+                               f'{message}; {note}' if note else message, history)
+        limited = '' if out.within_limits else '; joint limits bind too'
+        if out.bound > TIE_M:
+            message = (f'target is {out.bound:.4g} m out of the leg\'s reach: returned the '
+                       f'nearest pose{limited}')
+            return RawSolution(out.q, IkStatus.UNREACHABLE, 1, out.bound,
+                               f'{message}; {note}' if note else message, history)
+        # Out of reach by an amount the geometry does not bound (both offsets): not claimed.
+        message = (f'target is out of the leg\'s reach: returned the nearest pose found, '
+                   f'{out.error:.4g} m from the target{limited}')
+        return RawSolution(out.q, IkStatus.MAX_ITERATIONS, 1, out.bound or None,
+                           f'{message}; {note}' if note else message, history)
+
     def _solve_leg(self, x: float, e1: float, e2: float, seed: List[float]) -> RawSolution:
+        """A leg whose pitch axis meets the first axis (``D = 0``), with or without ``h``.
+
+        The foot's distance from the first axis is ``hypot(h, Y)``: a target at ``rho`` needs
+        the core's ``Y = +-m`` with ``m = sqrt(rho^2 - h^2)`` (``m = rho`` without ``h``), both at
+        the same distance ``r = hypot(x, m)`` from the hip centre, and the first joint turning
+        the foot's azimuth ``atan2(h, +-m)`` onto the target's ``phi``. Without ``h`` these are
+        the plane through the target and its yaw flip.
+        """
         core = self._core
         s0, s1, s2 = seed
         lo0, hi0 = self._yaw_limits
+        h = self._lateral
         rho = math.hypot(e1, e2)
-        r = math.hypot(x, rho)
+        if h:
+            if rho < abs(h):  # nearer the first axis than the foot ever comes
+                return self._solve_offset_leg(x, e1, e2, seed)
+            m = math.sqrt((rho - abs(h)) * (rho + abs(h)))
+            tilt = math.atan2(h, m)
+        else:
+            m, tilt = rho, 0.0
+        r = math.hypot(x, m)
         miss = annulus_distance(r, core.r_inner, core.r_outer)
+        if h and miss > TIE_M:  # out of reach: the nearest pose is not a stretched leg
+            return self._solve_offset_leg(x, e1, e2, seed)
         gamma, q2f, q2b = core.bend(r)
         note = ''
-        # Candidate planes: (yaw, hip pitch of the forward branch, of the backward branch).
+        # Candidate planes: (first joint, hip pitch of the forward branch, of the backward one).
         if r <= DEGENERATE_DISTANCE_M:
-            note = ('target at the hip pitch origin: direction undefined, kept the seed\'s yaw '
-                    'and thigh direction')
-            planes = ((s0, s1, s1),)
+            if h:
+                note = 'target at the hip pitch axis: kept the seed\'s thigh direction'
+                planes = ((math.atan2(e2, e1) - tilt, s1, s1),)
+            else:
+                note = ('target at the hip pitch origin: direction undefined, kept the seed\'s '
+                        'yaw and thigh direction')
+                planes = ((s0, s1, s1),)
         else:
             psi, a1 = core.thigh_offset(gamma), core.alpha1
             if rho <= DEGENERATE_DISTANCE_M:
-                note = 'target on the hip yaw axis: yaw is free, kept the seed\'s yaw'
+                note = self._axis_note
                 beta = math.atan2(e1 * math.cos(s0) + e2 * math.sin(s0), x)
                 planes = ((s0, beta - psi - a1, beta + psi - a1),)
-            else:  # the plane through the target, and the yaw flip (plane mirrored)
-                phi, beta = math.atan2(e2, e1), math.atan2(rho, x)
-                planes = ((phi, beta - psi - a1, beta + psi - a1),
-                          (phi + math.pi, -beta - psi - a1, -beta + psi - a1))
+            else:  # both first-joint solutions (without h: the yaw flip, plane mirrored)
+                phi, beta = math.atan2(e2, e1), math.atan2(m, x)
+                planes = ((phi - tilt, beta - psi - a1, beta + psi - a1),
+                          (phi + math.pi + tilt, -beta - psi - a1, -beta + psi - a1))
         lo1, hi1, lo2, hi2 = core.lower1, core.upper1, core.lower2, core.upper2
         n2f, n2b = near_angle(q2f, s2, lo2, hi2), near_angle(q2b, s2, lo2, hi2)
         pref_f, pref_b = self._pref_forward, self._pref_backward
@@ -253,6 +224,8 @@ class HipKneeSolver(FloatSolver):
         if best is not None:
             q = list(best[1:])
             error = miss
+        elif h:  # the limits forbid every solution
+            return self._solve_offset_leg(x, e1, e2, seed)
         else:
             error, q = self._nearest_leg(x, e1, e2, rho, seed)
         return self._raw(q, miss, miss, best is not None, error, note)

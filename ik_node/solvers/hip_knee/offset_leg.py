@@ -1,0 +1,231 @@
+"""Closed-form position IK of a leg whose plane misses its first axis (offsets ``h``, ``D``).
+
+See :mod:`geometry` for the coordinates. A target at height ``x`` and distance ``rho`` from the
+first axis (azimuth ``phi``) is reached only with the foot's distance from the axis equal to
+``rho``: ``(D + Y)^2 + h^2 = rho^2``, so the planar core's ``Y = +-m - D`` with
+``m = sqrt(rho^2 - h^2)`` (the two abduction solutions; none when ``rho < |h|``), and the
+first joint turns the foot's azimuth ``atan2(h, +-m)`` onto ``phi``. Each gives the core's target
+``(x, Y)`` and its two knee branches in closed form.
+
+Out of reach, the nearest pose is the leg's pose for the nearest point of the foot's set
+(:mod:`reach_set`) when its joints are within their limits. Otherwise (limits bind, or the
+set has no closed form) the nearest pose within limits is found over the first joint: for each
+of its angles the exact nearest pose of the planar core (:meth:`PlanarCore.nearest`) and the
+distance off the plane give the error; the angle is sampled and the best basins refined by
+golden-section search.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, Tuple
+
+from ik_node.solvers.hip_knee.geometry import LegGeometry
+from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, annulus_distance,
+                                                  near_angle)
+from ik_node.solvers.hip_knee.reach_set import nearest_reach_point, reach_lower_bound
+
+_TWO_PI = 2.0 * math.pi
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+#: First-joint angles sampled over its range (or a full turn) in the search for the nearest pose.
+SAMPLES = 48
+#: Basins of the sampled error refined by golden-section search (the lowest ones).
+REFINED_BASINS = 3
+#: The golden-section search stops at this bracket width [rad].
+ANGLE_TOLERANCE = 1e-10
+
+
+class OffsetLegSolve:
+    """The outcome of one solve: ``q``, how it was found, and the proven bound.
+
+    Attributes:
+        q: joint positions [rad].
+        in_reach: the target is reachable with the joint limits aside.
+        within_limits: ``q`` reaches the target (in reach) or the nearest point of the foot's
+            set (out of reach).
+        bound: proven lower bound [m] of every pose's error, limits aside (0.0 in reach).
+        exact_bound: ``bound`` is the target's distance from the foot's set (not only a bound).
+        error: the predicted error [m] of ``q``.
+        note: why the answer is not unique, or ''.
+    """
+
+    __slots__ = ('q', 'in_reach', 'within_limits', 'bound', 'exact_bound', 'error', 'note')
+
+    def __init__(self, q, in_reach, within_limits, bound, exact_bound, error, note):
+        self.q, self.in_reach, self.within_limits = q, in_reach, within_limits
+        self.bound, self.exact_bound, self.error, self.note = bound, exact_bound, error, note
+
+
+class OffsetLeg:
+    """Solves a leg with a lateral offset ``h`` and/or an axis offset ``D`` (plain floats)."""
+
+    def __init__(self, geometry: LegGeometry, pref_forward: int, pref_backward: int):
+        self.core = geometry.core
+        self.h, self.d = geometry.lateral, geometry.axis_offset
+        self.first_limits = geometry.first_limits
+        lo0, hi0 = geometry.first_limits
+        self.full_turn = not (math.isfinite(lo0) and math.isfinite(hi0)) or hi0 - lo0 >= _TWO_PI
+        self.pref_forward, self.pref_backward = pref_forward, pref_backward
+        short = geometry.role_short
+        self.axis_note = (f'target on the {geometry.role} axis: {short} is free, kept the '
+                          f'seed\'s {short}')
+
+    # ------------------------------------------------------------------------------ in reach
+    def planes(self, x: float, e1: float, e2: float, rho: float,
+               seed: List[float]) -> Tuple[tuple, str]:
+        """The candidate first-joint angles with the core's ``Y`` there, and a note."""
+        h, d = self.h, self.d
+        if rho <= DEGENERATE_DISTANCE_M and h == 0.0:  # on the axis: the foot must be too
+            s0 = seed[0]
+            return ((s0, e1 * math.cos(s0) + e2 * math.sin(s0) - d),), self.axis_note
+        if rho < abs(h):
+            return (), ''
+        phi = math.atan2(e2, e1)
+        m = math.sqrt((rho - abs(h)) * (rho + abs(h))) if h else rho
+        tilt = math.atan2(h, m)
+        if m == 0.0:
+            return ((phi - tilt, -d),), ''
+        return ((phi - tilt, m - d), (phi + math.pi + tilt, -m - d)), ''
+
+    def best_in_planes(self, x: float, planes: tuple, seed: List[float]):
+        """``(best, in_reach, note)``: the best limit-respecting ``[q0, q1, q2]`` (or None) over
+        the planes whose core target is in reach, by branch preference then seed distance."""
+        core = self.core
+        s0, s1, s2 = seed
+        lo0, hi0 = self.first_limits
+        lo1, hi1, lo2, hi2 = core.lower1, core.upper1, core.lower2, core.upper2
+        r_inner, r_outer, a1 = core.r_inner, core.r_outer, core.alpha1
+        best, in_reach, note = None, False, ''
+        for yaw, y in planes:
+            r = math.hypot(x, y)
+            if annulus_distance(r, r_inner, r_outer) > TIE_M:
+                continue
+            in_reach = True
+            q0 = near_angle(yaw, s0, lo0, hi0)
+            if q0 is None:
+                continue
+            gamma, q2f, q2b = core.bend(r)
+            if r <= DEGENERATE_DISTANCE_M:
+                note = ('target at the hip pitch axis: direction undefined, kept the seed\'s '
+                        'thigh direction')
+                q1f = q1b = s1
+            else:
+                beta, psi = math.atan2(y, x), core.thigh_offset(gamma)
+                q1f, q1b = beta - psi - a1, beta + psi - a1
+            d0 = (q0 - s0) ** 2
+            for pref, q1, q2 in ((self.pref_forward, q1f, q2f), (self.pref_backward, q1b, q2b)):
+                n2 = near_angle(q2, s2, lo2, hi2)
+                if n2 is None:
+                    continue
+                n1 = near_angle(q1, s1, lo1, hi1)
+                if n1 is None:
+                    continue
+                key = (pref, d0 + (n1 - s1) ** 2 + (n2 - s2) ** 2)
+                if best is None or key < best[0]:
+                    best = (key, q0, n1, n2)
+        return (None if best is None else list(best[1:])), in_reach, note
+
+    def solve(self, x: float, e1: float, e2: float, seed: List[float]) -> OffsetLegSolve:
+        """Solve for the target with leg coordinates ``(x, e1, e2)`` [m] from ``seed``."""
+        rho = math.hypot(e1, e2)
+        planes, note = self.planes(x, e1, e2, rho, seed)
+        q, in_reach, pitch_note = self.best_in_planes(x, planes, seed)
+        note = note or pitch_note
+        if q is not None:
+            return OffsetLegSolve(q, True, True, 0.0, True, 0.0, note)
+        if in_reach:  # the limits forbid every solution
+            error, q = self.nearest_within_limits(x, e1, e2, seed)
+            return OffsetLegSolve(q, True, False, 0.0, True, error, note)
+        core = self.core
+        nearest = nearest_reach_point(x, rho, self.h, self.d, core.r_inner, core.r_outer)
+        if nearest is not None:
+            bound, x_near, rho_near = nearest
+            if rho > DEGENERATE_DISTANCE_M:
+                phi = math.atan2(e2, e1)
+            else:  # on the axis: every azimuth is as near; keep the seed's first joint
+                m = math.sqrt(max(0.0, (rho_near - abs(self.h)) * (rho_near + abs(self.h))))
+                phi = seed[0] + math.atan2(self.h, m)
+                note = note or self.axis_note
+            near_e1, near_e2 = rho_near * math.cos(phi), rho_near * math.sin(phi)
+            near_planes, _ = self.planes(x_near, near_e1, near_e2, rho_near, seed)
+            q, _, _ = self.best_in_planes(x_near, near_planes, seed)
+            if q is not None:
+                return OffsetLegSolve(q, False, True, bound, True, bound, note)
+            exact = True
+        else:
+            bound = reach_lower_bound(x, rho, self.h, self.d, core.r_inner, core.r_outer)
+            exact = False
+        error, q = self.nearest_within_limits(x, e1, e2, seed)
+        return OffsetLegSolve(q, False, False, bound, exact, error, note)
+
+    # ---------------------------------------------------------------------- nearest pose
+    def _error_at(self, q0: float, x: float, e1: float, e2: float, s1: float, s2: float):
+        """``(error [m], q1, q2)``: the nearest pose within the pitch and knee limits with the
+        first joint at ``q0`` (exact: the planar core's nearest pose and the distance off the
+        leg's plane)."""
+        c, s = math.cos(q0), math.sin(q0)
+        along, across = e1 * c + e2 * s, e2 * c - e1 * s
+        err, q1, q2 = self.core.nearest(x, along - self.d, s1, s2)
+        return math.hypot(err, across - self.h), q1, q2
+
+    def nearest_within_limits(self, x: float, e1: float, e2: float,
+                              seed: List[float]) -> Tuple[float, List[float]]:
+        """The pose within all limits nearest the target: ``(error [m], [q0, q1, q2])``.
+
+        The first joint's range (a full turn about the seed when its limits span one) is
+        sampled at :data:`SAMPLES` angles; the lowest :data:`REFINED_BASINS` sampled minima are
+        refined by golden-section search between their neighbours. Ties go to the pose nearer
+        the seed.
+        """
+        s0, s1, s2 = seed
+        lo0, hi0 = self.first_limits
+        if self.full_turn:
+            step = _TWO_PI / SAMPLES
+            angles = [s0 - math.pi + k * step for k in range(SAMPLES)]
+        else:
+            step = (hi0 - lo0) / (SAMPLES - 1)
+            angles = [lo0 + k * step for k in range(SAMPLES - 1)] + [hi0]
+        errors = [self._error_at(a, x, e1, e2, s1, s2) for a in angles]
+        count = len(angles)
+        minima = []
+        for k in range(count):
+            if self.full_turn:
+                left, right = errors[k - 1][0], errors[(k + 1) % count][0]
+            else:
+                left = errors[k - 1][0] if k > 0 else math.inf
+                right = errors[k + 1][0] if k + 1 < count else math.inf
+            if errors[k][0] <= left and errors[k][0] <= right:
+                minima.append(k)
+        minima.sort(key=lambda k: errors[k][0])
+        best = None
+        for k in minima[:REFINED_BASINS]:
+            a, b = angles[k] - step, angles[k] + step
+            if not self.full_turn:
+                a, b = max(a, lo0), min(b, hi0)
+            for q0, (err, q1, q2) in ((angles[k], errors[k]),
+                                      self._golden(a, b, x, e1, e2, s1, s2)):
+                if not self.full_turn:
+                    q0 = min(max(q0, lo0), hi0)
+                else:
+                    q0 = near_angle(q0, s0, lo0, hi0)
+                dist = (q0 - s0) ** 2 + (q1 - s1) ** 2 + (q2 - s2) ** 2
+                if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
+                                                              dist < best[1]):
+                    best = (err, dist, q0, q1, q2)
+        return best[0], list(best[2:])
+
+    def _golden(self, a: float, b: float, x: float, e1: float, e2: float, s1: float,
+                s2: float) -> Tuple[float, Tuple[float, float, float]]:
+        """Golden-section search of the error over ``[a, b]``: ``(q0, (error, q1, q2))``."""
+        c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
+        fc, fd = self._error_at(c, x, e1, e2, s1, s2), self._error_at(d, x, e1, e2, s1, s2)
+        while b - a > ANGLE_TOLERANCE:
+            if fc[0] <= fd[0]:
+                b, d, fd = d, c, fc
+                c = b - _GOLDEN * (b - a)
+                fc = self._error_at(c, x, e1, e2, s1, s2)
+            else:
+                a, c, fc = c, d, fd
+                d = a + _GOLDEN * (b - a)
+                fd = self._error_at(d, x, e1, e2, s1, s2)
+        return (c, fc) if fc[0] <= fd[0] else (d, fd)
