@@ -11,8 +11,8 @@ Out of reach, the nearest pose is the leg's pose for the nearest point of the fo
 (:mod:`reach_set`) when its joints are within their limits. Otherwise (limits bind, or the
 set has no closed form) the nearest pose within limits is found over the first joint: for each
 of its angles the exact nearest pose of the planar core (:meth:`PlanarCore.nearest`) and the
-distance off the plane give the error; the angle is sampled and the best basins refined by
-golden-section search.
+distance off the plane give the error and its slope; the angle is sampled and the best basins
+refined on the slope.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, 
 from ik_node.solvers.hip_knee.reach_set import nearest_reach_point, reach_lower_bound
 
 _TWO_PI = 2.0 * math.pi
-_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
-#: First-joint angles sampled over its range (or a full turn) in the search for the nearest pose.
-SAMPLES = 48
-#: Basins of the sampled error refined by golden-section search (the lowest ones).
+#: Spacing [rad] of the first-joint angles sampled in the search for the nearest pose.
+SAMPLE_STEP = 0.15
+#: Basins of the sampled error refined (the lowest ones).
 REFINED_BASINS = 3
-#: The golden-section search stops at this bracket width [rad].
-ANGLE_TOLERANCE = 1e-10
+#: The refinement stops at this bracket width [rad], or after this many steps.
+ANGLE_TOLERANCE = 1e-12
+MAX_REFINE_STEPS = 60
 
 
 class OffsetLegSolve:
@@ -160,72 +160,95 @@ class OffsetLeg:
 
     # ---------------------------------------------------------------------- nearest pose
     def _error_at(self, q0: float, x: float, e1: float, e2: float, s1: float, s2: float):
-        """``(error [m], q1, q2)``: the nearest pose within the pitch and knee limits with the
-        first joint at ``q0`` (exact: the planar core's nearest pose and the distance off the
-        leg's plane)."""
+        """``(error [m], q1, q2, slope)`` with the first joint at ``q0``: the nearest pose within
+        the pitch and knee limits (exact: the planar core's nearest pose and the distance off
+        the leg's plane), and half the derivative of the squared error in ``q0``.
+
+        The slope holds the nearest pose fixed (the squared distance to a fixed set has that
+        derivative wherever its nearest point is unique; elsewhere it only drops).
+        """
         c, s = math.cos(q0), math.sin(q0)
         along, across = e1 * c + e2 * s, e2 * c - e1 * s
-        err, q1, q2 = self.core.nearest(x, along - self.d, s1, s2)
-        return math.hypot(err, across - self.h), q1, q2
+        y_target, off_plane = along - self.d, across - self.h
+        err, q1, q2 = self.core.nearest(x, y_target, s1, s2)
+        _, y_near = self.core.tip(q1, q2)
+        slope = (y_target - y_near) * across - off_plane * along
+        return math.hypot(err, off_plane), q1, q2, slope
 
     def nearest_within_limits(self, x: float, e1: float, e2: float,
                               seed: List[float]) -> Tuple[float, List[float]]:
         """The pose within all limits nearest the target: ``(error [m], [q0, q1, q2])``.
 
         The first joint's range (a full turn about the seed when its limits span one) is
-        sampled at :data:`SAMPLES` angles; the lowest :data:`REFINED_BASINS` sampled minima are
-        refined by golden-section search between their neighbours. Ties go to the pose nearer
-        the seed.
+        sampled about every :data:`SAMPLE_STEP`; each sampled interval where the error turns
+        from falling to rising holds a minimum, and the :data:`REFINED_BASINS` lowest are
+        refined by regula falsi on the slope (Illinois). A range's ends are minima where the
+        error rises into the range. Ties go to the pose nearer the seed.
         """
         s0, s1, s2 = seed
         lo0, hi0 = self.first_limits
         if self.full_turn:
-            step = _TWO_PI / SAMPLES
-            angles = [s0 - math.pi + k * step for k in range(SAMPLES)]
+            count = max(3, math.ceil(_TWO_PI / SAMPLE_STEP))
+            step = _TWO_PI / count
+            angles = [s0 - math.pi + k * step for k in range(count + 1)]  # last = first + 2 pi
         else:
-            step = (hi0 - lo0) / (SAMPLES - 1)
-            angles = [lo0 + k * step for k in range(SAMPLES - 1)] + [hi0]
-        errors = [self._error_at(a, x, e1, e2, s1, s2) for a in angles]
-        count = len(angles)
-        minima = []
-        for k in range(count):
-            if self.full_turn:
-                left, right = errors[k - 1][0], errors[(k + 1) % count][0]
-            else:
-                left = errors[k - 1][0] if k > 0 else math.inf
-                right = errors[k + 1][0] if k + 1 < count else math.inf
-            if errors[k][0] <= left and errors[k][0] <= right:
-                minima.append(k)
-        minima.sort(key=lambda k: errors[k][0])
+            count = max(2, math.ceil((hi0 - lo0) / SAMPLE_STEP))
+            step = (hi0 - lo0) / count
+            angles = [lo0 + k * step for k in range(count)] + [hi0]
+        samples = [self._error_at(a, x, e1, e2, s1, s2) for a in angles[:count]]
+        samples.append(samples[0] if self.full_turn else
+                       self._error_at(hi0, x, e1, e2, s1, s2))
+        found = []  # (error, q0, q1, q2) of each local minimum
+        if not self.full_turn:
+            if samples[0][3] >= 0.0:
+                found.append((samples[0][0], angles[0]) + samples[0][1:3])
+            if samples[-1][3] <= 0.0:
+                found.append((samples[-1][0], angles[-1]) + samples[-1][1:3])
+        brackets = [k for k in range(count) if samples[k][3] < 0.0 <= samples[k + 1][3]]
+        brackets.sort(key=lambda k: min(samples[k][0], samples[k + 1][0]))
+        for k in brackets[:REFINED_BASINS]:
+            found.append(self._refine(angles[k], samples[k], angles[k + 1], samples[k + 1],
+                                      x, e1, e2, s1, s2))
+        if not found:  # no slope changes sign (a constant error): the best sample
+            k = min(range(count), key=lambda i: samples[i][0])
+            found.append((samples[k][0], angles[k]) + samples[k][1:3])
         best = None
-        for k in minima[:REFINED_BASINS]:
-            a, b = angles[k] - step, angles[k] + step
-            if not self.full_turn:
-                a, b = max(a, lo0), min(b, hi0)
-            for q0, (err, q1, q2) in ((angles[k], errors[k]),
-                                      self._golden(a, b, x, e1, e2, s1, s2)):
-                if not self.full_turn:
-                    q0 = min(max(q0, lo0), hi0)
-                else:
-                    q0 = near_angle(q0, s0, lo0, hi0)
-                dist = (q0 - s0) ** 2 + (q1 - s1) ** 2 + (q2 - s2) ** 2
-                if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
-                                                              dist < best[1]):
-                    best = (err, dist, q0, q1, q2)
+        for err, q0, q1, q2 in found:
+            q0 = near_angle(q0, s0, lo0, hi0) if self.full_turn else min(max(q0, lo0), hi0)
+            dist = (q0 - s0) ** 2 + (q1 - s1) ** 2 + (q2 - s2) ** 2
+            if best is None or err < best[0] - TIE_M or (err <= best[0] + TIE_M and
+                                                          dist < best[1]):
+                best = (err, dist, q0, q1, q2)
         return best[0], list(best[2:])
 
-    def _golden(self, a: float, b: float, x: float, e1: float, e2: float, s1: float,
-                s2: float) -> Tuple[float, Tuple[float, float, float]]:
-        """Golden-section search of the error over ``[a, b]``: ``(q0, (error, q1, q2))``."""
-        c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
-        fc, fd = self._error_at(c, x, e1, e2, s1, s2), self._error_at(d, x, e1, e2, s1, s2)
-        while b - a > ANGLE_TOLERANCE:
-            if fc[0] <= fd[0]:
-                b, d, fd = d, c, fc
-                c = b - _GOLDEN * (b - a)
-                fc = self._error_at(c, x, e1, e2, s1, s2)
+    def _refine(self, a: float, fa: tuple, b: float, fb: tuple, x: float, e1: float,
+                e2: float, s1: float, s2: float) -> Tuple[float, float, float, float]:
+        """The minimum in ``[a, b]`` where the slope turns from negative (``fa``) to
+        non-negative (``fb``): ``(error, q0, q1, q2)``. Illinois regula falsi on the slope,
+        which only drops where it jumps: a sign change from - to + is always a minimum."""
+        ga, gb = fa[3], fb[3]
+        best = min(((fa[0], a) + fa[1:3]), ((fb[0], b) + fb[1:3]))
+        side = 0
+        for _ in range(MAX_REFINE_STEPS):
+            if b - a <= ANGLE_TOLERANCE:
+                break
+            c = b - gb * (b - a) / (gb - ga) if gb != ga else 0.5 * (a + b)
+            if not a < c < b:
+                c = 0.5 * (a + b)
+            fc = self._error_at(c, x, e1, e2, s1, s2)
+            if fc[0] < best[0]:
+                best = (fc[0], c) + fc[1:3]
+            gc = fc[3]
+            if gc == 0.0:
+                break
+            if gc < 0.0:
+                a, ga = c, gc
+                if side == -1:
+                    gb *= 0.5
+                side = -1
             else:
-                a, c, fc = c, d, fd
-                d = a + _GOLDEN * (b - a)
-                fd = self._error_at(d, x, e1, e2, s1, s2)
-        return (c, fc) if fc[0] <= fd[0] else (d, fd)
+                b, gb = c, gc
+                if side == 1:
+                    ga *= 0.5
+                side = 1
+        return best
