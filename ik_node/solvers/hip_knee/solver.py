@@ -39,6 +39,11 @@ from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
 from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
                                                   annulus_distance, clamp_on_circle, near_angle)
 
+_PI = math.pi
+#: Added to the rank of a branch that is not the preferred one: more than any squared distance
+#: from the seed of a value that near_angle returns (within 3 pi of it, per joint) [rad^2].
+_NOT_PREFERRED = 1e4
+
 
 class HipKneeSolver(FloatSolver):
     """Closed-form IK of a 3-joint leg (hip yaw or abduction, hip pitch, knee) or of a planar
@@ -201,26 +206,42 @@ class HipKneeSolver(FloatSolver):
                 planes = ((phi - tilt, beta - psi - a1, beta + psi - a1),
                           (phi + math.pi + tilt, -beta - psi - a1, -beta + psi - a1))
         lo1, hi1, lo2, hi2 = core.lower1, core.upper1, core.lower2, core.upper2
-        n2f, n2b = near_angle(q2f, s2, lo2, hi2), near_angle(q2b, s2, lo2, hi2)
-        pref_f, pref_b = self._pref_forward, self._pref_backward
-        best = None  # ((preference, squared distance to the seed), q0, q1, q2)
+        # near_angle inline where the value is within half a turn of the seed and within the
+        # limits (the common case; same result), the function otherwise.
+        d = s2 - q2f
+        n2f = q2f if -_PI <= d <= _PI and lo2 <= q2f <= hi2 else near_angle(q2f, s2, lo2, hi2)
+        d = s2 - q2b
+        n2b = q2b if -_PI <= d <= _PI and lo2 <= q2b <= hi2 else near_angle(q2b, s2, lo2, hi2)
+        # A branch that is not the preferred one ranks after every preferred one.
+        pref_f = _NOT_PREFERRED if self._pref_forward else 0.0
+        pref_b = _NOT_PREFERRED if self._pref_backward else 0.0
+        best = None  # (rank: preference + squared distance to the seed, q0, q1, q2)
         for yaw, q1f, q1b in planes:
-            q0 = near_angle(yaw, s0, lo0, hi0)
+            d = s0 - yaw
+            q0 = yaw if -_PI <= d <= _PI and lo0 <= yaw <= hi0 else near_angle(yaw, s0, lo0, hi0)
             if q0 is None:
                 continue
             d0 = (q0 - s0) ** 2
             if n2f is not None:
-                q1 = near_angle(q1f, s1, lo1, hi1)
+                d = s1 - q1f
+                q1 = q1f if -_PI <= d <= _PI and lo1 <= q1f <= hi1 else \
+                    near_angle(q1f, s1, lo1, hi1)
                 if q1 is not None:
-                    key = (pref_f, d0 + (q1 - s1) ** 2 + (n2f - s2) ** 2)
-                    if best is None or key < best[0]:
-                        best = (key, q0, q1, n2f)
+                    rank = d0 + (q1 - s1) ** 2 + (n2f - s2) ** 2
+                    if pref_f:
+                        rank += pref_f
+                    if best is None or rank < best[0]:
+                        best = (rank, q0, q1, n2f)
             if n2b is not None:
-                q1 = near_angle(q1b, s1, lo1, hi1)
+                d = s1 - q1b
+                q1 = q1b if -_PI <= d <= _PI and lo1 <= q1b <= hi1 else \
+                    near_angle(q1b, s1, lo1, hi1)
                 if q1 is not None:
-                    key = (pref_b, d0 + (q1 - s1) ** 2 + (n2b - s2) ** 2)
-                    if best is None or key < best[0]:
-                        best = (key, q0, q1, n2b)
+                    rank = d0 + (q1 - s1) ** 2 + (n2b - s2) ** 2
+                    if pref_b:
+                        rank += pref_b
+                    if best is None or rank < best[0]:
+                        best = (rank, q0, q1, n2b)
         if best is not None:
             q = list(best[1:])
             error = miss
