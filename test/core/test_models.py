@@ -231,3 +231,20 @@ def test_quad12_config_builds_its_solver_on_the_tree():
     plan = plan_from_arguments({'robot': 'quad12', 'rviz': 'false'}, REPO)
     assert plan.ik_node_parameters['tip_links'] == list(QUAD12_FEET)
     assert plan.robot_description == QUAD12.read_text()
+
+
+@pytest.mark.parametrize('foot', QUAD12_FEET)
+def test_quad12_leg_config_solves_each_leg_in_closed_form(foot):
+    from ik_node.config.launch_plan import plan_from_arguments
+    from ik_node import make_solver
+    plan = plan_from_arguments({'params_file': str(CONFIG_DIR / 'quad12_leg.yaml'),
+                                'tip_link': foot, 'rviz': 'false'}, REPO)
+    params = plan.ik_node_parameters
+    assert params['solver'] == 'analytic_hip_knee' and params['tip_link'] == foot
+    chain = quad12_leg(foot)
+    solver = make_solver('analytic_hip_knee', chain)
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        target = chain.fk(rng.uniform(chain.lower, chain.upper))[:3, 3]
+        result = solver.solve(target)
+        assert np.linalg.norm(chain.fk(result.joint_positions)[:3, 3] - target) <= 1e-9
