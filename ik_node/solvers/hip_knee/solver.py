@@ -40,6 +40,10 @@ from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, 
                                                   annulus_distance, clamp_on_circle, near_angle)
 
 _PI = math.pi
+_CONVERGED = IkStatus.CONVERGED
+# What _solve_floats runs: a leg whose pitch axis meets the first axis (with or without a
+# lateral offset), a leg with an axis offset, a planar 2-link chain.
+_LEG, _OFFSET_LEG, _PLANAR = 0, 1, 2
 #: Added to the rank of a branch that is not the preferred one: more than any squared distance
 #: from the seed of a value that near_angle returns (within 3 pi of it, per joint) [rad^2].
 _NOT_PREFERRED = 1e4
@@ -92,7 +96,8 @@ class HipKneeSolver(FloatSolver):
         self._rows = g.rows
         self._yaw_limits = g.first_limits
         # X: height along the first axis; E1, E2: coordinates across it.
-        self._lateral, self._axis_offset = g.lateral, g.axis_offset
+        self._lateral, self._abs_lateral = g.lateral, abs(g.lateral)
+        self._kind = _PLANAR if g.n == 2 else (_OFFSET_LEG if g.axis_offset else _LEG)
         self._offset_leg = None
         if g.n == 3 and (g.lateral or g.axis_offset):
             self._offset_leg = OffsetLeg(g, self._pref_forward, self._pref_backward)
@@ -125,10 +130,11 @@ class HipKneeSolver(FloatSolver):
         x = px * ax + py * ay + pz * az - ak
         e1 = px * bx + py * by + pz * bz - bk
         e2 = px * cx + py * cy + pz * cz - ck
-        if self._n == 3 and self._axis_offset:
-            return self._solve_offset_leg(x, e1, e2, q_seed)
-        if self._n == 3:
+        kind = self._kind
+        if kind == _LEG:
             return self._solve_leg(x, e1, e2, q_seed)
+        if kind == _OFFSET_LEG:
+            return self._solve_offset_leg(x, e1, e2, q_seed)
         return self._solve_planar(x, e1, e2, q_seed)
 
     def _solve_offset_leg(self, x: float, e1: float, e2: float,
@@ -174,14 +180,16 @@ class HipKneeSolver(FloatSolver):
         h = self._lateral
         rho = math.hypot(e1, e2)
         if h:
-            if rho < abs(h):  # nearer the first axis than the foot ever comes
+            ah = self._abs_lateral
+            if rho < ah:  # nearer the first axis than the foot ever comes
                 return self._solve_offset_leg(x, e1, e2, seed)
-            m = math.sqrt((rho - abs(h)) * (rho + abs(h)))
+            m = math.sqrt((rho - ah) * (rho + ah))
             tilt = math.atan2(h, m)
         else:
             m, tilt = rho, 0.0
         r = math.hypot(x, m)
-        miss = annulus_distance(r, core.r_inner, core.r_outer)
+        r_inner, r_outer = core.r_inner, core.r_outer  # annulus_distance, inline
+        miss = r - r_outer if r > r_outer else (r_inner - r if r < r_inner else 0.0)
         if h and miss > TIE_M:  # out of reach: the nearest pose is not a stretched leg
             return self._solve_offset_leg(x, e1, e2, seed)
         gamma, q2f, q2b = core.bend(r)
@@ -243,6 +251,8 @@ class HipKneeSolver(FloatSolver):
                     if best is None or rank < best[0]:
                         best = (rank, q0, q1, n2b)
         if best is not None:
+            if not note and miss <= TIE_M and not self._record:  # the common case
+                return RawSolution([best[1], best[2], best[3]], _CONVERGED, 1, 0.0)
             q = list(best[1:])
             error = miss
         elif h:  # the limits forbid every solution
