@@ -286,3 +286,24 @@ def test_reach_envelope_holds_every_foot_position(leg_chain, leg_id):
     q = np.array([random_q(chain, rng) for _ in range(400)])
     r = np.linalg.norm(chain.fk(q)[:, :3, 3] - centre, axis=1)
     assert np.all(r >= r_min - 1e-12) and np.all(r <= r_max + 1e-12)
+
+
+@pytest.mark.parametrize('leg_id, target, held', [
+    ('quad12:FL_foot', [0.25, 0.14, -0.03], "knee 'FL_knee' -2.7 rad"),  # needs a tighter fold
+    ('quad12:FL_foot', [0.25, 0.9, -0.3], "hip abduction 'FL_hip_abduction' 0.8 rad"),
+])
+def test_messages_name_the_joints_held_at_a_limit_by_role(leg_chain, leg_id, target, held):
+    chain = leg_chain(leg_id)
+    result = solver(chain).solve(target)
+    assert result.status in (IkStatus.JOINT_LIMITED, IkStatus.UNREACHABLE)
+    assert 'at a limit: ' in result.message and held in result.message
+    index = [name in held for name in chain.joint_names].index(True)
+    value = result.joint_positions[index]
+    assert min(abs(value - chain.lower[index]), abs(value - chain.upper[index])) <= 1e-9
+
+
+def test_a_yaw_legs_limited_message_names_the_hip_yaw():
+    chain = Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
+    result = solver(chain).solve([0.0, 0.3, -0.2])  # azimuth beyond the yaw limits
+    assert result.status is IkStatus.JOINT_LIMITED
+    assert "hip yaw 'hip_yaw' 1.2 rad" in result.message

@@ -44,6 +44,8 @@ _CONVERGED = IkStatus.CONVERGED
 # What _solve_floats runs: a leg whose pitch axis meets the first axis (with or without a
 # lateral offset), a leg with an axis offset, a planar 2-link chain.
 _LEG, _OFFSET_LEG, _PLANAR = 0, 1, 2
+#: A joint this close [rad] to a limit is named as held there in messages.
+_AT_LIMIT = 1e-9
 #: Added to the rank of a branch that is not the preferred one: more than any squared distance
 #: from the seed of a value that near_angle returns (within 3 pi of it, per joint) [rad^2].
 _NOT_PREFERRED = 1e4
@@ -97,6 +99,8 @@ class HipKneeSolver(FloatSolver):
         self._yaw_limits = g.first_limits
         # X: height along the first axis; E1, E2: coordinates across it.
         self._lateral, self._abs_lateral = g.lateral, abs(g.lateral)
+        self._roles = (g.role, 'hip pitch', 'knee') if g.n == 3 else ('first joint',
+                                                                      'second joint')
         self._kind = _PLANAR if g.n == 2 else (_OFFSET_LEG if g.axis_offset else _LEG)
         self._offset_leg = None
         if g.n == 3 and (g.lateral or g.axis_offset):
@@ -150,10 +154,11 @@ class HipKneeSolver(FloatSolver):
             return RawSolution(out.q, status, 1, 0.0, note, history)
         if in_reach:
             message = (f'every solution breaks a joint limit: returned the nearest pose within '
-                       f'limits, {out.error:.4g} m from the target')
+                       f'limits, {out.error:.4g} m from the target{self._at_limits(out.q)}')
             return RawSolution(out.q, IkStatus.JOINT_LIMITED, 1, None,
                                f'{message}; {note}' if note else message, history)
-        limited = '' if out.within_limits else '; joint limits bind too'
+        limited = '' if out.within_limits else \
+            f'; joint limits bind too{self._at_limits(out.q)}'
         if out.bound > TIE_M:
             message = (f'target is {out.bound:.4g} m out of the leg\'s reach: returned the '
                        f'nearest pose{limited}')
@@ -322,6 +327,16 @@ class HipKneeSolver(FloatSolver):
             error, q = math.hypot(error, off_plane), [q1, q2]
         return self._raw(q, miss, bound, best is not None, error, note)
 
+    def _at_limits(self, q: List[float]) -> str:
+        """`` (at a limit: knee 'FL_knee' -0.6 rad, ...)``: the joints of ``q`` at a limit, by
+        role, for a message ('' when none is)."""
+        lower, upper = self._geometry.limits
+        held = [f'{role} {name!r} {value:.4g} rad'
+                for role, name, value, lo, hi in zip(self._roles, self.chain.joint_names, q,
+                                                      lower, upper, strict=True)
+                if abs(value - lo) <= _AT_LIMIT or abs(value - hi) <= _AT_LIMIT]
+        return f' (at a limit: {", ".join(held)})' if held else ''
+
     def _raw(self, q: List[float], miss: float, bound: float, within_limits: bool,
              error: float, note: str) -> RawSolution:
         """Status, proven residual and message of a pose (``error``: its predicted miss [m])."""
@@ -331,7 +346,7 @@ class HipKneeSolver(FloatSolver):
             where = (f'{miss:.4g} m outside the reachable shell [{core.r_inner:.4g}, '
                      f'{core.r_outer:.4g}] m around the hip' if miss > 0.0 else
                      f'{bound:.4g} m off the plane of the chain')
-            limited = '' if within_limits else '; joint limits bind too'
+            limited = '' if within_limits else f'; joint limits bind too{self._at_limits(q)}'
             message = f'target is {where}: returned the nearest pose{limited}'
             return RawSolution(q, IkStatus.UNREACHABLE, 1, bound,
                                f'{message}; {note}' if note else message, history)
@@ -339,6 +354,6 @@ class HipKneeSolver(FloatSolver):
             status = IkStatus.DEGENERATE if note else IkStatus.CONVERGED
             return RawSolution(q, status, 1, 0.0, note, history)
         message = (f'every solution breaks a joint limit: returned the nearest pose within '
-                   f'limits, {error:.4g} m from the target')
+                   f'limits, {error:.4g} m from the target{self._at_limits(q)}')
         return RawSolution(q, IkStatus.JOINT_LIMITED, 1, None,
                            f'{message}; {note}' if note else message, history)
