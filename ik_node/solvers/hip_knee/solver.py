@@ -97,7 +97,6 @@ class HipKneeSolver(FloatSolver):
         self._centre = g.centre
         self._rows = g.rows
         self._yaw_limits = g.first_limits
-        # X: height along the first axis; E1, E2: coordinates across it.
         self._lateral, self._abs_lateral = g.lateral, abs(g.lateral)
         self._roles = (g.role, 'hip pitch', 'knee') if g.n == 3 else ('first joint',
                                                                       'second joint')
@@ -112,10 +111,9 @@ class HipKneeSolver(FloatSolver):
         """The geometric reach: ``(centre, r_min, r_max)`` [m].
 
         For the leg every tip position lies (limits aside) in the spherical shell between the
-        radii about the centre: the hip centre, or with an axis offset the first axis's point
-        level with the pitch axis; the outer sphere is reached, and the inner one too unless the
-        pitch axis is offset from the first axis. For the planar core, the annulus in its plane.
-        Used by the node's envelope marker.
+        radii about the centre (the hip centre, or with an axis offset the first axis's point
+        level with the pitch axis), and the tip touches both spheres. For the planar core, the
+        annulus in its plane. Used by the node's envelope marker.
         """
         g, core = self._geometry, self._core
         if g.n == 2 or not (g.lateral or g.axis_offset):
@@ -130,6 +128,7 @@ class HipKneeSolver(FloatSolver):
     def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
                       q_seed: List[float]) -> RawSolution:
         px, py, pz = p_target
+        # Leg: x the height along the first axis, e1 and e2 the coordinates across it.
         ax, ay, az, ak, bx, by, bz, bk, cx, cy, cz, ck = self._rows
         x = px * ax + py * ay + pz * az - ak
         e1 = px * bx + py * by + pz * bz - bk
