@@ -71,7 +71,7 @@ class OffsetLeg:
                           f'seed\'s {short}')
 
     # ------------------------------------------------------------------------------ in reach
-    def planes(self, x: float, e1: float, e2: float, rho: float,
+    def planes(self, e1: float, e2: float, rho: float,
                seed: List[float]) -> Tuple[tuple, str]:
         """The candidate first-joint angles with the core's ``Y`` there, and a note."""
         h, d = self.h, self.d
@@ -128,7 +128,7 @@ class OffsetLeg:
     def solve(self, x: float, e1: float, e2: float, seed: List[float]) -> OffsetLegSolve:
         """Solve for the target with leg coordinates ``(x, e1, e2)`` [m] from ``seed``."""
         rho = math.hypot(e1, e2)
-        planes, note = self.planes(x, e1, e2, rho, seed)
+        planes, note = self.planes(e1, e2, rho, seed)
         q, in_reach, pitch_note = self.best_in_planes(x, planes, seed)
         note = note or pitch_note
         if q is not None:
@@ -147,7 +147,7 @@ class OffsetLeg:
                 phi = seed[0] + math.atan2(self.h, m)
                 note = note or self.axis_note
             near_e1, near_e2 = rho_near * math.cos(phi), rho_near * math.sin(phi)
-            near_planes, _ = self.planes(x_near, near_e1, near_e2, rho_near, seed)
+            near_planes, _ = self.planes(near_e1, near_e2, rho_near, seed)
             q, _, _ = self.best_in_planes(x_near, near_planes, seed)
             if q is not None:
                 return OffsetLegSolve(q, False, True, bound, True, bound, note)
