@@ -307,3 +307,20 @@ def test_a_yaw_legs_limited_message_names_the_hip_yaw():
     result = solver(chain).solve([0.0, 0.3, -0.2])  # azimuth beyond the yaw limits
     assert result.status is IkStatus.JOINT_LIMITED
     assert "hip yaw 'hip_yaw' 1.2 rad" in result.message
+
+
+def test_a_target_on_the_hip_pitch_axis_folds_the_leg_and_keeps_the_seeds_thigh(leg_chain):
+    # Solo 12's thigh and shank are equally long: folded, the foot sits on the pitch axis, h
+    # from the hip centre; every thigh direction reaches that point.
+    chain = leg_chain('solo12:FL_FOOT')
+    s = solver(chain)
+    frames = chain.joint_frames(np.zeros(3))
+    pitch_axis = frames[1, :3, :3] @ chain.joints[1].axis
+    centre, _, _ = s.reach_envelope()
+    lateral = np.dot(tip(chain, np.zeros(3)) - centre, pitch_axis)
+    target = centre + lateral * pitch_axis
+    for seed in ([0.1, 0.4, 1.0], [-0.2, -1.0, 2.0]):
+        result = s.solve(target, seed=seed)
+        assert result.status is IkStatus.DEGENERATE and 'hip pitch axis' in result.message
+        assert result.joint_positions[1] == pytest.approx(seed[1], abs=1e-12)
+        assert np.linalg.norm(tip(chain, result.joint_positions) - target) <= REACHED_M
