@@ -20,48 +20,31 @@ from the node, at any time, is checked: names of the chain, finite, within the U
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import pytest
-import yaml
 
 rclpy = pytest.importorskip('rclpy')
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
-from rcl_interfaces.srv import (GetParameters, SetParameters,  # noqa: E402
-                                SetParametersAtomically)
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from urdf_parser_py.urdf import URDF  # noqa: E402
 
+from harness import (REPO, TIPS, Probe, Ros, output_tail, params_file, process_env,  # noqa: E402
+                     start_process, stop_process, unique, values)
 from ik_node import Chain  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 15.0
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 NAN, INF = float('nan'), float('inf')
-TIPS = {'leg3': 'foot', 'planar4': 'tip', 'arm6': 'tool0'}
-_ids = itertools.count()
-
-
-def unique(prefix: str) -> str:
-    return f'{prefix}_{os.getpid()}_{next(_ids)}'
-
-
-def values(status: DiagnosticStatus) -> Dict[str, str]:
-    return {kv.key: kv.value for kv in status.values}
 
 
 def urdf_limits(xml: str, names):
@@ -73,81 +56,38 @@ def urdf_limits(xml: str, names):
     return np.array(lower), np.array(upper)
 
 
-def params_file(directory: Path, robot: str, node_name: str, **overrides) -> Path:
-    """config/<robot>.yaml re-keyed for ``node_name`` (a renamed node reads only its own key)."""
-    data = yaml.safe_load((REPO / 'config' / f'{robot}.yaml').read_text())
-    params = data['ik_node']['ros__parameters']
-    params.update(overrides)
-    path = directory / f'{node_name}.yaml'
-    path.write_text(yaml.safe_dump({node_name: {'ros__parameters': params}}))
-    return path
-
-
-def node_command(name: str, params: Path, python_args=('-m', 'ik_node.node')) -> List[str]:
-    return [sys.executable, *python_args, '--ros-args', '-r', f'__node:={name}',
-            '-r', f'/joint_states:=/{name}/joint_states', '--params-file', str(params)]
-
-
 def subprocess_env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env['PYTHONPATH'] = str(REPO) + os.pathsep + env.get('PYTHONPATH', '')
-    env['PYTHONUNBUFFERED'] = '1'
-    return env
+    return process_env()
 
 
 # ----------------------------------------------------------------------------- the fixture
-class RunningNode:
-    """An ik_node subprocess and a probe node in this process that talks to it."""
+class RunningNode(Probe):
+    """An ik_node subprocess (the shared harness's :func:`start_process`) and the probe in this
+    process that talks to it; every joint state received is checked against the chain's
+    limits."""
 
     def __init__(self, robot: str, directory: Path, python_args=('-m', 'ik_node.node'),
                  **overrides):
         self.robot = robot
         self.name = unique(f'ik_rel_{robot}')
         self.known_chains: Dict[tuple, tuple] = {}
-        self.use_chain((REPO / 'urdf' / f'{robot}.urdf').read_text(), 'base_link', TIPS[robot])
-        self.log_path = directory / f'{self.name}.log'
-        self._log = open(self.log_path, 'w')
-        self.proc = subprocess.Popen(
-            node_command(self.name, params_file(directory, robot, self.name, **overrides),
-                         python_args),
-            stdout=self._log, stderr=subprocess.STDOUT, env=subprocess_env(), cwd=REPO)
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.probe = rclpy.create_node(unique('probe'), context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.probe)
-        self.lock = threading.Lock()
-        self.sent: List[str] = []  # header stamps of the targets sent, 'sec.nanosec'
-        self._last_ns = 0
-        self.joint_states: List[JointState] = []
-        self.diagnostics: List[DiagnosticStatus] = []
         self.bad_joint_states: List[str] = []
-        p = self.probe
-        p.create_subscription(JointState, f'/{self.name}/joint_states', self._on_js, 100)
-        p.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 100)
-        self.point_pub = p.create_publisher(PointStamped, f'/{self.name}/target_point', 10)
-        self.pose_pub = p.create_publisher(PoseStamped, f'/{self.name}/target_pose', 10)
-        self.set_client = p.create_client(SetParameters, f'/{self.name}/set_parameters')
-        self.atomic_client = p.create_client(SetParametersAtomically,
-                                             f'/{self.name}/set_parameters_atomically')
-        self.get_client = p.create_client(GetParameters, f'/{self.name}/get_parameters')
-        self._stopping = False
-        self._spin = threading.Thread(target=self._spin_loop, daemon=True)
-        self._spin.start()
+        self.log_path = directory / f'{self.name}.log'
+        self.proc = start_process(
+            '-r', f'__node:={self.name}', '-r', f'/joint_states:=/{self.name}/joint_states',
+            '--params-file', str(params_file(directory, robot, self.name, **overrides)),
+            python_args=python_args, log=self.log_path)
+        self.use_chain((REPO / 'urdf' / f'{robot}.urdf').read_text(), 'base_link', TIPS[robot])
+        self.ros = Ros()
+        super().__init__(self.ros, self.name, joint_states=f'/{self.name}/joint_states',
+                         process=self.proc)
+        self.base = self.chain.base_link  # Probe's constructor set its default
+        self.timeout = TIMEOUT_S
         self.wait_for('the first joint state', lambda: self.joint_states)
         self.wait_for('the target subscriptions',
-                      lambda: self.point_pub.get_subscription_count() > 0 and
-                      self.pose_pub.get_subscription_count() > 0)
+                      lambda: self.point_pubs[None].get_subscription_count() > 0 and
+                      self.pose_pubs[None].get_subscription_count() > 0)
         self.wait_for('the first diagnostics', lambda: self.diagnostics)
-
-    def _spin_loop(self):
-        while self.context.ok() and not self._stopping:
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # shutdown races
-                if not self.context.ok():
-                    return
-                raise
 
     def use_chain(self, xml: str, base: str, tip: str) -> None:
         """Expect the chain of ``xml`` from now on (call it before switching the node to it).
@@ -157,7 +97,7 @@ class RunningNode:
         """
         chain = Chain.from_urdf_string(xml, base, tip)
         lower, upper = urdf_limits(xml, chain.joint_names)
-        with getattr(self, 'lock', threading.Lock()):
+        with getattr(self, 'lock', threading.Lock()):  # no lock before the probe exists
             self.known_chains[tuple(chain.joint_names)] = (chain, lower, upper)
             self.xml, self.base, self.chain = xml, base, chain
 
@@ -182,73 +122,14 @@ class RunningNode:
             return f'positions {q.tolist()} outside [{lower}, {upper}]'
         return None
 
-    def _on_diag(self, msg: DiagnosticArray):
-        with self.lock:
-            self.diagnostics.extend(s for s in msg.status if s.name == f'{self.name}: ik')
-
     # --------------------------------------------------------------------------- helpers
-    def wait_for(self, what: str, predicate: Callable[[], object], timeout: float = TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                out = predicate()
-            if isinstance(out, np.ndarray) or out:
-                return out
-            if self.proc.poll() is not None:
-                raise AssertionError(f'the node exited ({self.proc.returncode}) while waiting '
-                                     f'for {what}:\n{self.log_tail()}')
-            time.sleep(0.01)
-        raise AssertionError(f'timed out after {timeout} s waiting for {what}')
-
     def log_tail(self, lines: int = 30) -> str:
-        self._log.flush()
-        return '\n'.join(self.log_path.read_text().splitlines()[-lines:])
-
-    def mark(self):
-        with self.lock:
-            return len(self.joint_states), len(self.diagnostics), len(self.sent)
+        return output_tail(self.proc, lines)
 
     def assert_alive(self):
         assert self.proc.poll() is None, f'node died:\n{self.log_tail()}'
         with self.lock:
             assert not self.bad_joint_states, self.bad_joint_states[:3]
-
-    def current_q(self) -> np.ndarray:
-        with self.lock:
-            return np.array(self.joint_states[-1].position, dtype=float)
-
-    def send_point(self, xyz, frame_id: Optional[str] = None):
-        msg = PointStamped()
-        msg.header.frame_id = self.base if frame_id is None else frame_id
-        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in xyz)
-        self.stamp(msg)
-        self.point_pub.publish(msg)
-
-    def send_pose(self, xyz, quat_xyzw, frame_id: Optional[str] = None):
-        msg = PoseStamped()
-        msg.header.frame_id = self.base if frame_id is None else frame_id
-        p, o = msg.pose.position, msg.pose.orientation
-        p.x, p.y, p.z = (float(v) for v in xyz)
-        o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw)
-        self.stamp(msg)
-        self.pose_pub.publish(msg)
-
-    def next_status(self, mark, predicate, what: str) -> DiagnosticStatus:
-        """The first status after ``mark`` that ``predicate`` accepts and, when targets were sent
-        since ``mark``, that answers one of them: the node echoes a target's header stamp as
-        ``target_stamp``, so heartbeats and answers to earlier targets never match."""
-        def answers(s) -> bool:
-            sent = set(self.sent[mark[-1]:])
-            return not sent or bool(sent & set(values(s).get('target_stamp', '').split(',')))
-        return self.wait_for(what, lambda: next(
-            (s for s in self.diagnostics[mark[1]:] if answers(s) and predicate(s)), None))
-
-    def stamp(self, msg) -> None:
-        """Give ``msg`` a header stamp no earlier target of this probe had, and remember it."""
-        ns = max(time.time_ns(), self._last_ns + 1)
-        self._last_ns = ns
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
-        self.sent.append(f'{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}')
 
     def expect_error(self, mark, words) -> DiagnosticStatus:
         """The first ERROR status after ``mark``; it must contain every one of ``words``."""
@@ -264,22 +145,6 @@ class RunningNode:
             after = [np.array(m.position) for m in self.joint_states[mark[0]:]]
         for q in after:
             np.testing.assert_array_equal(q, q_before)
-
-    def last_solve_count(self) -> int:
-        with self.lock:
-            counts = [int(values(s).get('solve_count') or 0) for s in self.diagnostics]
-        return max(counts, default=0)
-
-    def next_result(self, mark, count_before: int) -> DiagnosticStatus:
-        """The first status after ``mark`` reporting a solve newer than ``count_before``."""
-        return self.next_status(mark, lambda s: s.level != ERROR and
-                                int(values(s).get('solve_count') or 0) > count_before,
-                                'a solve result')
-
-    def next_result_or_error(self, mark, count_before: int) -> DiagnosticStatus:
-        return self.next_status(mark, lambda s: s.level == ERROR or
-                                int(values(s).get('solve_count') or 0) > count_before,
-                                'a result or an error')
 
     def solve_valid(self, q_known, tol: float = 1e-3) -> np.ndarray:
         """Send FK(q_known) as a point target (again every 0.5 s, as a stream would, so an
@@ -316,59 +181,13 @@ class RunningNode:
         """Let the steady re-publish show a few joint states."""
         time.sleep(seconds)
 
-    # ------------------------------------------------------------------------ parameters
-    def _call(self, client, request):
-        assert client.wait_for_service(timeout_sec=TIMEOUT_S), 'parameter service not up'
-        future = client.call_async(request)
-        self.wait_for('a parameter service reply', future.done)
-        return future.result()
-
-    def set_param(self, name: str, value):
-        """Set one parameter; the SetParametersResult."""
-        request = SetParameters.Request()
-        request.parameters = [_param(name, value).to_parameter_msg()]
-        return self._call(self.set_client, request).results[0]
-
-    def set_atomically(self, **params):
-        request = SetParametersAtomically.Request()
-        request.parameters = [_param(k.replace('__', '.'), v).to_parameter_msg()
-                              for k, v in params.items()]
-        return self._call(self.atomic_client, request).result
-
-    def get_param(self, name: str):
-        request = GetParameters.Request()
-        request.names = [name]
-        return Parameter.from_parameter_msg(
-            _named(name, self._call(self.get_client, request).values[0])).value
-
     def close(self):
         try:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGINT)
-                try:
-                    self.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait(timeout=10)
+            stop_process(self.proc, signal.SIGINT, timeout=10)
+        except AssertionError:  # it hung and was killed: the test said what it needed
+            pass
         finally:
-            # Stop the spin thread before destroying anything it may be waiting on.
-            self._stopping = True
-            self._spin.join(timeout=5)
-            self.executor.shutdown(timeout_sec=1.0)
-            self.probe.destroy_node()
-            rclpy.shutdown(context=self.context)
-            self._log.close()
-
-
-def _param(name: str, value) -> Parameter:
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return Parameter(name, Parameter.Type.STRING_ARRAY, value)
-    return Parameter(name, value=value)
-
-
-def _named(name, value_msg):
-    from rcl_interfaces.msg import Parameter as ParameterMsg
-    return ParameterMsg(name=name, value=value_msg)
+            self.ros.close()
 
 
 @pytest.fixture(scope='module')

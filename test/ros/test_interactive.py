@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -23,35 +22,20 @@ rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
-from test_node import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,  # noqa: E402
-                       random_reachable_q, try_shutdown, unique)
 from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,  # noqa: E402
                                     InteractiveMarkerFeedback, InteractiveMarkerUpdate)
 from visualization_msgs.srv import GetInteractiveMarkers  # noqa: E402
 
+from harness import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,  # noqa: E402
+                     random_reachable_q, unique, wait_for)
 from ik_node import Chain  # noqa: E402
 from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
-from ik_node.ros.messages import quat_xyzw_from_rotation  # noqa: E402
-from ik_node.ros.node import IkNode  # noqa: E402
 from ik_node.ros.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
                                      pose_from_input)
+from ik_node.ros.messages import quat_xyzw_from_rotation  # noqa: E402
 
 MOVES = {'move_x', 'move_y', 'move_z'}
 ROTATES = {'rotate_x', 'rotate_y', 'rotate_z'}
-
-
-def wait_for(what: str, predicate, lock=None, timeout: float = TIMEOUT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if lock is None:
-            out = predicate()
-        else:
-            with lock:
-                out = predicate()
-        if out:
-            return out
-        time.sleep(0.01)
-    raise AssertionError(f'timed out after {timeout} s waiting for {what}')
 
 
 def pose_of(marker) -> tuple:
@@ -181,8 +165,7 @@ class Setup:
         overrides.setdefault('damped_jacobian.timeout', 1.0)
         self.ik, self.probe = harness.start(robot, **overrides)
         self.client = RvizLikeClient(harness.context, f'/{self.ik.get_name()}/target_marker')
-        harness.nodes.append(self.client.node)
-        harness.executor.add_node(self.client.node)
+        harness.add(self.client.node)
         # Like a client that has been connected for a while: the server sees its subscription.
         wait_for('the update subscription', lambda: self.ik._drag.server._pub
                  .get_subscription_count() > 0)
@@ -209,18 +192,6 @@ class Setup:
     def marker_where(self, name: str, predicate, what: str):
         return wait_for(what, lambda: (m := self.client.markers.get(name)) is not None
                         and predicate(m) and m, self.client.lock)
-
-
-@pytest.fixture
-def harness(tmp_path):
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    h = Harness(context, tmp_path)
-    try:
-        yield h
-    finally:
-        h.close()
-        try_shutdown(context)
 
 
 def fk_pose(chain: Chain, q, tip: Optional[str] = None):
@@ -397,18 +368,12 @@ def test_bad_feedback_is_refused_with_an_error_and_the_next_good_drag_is_solved(
 def test_service_before_any_robot_model_answers_no_markers_then_the_markers_come(harness):
     name = unique('ik')
     topic = f'/{name}/robot_description'
-    ik = IkNode(node_name=name, context=harness.context, cli_args=[
+    ik = harness.start_node(name, [
         '--ros-args', '-p', f'description_topic:={topic}', '-p', 'base_link:=base_link',
         '-p', 'tip_link:=foot', '-r', f'/joint_states:=/{name}/joint_states',
         '-r', f'/diagnostics:=/{name}/diagnostics'])
-    harness.nodes.append(ik)
-    harness.executor.add_node(ik)
-    if harness.thread is None:
-        harness.thread = threading.Thread(target=harness._spin, daemon=True)
-        harness.thread.start()
     client = RvizLikeClient(harness.context, f'/{name}/target_marker')
-    harness.nodes.append(client.node)
-    harness.executor.add_node(client.node)
+    harness.add(client.node)
     wait_for('the update subscription', lambda: ik._drag.server._pub.get_subscription_count())
     response = client.initialize()
     assert list(response.markers) == []
@@ -485,8 +450,7 @@ def test_with_no_client_listening_the_service_serves_the_newest_topic_target(har
         for m in probe.joint_states), probe.lock)
     assert ik._drag.server._tips['tool0'].pending is not None  # the deferred path was taken
     client = RvizLikeClient(harness.context, f'/{ik.get_name()}/target_marker')
-    harness.nodes.append(client.node)
-    harness.executor.add_node(client.node)
+    harness.add(client.node)
     (marker,) = client.call_service().markers
     got_position, got_quat = pose_of(marker)
     assert np.allclose(got_position, point, atol=1e-9)

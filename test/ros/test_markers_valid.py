@@ -20,7 +20,7 @@ from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from ik_node import Chain  # noqa: E402
 from ik_node.model.resources import urdf_path  # noqa: E402
-from test_node import chain_of, harness  # noqa: E402,F401  (the fixture)
+from harness import chain_of  # noqa: E402
 
 LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 ROBOTS = {'leg3': (None,), 'planar4': (None,), 'arm6': (None,),
@@ -47,7 +47,7 @@ def check_marker(m: Marker, links) -> None:
 
 
 @pytest.mark.parametrize('robot', sorted(ROBOTS))
-def test_every_marker_is_valid_and_ids_are_stable(harness, robot):  # noqa: F811
+def test_every_marker_is_valid_and_ids_are_stable(harness, robot):
     tips = ROBOTS[robot]
     ik, probe = harness.start(robot, tips=tips, reachability_samples=20000)
     reach = []
@@ -86,7 +86,7 @@ def test_every_marker_is_valid_and_ids_are_stable(harness, robot):  # noqa: F811
     assert {m.ns for m in map_markers} == {f'reachability/{t}' for t in chain.tip_links}
 
 
-def test_a_chain_change_deletes_the_old_markers_first(harness):  # noqa: F811
+def test_a_chain_change_deletes_the_old_markers_first(harness):
     ik, probe = harness.start('planar4', reachability_samples=5000)
     probe.send_point(chain_of('planar4').fk(np.array([0.3, 0.4, -0.2, 0.5]))[:3, 3])
     probe.wait_for('a joint margin marker of joint4',
@@ -99,7 +99,7 @@ def test_a_chain_change_deletes_the_old_markers_first(harness):  # noqa: F811
 
 
 def test_a_pose_target_shows_its_orientation_as_axes_and_a_point_target_deletes_them(
-        harness):  # noqa: F811
+        harness):
     from transforms3d.quaternions import quat2mat
     ik, probe = harness.start('arm6', reachability_samples=0)
     chain = chain_of('arm6')

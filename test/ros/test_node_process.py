@@ -4,74 +4,32 @@ one-line refusal of a bad configuration."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from test_node import Probe, chain_of, reached_ok, try_shutdown, values  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
+from harness import (REPO, Probe, chain_of, reached_ok, start_process,  # noqa: E402
+                     stop_process, values)
 
 
-def start_node(*ros_args: str, env_extra=None) -> subprocess.Popen:
-    env = dict(os.environ, **(env_extra or {}))
-    env['PYTHONPATH'] = os.pathsep.join([str(REPO)] + [p for p in
-                                                       [env.get('PYTHONPATH', '')] if p])
-    env['PYTHONUNBUFFERED'] = '1'
-    return subprocess.Popen([sys.executable, '-m', 'ik_node.node', '--ros-args', *ros_args],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+def start_node(*ros_args: str, env_extra=None):
+    """The node as its own process (the shared harness's :func:`start_process`)."""
+    return start_process(*ros_args, env_extra=env_extra)
 
 
-def stop(proc: subprocess.Popen, sig=signal.SIGINT, timeout: float = 15.0, send: bool = True):
-    """Signal the node (unless ``send`` is False) and return (exit status, stdout, stderr);
-    kill it if it hangs."""
-    if send and proc.poll() is None:
-        proc.send_signal(sig)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f'node did not exit within {timeout} s of {sig!r}: {err}') from None
-    return proc.returncode, out, err
+stop = stop_process
 
 
 @pytest.fixture
-def probe_for():
-    """A probe on /ik_node's default topics, spun in a thread; cleaned up afterwards."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = SingleThreadedExecutor(context=context)
-    made, threads = [], []
-
+def probe_for(ros):
+    """Probes on /ik_node's default topics, spun by the shared harness; cleaned up afterwards."""
     def make(tips=(None,)) -> Probe:
-        probe = Probe(context, 'ik_node', '', tips)
-        made.append(probe)
-        executor.add_node(probe.node)
-        threads.append(threading.Thread(target=executor.spin, daemon=True))
-        threads[-1].start()
-        return probe
-
-    try:
-        yield make
-    finally:
-        executor.shutdown()
-        for thread in threads:  # no node is destroyed while a spin thread still waits in rcl
-            thread.join(timeout=5.0)
-        for probe in made:
-            probe.node.destroy_node()
-        try_shutdown(context)
+        return Probe(ros, 'ik_node', tips=tips)
+    return make
 
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -60,7 +59,8 @@ def test_colcon_build_installs_the_ros2_layout(workspace):
 
 
 def test_installed_executable_publishes_joint_states(workspace):
-    rclpy = pytest.importorskip('rclpy')
+    pytest.importorskip('rclpy')
+    from harness import Ros, wait_for
     from sensor_msgs.msg import JointState
 
     prefix = workspace
@@ -73,17 +73,18 @@ def test_installed_executable_publishes_joint_states(workspace):
     node = subprocess.Popen(
         [str(prefix / 'lib' / 'ik_node' / 'ik_node'), '--ros-args', '--params-file', str(params)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    rclpy.init()
+    ros = Ros()
     received = []
     try:
-        sub_node = rclpy.create_node('packaging_test_listener')
-        sub_node.create_subscription(JointState, '/joint_states', received.append, 10)
-        deadline = time.monotonic() + 30.0
-        while not received and time.monotonic() < deadline and node.poll() is None:
-            rclpy.spin_once(sub_node, timeout_sec=0.1)
-        sub_node.destroy_node()
+        listener = ros.node('packaging_test_listener')
+        listener.create_subscription(JointState, '/joint_states', received.append, 10)
+        try:
+            wait_for('a JointState or the end of the node',
+                     lambda: received or node.poll() is not None, timeout=30.0)
+        except AssertionError:
+            pass  # the assertions below say what came
     finally:
-        rclpy.shutdown()
+        ros.close()
         node.terminate()
         try:
             output, _ = node.communicate(timeout=10)

@@ -1,35 +1,30 @@
 """String parameter values in the node: stored in canonical form, at start-up and at run time."""
 
 from __future__ import annotations
+
+import itertools
+
 import pytest
 from test_param_strings import FILE_TEXT
 
+pytest.importorskip('rclpy')
+
+from harness import Harness  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------ node
 @pytest.fixture
-def make_node(tmp_path):
-    """Start IkNode in this process from a parameters file; destroyed afterwards."""
-    rclpy = pytest.importorskip('rclpy')
-    from ik_node.ros.node import IkNode
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    nodes = []
+def make_node(tmp_path, ros):
+    """Start IkNode in this process from a parameters file (the shared harness); destroyed
+    afterwards."""
+    harness = Harness(ros, tmp_path)
+    count = itertools.count()
 
-    def make(text: str) -> 'IkNode':
-        path = tmp_path / f'params{len(nodes)}.yaml'
+    def make(text: str):
+        path = tmp_path / f'params{next(count)}.yaml'
         path.write_text(text)
-        node = IkNode(node_name='ik_node', context=context,
-                      cli_args=['--ros-args', '--params-file', str(path)])
-        nodes.append(node)
-        return node
-
-    try:
-        yield make
-    finally:
-        for node in nodes:
-            node.destroy_node()
-        rclpy.shutdown(context=context)
+        return harness.start_node('ik_node', ['--ros-args', '--params-file', str(path)])
+    return make
 
 
 def _stored(node, name):

@@ -13,14 +13,10 @@ The reference URDFs are read in place from ../shared/robots.
 from __future__ import annotations
 
 import math
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Dict, List
 
 import numpy as np
 import pytest
@@ -30,22 +26,18 @@ rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
+from harness import (REPO, Ros, Stamps, answers, start_process, stop_process,  # noqa: E402
+                     values, wait_for)
 from ik_node import Chain  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 20.0
 PANDA = ('panda.urdf', 'panda_link0', 'panda_hand_tcp')
 UR5 = ('ur5.urdf', 'base_link', 'tool0')
-
-
-def values(status) -> Dict[str, str]:
-    return {kv.key: kv.value for kv in status.values}
 
 
 def write_params(tmp_path: Path, name: str, params: dict) -> Path:
@@ -54,44 +46,32 @@ def write_params(tmp_path: Path, name: str, params: dict) -> Path:
     return path
 
 
-def start_node(params: Path, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED='1')
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH', '')]))
-    return subprocess.Popen([sys.executable, '-m', 'ik_node.node', '--ros-args',
-                             '--params-file', str(params), *extra],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+def start_node(params: Path, *extra: str):
+    """The node as its own process (the shared harness's :func:`start_process`)."""
+    return start_process('--params-file', str(params), *extra)
 
 
-def stop(proc: subprocess.Popen) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-        raise AssertionError(f'node did not stop: {err}') from None
-    assert proc.returncode == 0, err
+def stop(proc) -> str:
+    """End the node with SIGINT: it must exit 0 without a traceback; its stderr."""
+    code, _, err = stop_process(proc)
+    assert code == 0, err
     assert 'Traceback' not in err, err
     return err
 
 
 class Graph:
-    """The test side of the graph: publishes targets, states and descriptions; records outputs."""
+    """The test side of the graph: publishes targets, states and descriptions; records outputs.
 
-    def __init__(self) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node(f'graph_probe_{os.getpid()}', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+    Lives on the shared harness's :class:`Ros` (spun in a thread, closed after the test).
+    """
+
+    def __init__(self, ros: Ros) -> None:
+        self.context = ros.context
+        self.node = ros.node('graph_probe')
         self.lock = threading.Lock()
         self.received: Dict[str, List] = {}
         self.pubs: Dict[str, object] = {}
-        self._last_ns = 0
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self._stamps = Stamps()
 
     def listen(self, msg_type, topic: str, qos=10) -> List:
         out = self.received.setdefault(topic, [])
@@ -116,26 +96,11 @@ class Graph:
             self.pubs[topic] = self.node.create_publisher(msg_type, topic, qos)
         return self.pubs[topic]
 
-    def wait_for(self, what: str, predicate: Callable[[], object], timeout: float = TIMEOUT_S,
-                 procs=()):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                out = predicate()
-            if out:
-                return out
-            for proc in procs:
-                if proc.poll() is not None:
-                    raise AssertionError(f'node exited while waiting for {what}: '
-                                         f'{proc.communicate()[1]}')
-            time.sleep(0.01)
-        raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+    def wait_for(self, what: str, predicate, timeout: float = TIMEOUT_S, procs=()):
+        return wait_for(what, predicate, self.lock, timeout, procs)
 
     def stamp(self, msg) -> str:
-        ns = max(time.time_ns(), self._last_ns + 1)
-        self._last_ns = ns
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
-        return f'{msg.header.stamp.sec}.{msg.header.stamp.nanosec:09d}'
+        return self._stamps.stamp(msg)
 
     def send_pose(self, topic: str, frame: str, T: np.ndarray) -> str:
         from ik_node.ros.messages import quat_xyzw_from_rotation
@@ -157,24 +122,14 @@ class Graph:
         return key
 
     def answer(self, diags: List, key: str, procs=()):
+        """The status answering the target stamped ``key``."""
         return self.wait_for(f'the answer to target {key}', lambda: next(
-            (s for s in diags if key in values(s).get('target_stamp', '').split(',')), None),
-            procs=procs)
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.thread.join(timeout=5)
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
+            (s for s in diags if answers(s, [key])), None), procs=procs)
 
 
 @pytest.fixture
-def graph():
-    g = Graph()
-    try:
-        yield g
-    finally:
-        g.close()
+def graph(ros):
+    return Graph(ros)
 
 
 def robot_params(shared_robot, robot, **extra) -> dict:
