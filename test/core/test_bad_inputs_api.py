@@ -628,6 +628,7 @@ def test_cli_case_list_covers_every_case(tmp_path):
     assert sorted(CLI_CASE_NAMES) == sorted(_bad_cli_cases(tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('item', CLI_CASE_NAMES)
 def test_cli_bad_input_exits_nonzero_with_a_one_line_reason(cli_cases, item):
     args, words = cli_cases[item]
@@ -661,6 +662,7 @@ def _cli_json(*args):
     return out
 
 
+@pytest.mark.slow
 def test_cli_non_unit_quaternion_is_normalised(models):
     chain = models['arm6'][0]
     q_known = np.array([0.4, -1.1, 1.3, -0.9, 1.2, 0.3])
@@ -674,6 +676,7 @@ def test_cli_non_unit_quaternion_is_normalised(models):
     np.testing.assert_allclose(unit['joint_positions'], scaled['joint_positions'], atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('target', [[0.0, 0.0, 0.0], [0.0, 0.0, LEG3_HIP_Z_M - LEG3_REACH_M],
                                     [0.0, 0.0, -5.0]])
 def test_cli_singular_or_unreachable_target_is_answered_honestly(models, target):

@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / 'benchmarks' / 'bench_solvers.py'
 
 
+@pytest.mark.slow
 def test_quick_benchmark_on_planar4_writes_results_for_every_solver(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), '--quick', '--robots', 'planar4', '--out', str(tmp_path),
@@ -33,6 +36,7 @@ def test_quick_benchmark_on_planar4_writes_results_for_every_solver(tmp_path):
     assert [g['goal'] for g in results['goals']], 'the goals section is missing'
 
 
+@pytest.mark.slow
 def test_unknown_solver_name_is_refused_with_the_valid_names(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), '--quick', '--solvers', 'nope', '--out', str(tmp_path)],
@@ -41,6 +45,7 @@ def test_unknown_solver_name_is_refused_with_the_valid_names(tmp_path):
     assert 'nope' in proc.stderr and 'damped_jacobian' in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_quick_run_never_writes_the_committed_results(tmp_path):
     results = SCRIPT.parent / 'results' / 'results.md'
     before = results.read_bytes() if results.is_file() else None

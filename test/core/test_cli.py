@@ -38,6 +38,7 @@ def test_help_exits_zero_and_names_every_option():
         assert option in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver', ['analytic_hip_knee', 'fabrik', 'damped_jacobian'])
 def test_json_solution_puts_the_foot_on_the_target(solver):
     chain = Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
@@ -88,6 +89,7 @@ def test_human_output_names_the_joints_and_status():
     assert 'reachable' in proc.stdout and 'yes' in proc.stdout
 
 
+@pytest.mark.slow
 def test_unreachable_target_exits_one_with_the_best_effort():
     proc = run('--config', 'leg3', '--target', '0', '0', '-2', '--json')
     assert proc.returncode == 1, proc.stderr
@@ -97,6 +99,7 @@ def test_unreachable_target_exits_one_with_the_best_effort():
     assert out['position_error'] == pytest.approx(1.37, abs=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('args,words', [
     (['--urdf', 'leg3.urdf', '--tip', 'foot'], ['--target']),
     (['--urdf', 'leg3.urdf', '--tip', 'foot', '--target', '1', 'x', '2'], ['--target']),

@@ -66,6 +66,7 @@ def test_planar4_is_not_for_the_analytic_solver_and_says_why():
     assert '4 moving joints' in chain.unfit['analytic_hip_knee']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('robot', sorted(p.stem for p in URDF.glob('*.urdf')))
 def test_fit_is_the_solvers_own_check(robot):
     # Every listed solver builds on the chain; every other one refuses it with the same reason.
@@ -137,6 +138,7 @@ def test_kinova_continuous_joints_are_unbounded_in_json_and_text(shared_robot, c
     assert 'continuous  unbounded' in out
 
 
+@pytest.mark.slow
 def test_baxter_right_arm_chain_has_its_seven_joints(shared_robot):
     result = chains_of(shared_robot('baxter.urdf'))
     assert result.root == 'base'
@@ -220,6 +222,7 @@ def test_a_file_that_is_not_a_urdf_tree_is_a_one_line_error(tmp_path, capsys):
     assert_one_line_error(*run_chains(capsys, '--urdf', path), 'malformed URDF')
 
 
+@pytest.mark.slow
 def test_as_a_program_a_failing_xacro_is_one_line_without_traceback(tmp_path):
     path = tmp_path / 'broken.urdf.xacro'
     path.write_text('<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="r">'

@@ -32,6 +32,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess, *words: str) -> None:
         assert word in lines[0], (word, lines[0])
 
 
+@pytest.mark.slow
 def test_help_names_every_option():
     proc = run('--help')
     assert proc.returncode == 0
@@ -43,6 +44,7 @@ def test_help_names_every_option():
     assert 'reach-map' in main_help.stdout
 
 
+@pytest.mark.slow
 def test_urdf_flags_write_the_npz_png_and_ply_and_print_json(tmp_path):
     proc = run('--urdf', 'urdf/arm6.urdf', '--base-link', 'base_link', '--tip-link', 'tool0',
                *SMALL, '--out', str(tmp_path / 'maps'), '--ply', '--json')
@@ -61,6 +63,7 @@ def test_urdf_flags_write_the_npz_png_and_ply_and_print_json(tmp_path):
     np.testing.assert_array_equal(load_npz(item['npz']).index, expected.index)
 
 
+@pytest.mark.slow
 def test_a_branched_config_writes_one_map_per_tip(tmp_path):
     proc = run('--config', 'twin_arm', *SMALL, '--out', str(tmp_path), '--no-png')
     assert proc.returncode == 0, proc.stderr
@@ -77,6 +80,7 @@ def test_flags_override_the_config_in_process(tmp_path, capsys):
     assert item['tip_link'] == 'wrist_3_link' and item['position_only']
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('args, words', [
     (('--urdf', 'urdf/arm6.urdf', '--tip-link', 'hand'), ('hand', 'Available links')),
     (('--config', 'arm6', '--samples', '0'), ('samples',)),

@@ -96,6 +96,7 @@ SLIDER_URDF = """<?xml version="1.0"?><robot name="s">
     <origin xyz="0.05 0.1 0.02"/></joint></robot>"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['slider', 'planar4', 'leg3', 'arm6', 'panda'])
 @pytest.mark.parametrize('from_base', [True, False])
 def test_every_joint_of_a_stretch_sweep_takes_its_best_value_when_its_turn_comes(name,
@@ -207,6 +208,7 @@ def test_reach_bound_never_exceeds_a_reached_distance(name):
         assert bound.lower_bound(target.tolist()) <= np.linalg.norm(tip - target) + 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['planar4', 'leg3', 'arm6', 'panda'])
 def test_measured_reach_range_holds_every_sampled_tip_distance(name):
     # measure_reach samples 400 configurations and refines the extremes (Newton ascents and

@@ -6,9 +6,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_core_config_cli_and_a_solve_leave_rclpy_unimported():
     script = textwrap.dedent('''
         import sys

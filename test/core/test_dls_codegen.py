@@ -71,6 +71,7 @@ def _random_case(rng, n, low, high):
     return H, g, q
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('n', [1, 3, 6, 7])
 def test_generated_trial_equals_the_numpy_reference(n):
     low, high, wraps, bounded = _limits(n)

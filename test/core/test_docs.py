@@ -5,11 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / 'README.md').read_text()
 NODE_DOC = (REPO / 'docs' / 'node.md').read_text()
 
 
+@pytest.mark.slow
 def test_parameter_doc_is_the_one_the_code_declares():
     generated = subprocess.run([sys.executable, str(REPO / 'scripts' / 'param_tables.py')],
                                capture_output=True, text=True, check=True).stdout
@@ -39,6 +42,7 @@ def test_node_doc_names_every_topic_and_diagnostic_key_the_node_uses():
         assert f"'{key}'" in conv_source and f'`{key}`' in NODE_DOC, key
 
 
+@pytest.mark.slow
 def test_readme_python_example_runs_from_any_folder_and_prints_the_result(tmp_path):
     block = README.split('```python\n', 1)[1].split('```', 1)[0]
     script = tmp_path / 'example.py'

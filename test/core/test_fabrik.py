@@ -93,6 +93,7 @@ def test_fabrik_is_registered_as_position_only():
     assert FabrikSolver.supports_orientation is False
 
 
+@pytest.mark.slow
 def test_random_reachable_targets_converge_for_a_high_share(solved):
     name, solves = solved
     share = np.mean([r.reachable for _, _, r in solves])
@@ -285,6 +286,7 @@ def test_chain_without_moving_joints_reports_the_exact_miss():
     assert r.joint_positions.shape == (0,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', ['planar4', 'leg3', 'ur5'])
 def test_float_serial_passes_agree_with_the_tree_passes(name):
     # fabrik's single-target path on a serial chain runs SerialFabrik (plain floats); the same

@@ -55,6 +55,7 @@ def solved(request):
     return request.param, chain, out
 
 
+@pytest.mark.slow
 def test_compatible_targets_are_all_reached_for_a_high_share(solved):
     name, _, out = solved
     share = np.mean([r.reachable for _, r in out])
@@ -98,6 +99,7 @@ def test_iterations_including_polish_steps_stay_within_max_iterations(solved):
     assert all(0 < r.iterations <= 300 for _, r in out)
 
 
+@pytest.mark.slow
 def test_polish_lifts_nested_convergence_within_100_iterations_and_can_be_switched_off():
     # Measured (40 targets): 90 % with the polish, 50 % with FABRIK passes only.
     shares = {}
@@ -120,6 +122,7 @@ def test_tree_solves_are_deterministic():
         assert a.iterations == b.iterations
 
 
+@pytest.mark.slow
 def test_conflicting_targets_are_shared_as_the_weights_say():
     chain = twin(HANDS)
     solvers = {w: make_solver('fabrik', chain, {**NO_CLOCK, 'position_tolerance': TOL,
@@ -263,6 +266,7 @@ def test_shipped_twin_arm_config_is_valid_for_the_solver_and_the_model():
     assert solver.params['position_tolerance'] == params['fabrik']['position_tolerance']
 
 
+@pytest.mark.slow
 def test_kernel_keeps_joint_values_inside_limits_and_positions_equal_to_fk():
     # Checked on the solver's own output, before Solver._finish clips anything.
     from ik_node.solvers.fabrik.tree import FabrikTree

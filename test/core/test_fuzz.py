@@ -131,6 +131,7 @@ def _build_and_use(xml: str, base, tip):
     return None
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_mutated_urdf_gives_a_working_chain_or_a_project_error_in_bounded_time(data):
@@ -217,6 +218,7 @@ def _config_and_chain(data):
     return None
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=parameter_files())
 def test_mutated_parameter_mapping_gives_a_canonical_config_or_a_project_error(data):
@@ -230,6 +232,7 @@ def _yaml_route(text: str):
         return exc
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=parameter_files(), cut=st.integers(0, 10_000), junk=st.text(max_size=6))
 def test_mutated_parameter_file_text_gives_a_config_or_a_project_error(data, cut, junk):
@@ -239,6 +242,7 @@ def test_mutated_parameter_file_text_gives_a_config_or_a_project_error(data, cut
         returns_within(GUARD_S, _yaml_route, variant)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=parameter_files(), solver=st.sampled_from(NAMES).flatmap(_name_variant),
        tip=st.sampled_from(NAMES).flatmap(_name_variant))
@@ -294,6 +298,7 @@ def _limit_memory():  # 2 GB: a runaway case fails instead of taking the machine
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('item', list(HARD_YAML))
 def test_hard_parameter_file_is_a_config_error(item):
     try:

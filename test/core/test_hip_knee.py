@@ -363,6 +363,7 @@ KNEE_MAX = 2.6  # our leg's knee limit [rad]
 YAW_MAX = 1.2  # our leg's yaw limit [rad]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('target', [
     [0.0, 0.3, -0.2], [0.05, -0.25, -0.3], [-0.02, 0.2, 0.1],  # azimuth beyond the yaw limits
     [0.05, 0.0, -0.15], [0.0, 0.08, -0.12],  # closer to the hip than the folded knee allows
@@ -389,6 +390,7 @@ def test_when_limits_forbid_every_solution_the_pose_is_the_nearest_within_limits
     assert 'joint limit' in result.message
 
 
+@pytest.mark.slow
 def test_nearest_pose_within_limits_beats_a_grid_for_random_targets():
     chain, _ = leg('shared')
     s = solver(chain)

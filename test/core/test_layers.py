@@ -7,6 +7,8 @@ two modules import each other, directly or around a circle (imports inside funct
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / 'ik_node'
 #: Layer of each top-level part of the package (a higher number may import a lower one).
@@ -55,12 +57,14 @@ def test_every_part_of_the_package_has_a_layer():
     assert tops <= set(LAYERS), tops - set(LAYERS)
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_higher_layer():
     upward = [(m, i) for m, imported in graph().items() if m not in ENTRY_SHIMS
               for i in imported if i != 'ik_node' and layer(i) > layer(m)]
     assert not upward, upward
 
 
+@pytest.mark.slow
 def test_no_import_circle():
     edges = graph()
     # A package's __init__ is imported before any of its modules: importing a.b imports a too.

@@ -96,6 +96,7 @@ def _assert_nearest_the_seed(chain, q, seed):
 
 
 # --------------------------------------------------------------------------- the pure helper
+@pytest.mark.slow
 @pytest.mark.parametrize('lo, hi', [(-TWO_PI, TWO_PI), (-math.pi, math.pi), (-3 * math.pi, 1.0),
                                     (-INF, INF), (0.0, 5 * math.pi), (-1.0, 1.0)])
 def test_nearest_turns_equals_a_brute_force_search_over_whole_turns(lo, hi):
@@ -177,6 +178,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_every_solver_returns_full_turn_joints_nearest_the_seed(case):
     source, base, tip, name, params, six_d = CASES[case]

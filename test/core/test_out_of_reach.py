@@ -147,6 +147,7 @@ def case(request):
     return chain, solved, kind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
 def test_stopped_solve_is_no_farther_than_the_best_of_a_long_search(case, solver_name):
     chain, solved, kind = case
@@ -165,6 +166,7 @@ def test_stopped_solve_is_no_farther_than_the_best_of_a_long_search(case, solver
             assert error <= best + 1e-6, (kind, target, error, best, r.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
 def test_stopped_solve_is_a_stationary_point_within_the_limits(case, solver_name):
     # The answer is within NEWTON_DECREMENT_M of a stationary point: the reference descent
@@ -183,6 +185,7 @@ def test_stopped_solve_is_a_stationary_point_within_the_limits(case, solver_name
         assert np.linalg.norm(g[~pressed]) <= 1e-6 * reach * error, (g, pressed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
 def test_min_residual_is_a_lower_bound_of_the_long_search(case, solver_name):
     chain, solved, kind = case
@@ -262,6 +265,7 @@ def test_fabrik_declares_its_timeout_with_unit_and_range():
     assert spec.min == 0.0 and not spec.min_inclusive
 
 
+@pytest.mark.slow
 def test_pose_target_whose_position_is_out_of_reach_unproven_ends_by_the_rule_not_a_cap():
     # arm6's inner hole: no bound proves these positions out of reach, so without a check of
     # the position alone a 6D solve restarts until its limits. The closest-pose search on the
@@ -349,6 +353,7 @@ def test_a_solve_whose_first_step_stalls_still_finds_the_closest_pose(monkeypatc
                                                    abs=2 * NEWTON_DECREMENT_M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
 def test_a_target_just_beyond_an_offset_arms_reach_or_inside_its_axis_clearance_costs_one_descent(
         solver_name):
@@ -374,6 +379,7 @@ def test_a_target_just_beyond_an_offset_arms_reach_or_inside_its_axis_clearance_
         assert r.position_error <= best + 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
 def test_baxter_beyond_its_reach_stops_at_the_measured_reach_of_its_shoulder(solver_name):
     # Baxter's shoulder (its second joint's origin) turns on a 6.9 cm circle about the first

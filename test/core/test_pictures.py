@@ -75,6 +75,7 @@ def _leg_path(leg, unreachable: bool):
 
 
 # ------------------------------------------------------------------------------ pose sequence
+@pytest.mark.slow
 def test_pose_sequence_writes_a_png_with_content_for_leg_and_arm(leg, arm, tmp_path):
     q_list, targets, reachable = _leg_path(leg, unreachable=True)
     pictures.plot_pose_sequence(leg, q_list, targets, reachable, 'leg', tmp_path / 'leg.png')
@@ -85,6 +86,7 @@ def test_pose_sequence_writes_a_png_with_content_for_leg_and_arm(leg, arm, tmp_p
     _image(tmp_path / 'arm.png')
 
 
+@pytest.mark.slow
 def test_pose_sequence_draws_red_only_when_a_target_is_unreachable(leg, tmp_path):
     for unreachable in (False, True):
         q_list, targets, reachable = _leg_path(leg, unreachable)
@@ -165,6 +167,7 @@ def test_reachability_grid_is_zero_where_the_limits_allow_the_target(grid):
     assert np.all(residual[allowed] <= TOL_M)
 
 
+@pytest.mark.slow
 def test_reachability_map_writes_a_png_with_content(leg, tmp_path):
     pictures.plot_reachability_map(leg, tmp_path / 'reach.png', resolution=15)
     _image(tmp_path / 'reach.png')
@@ -180,6 +183,7 @@ def test_reachability_map_still_draws_without_the_solver(leg, tmp_path, monkeypa
 
 
 # ------------------------------------------------------------------------------- convergence
+@pytest.mark.slow
 def test_convergence_draws_every_curve_and_the_good_solvers_converge(leg, arm, tmp_path):
     finals = pictures.plot_convergence(tmp_path / 'conv.png', leg, arm)
     _image(tmp_path / 'conv.png')
@@ -208,6 +212,7 @@ def test_step_sizes_show_creeping_converging_and_oscillating_descent(arm):
     assert rises >= len(large) // 4 and large[-1] > 100 * TOL_M  # overshoots again and again
 
 
+@pytest.mark.slow
 def test_convergence_skips_a_missing_solver_and_draws_the_rest(leg, arm, tmp_path, monkeypatch):
     real = pictures.make_solver
 
@@ -223,6 +228,7 @@ def test_convergence_skips_a_missing_solver_and_draws_the_rest(leg, arm, tmp_pat
     assert any(k.startswith('damped_jacobian (dls)') for k in finals)
 
 
+@pytest.mark.slow
 def test_pictures_module_does_not_import_rclpy():
     code = ('import sys; sys.path.insert(0, {demo!r}); import pictures; '
             'sys.exit(1 if "rclpy" in sys.modules else 0)').format(demo=str(REPO / 'demo'))
@@ -232,6 +238,7 @@ def test_pictures_module_does_not_import_rclpy():
 
 
 # ------------------------------------------------------------------ sampled reachability maps
+@pytest.mark.slow
 def test_sampled_reachability_picture_draws_both_maps(leg, tmp_path):
     arm6 = Chain.from_urdf_file(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0')
     maps = pictures.plot_sampled_reachability(leg, arm6, tmp_path / 'maps.png',

@@ -250,6 +250,7 @@ SOLVER_CONFIGS: List[Tuple[str, dict]] = [
 
 
 # ------------------------------------------------------------------------------ properties
+@pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)
 @given(chains_and_targets())
 def test_no_solver_raises_and_every_answer_is_finite_in_limits_and_honest(case):
@@ -266,6 +267,7 @@ def test_no_solver_raises_and_every_answer_is_finite_in_limits_and_honest(case):
         check_honest(gen, result, target, solver.params['position_tolerance'])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(chains_and_targets(allow_prismatic=False),
        st.tuples(*[st.floats(-1.0, 1.0)] * 4).filter(
@@ -283,6 +285,7 @@ def test_orientation_errors_are_measured_on_the_normalised_quaternion(case, quat
                      solver.params['orientation_tolerance'])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
 @given(chains_and_targets())
 def test_fabrik_targets_mapping_answers_like_the_single_target_call(case):
@@ -333,6 +336,7 @@ planar2 = st.builds(
     st.floats(-0.2, 0.2), st.booleans(), st.booleans())
 
 
+@pytest.mark.slow
 @settings(max_examples=100, **SETTINGS)
 @given(planar2, st.floats(0.0, 1.6), angle, st.sampled_from([0.0, 0.0, 0.0, 1e-3, -0.05]),
        st.sampled_from(['closest', 'forward', 'backward']))
@@ -395,6 +399,7 @@ def unit_vectors():
         lambda v: np.array(v) / np.linalg.norm(v))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, **SETTINGS)
 @given(legs, unit_vectors(), st.floats(0.0, 1.5))
 def test_analytic_leg_reachability_is_the_annulus_about_the_hip(leg, direction, stretch):
@@ -421,6 +426,7 @@ def limit_triples(draw):
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=80, **SETTINGS)
 @given(legs, limit_triples(), st.tuples(*[st.floats(-1.2, 1.2)] * 3))
 def test_analytic_leg_with_binding_limits_stays_in_limits_and_honest(leg, limits, offset):

@@ -269,6 +269,7 @@ def _stream_case(case, shared_robot, rng_seed=0, steps=STEPS) -> Stream:
     return stream(chain, solver, params, Q, six_d, q_start, tips)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('case', CASES, ids=[_case_id(c) for c in CASES])
 def test_streamed_smooth_path_moves_every_joint_within_the_derived_step_bound(case,
                                                                               shared_robot):
@@ -307,6 +308,7 @@ def _leg_through_stretched() -> np.ndarray:
                       -0.6 * np.cos(math.pi * t)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('solver, extra', LEG_THROUGH_STRETCHED_PARAMS,
                          ids=[e.get('method', s) for s, e in LEG_THROUGH_STRETCHED_PARAMS])
 def test_leg_through_the_stretched_pose_changes_knee_branch_only_where_limits_force_it(solver,

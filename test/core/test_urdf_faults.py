@@ -273,6 +273,7 @@ def random_tree():
     return big_urdf(parents), parents
 
 
+@pytest.mark.slow
 def test_10000_link_tree_parses_within_the_hang_guard(random_tree):
     xml, parents = random_tree
     depth, link = 0, N_BIG - 1
@@ -283,6 +284,7 @@ def test_10000_link_tree_parses_within_the_hang_guard(random_tree):
     assert np.all(np.isfinite(chain.fk(chain.mid_configuration())))
 
 
+@pytest.mark.slow
 def test_unknown_tip_in_a_10000_link_tree_gives_a_short_message(random_tree):
     """The available links are listed, but not all 10 000 of them (main: a 90 kB message)."""
     with pytest.raises(ChainError, match=r"'hand'.*Available links: l0, l1, .*and 9980 more") \
@@ -291,6 +293,7 @@ def test_unknown_tip_in_a_10000_link_tree_gives_a_short_message(random_tree):
     assert len(str(info.value)) < 1000
 
 
+@pytest.mark.slow
 def test_loop_in_a_10000_link_tree_is_refused(random_tree):
     xml = random_tree[0].replace('</robot>', '<link name="x"/><link name="y"/>' +
                                  joint('jx', 'y', 'x') + joint('jy', 'x', 'y') + '</robot>')
@@ -298,6 +301,7 @@ def test_loop_in_a_10000_link_tree_is_refused(random_tree):
         returns_within(120.0, Chain.from_urdf_string, xml, 'l0', 'x')
 
 
+@pytest.mark.slow
 def test_10000_joint_serial_chain_is_refused_as_too_long():
     """main: RecursionError (and generating its fast kinematics would not end in hours)."""
     xml = big_urdf([-1] + list(range(N_BIG - 1)))
@@ -308,6 +312,7 @@ def test_10000_joint_serial_chain_is_refused_as_too_long():
 
 
 # ------------------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 @pytest.mark.parametrize('item', ['loop_through_the_tip', 'duplicate_link_name'])
 def test_cli_refuses_a_faulty_urdf_with_one_line_and_exit_2(tmp_path, item):
     xml, base, tip, words = FAULTS[item]
