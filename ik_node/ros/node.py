@@ -82,16 +82,17 @@ class IkNode(Node):
         self._model: Optional[RobotModel] = None
         self._q = np.zeros(0)  # the joint positions published last (chain order)
         self._known: Dict[str, np.ndarray] = {}  # branched: the last goal of every tip
+        # The queue between the target inputs and the solve: the newest target of each tip.
+        self._targets = LatestTargets()
+        self._solving = threading.Lock()  # held by the callback that drains the queue
         # Outputs.
         send = send_unless_shut_down(self.context)
-        self._targets = LatestTargets()
         self._solution = SolutionOutput(self, send)
         self._markers = MarkerOutput(self, send)
         self._reach = ReachabilityMaps(self, send)
         self._status = StatusReports(self, send, self._targets, self._reach, self._config,
                                      self._graph)
         # Inputs: target topics, measured state, description, TF; drags of the markers.
-        self._solving = threading.Lock()  # held by the callback that drains the targets
         self._inputs = NodeInputs(self, self._on_targets, self._on_description,
                                   ReentrantCallbackGroup())
         self._drag = DragTargets(self, self._on_targets,

@@ -42,6 +42,9 @@ from harness import (REPO, TIPS, Probe, Ros, output_tail, params_file, process_e
                      start_process, stop_process, unique, values)
 from ik_node import Chain  # noqa: E402
 
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 15.0
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 NAN, INF = float('nan'), float('inf')

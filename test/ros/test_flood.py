@@ -13,8 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / 'benchmarks' / 'flood_soak.py'
+
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
 
 
 def test_short_flood_keeps_the_node_alive_and_every_message_valid(tmp_path):

@@ -241,6 +241,7 @@ def test_snap_on_release_is_a_bool_parameter_defaulting_to_true():
 
 
 # ----------------------------------------------------------------------------- over DDS
+@pytest.mark.slow
 @pytest.mark.parametrize('robot,tip,six_dof', [('arm6', 'tool0', True), ('leg3', 'foot', False)])
 def test_service_serves_one_marker_per_tip_at_the_current_tip_pose(harness, robot, tip, six_dof):
     s = Setup(harness, robot)
@@ -270,6 +271,7 @@ def drag_and_release(s: Setup, chain: Chain, tip: str, q_from, q_to, six_dof: bo
     return position, quat
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('robot,tip,six_dof', [('arm6', 'tool0', True), ('leg3', 'foot', False)])
 def test_dragging_the_marker_brings_the_tip_to_the_dragged_pose(harness, robot, tip, six_dof):
     s = Setup(harness, robot)

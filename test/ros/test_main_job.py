@@ -16,6 +16,9 @@ sys.path.insert(0, str(REPO / 'demo'))
 
 pytest.importorskip('rclpy')
 
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
+
 
 def test_main_job_answers_every_target_and_reports_reachability_honestly(tmp_path):
     proc = subprocess.run(

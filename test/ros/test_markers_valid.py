@@ -46,6 +46,7 @@ def check_marker(m: Marker, links) -> None:
         assert len(m.colors) == len(m.points)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('robot', sorted(ROBOTS))
 def test_every_marker_is_valid_and_ids_are_stable(harness, robot):
     tips = ROBOTS[robot]

@@ -50,6 +50,7 @@ def test_joint_states_flow_at_the_steady_rate_before_any_target(harness):
     assert values(first_status)['status'] == 'idle'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('robot,solver', ROBOTS, ids=[r for r, _ in ROBOTS])
 def test_point_and_pose_targets_are_reached_by_fk(harness, robot, solver):
     ik, probe = harness.start(robot)
@@ -143,6 +144,7 @@ BAD = {'nan_point': 'nan', 'inf_pose': 'inf', 'zero_quaternion': 'zero length',
        'nan_quaternion': 'nan', 'huge': 'beyond', 'unknown_frame': 'no_such_link'}
 
 
+@pytest.mark.slow
 def test_bad_targets_give_an_error_and_no_joint_state(harness):
     ik, probe = harness.start('leg3', publish_rate=50.0)
     chain = chain_of('leg3')
@@ -213,6 +215,7 @@ def test_solver_switched_at_runtime_reports_the_new_solver(harness):
     assert values(probe.next_result(mark, 1))['solver'] == 'fabrik'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name,value,words', [
     ('fabrik.max_iterations', 0, ['fabrik.max_iterations', '0', '1']),
     ('damped_jacobian.damping', -1.0, ['damped_jacobian.damping', '-1']),
@@ -260,6 +263,7 @@ def test_changing_the_tip_link_rebuilds_the_chain(harness):
     probe.joint_state_at(short, target, mark[0])
 
 
+@pytest.mark.slow
 def test_streamed_targets_end_at_the_newest(harness):
     ik, probe = harness.start('planar4')
     chain = chain_of('planar4')

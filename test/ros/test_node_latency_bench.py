@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / 'benchmarks' / 'bench_node_latency.py'
+
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
 
 
 def test_short_half_out_of_reach_run_times_answers_in_and_out_of_reach(tmp_path):

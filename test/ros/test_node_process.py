@@ -16,6 +16,9 @@ from harness import (REPO, Probe, chain_of, reached_ok, start_process,  # noqa: 
                      stop_process, values)
 
 
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
+
 def start_node(*ros_args: str, env_extra=None):
     """The node as its own process (the shared harness's :func:`start_process`)."""
     return start_process(*ros_args, env_extra=env_extra)

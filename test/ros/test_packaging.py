@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 IGNORED = shutil.ignore_patterns('.git', '.venv', 'build', 'install', 'log', '__pycache__',
                                  '*.egg-info', '.pytest_cache', '.ruff_cache', '.hypothesis',

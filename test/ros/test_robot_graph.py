@@ -35,6 +35,9 @@ from harness import (REPO, Ros, Stamps, answers, start_process, stop_process,  #
                      values, wait_for)
 from ik_node import Chain  # noqa: E402
 
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 20.0
 PANDA = ('panda.urdf', 'panda_link0', 'panda_hand_tcp')
 UR5 = ('ur5.urdf', 'base_link', 'tool0')

@@ -6,6 +6,9 @@ from test_urdf_faults import ARM6_XML, DEFAULT_LIMIT_BYTES, FAULTS, padded
 
 
 
+#: Every test here talks to ik_node in its own process (or runs a script that starts one).
+pytestmark = pytest.mark.slow
+
 # ------------------------------------------------------------------------ node over DDS
 NODE_FAULTS = {
     'loop': (FAULTS['loop_through_the_tip'][0], ['loop']),
