@@ -84,3 +84,13 @@ def test_no_import_circle():
     for m in sorted(edges):
         visit(m, [])
     assert not circles, circles[:5]
+
+
+def test_the_node_owns_its_parts_instead_of_inheriting_them():
+    """IkNode derives from rclpy's Node alone: each concern (inputs, outputs, the interactive
+    marker, parameter changes, the map) is an object it creates, not a mixin reading attributes
+    set elsewhere. Read from the source, so this layer's test imports no ROS."""
+    tree = ast.parse((PACKAGE / 'ros' / 'node.py').read_text())
+    (node_class,) = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and
+                     c.name == 'IkNode']
+    assert [ast.unparse(b) for b in node_class.bases] == ['Node']
