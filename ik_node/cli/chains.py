@@ -15,7 +15,6 @@ with the solvers that solve several tips at once. Exit status: 0, or 2 with one 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import shlex
@@ -107,16 +106,12 @@ class RobotChains:
 
 
 # --------------------------------------------------------------------------------- analysis
-def solves_several_tips(name: str) -> bool:
-    """True when solver ``name`` takes targets for several tips at once (``solve(targets=)``)."""
-    return 'targets' in inspect.signature(SOLVERS[name].solve).parameters
-
-
 def solver_fit(chain: Chain) -> Tuple[Tuple[str, ...], Dict[str, str]]:
     """(names of the solvers that fit ``chain``, {other solver: why not}).
 
-    A solver fits when it builds on the chain with its default parameters (its own structure
-    check) and, for a tree of several tips, when it solves several tips at once.
+    A solver fits when it builds on the chain with its default parameters: its own structure
+    check, on each leg for independent legs; a tree whose tips share joints is refused by the
+    solvers that cannot solve it whole (:class:`~ik_node.solvers.base.Solver`).
     """
     fit, unfit = [], {}
     for name in sorted(SOLVERS):
@@ -127,9 +122,6 @@ def solver_fit(chain: Chain) -> Tuple[Tuple[str, ...], Dict[str, str]]:
             make_solver(name, chain)
         except IkError as exc:
             unfit[name] = str(exc)
-            continue
-        if len(chain.tips) > 1 and not solves_several_tips(name):
-            unfit[name] = 'solves one tip at a time: not for a tree of several tips'
             continue
         fit.append(name)
     return tuple(fit), unfit

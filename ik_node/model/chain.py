@@ -13,6 +13,7 @@ the public API are ``(x, y, z, w)`` as in ROS messages.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -155,6 +156,22 @@ class Chain:
     def joints_of_tip(self, tip: Optional[str] = None) -> List[int]:
         """Indices of the joints that move ``tip``, from the base outwards."""
         return self._tip_joints[self.tip_index(tip)].tolist()
+
+    def serial_chain(self, tip: str) -> 'Chain':
+        """The serial chain from the base to ``tip`` alone: the joints on its path (renumbered
+        from 0, the same frames, axes and limits) and the tip, from the same URDF.
+
+        A leg of a quadruped tree is solved on this chain; its joint ``i`` is the tree's joint
+        ``joints_of_tip(tip)[i]``.
+        """
+        path = self.joints_of_tip(tip)
+        renumbered = {old: new for new, old in enumerate(path)}
+        joints = [dataclasses.replace(self.joints[i], parent=renumbered.get(self.joints[i].parent,
+                                                                            -1))
+                  for i in path]
+        tip_spec = self.tips[self.tip_index(tip)]
+        tip_spec = dataclasses.replace(tip_spec, parent=renumbered.get(tip_spec.parent, -1))
+        return Chain(joints, [tip_spec], self.base_link, self._robot)
 
     def local_transforms(self, q: np.ndarray) -> np.ndarray:
         """Per-joint transforms ``T_parent_joint @ motion(q_i)``, shape ``(..., n, 4, 4)``."""

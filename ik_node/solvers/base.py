@@ -14,101 +14,34 @@ joints spanning a full turn) is returned at the value nearest the seed, whatever
 solver's own search added (wraps at a +-2 pi limit, random restarts): consecutive solves seeded
 with the previous answer do not turn a joint a full turn for the same pose, unless its limits
 leave no nearer value (a joint driven past its limit reappears a turn away, at the other end).
+
+Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only
+(a plain target would not say which tip it is for). Independent legs (no moving joint shared
+between two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this
+solver on the leg's serial chain (:class:`~ik_node.solvers.several_tips.Legs`); a tree whose
+tips share joints (a trunk) is solved whole by the solvers that set ``solves_trees`` and refused
+at construction by the others, with the shared joints named.
 """
 
 from __future__ import annotations
 
 import abc
-import enum
+import dataclasses
 import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ik_node.model.chain import Chain, full_turn_joints, nearest_turns
-from ik_node.errors import ConfigError, TargetError
-# Re-exported: other modules import the input checks and ParamSpec from here.
+from ik_node.errors import ChainError, ConfigError, TargetError
+# Re-exported: other modules import the input checks, ParamSpec and the result types from here.
 from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
                                     rotation_from_input, target_from_input, target_values)
 from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
-
-
-class IkStatus(enum.Enum):
-    """Why a solve stopped. ``.value`` is the string shown in diagnostics and JSON."""
-
-    CONVERGED = 'converged'            # measured error within tolerance
-    UNREACHABLE = 'unreachable'        # provably out of reach: best effort returned
-    JOINT_LIMITED = 'joint_limited'    # geometrically reachable but not within joint limits
-    MAX_ITERATIONS = 'max_iterations'  # ran out of iterations above tolerance
-    TIMEOUT = 'timeout'                # ran out of time above tolerance
-    DEGENERATE = 'degenerate'          # target on a singular direction: a representative pose
-
-
-@dataclass(frozen=True)
-class TipResult:
-    """Per-tip outcome of a multi-target (branched) solve."""
-
-    reachable: bool
-    position_error: float
-    min_residual: Optional[float] = None
-
-
-@dataclass(frozen=True)
-class IkResult:
-    """The outcome of one solve. ``joint_positions`` are always within the joint limits, and
-    each continuous or full-turn revolute joint is at the value of its angle nearest the seed."""
-
-    joint_positions: np.ndarray
-    joint_names: Tuple[str, ...]
-    reachable: bool
-    status: IkStatus
-    position_error: float
-    orientation_error: Optional[float]
-    min_residual: Optional[float]
-    iterations: int
-    solve_time: float
-    message: str = ''
-    orientation_ignored: bool = False
-    history: Optional[Tuple[float, ...]] = None
-    tips: Optional[Dict[str, TipResult]] = None
-
-    def as_dict(self) -> Dict[str, Any]:
-        """A JSON-ready dict of the result fields."""
-        out = {
-            'joint_names': list(self.joint_names),
-            'joint_positions': [float(v) for v in self.joint_positions],
-            'reachable': self.reachable,
-            'status': self.status.value,
-            'position_error': self.position_error,
-            'orientation_error': self.orientation_error,
-            'min_residual': self.min_residual,
-            'iterations': self.iterations,
-            'solve_time': self.solve_time,
-            'message': self.message,
-            'orientation_ignored': self.orientation_ignored,
-        }
-        if self.tips is not None:
-            out['tips'] = {k: {'reachable': v.reachable, 'position_error': v.position_error,
-                               'min_residual': v.min_residual} for k, v in self.tips.items()}
-        return out
-
-
-@dataclass
-class RawSolution:
-    """What a solver's ``_solve`` hands back to :meth:`Solver.solve`.
-
-    ``q`` is an (n,) array or a list of n floats (cheaper for a closed-form solver).
-    """
-
-    q: Union[np.ndarray, List[float]]
-    status: IkStatus
-    iterations: int
-    min_residual: Optional[float] = None
-    message: str = ''
-    history: Optional[list] = None
-    tip_residuals: Dict[str, float] = field(default_factory=dict)
+from ik_node.solvers.results import IkResult, IkStatus, RawSolution, TipResult  # noqa: F401
+from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
+                                          shared_text, tip_targets_from_input)
 
 
 class Solver(abc.ABC):
@@ -120,6 +53,9 @@ class Solver(abc.ABC):
             (:data:`~ik_node.solvers.params.COMMON_PARAMS`) are added to them.
         supports_orientation: False for a position-only solver (an orientation given to it is
             ignored, and the result says so).
+        solves_trees: True for a solver that solves a tree whose tips share joints (it then
+            implements ``_solve_tree``); PER_TIP_PARAMS: its parameters holding one value per
+            tip (checked against the tips, left out of each independent leg's solver).
 
     Implements:
         ``_solve(p_target, R_target, q_seed) -> RawSolution`` (abstract), or, through
@@ -132,7 +68,12 @@ class Solver(abc.ABC):
         ``check_chain(chain)``: raise :class:`~ik_node.errors.ChainError` for a chain it cannot
         solve; ``_check_param_combination(params)``: checks across parameters;
         ``reach_envelope(tip) -> (centre, r_min, r_max)``: an exact reach shell, drawn by the
-        node's envelope marker when present.
+        node's envelope marker when present; ``_solve_tree(targets, q_seed) -> RawSolution``
+        (with ``solves_trees``): every tip's target of a tree with a trunk at once.
+
+    Chains with several tips: independent legs are solved leg by leg by instances of the same
+    class on each leg's serial chain (their ``check_chain`` sees the leg, never the tree); the
+    tree itself reaches ``check_chain`` only when its tips share joints.
 
     Parameters are validated once, in ``__init__``, by :meth:`validate_params` (each value
     against its spec, then :meth:`_check_param_combination`): a solver reads ``self.params``
@@ -147,11 +88,36 @@ class Solver(abc.ABC):
     PARAMS: ClassVar[Dict[str, ParamSpec]] = {}
     #: False for position-only solvers: an orientation given to them is ignored and said so.
     supports_orientation: ClassVar[bool] = True
+    #: True for solvers that solve a tree whose tips share moving joints (``_solve_tree``).
+    solves_trees: ClassVar[bool] = False
+    #: Parameters with one value per tip (left out of each leg's own solver).
+    PER_TIP_PARAMS: ClassVar[Tuple[str, ...]] = ()
 
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
         self.chain = chain
         self.params = self.validate_params(params)
-        self.check_chain(chain)
+        self._several_tips = len(chain.tip_links) > 1
+        for key in self.PER_TIP_PARAMS:
+            values = self.params[key]
+            if values and len(values) != len(chain.tip_links):
+                raise ConfigError(f'parameter {key!r} has {len(values)} values {list(values)}; '
+                                  f'the chain has {len(chain.tip_links)} tips, in this order: '
+                                  f'{", ".join(chain.tip_links)}')
+        #: Independent legs solved one by one, or None (one tip, or a tree with a trunk).
+        self.legs: Optional[Legs] = None
+        if self._several_tips:
+            shared = shared_joints(chain)
+            if not shared:
+                leg_params = {k: v for k, v in self.params.items()
+                              if k not in self.PER_TIP_PARAMS}
+                self.legs = Legs(chain, lambda leg: type(self)(leg, leg_params))
+            elif not self.solves_trees:
+                raise ChainError(
+                    f'{self.name} solves several tips only as independent legs (no moving '
+                    f'joint shared between two tips), but {shared_text(shared)}: use a solver '
+                    'for trees (damped_jacobian, fabrik) or one tip')
+        if self.legs is None:
+            self.check_chain(chain)
         self._q_mid = chain.mid_configuration()
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
@@ -201,19 +167,40 @@ class Solver(abc.ABC):
         return None
 
     # ------------------------------------------------------------------------------ solving
-    def solve(self, target_position, target_orientation=None, seed=None) -> IkResult:
-        """Solve for a tip position [m] (base frame) and optional orientation (x, y, z, w).
+    def solve(self, target_position=None, target_orientation=None, seed=None, *,
+              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
+        """Solve for a tip position [m] (base frame) and optional orientation (x, y, z, w), or
+        for several tips at once.
 
         Args:
-            target_position: (3,) tip position in the base frame [m].
+            target_position: (3,) tip position in the base frame [m] (a chain with one tip).
             target_orientation: unit quaternion (x, y, z, w), or None for position only. It is
                 normalised; a zero or non-finite quaternion raises :class:`TargetError`.
             seed: (n,) start configuration, clipped into the limits; None = the mid configuration.
                 The result's continuous and full-turn joints are the values nearest it.
+            targets: ``{tip_link: position}`` or ``{tip_link: (position, quat_xyzw)}`` for any
+                subset of ``chain.tip_links`` (instead of ``target_position``); tips without a
+                target keep their joints (a leg) or their configuration relative to their
+                branch (a tree).
 
         Returns:
-            An :class:`IkResult` whose errors are measured by FK on the returned joint positions.
+            An :class:`IkResult` whose errors are measured by FK on the returned joint positions;
+            with ``targets`` its ``tips`` holds each targeted tip's result.
+
+        Raises:
+            TargetError: a plain target on a chain with several tips (the message names them),
+                both or neither of ``target_position`` and ``targets``, an unknown tip, a NaN,
+                infinite or badly shaped position, quaternion or seed.
         """
+        if targets is not None:
+            return self._solve_targets(targets, target_position, target_orientation, seed)
+        if self._several_tips:
+            raise TargetError(f'this chain has {len(self.chain.tip_links)} tips '
+                              f'({", ".join(self.chain.tip_links)}): a target must name its '
+                              'tip, solve(targets={tip_link: position or (position, '
+                              'quat_xyzw)})')
+        if target_position is None:
+            raise TargetError('give a target_position or targets={tip_link: position}')
         p_list = target_values(target_position)
         R_target = None
         if target_orientation is not None:
@@ -231,6 +218,72 @@ class Solver(abc.ABC):
             raw = self._solve(p_target, R_target, q_seed)
         elapsed = time.perf_counter() - start
         return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+
+    def _solve_targets(self, targets, target_position, target_orientation, seed) -> IkResult:
+        """``solve(targets=...)``: one tip, independent legs, or a tree solved whole."""
+        if target_position is not None or target_orientation is not None:
+            raise TargetError('targets= takes every tip\'s target: do not also pass '
+                              'target_position or target_orientation')
+        parsed = tip_targets_from_input(targets, self.chain.tip_links)
+        q_seed = self._seed_values(seed)
+        if not self._several_tips:
+            target = parsed[0]
+            result = self.solve(target.position, target.quat_xyzw, q_seed)
+            return dataclasses.replace(result, tips={target.link: TipResult(
+                result.reachable, result.position_error, result.min_residual, result.status,
+                result.orientation_error, result.message)})
+        if self.legs is not None:
+            return self.legs.solve(parsed, q_seed, self.params.get('timeout'))
+        ignored = not self.supports_orientation and any(t.R is not None for t in parsed)
+        if ignored:
+            parsed = tuple(dataclasses.replace(t, quat_xyzw=None, R=None) for t in parsed)
+        start = time.perf_counter()
+        raw = self._solve_tree(parsed, np.array(q_seed))
+        elapsed = time.perf_counter() - start
+        return self._finish_tips(raw, parsed, elapsed, ignored, q_seed)
+
+    def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
+        """The solve of a tree whose tips share joints (solvers with ``solves_trees``): every
+        target of ``targets`` at once from ``q_seed`` (within the limits). Errors are measured
+        afterwards; ``tip_residuals`` carries each tip's proven bound."""
+        raise NotImplementedError(f'{type(self).__name__} does not solve trees')
+
+    def _finish_tips(self, raw: RawSolution, targets: Sequence[TipTarget], elapsed: float,
+                     orientation_ignored: bool, q_seed: List[float]) -> IkResult:
+        """The result of a tree solve: joints clipped and turned nearest the seed, then every
+        targeted tip's errors measured by FK on exactly those joints, and its own status:
+        converged when reached, unreachable when its proven bound exceeds the tolerance, else
+        the solve's reason to stop (``max_iterations`` when the solve claimed more)."""
+        tol_p, tol_r = self._tol_p, self._tol_r
+        q_list = _clip(np.asarray(raw.q, dtype=float).reshape(-1).tolist(),
+                       self._lower_list, self._upper_list)
+        if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
+            q_list = self._q_mid.tolist()
+            raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
+        q_list = self._near_seed(q_list, q_seed)
+        q = np.array(q_list, FLOAT64)
+        T_tips = self.chain.fk_tips(q)
+        fallback = raw.status if raw.status in (IkStatus.TIMEOUT, IkStatus.MAX_ITERATIONS,
+                                                IkStatus.JOINT_LIMITED) \
+            else IkStatus.MAX_ITERATIONS
+        tips: Dict[str, TipResult] = {}
+        for target in targets:
+            T = T_tips[target.link]
+            error = math.dist(T[:3, 3].tolist(), target.position)
+            angle = None if target.R is None else rotation_error(T[:3, :3], target.R)
+            reached = error <= tol_p and (angle is None or angle <= tol_r)
+            bound = raw.tip_residuals.get(target.link)
+            if reached:
+                status, message = IkStatus.CONVERGED, ''
+            elif bound is not None and bound > tol_p:
+                status = IkStatus.UNREACHABLE
+                message = f'out of reach: at least {bound:.6g} m from every reachable point'
+            else:
+                status, message = fallback, ''
+            tips[target.link] = TipResult(reached, error, bound, status, angle, message)
+        history = None if raw.history is None else tuple(float(e) for e in raw.history)
+        return result_of_tips(q, self._joint_names, tips, raw.iterations, elapsed, raw.message,
+                              orientation_ignored, history)
 
     # solve() calls the hook its most derived class defines (_solve_floats if a class defines
     # both), so a subclass of a FloatSolver may override _solve and call super(): FloatSolver's

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -69,6 +69,31 @@ class ParamSpec:
         if self.min is not None:
             return f'{">=" if self.min_inclusive else ">"} {self.min:g}'
         return 'any'
+
+
+@dataclass(frozen=True)
+class FloatListSpec(ParamSpec):
+    """A parameter holding a list of positive finite floats (``ParamSpec`` handles scalars only)."""
+
+    def validate(self, name: str, value: Any) -> Tuple[float, ...]:
+        """Return ``value`` as a tuple of floats, or raise :class:`ConfigError`."""
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence,
+                                                                               np.ndarray)):
+            raise ConfigError(f'parameter {name!r} must be a list of numbers, got {value!r}')
+        out = []
+        for v in value:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+                raise ConfigError(f'parameter {name!r} must hold numbers, got {v!r} in {value!r}')
+            v = float(v)
+            if not (math.isfinite(v) and v > 0.0):
+                raise ConfigError(f'parameter {name!r} must hold finite numbers > 0, got {v!r} '
+                                  f'in {list(value)!r}')
+            out.append(v)
+        return tuple(out)
+
+    def range_text(self) -> str:
+        """The valid values as text."""
+        return 'list of numbers > 0'
 
 
 #: Parameters every solver takes.

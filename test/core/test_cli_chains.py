@@ -13,7 +13,7 @@ import pytest
 
 from ik_node import Chain
 from ik_node.cli import main as ik_solve
-from ik_node.cli.chains import robot_chains_from_urdf, solves_several_tips
+from ik_node.cli.chains import robot_chains_from_urdf
 from ik_node.errors import ChainError
 from ik_node.solvers import SOLVERS, make_solver
 
@@ -83,16 +83,15 @@ def test_fit_is_the_solvers_own_check(robot):
             assert str(refused.value) == reason
 
 
-def test_twin_arm_branches_at_the_torso_and_the_hand_and_its_tree_is_for_fabrik():
+def test_twin_arm_branches_at_the_torso_and_the_hand_and_its_tree_is_for_the_tree_solvers():
     result = chains_of(URDF / 'twin_arm.urdf')
     assert result.leaves == ('left_hand', 'right_finger_a', 'right_finger_b')
     assert set(result.branching) == {'torso', 'right_hand'}
     assert set(result.branching['torso']) == {'left_shoulder', 'right_shoulder'}
     assert result.tree.tips == result.leaves
-    assert result.tree.solvers == ('fabrik',)
-    assert 'one tip' in result.tree.unfit['damped_jacobian']
-    assert 'serial chain with one tip' in result.tree.unfit['analytic_hip_knee']
-    assert [s for s in SOLVERS if solves_several_tips(s)] == ['fabrik']
+    assert result.tree.solvers == ('damped_jacobian', 'fabrik')
+    assert 'independent legs' in result.tree.unfit['analytic_hip_knee']
+    assert 'share waist' in result.tree.unfit['analytic_hip_knee']
 
 
 # -------------------------------------------------------------- reference robots, in place
@@ -122,7 +121,7 @@ def test_panda_mimic_finger_is_reported_not_usable_and_the_other_finger_is_prism
     assert (finger.type, finger.lower, finger.upper) == ('prismatic', 0.0, 0.04)
     assert len(chain_to(result, 'panda_hand_tcp').joints) == 7
     assert result.tree.tips == ('panda_hand_tcp', 'panda_leftfinger')
-    assert result.tree.solvers == ('fabrik',)
+    assert result.tree.solvers == ('damped_jacobian', 'fabrik')
 
 
 def test_kinova_continuous_joints_are_unbounded_in_json_and_text(shared_robot, capsys):
@@ -145,7 +144,7 @@ def test_baxter_right_arm_chain_has_its_seven_joints(shared_robot):
     arm = chain_to(result, 'right_gripper')
     assert [j.name for j in arm.joints] == ['right_s0', 'right_s1', 'right_e0', 'right_e1',
                                             'right_w0', 'right_w1', 'right_w2']
-    assert len(result.tree.tips) > 2 and result.tree.solvers == ('fabrik',)
+    assert len(result.tree.tips) > 2 and result.tree.solvers == ('damped_jacobian', 'fabrik')
 
 
 def test_iiwa_with_drake_extensions_lists_both_flange_frames(shared_robot):
@@ -189,7 +188,7 @@ def test_json_output_is_one_object_with_every_chain(capsys):
     data = json.loads(out)
     assert data['root'] == 'base_link' and data['urdf'].endswith('twin_arm.urdf')
     assert [c['tip'] for c in data['chains']] == data['leaves']
-    assert data['tree']['tips'] == data['leaves'] and data['tree']['solvers'] == ['fabrik']
+    assert data['tree']['tips'] == data['leaves'] and data['tree']['solvers'] == ['damped_jacobian', 'fabrik']
     assert data['branching_links']['right_hand'] == ['right_finger_a_link', 'right_finger_b_link']
 
 

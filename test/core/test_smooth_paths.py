@@ -235,7 +235,7 @@ CASES = [
     ('arm6', 'damped_jacobian', False, 'path', {}),
     ('arm6', 'fabrik', False, 'path', {}),
     ('twin_arm', 'fabrik', False, 'path', {}),      # both hands at once (branched)
-    ('twin_arm', 'damped_jacobian', False, 'path', {}),  # the first hand
+    ('twin_arm', 'damped_jacobian', False, 'path', {}),  # both hands (a shared trunk)
     ('ur5', 'damped_jacobian', True, 'path', {}),
     ('ur5', 'damped_jacobian', True, 'zero', {}),
     ('ur5', 'fabrik', False, 'path', {}),
@@ -265,7 +265,7 @@ def _stream_case(case, shared_robot, rng_seed=0, steps=STEPS) -> Stream:
         params = {**params, **NO_CLOCK, **extra}
     Q = joint_curve(chain, np.random.default_rng(rng_seed), steps)
     q_start = Q[0] if start == 'path' else np.zeros(chain.n)
-    tips = chain.tip_links if len(chain.tip_links) > 1 and solver == 'fabrik' else None
+    tips = chain.tip_links if len(chain.tip_links) > 1 else None
     return stream(chain, solver, params, Q, six_d, q_start, tips)
 
 

@@ -64,7 +64,11 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain, chain_lengths
+from ik_node.errors import ChainError
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
+from ik_node.solvers.params import FloatListSpec
+from ik_node.solvers.several_tips import TipTarget
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.codegen import (damped_step_function, damped_trial_function,
@@ -110,6 +114,8 @@ class DampedJacobianSolver(Solver):
 
     name = 'damped_jacobian'
     supports_orientation = True
+    solves_trees = True  # ik_node.solvers.damped_jacobian.tree
+    PER_TIP_PARAMS = ('weights',)
     PARAMS = {
         'method': ParamSpec(str, 'dls', 'dls: damped least squares with adaptive damping and '
                             'restarts; transpose: plain gradient descent (teaching baseline)',
@@ -141,6 +147,10 @@ class DampedJacobianSolver(Solver):
         'orientation_weight': ParamSpec(float, 0.5, 'weight of the orientation error against '
                                         'the position error in the dls cost', 'm/rad',
                                         min=0.0, max=1e3, min_inclusive=False),
+        'weights': FloatListSpec(
+            list, (), 'a tree with a shared trunk: the weight of each tip\'s error in the '
+            'stacked cost, in the order of the chain\'s tip_links (one number > 0 per tip); '
+            'empty = all 1', 'unitless'),
     }
 
     def __init__(self, chain: Chain, params=None):
@@ -198,6 +208,21 @@ class DampedJacobianSolver(Solver):
             # Once per solver, with the generated kinematics of a serial chain (the cost:
             # benchmarks/results/design-notes.md).
             self._closest.reach = measure_reach(self._closest, self._reach)
+
+    def check_chain(self, chain: Chain) -> None:
+        """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built
+        here, so a chain it cannot solve is refused at construction."""
+        self._tree_solver = None
+        if len(chain.tip_links) > 1:
+            if self.params['method'] != 'dls':
+                raise ChainError(f'damped_jacobian: method {self.params["method"]!r} solves '
+                                 'serial chains and independent legs only; a tree whose tips '
+                                 'share joints needs method dls')
+            self._tree_solver = TreeDampedLeastSquares(chain, self.params)
+
+    def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
+        """Every targeted tip at once (:class:`.tree.TreeDampedLeastSquares`)."""
+        return self._tree_solver.solve(targets, q_seed)
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],

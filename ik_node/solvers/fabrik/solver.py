@@ -38,16 +38,15 @@ from __future__ import annotations
 
 import math
 import random
-import time
-from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.errors import ConfigError, TargetError
-from ik_node.solvers.base import (IkResult, IkStatus, ParamSpec, RawSolution, Solver, TipResult,
-                                  target_from_input)
+from ik_node.errors import ConfigError
+from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.params import FloatListSpec
+from ik_node.solvers.several_tips import TipTarget
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
@@ -61,40 +60,17 @@ from ik_node.solvers.fabrik.tree import FabrikTree
 _TOLERANCE_MARGIN = 0.5
 
 
-@dataclass(frozen=True)
-class FloatListSpec(ParamSpec):
-    """A parameter holding a list of positive finite floats (``ParamSpec`` handles scalars only)."""
-
-    def validate(self, name: str, value: Any) -> Tuple[float, ...]:
-        """Return ``value`` as a tuple of floats, or raise :class:`ConfigError`."""
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence,
-                                                                               np.ndarray)):
-            raise ConfigError(f'parameter {name!r} must be a list of numbers, got {value!r}')
-        out = []
-        for v in value:
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
-                raise ConfigError(f'parameter {name!r} must hold numbers, got {v!r} in {value!r}')
-            v = float(v)
-            if not (math.isfinite(v) and v > 0.0):
-                raise ConfigError(f'parameter {name!r} must hold finite numbers > 0, got {v!r} '
-                                  f'in {list(value)!r}')
-            out.append(v)
-        return tuple(out)
-
-    def range_text(self) -> str:
-        """The valid values as text."""
-        return 'list of numbers > 0'
-
-
 class FabrikSolver(Solver):
     """FABRIK for chains and trees; position only.
 
-    ``solve(p)`` targets the first tip (the only one of a serial chain);
-    ``solve(targets={tip: p, ...})`` targets several tips of a tree at once.
+    ``solve(p)`` targets the tip of a serial chain; ``solve(targets={tip: p, ...})`` several
+    tips of a tree at once (independent legs one by one, each with its own serial FABRIK).
     """
 
     name = 'fabrik'
     supports_orientation = False
+    solves_trees = True
+    PER_TIP_PARAMS = ('weights',)
     PARAMS: Dict[str, ParamSpec] = {
         'weights': FloatListSpec(
             list, (), 'priority of each tip when targets conflict, in the order of the chain\'s '
@@ -170,67 +146,15 @@ class FabrikSolver(Solver):
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
 
     # ------------------------------------------------------------------------------ solving
-    def solve(self, target_position=None, target_orientation=None, seed=None, *,
-              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
-        """Solve for one tip position, or for several tips of a tree at once.
-
-        Args:
-            target_position: (3,) position [m] in the base frame for the first tip.
-            target_orientation: quaternion (x, y, z, w); ignored (position-only solver) and
-                reported as ``orientation_ignored``. Not allowed with ``targets``.
-            seed: (n,) start configuration, clipped into the limits; None = mid configuration.
-            targets: ``{tip_link: (3,) position [m]}`` for any subset of ``chain.tip_links``;
-                tips left out keep their configuration relative to their branch.
-
-        Returns:
-            An :class:`IkResult`. With ``targets`` it carries ``tips`` (per-tip reachability,
-            FK-measured error and proven lower bound), ``position_error`` is the largest tip
-            error and ``reachable`` is true when every targeted tip is within tolerance.
-
-        Raises:
-            TargetError: both or neither of ``target_position`` and ``targets``; a
-                ``target_position`` for a chain with several tips (which tip is meant?); an
-                unknown tip;
-                a NaN, infinite or badly shaped position or seed.
-        """
-        if targets is None:
-            if target_position is None:
-                raise TargetError('give a target_position or targets={tip_link: position}')
-            if len(self.chain.tip_links) > 1:
-                raise TargetError(f'this chain has {len(self.chain.tip_links)} tips '
-                                  f'({", ".join(self.chain.tip_links)}): a target must name its '
-                                  'tip, targets={tip_link: position}')
-            return super().solve(target_position, target_orientation, seed)
-        if target_position is not None or target_orientation is not None:
-            raise TargetError('targets= takes per-tip positions only: do not also pass '
-                              'target_position or target_orientation')
-        tip_indices, p_targets = self._targets_from_input(targets)
-        q_seed = self._seed_from_input(seed)
-        start = time.perf_counter()
-        raw = self._run(tip_indices, p_targets, q_seed)
-        elapsed = time.perf_counter() - start
-        return self._finish_tips(raw, tip_indices, p_targets, elapsed, q_seed)
+    def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
+        """The FABRIK passes over the whole tree for every target at once (positions only)."""
+        return self._run([t.index for t in targets], np.array([t.position for t in targets]),
+                         q_seed)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
         raw = self._run([0], p_target[None, :], q_seed)
         return raw
-
-    def _targets_from_input(self, targets) -> Tuple[list, np.ndarray]:
-        if not isinstance(targets, Mapping) or not targets:
-            raise TargetError(f'targets must be a non-empty mapping tip_link -> (x, y, z), got '
-                              f'{targets!r}. Tips: {", ".join(self.chain.tip_links)}')
-        tip_indices, positions = [], []
-        for tip, position in targets.items():
-            if tip not in self.chain.tip_links:
-                raise TargetError(f'{tip!r} is not a tip of this chain. '
-                                  f'Tips: {", ".join(self.chain.tip_links)}')
-            try:
-                positions.append(target_from_input(position))
-            except TargetError as exc:
-                raise TargetError(f'target of tip {tip!r}: {exc}') from None
-            tip_indices.append(self.chain.tip_links.index(tip))
-        return tip_indices, np.array(positions)
 
     def min_residual(self, tip_index: int, p_target: np.ndarray) -> Optional[float]:
         """Proven lower bound [m] on tip ``tip_index``'s error for ``p_target``, or None.
@@ -327,40 +251,3 @@ class FabrikSolver(Solver):
                            history=history,
                            tip_residuals={self.chain.tip_links[tip_indices[0]]: bound}
                            if bound is not None else {})
-
-    def _finish_tips(self, raw: RawSolution, tip_indices: Sequence[int], p_targets: np.ndarray,
-                     elapsed: float, q_seed: np.ndarray) -> IkResult:
-        """The multi-target counterpart of :meth:`Solver._finish`: every error measured by FK."""
-        tol = self.params['position_tolerance']
-        q = self.chain.clip(np.asarray(raw.q, dtype=float))
-        if not np.all(np.isfinite(q)):  # a solver bug must never reach the caller as NaN
-            q = self.chain.mid_configuration()
-            raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        q = np.array(self._near_seed(q.tolist(), q_seed))  # whole turns nearest the seed
-        T_tips = self.chain.fk_tips(q)
-        tips: Dict[str, TipResult] = {}
-        for k, p in zip(tip_indices, p_targets, strict=True):
-            link = self.chain.tip_links[k]
-            error = float(np.linalg.norm(T_tips[link][:3, 3] - p))
-            tips[link] = TipResult(error <= tol, error, raw.tip_residuals.get(link))
-        reached = all(t.reachable for t in tips.values())
-        status = raw.status
-        if reached:
-            status = IkStatus.CONVERGED
-        elif status is IkStatus.CONVERGED:
-            status = IkStatus.MAX_ITERATIONS
-        if not reached and raw.min_residual is not None and raw.min_residual > tol:
-            status = IkStatus.UNREACHABLE
-        message = raw.message
-        missing = [f'{link} by {t.position_error:.6g} m' for link, t in tips.items()
-                   if not t.reachable]
-        if missing:
-            message = (f'tips missing their targets (tolerance {tol:g} m): '
-                       f'{", ".join(missing)}' + (f'; {message}' if message else ''))
-        return IkResult(
-            joint_positions=q, joint_names=tuple(self.chain.joint_names), reachable=reached,
-            status=status, position_error=max(t.position_error for t in tips.values()),
-            orientation_error=None, min_residual=raw.min_residual,
-            iterations=int(raw.iterations), solve_time=elapsed, message=message,
-            history=None if raw.history is None else tuple(float(e) for e in raw.history),
-            tips=tips)

@@ -1,0 +1,135 @@
+"""What a solve returns: :class:`IkStatus`, :class:`IkResult` with its per-tip
+:class:`TipResult`, and the solver-side :class:`RawSolution` that the base class measures.
+
+Re-exported by :mod:`ik_node.solvers.base`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+
+import numpy as np
+
+
+class IkStatus(enum.Enum):
+    """Why a solve stopped. ``.value`` is the string shown in diagnostics and JSON."""
+
+    CONVERGED = 'converged'            # measured error within tolerance
+    UNREACHABLE = 'unreachable'        # provably out of reach: best effort returned
+    JOINT_LIMITED = 'joint_limited'    # geometrically reachable but not within joint limits
+    MAX_ITERATIONS = 'max_iterations'  # ran out of iterations above tolerance
+    TIMEOUT = 'timeout'                # ran out of time above tolerance
+    DEGENERATE = 'degenerate'          # target on a singular direction: a representative pose
+
+
+#: The status of a solve of several tips, from its tips' statuses: the first of these that a
+#: tip has (a tip proven out of reach makes the set of targets out of reach), else converged.
+_COMBINED_ORDER = (IkStatus.UNREACHABLE, IkStatus.JOINT_LIMITED, IkStatus.TIMEOUT,
+                   IkStatus.MAX_ITERATIONS, IkStatus.DEGENERATE)
+
+
+def combined_status(statuses: Iterable[IkStatus]) -> IkStatus:
+    """The status of a solve of several tips given each targeted tip's status.
+
+    ``converged`` only when every tip converged; a tip proven out of reach makes the whole set
+    ``unreachable`` (the proof holds for the set); then joint limits, time, iterations; a
+    ``degenerate`` tip among reached ones makes the set ``degenerate``.
+    """
+    present = set(statuses)
+    for status in _COMBINED_ORDER:
+        if status in present:
+            return status
+    return IkStatus.CONVERGED
+
+
+@dataclass(frozen=True)
+class TipResult:
+    """Per-tip outcome of a solve of several tips (``solve(targets=...)``).
+
+    Attributes:
+        reachable: the tip's measured errors are within the tolerances.
+        position_error: FK-measured distance of the tip from its target [m].
+        min_residual: proven lower bound of ``position_error`` [m], or None.
+        status: why this tip's solve stopped (None only from code that predates per-tip status).
+        orientation_error: FK-measured angle to the target orientation [rad]; None for a
+            position target (or an orientation ignored by a position-only solver).
+        message: what happened to this tip, when there is something to say.
+    """
+
+    reachable: bool
+    position_error: float
+    min_residual: Optional[float] = None
+    status: Optional[IkStatus] = None
+    orientation_error: Optional[float] = None
+    message: str = ''
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready dict of the fields."""
+        return {'reachable': self.reachable, 'position_error': self.position_error,
+                'min_residual': self.min_residual,
+                'status': None if self.status is None else self.status.value,
+                'orientation_error': self.orientation_error, 'message': self.message}
+
+
+@dataclass(frozen=True)
+class IkResult:
+    """The outcome of one solve. ``joint_positions`` are always within the joint limits, and
+    each continuous or full-turn revolute joint is at the value of its angle nearest the seed.
+
+    A solve of several tips (``solve(targets=...)``) fills ``tips`` (one :class:`TipResult` per
+    targeted tip); ``position_error`` and ``orientation_error`` are then the largest of the tips,
+    ``min_residual`` the largest proven bound, ``reachable`` true when every targeted tip is, and
+    ``status`` summarises the tips' statuses (:func:`combined_status`).
+    """
+
+    joint_positions: np.ndarray
+    joint_names: Tuple[str, ...]
+    reachable: bool
+    status: IkStatus
+    position_error: float
+    orientation_error: Optional[float]
+    min_residual: Optional[float]
+    iterations: int
+    solve_time: float
+    message: str = ''
+    orientation_ignored: bool = False
+    history: Optional[Tuple[float, ...]] = None
+    tips: Optional[Dict[str, TipResult]] = None
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A JSON-ready dict of the result fields."""
+        out = {
+            'joint_names': list(self.joint_names),
+            'joint_positions': [float(v) for v in self.joint_positions],
+            'reachable': self.reachable,
+            'status': self.status.value,
+            'position_error': self.position_error,
+            'orientation_error': self.orientation_error,
+            'min_residual': self.min_residual,
+            'iterations': self.iterations,
+            'solve_time': self.solve_time,
+            'message': self.message,
+            'orientation_ignored': self.orientation_ignored,
+        }
+        if self.tips is not None:
+            out['tips'] = {k: v.as_dict() for k, v in self.tips.items()}
+        return out
+
+
+@dataclass
+class RawSolution:
+    """What a solver's ``_solve`` hands back to :meth:`Solver.solve`.
+
+    ``q`` is an (n,) array or a list of n floats (cheaper for a closed-form solver).
+    ``tip_residuals`` holds the proven lower bound [m] of each tip of a tree solve that has one.
+    """
+
+    q: Union[np.ndarray, List[float]]
+    status: IkStatus
+    iterations: int
+    min_residual: Optional[float] = None
+    message: str = ''
+    history: Optional[list] = None
+    tip_residuals: Dict[str, float] = field(default_factory=dict)

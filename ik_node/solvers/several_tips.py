@@ -1,0 +1,193 @@
+"""Solves of several tips at once: ``solve(targets={tip_link: position or (position, quat)})``.
+
+* :func:`tip_targets_from_input` reads the mapping once, at the boundary (unknown tips, bad
+  positions and quaternions raise :class:`~ik_node.errors.TargetError` naming the tip).
+* :func:`shared_joints` tells a tree whose tips share moving joints (a trunk, solved whole by the
+  solvers that can) from independent legs (every tip's path its own joints: a quadruped's four
+  legs from the trunk).
+* :class:`Legs` solves independent legs one by one, each with its own solver on the leg's serial
+  chain (:meth:`~ik_node.model.chain.Chain.serial_chain`), in one call: a leg is one serial
+  solve, so every solver that fits one leg fits all four.
+* :func:`result_of_tips` sums per-tip results up into one :class:`IkResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.errors import ChainError, TargetError
+from ik_node.model.chain import Chain
+from ik_node.solvers.input_checks import rotation_from_input, target_values
+from ik_node.solvers.results import IkResult, IkStatus, TipResult, combined_status
+
+#: The least wall-time budget [s] handed to a leg whose solver takes a ``timeout``.
+_LEAST_LEG_TIMEOUT_S = 1e-6
+
+
+@dataclass(frozen=True)
+class TipTarget:
+    """One tip's target, validated.
+
+    Attributes:
+        index: the tip's index in ``chain.tip_links``.
+        link: the tip link.
+        position: target position in the base frame [m], 3 floats.
+        quat_xyzw: the target orientation as given (x, y, z, w), or None for position only.
+        R: the normalised rotation of ``quat_xyzw`` (3x3), or None.
+    """
+
+    index: int
+    link: str
+    position: List[float]
+    quat_xyzw: Optional[Tuple[float, ...]]
+    R: Optional[np.ndarray]
+
+
+def tip_targets_from_input(targets: Any, tip_links: Sequence[str]) -> Tuple[TipTarget, ...]:
+    """The targets of ``solve(targets=...)``, in the order of ``tip_links``.
+
+    Args:
+        targets: ``{tip_link: position}`` or ``{tip_link: (position, quat_xyzw)}`` for any
+            non-empty subset of ``tip_links``; a position is 3 numbers [m] in the base frame, a
+            quaternion (x, y, z, w) or None.
+        tip_links: the chain's tips.
+
+    Raises:
+        TargetError: not a non-empty mapping, an unknown tip, a bad position or quaternion
+            (the message names the tip and lists the chain's tips).
+    """
+    tips_text = ', '.join(tip_links)
+    if not isinstance(targets, Mapping) or not targets:
+        raise TargetError(f'targets must be a non-empty mapping tip_link -> position or '
+                          f'(position, quat_xyzw), got {targets!r}. Tips: {tips_text}')
+    out = []
+    for tip, value in targets.items():
+        if tip not in tip_links:
+            raise TargetError(f'{tip!r} is not a tip of this chain. Tips: {tips_text}')
+        quat = None
+        position = value
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            position, quat = value
+        try:
+            p = target_values(position)
+            R = None if quat is None else rotation_from_input(quat)
+        except TargetError as exc:
+            raise TargetError(f'target of tip {tip!r}: {exc}') from None
+        out.append(TipTarget(tip_links.index(tip), tip, p,
+                             None if quat is None else tuple(np.asarray(quat, float).tolist()),
+                             R))
+    return tuple(sorted(out, key=lambda t: t.index))
+
+
+def shared_joints(chain: Chain) -> Dict[Tuple[str, str], List[str]]:
+    """``{(tip_a, tip_b): names of the moving joints both paths hold}`` for every pair of tips
+    that share any (empty: independent legs)."""
+    paths = [set(chain.joints_of_tip(tip)) for tip in chain.tip_links]
+    out = {}
+    for a in range(len(paths)):
+        for b in range(a + 1, len(paths)):
+            common = sorted(paths[a] & paths[b])
+            if common:
+                out[(chain.tip_links[a], chain.tip_links[b])] = [chain.joint_names[i]
+                                                                 for i in common]
+    return out
+
+
+def shared_text(shared: Mapping[Tuple[str, str], List[str]]) -> str:
+    """The pairs of :func:`shared_joints` as text, e.g. ``'left_hand and right_hand share
+    waist'``."""
+    return '; '.join(f'{a} and {b} share {", ".join(names)}' for (a, b), names in shared.items())
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One independent leg: its tip, its joints' indices in the tree and its solver."""
+
+    tip: str
+    joints: Tuple[int, ...]
+    solver: Any  # a Solver on the leg's serial chain
+
+
+class Legs:
+    """Independent legs (tips whose paths share no moving joint) solved one by one.
+
+    Args:
+        chain: the tree (every pair of tips without a shared moving joint).
+        make_solver: ``make_solver(leg_chain) -> Solver``, the configured solver on one leg.
+
+    Raises:
+        ChainError: the solver does not fit a leg (the message names the leg's tip).
+    """
+
+    def __init__(self, chain: Chain, make_solver: Callable[[Chain], Any]):
+        self.chain = chain
+        self.legs: List[Leg] = []
+        for tip in chain.tip_links:
+            try:
+                solver = make_solver(chain.serial_chain(tip))
+            except ChainError as exc:
+                joints = ', '.join(chain.joint_names[i] for i in chain.joints_of_tip(tip))
+                raise ChainError(f'leg {tip!r} (joints {joints or "none"}): {exc}') from None
+            self.legs.append(Leg(tip, tuple(chain.joints_of_tip(tip)), solver))
+        self._timed = 'timeout' in self.legs[0].solver.params if self.legs else False
+
+    def solve(self, targets: Sequence[TipTarget], q_seed: List[float], timeout: Optional[float]
+              ) -> IkResult:
+        """Each targeted leg solved from its joints of ``q_seed`` (within the limits); the other
+        joints keep their seed values.
+
+        ``timeout`` [s] (None: the legs' solvers take none) is shared: each leg gets what is
+        left of it divided by the legs still to solve, so a quick leg leaves time to the next.
+        """
+        start = time.perf_counter()
+        q = list(q_seed)
+        tips: Dict[str, TipResult] = {}
+        iterations = 0
+        ignored = False
+        count = len(targets)
+        for i, target in enumerate(targets):
+            leg = self.legs[target.index]
+            solver = leg.solver
+            if self._timed and timeout is not None:
+                left = timeout - (time.perf_counter() - start)
+                solver.params['timeout'] = max(left / (count - i), _LEAST_LEG_TIMEOUT_S)
+            result = solver.solve(target.position, target.quat_xyzw,
+                                  [q_seed[j] for j in leg.joints])
+            for j, v in zip(leg.joints, result.joint_positions.tolist()):
+                q[j] = v
+            tips[leg.tip] = TipResult(result.reachable, result.position_error,
+                                      result.min_residual, result.status,
+                                      result.orientation_error, result.message)
+            iterations += result.iterations
+            ignored = ignored or result.orientation_ignored
+        return result_of_tips(np.array(q), tuple(self.chain.joint_names), tips, iterations,
+                              time.perf_counter() - start, '', ignored)
+
+
+def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, TipResult],
+                   iterations: int, solve_time: float, message: str, orientation_ignored: bool,
+                   history: Optional[Tuple[float, ...]] = None) -> IkResult:
+    """One :class:`IkResult` for a solve of several tips: reached when every tip is; the largest
+    errors and proven bound; the status from the tips' (:func:`combined_status`); the message
+    names each tip that missed its target, with its status and its own message."""
+    position_error = max(t.position_error for t in tips.values())
+    angles = [t.orientation_error for t in tips.values() if t.orientation_error is not None]
+    bounds = [t.min_residual for t in tips.values() if t.min_residual is not None]
+    missed = [f'{tip} {t.status.value if t.status else "not reached"}, '
+              f'{t.position_error:.6g} m' + (f' ({t.message})' if t.message else '')
+              for tip, t in tips.items() if not t.reachable]
+    if missed:
+        message = (f'tips missing their targets: {"; ".join(missed)}' +
+                   (f'; {message}' if message else ''))
+    return IkResult(
+        joint_positions=q, joint_names=joint_names,
+        reachable=all(t.reachable for t in tips.values()),
+        status=combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values()),
+        position_error=position_error, orientation_error=max(angles) if angles else None,
+        min_residual=max(bounds) if bounds else None, iterations=int(iterations),
+        solve_time=solve_time, message=message, orientation_ignored=orientation_ignored,
+        history=history, tips=tips)
