@@ -188,7 +188,8 @@ def test_json_output_is_one_object_with_every_chain(capsys):
     data = json.loads(out)
     assert data['root'] == 'base_link' and data['urdf'].endswith('twin_arm.urdf')
     assert [c['tip'] for c in data['chains']] == data['leaves']
-    assert data['tree']['tips'] == data['leaves'] and data['tree']['solvers'] == ['damped_jacobian', 'fabrik']
+    assert data['tree']['tips'] == data['leaves']
+    assert data['tree']['solvers'] == ['damped_jacobian', 'fabrik']
     assert data['branching_links']['right_hand'] == ['right_finger_a_link', 'right_finger_b_link']
 
 
