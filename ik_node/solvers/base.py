@@ -97,6 +97,7 @@ class Solver(abc.ABC):
         self.chain = chain
         self.params = self.validate_params(params)
         self._several_tips = len(chain.tip_links) > 1
+        self._tip_index = {tip: k for k, tip in enumerate(chain.tip_links)}
         for key in self.PER_TIP_PARAMS:
             values = self.params[key]
             if values and len(values) != len(chain.tip_links):
@@ -205,7 +206,13 @@ class Solver(abc.ABC):
         R_target = None
         if target_orientation is not None:
             R_target = rotation_from_input(target_orientation)
-        q_seed_list = self._seed_values(seed)
+        return self._solve_values(p_list, R_target, self._seed_values(seed))
+
+    def _solve_values(self, p_list: List[float], R_target: Optional[np.ndarray],
+                      q_seed_list: List[float]) -> IkResult:
+        """:meth:`solve` on inputs already checked: the position as 3 floats [m], the rotation
+        (3x3) or None, the seed as n floats within the limits (each leg of
+        :class:`~ik_node.solvers.several_tips.Legs` is solved through this)."""
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
             R_target = None
@@ -224,7 +231,7 @@ class Solver(abc.ABC):
         if target_position is not None or target_orientation is not None:
             raise TargetError('targets= takes every tip\'s target: do not also pass '
                               'target_position or target_orientation')
-        parsed = tip_targets_from_input(targets, self.chain.tip_links)
+        parsed = tip_targets_from_input(targets, self.chain.tip_links, self._tip_index)
         q_seed = self._seed_values(seed)
         if not self._several_tips:
             target = parsed[0]

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ik_node.errors import ChainError, TargetError
 from ik_node.model.chain import Chain
 from ik_node.solvers.input_checks import rotation_from_input, target_values
-from ik_node.solvers.results import IkResult, IkStatus, TipResult, combined_status
+from ik_node.solvers.results import (IkResult, IkStatus, TipResult, combined_status,
+                                     new_result, new_tip_result)
 
 #: The least wall-time budget [s] handed to a leg whose solver takes a ``timeout``.
 _LEAST_LEG_TIMEOUT_S = 1e-6
 
 
-@dataclass(frozen=True)
-class TipTarget:
+class TipTarget(NamedTuple):
     """One tip's target, validated.
 
     Attributes:
@@ -47,7 +47,9 @@ class TipTarget:
     R: Optional[np.ndarray]
 
 
-def tip_targets_from_input(targets: Any, tip_links: Sequence[str]) -> Tuple[TipTarget, ...]:
+def tip_targets_from_input(targets: Any, tip_links: Sequence[str],
+                           tip_index: Optional[Mapping[str, int]] = None
+                           ) -> Tuple[TipTarget, ...]:
     """The targets of ``solve(targets=...)``, in the order of ``tip_links``.
 
     Args:
@@ -55,19 +57,24 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str]) -> Tuple[TipT
             non-empty subset of ``tip_links``; a position is 3 numbers [m] in the base frame, a
             quaternion (x, y, z, w) or None.
         tip_links: the chain's tips.
+        tip_index: ``{tip: index in tip_links}`` (built when not given).
 
     Raises:
         TargetError: not a non-empty mapping, an unknown tip, a bad position or quaternion
             (the message names the tip and lists the chain's tips).
     """
-    tips_text = ', '.join(tip_links)
-    if not isinstance(targets, Mapping) or not targets:
+    if tip_index is None:
+        tip_index = {tip: k for k, tip in enumerate(tip_links)}
+    if (type(targets) is not dict and not isinstance(targets, Mapping)) or not targets:
         raise TargetError(f'targets must be a non-empty mapping tip_link -> position or '
-                          f'(position, quat_xyzw), got {targets!r}. Tips: {tips_text}')
+                          f'(position, quat_xyzw), got {targets!r}. Tips: '
+                          f'{", ".join(tip_links)}')
     out = []
     for tip, value in targets.items():
-        if tip not in tip_links:
-            raise TargetError(f'{tip!r} is not a tip of this chain. Tips: {tips_text}')
+        index = tip_index.get(tip) if isinstance(tip, str) else None
+        if index is None:
+            raise TargetError(f'{tip!r} is not a tip of this chain. Tips: '
+                              f'{", ".join(tip_links)}')
         quat = None
         position = value
         if isinstance(value, (tuple, list)) and len(value) == 2:
@@ -77,10 +84,16 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str]) -> Tuple[TipT
             R = None if quat is None else rotation_from_input(quat)
         except TargetError as exc:
             raise TargetError(f'target of tip {tip!r}: {exc}') from None
-        out.append(TipTarget(tip_links.index(tip), tip, p,
+        out.append(TipTarget(index, tip, p,
                              None if quat is None else tuple(np.asarray(quat, float).tolist()),
                              R))
-    return tuple(sorted(out, key=lambda t: t.index))
+    if len(out) > 1:
+        out.sort(key=_index_of)
+    return tuple(out)
+
+
+def _index_of(target: TipTarget) -> int:
+    return target.index
 
 
 def shared_joints(chain: Chain) -> Dict[Tuple[str, str], List[str]]:
@@ -155,13 +168,13 @@ class Legs:
             if self._timed and timeout is not None:
                 left = timeout - (time.perf_counter() - start)
                 solver.params['timeout'] = max(left / (count - i), _LEAST_LEG_TIMEOUT_S)
-            result = solver.solve(target.position, target.quat_xyzw,
-                                  [q_seed[j] for j in leg.joints])
+            result = solver._solve_values(target.position, target.R,
+                                          [q_seed[j] for j in leg.joints])
             for j, v in zip(leg.joints, result.joint_positions.tolist()):
                 q[j] = v
-            tips[leg.tip] = TipResult(result.reachable, result.position_error,
-                                      result.min_residual, result.status,
-                                      result.orientation_error, result.message)
+            tips[leg.tip] = new_tip_result(result.reachable, result.position_error,
+                                           result.min_residual, result.status,
+                                           result.orientation_error, result.message)
             iterations += result.iterations
             ignored = ignored or result.orientation_ignored
         return result_of_tips(np.array(q), tuple(self.chain.joint_names), tips, iterations,
@@ -183,11 +196,8 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
     if missed:
         message = (f'tips missing their targets: {"; ".join(missed)}' +
                    (f'; {message}' if message else ''))
-    return IkResult(
-        joint_positions=q, joint_names=joint_names,
-        reachable=all(t.reachable for t in tips.values()),
-        status=combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values()),
-        position_error=position_error, orientation_error=max(angles) if angles else None,
-        min_residual=max(bounds) if bounds else None, iterations=int(iterations),
-        solve_time=solve_time, message=message, orientation_ignored=orientation_ignored,
-        history=history, tips=tips)
+    return new_result(
+        q, joint_names, all(t.reachable for t in tips.values()),
+        combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values()),
+        position_error, max(angles) if angles else None, max(bounds) if bounds else None,
+        int(iterations), solve_time, message, orientation_ignored, history, tips)
