@@ -25,8 +25,6 @@ from ik_node.solvers.input_checks import rotation_from_input, target_values
 from ik_node.solvers.results import (IkResult, IkStatus, TipResult, combined_status,
                                      new_result, new_tip_result)
 
-#: The least wall-time budget [s] handed to a leg whose solver takes a ``timeout``.
-_LEAST_LEG_TIMEOUT_S = 1e-6
 
 
 class TipTarget(NamedTuple):
@@ -154,7 +152,10 @@ class Legs:
         joints keep their seed values.
 
         ``timeout`` [s] (None: the legs' solvers take none) is shared: each leg gets what is
-        left of it divided by the legs still to solve, so a quick leg leaves time to the next.
+        left of it divided by the legs still to solve, so a quick leg leaves time to the next,
+        but never less than an equal share of the whole (``timeout`` / targeted legs): a leg
+        stretched by a stall of the machine does not starve the legs after it, and the solve
+        overruns ``timeout`` by at most that stall.
         """
         start = time.perf_counter()
         q = list(q_seed)
@@ -167,7 +168,7 @@ class Legs:
             solver = leg.solver
             if self._timed and timeout is not None:
                 left = timeout - (time.perf_counter() - start)
-                solver.params['timeout'] = max(left / (count - i), _LEAST_LEG_TIMEOUT_S)
+                solver.params['timeout'] = max(left / (count - i), timeout / count)
             result = solver._solve_values(target.position, target.R,
                                           [q_seed[j] for j in leg.joints])
             for j, v in zip(leg.joints, result.joint_positions.tolist()):
