@@ -229,6 +229,84 @@ def plot_pose_sequence(chain, q_list, targets, reachable, title, path, plane='xz
 
 
 
+# ------------------------------------------------------------------------------- the gait
+FOOT_COLOURS = ('tab:blue', 'tab:orange', 'tab:purple', 'tab:brown')
+
+
+def _leg_points(chain: Chain, q, foot: str) -> np.ndarray:
+    """Base origin, the joint origins of ``foot``'s leg and the foot, (k, 3) [m] (base frame)."""
+    q = np.asarray(q, dtype=float)
+    frames = chain.joint_frames(q)
+    joints = chain.joints_of_tip(foot)
+    return np.vstack([np.zeros(3), frames[joints, :3, 3], chain.fk_tips(q)[foot][:3, 3]])
+
+
+def plot_gait(chain, targets, q_list, reached, title, path, poses=8):
+    """A quadruped's feet following a gait: each foot's target path and the published legs.
+
+    Side view (x-z) and top view (x-y). Each foot's target path is a line in its own colour; a
+    target the node reached is a small dot on it, one it did not reach a red cross, with a dotted
+    red line from the published foot to it. ``poses`` instants evenly spread over the gait show
+    every leg as published (grey, red where that foot missed its target).
+
+    Args:
+        chain: the quadruped (:class:`ik_node.Chain` with one tip per foot).
+        targets: per instant, ``{foot: (3,) target [m], base frame}``.
+        q_list: per instant, the published joint positions (n,) [rad] (None: no answer).
+        reached: per instant, ``{foot: True if the node reached that foot's target}``.
+        title: the picture's title.
+        path: where to write the PNG.
+        poses: how many instants to draw the legs at.
+    """
+    if not (len(targets) == len(q_list) == len(reached)):
+        raise ValueError(f'targets, q_list and reached differ in length: {len(targets)}, '
+                         f'{len(q_list)}, {len(reached)}')
+    feet = list(chain.tip_links)
+    fig, axes = plt.subplots(1, 2, figsize=(13.0, 6.4))
+    legend: List = []
+    answered = [k for k, q in enumerate(q_list) if q is not None]
+    shown = set(answered[::max(1, len(answered) // max(poses, 1))][:poses])
+    for ax, (h, v), view in zip(axes, ((0, 2), (0, 1)), ('side view, x-z', 'top view, x-y')):
+        for colour, foot in zip(FOOT_COLOURS, feet):
+            path_m = np.array([t[foot] for t in targets])
+            ax.plot(path_m[:, h], path_m[:, v], '-', color=colour, lw=1.2, alpha=0.8, zorder=2)
+            ok = np.array([r.get(foot, False) for r in reached], dtype=bool)
+            ax.plot(path_m[ok, h], path_m[ok, v], '.', color=colour, markersize=3, zorder=3)
+            ax.plot(path_m[~ok, h], path_m[~ok, v], 'x', color='tab:red', markersize=6,
+                    mew=1.5, zorder=5)
+        for k in sorted(shown):
+            for foot in feet:
+                pts = _leg_points(chain, q_list[k], foot)
+                missed = not reached[k].get(foot, False)
+                ax.plot(pts[:, h], pts[:, v], '-o', color='tab:red' if missed else '0.35',
+                        alpha=0.75 if missed else 0.35, lw=1.6, markersize=2.5, zorder=4)
+                if missed:
+                    target = np.asarray(targets[k][foot], dtype=float)
+                    ax.plot([pts[-1, h], target[h]], [pts[-1, v], target[v]], ':',
+                            color='tab:red', lw=1.2, zorder=4)
+        ax.plot([0.0], [0.0], 's', color='black', markersize=7, zorder=6)
+        ax.set_aspect('equal', adjustable='datalim')
+        ax.set_xlabel('x [m] (trunk frame)')
+        ax.set_ylabel(('z' if v == 2 else 'y') + ' [m] (trunk frame)')
+        ax.set_title(view)
+        ax.grid(True, lw=0.4, alpha=0.5)
+    for colour, foot in zip(FOOT_COLOURS, feet):
+        legend.append(Line2D([], [], color=colour, marker='.', lw=1.2,
+                             label=f'{foot}: target path, reached'))
+    missed_count = sum(not r.get(f, False) for r in reached for f in feet)
+    legend += [Line2D([], [], ls='', marker='x', color='tab:red', mew=1.5,
+                      label=f'target not reached ({missed_count} foot targets)'),
+               Line2D([], [], color='0.35', marker='o', markersize=2.5, alpha=0.5,
+                      label=f'legs as published ({len(shown)} instants)'),
+               Line2D([], [], color='tab:red', marker='o', markersize=2.5, alpha=0.75,
+                      label='a leg whose foot missed its target (best effort)')]
+    fig.suptitle(f'{title}\n({len(answered)} of {len(targets)} instants answered)')
+    fig.legend(handles=legend, loc='lower center', ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0.0, 0.08, 1.0, 1.0))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
 # -------------------------------------------------------------------- reachability map picture
 REACH_SOLVER = 'analytic_hip_knee'
 #: Margin [m] of the reachability grid beyond the outer reach circle.
