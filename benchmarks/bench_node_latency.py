@@ -26,6 +26,12 @@ Usage::
     python benchmarks/bench_node_latency.py                    # leg3 and arm6, 10 s per rate
     python benchmarks/bench_node_latency.py --configs leg3 arm6 --rates 1000 --duration 5 \
         --out-of-reach 0.5 --repeat 3                          # the issue 14 goal
+    python benchmarks/bench_node_latency.py --configs quad12 --rates 1000 --duration 5 \
+        --repeat 3 --stem node_latency_quad12                  # four feet, one PoseArray each
+
+A config naming several tips (``tip_links``) is sent one ``geometry_msgs/PoseArray`` per target
+on ``~/target_poses``: every tip's position from a smooth joint-space path, orientations all
+zeros (position only); its answer is one JointState.
 """
 
 from __future__ import annotations
@@ -229,17 +235,35 @@ class Publisher:
 
     def __init__(self, base_link: str):
         import rclpy
-        from geometry_msgs.msg import PointStamped, PoseStamped
+        from geometry_msgs.msg import Pose, PoseArray, PointStamped, PoseStamped
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         self.PointStamped, self.PoseStamped = PointStamped, PoseStamped
+        self.Pose, self.PoseArray = Pose, PoseArray
         self.base_link = base_link
         self.node = rclpy.create_node('ik_latency_publisher')
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_point = self.node.create_publisher(PointStamped, '/ik_node/target_point', qos)
         self.pub_pose = self.node.create_publisher(PoseStamped, '/ik_node/target_pose', qos)
+        self.pub_poses = self.node.create_publisher(PoseArray, '/ik_node/target_poses', qos)
         self._last_stamp_ns = 0
 
     def messages(self, positions: np.ndarray, quats) -> List:
+        """One message per target: positions ``(n, 3)`` (PointStamped, or PoseStamped with
+        ``quats``), or ``(n, tips, 3)`` (one PoseArray per target, poses in tip order, each
+        orientation all zeros: position only)."""
+        positions = np.asarray(positions, dtype=float)
+        if positions.ndim == 3:
+            out = []
+            for feet in positions:
+                msg = self.PoseArray()
+                msg.header.frame_id = self.base_link
+                for p in feet:
+                    pose = self.Pose()
+                    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in p)
+                    pose.orientation.w = 0.0
+                    msg.poses.append(pose)
+                out.append(msg)
+            return out
         out = []
         for k, p in enumerate(positions):
             if quats is None:
@@ -258,7 +282,8 @@ class Publisher:
     def publish_paced(self, msgs, rate_hz: float):
         """Publish ``msgs`` at ``rate_hz``; (send times by ``time.monotonic_ns``, their unique
         header stamps = wall-clock send times [ns])."""
-        pub = self.pub_point if isinstance(msgs[0], self.PointStamped) else self.pub_pose
+        pub = (self.pub_point if isinstance(msgs[0], self.PointStamped) else
+               self.pub_poses if isinstance(msgs[0], self.PoseArray) else self.pub_pose)
         period = 1e9 / rate_hz
         sent = np.zeros(len(msgs), dtype=np.int64)
         stamps = np.zeros(len(msgs), dtype=np.int64)
@@ -367,6 +392,8 @@ def wait_for_answers(chain, publisher, recorder, pose: bool, log_path: Path) -> 
     can take seconds; targets sent before it completes are lost and would count as skipped).
     The target is reachable, so its answer is recognised by FK."""
     q = trajectory(chain, 1, 10.0, 1.0, rng_seed=99)
+    if len(chain.tip_links) > 1:
+        return _wait_for_tree_answers(chain, q[0], publisher, recorder, log_path)
     T = chain.fk(q)
     quats = None
     if pose:
@@ -382,6 +409,29 @@ def wait_for_answers(chain, publisher, recorder, pose: bool, log_path: Path) -> 
         for _, _, positions in received:
             p = chain.fk(np.asarray(positions))[:3, 3]
             if np.linalg.norm(p - T[0, :3, 3]) < MATCH_TOLERANCE_M:
+                return
+    raise RuntimeError(f'the node answered no target in 30 s; see {log_path}')
+
+
+def tip_positions(chain, q: np.ndarray) -> np.ndarray:
+    """``(n, tips, 3)``: every tip's position [m] at each configuration of ``q`` ``(n, dof)``."""
+    return np.stack([chain.fk(q, tip)[..., :3, 3] for tip in chain.tip_links], axis=1)
+
+
+def _wait_for_tree_answers(chain, q: np.ndarray, publisher, recorder, log_path: Path) -> None:
+    """:func:`wait_for_answers` for a chain with several tips: one PoseArray of every tip's
+    position at ``q``, recognised by FK of every tip."""
+    feet = tip_positions(chain, q[None, :])
+    msgs = publisher.messages(feet, None)
+    recorder.ask('reset')
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        publisher.publish_paced(msgs, 10.0)
+        time.sleep(0.1)
+        received, _, _ = recorder.ask('collect')
+        for _, _, positions in received:
+            got = tip_positions(chain, np.asarray(positions)[None, :])
+            if np.max(np.linalg.norm(got - feet, axis=2)) < MATCH_TOLERANCE_M:
                 return
     raise RuntimeError(f'the node answered no target in 30 s; see {log_path}')
 
@@ -405,8 +455,12 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
     urdf = Path(params['urdf_file'])
     if not urdf.is_absolute():
         urdf = REPO / 'urdf' / urdf.name
-    chain = ik_node.Chain.from_urdf_file(urdf, params['base_link'], params['tip_link'])
-    pose = params['solver'] != 'analytic_hip_knee' and chain.n >= 6 and not args.points
+    tips = params.get('tip_links') or [params['tip_link']]
+    chain = ik_node.Chain.from_urdf_file(urdf, params['base_link'],
+                                         tips if len(tips) > 1 else tips[0])
+    several = len(tips) > 1  # one PoseArray of every tip's position per target
+    pose = params['solver'] != 'analytic_hip_knee' and chain.n >= 6 and not args.points and \
+        not several
     trace_path = args.out / f'trace_{name}.json'
     trace_path.unlink(missing_ok=True)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
@@ -425,7 +479,8 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
     recorder = Recorder(domain)
     publisher = Publisher(params['base_link'])
     result: Dict[str, Any] = {'config': name, 'solver': params['solver'], 'dof': chain.n,
-                              'target': 'PoseStamped' if pose else 'PointStamped', 'phases': []}
+                              'target': f'PoseArray ({len(tips)} tips)' if several else
+                              'PoseStamped' if pose else 'PointStamped', 'phases': []}
     raw = []
     try:
         deadline = time.monotonic() + 30
@@ -441,14 +496,19 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
         for warm, rate, seconds in phases:
             n = int(rate * seconds)
             q = trajectory(chain, n, rate, args.speed)
-            T = chain.fk(q)
-            share = 0.0 if warm else args.out_of_reach
-            targets = leave_reach(chain, T[:, :3, 3], rate, share)
-            quats = None
-            if pose:
-                import transforms3d
-                quats = [np.roll(transforms3d.quaternions.mat2quat(R), -1) for R in T[:, :3, :3]]
-            msgs = publisher.messages(targets, quats)
+            if several:  # every tip's position; --out-of-reach is for serial chains
+                share = 0.0
+                msgs = publisher.messages(tip_positions(chain, q), None)
+            else:
+                T = chain.fk(q)
+                share = 0.0 if warm else args.out_of_reach
+                targets = leave_reach(chain, T[:, :3, 3], rate, share)
+                quats = None
+                if pose:
+                    import transforms3d
+                    quats = [np.roll(transforms3d.quaternions.mat2quat(R), -1)
+                             for R in T[:, :3, :3]]
+                msgs = publisher.messages(targets, quats)
             time.sleep(0.3)
             skipped0 = recorder.ask('reset') or 0
             cpu0, wall0 = cpu_seconds(proc.pid), time.monotonic()
@@ -641,6 +701,9 @@ def main(argv=None) -> int:
                     help='run the node under cProfile, stats in profile_<config>.pstats '
                          '(slows the node: do not quote its latencies)')
     ap.add_argument('--out', type=Path, default=HERE / 'results')
+    ap.add_argument('--stem', default='node_latency',
+                    help='name of the result files, <stem>.json and <stem>.md (default '
+                         'node_latency)')
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     domain = random.Random(os.getpid()).randint(101, 200)
@@ -668,9 +731,9 @@ def main(argv=None) -> int:
     finally:
         rclpy.try_shutdown() if hasattr(rclpy, 'try_shutdown') else rclpy.shutdown()
     results['goals'] = goals(results)
-    (args.out / 'node_latency.json').write_text(json.dumps(results, indent=1))
-    (args.out / 'node_latency.md').write_text(markdown(results))
-    log(f'wrote {args.out / "node_latency.json"} and {args.out / "node_latency.md"}')
+    (args.out / f'{args.stem}.json').write_text(json.dumps(results, indent=1))
+    (args.out / f'{args.stem}.md').write_text(markdown(results))
+    log(f'wrote {args.out / f"{args.stem}.json"} and {args.out / f"{args.stem}.md"}')
     for g in results['goals']:
         log(f'goal: {g["goal"]}: {g["measured"]} -> {g["verdict"]}')
     return 0 if all('error' not in r for r in results['configs']) else 1

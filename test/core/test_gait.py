@@ -56,3 +56,16 @@ def test_a_few_footholds_are_out_of_reach_and_every_other_target_is_reached(quad
             else:
                 assert tip.reachable, (step.t, foot, tip)
                 assert np.linalg.norm(T[foot][:3, 3] - step.targets[foot]) <= 1e-5
+
+
+def test_the_gait_picture_is_a_png_and_refuses_mismatched_inputs(quad12, steps, tmp_path):
+    pytest.importorskip('matplotlib')
+    import pictures
+    targets = [s.targets for s in steps[:10]]
+    q_list = [quad12.mid_configuration()] * 10
+    reached = [{f: not s.far[f] for f in FEET} for s in steps[:10]]
+    path = tmp_path / 'gait.png'
+    pictures.plot_gait(quad12, targets, q_list, reached, 'quad12', path)
+    assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and path.stat().st_size > 10_000
+    with pytest.raises(ValueError, match='differ in length'):
+        pictures.plot_gait(quad12, targets, q_list[:5], reached, 'quad12', path)
