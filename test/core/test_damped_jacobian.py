@@ -14,7 +14,7 @@ import pytest
 import transforms3d
 
 from ik_node.model.chain import Chain
-from ik_node.errors import ConfigError
+from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.base import rotation_error
 
@@ -153,14 +153,17 @@ def test_planar4_pose_targets_in_its_plane_are_reached(planar4):
     assert _solve_random_targets(planar4, 100, orientation=True, rng_seed=6) >= 0.99
 
 
-def test_tree_chain_without_fast_path_solves_its_first_tip():
+def test_tree_chain_without_fast_path_solves_the_tip_its_target_names():
     xml = (REPO_URDF / 'planar4.urdf').read_text()
     tree = Chain.from_urdf_string(xml, 'base_link', ['tip', 'link2'])
     assert tree.fast_kinematics is None
     q_target = np.array([0.4, -0.8, 1.1, 0.3])
     target = tree.fk(q_target, 'tip')[:3, 3]
-    result = make_solver('damped_jacobian', tree, DETERMINISTIC).solve(target)
-    assert result.reachable
+    solver = make_solver('damped_jacobian', tree, DETERMINISTIC)
+    with pytest.raises(TargetError, match='tip, link2'):  # which tip is it for?
+        solver.solve(target)
+    result = solver.solve(targets={'tip': target})
+    assert result.reachable and set(result.tips) == {'tip'}
     assert np.linalg.norm(tree.fk(result.joint_positions, 'tip')[:3, 3] - target) <= \
         POSITION_TOL_M
 
