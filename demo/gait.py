@@ -55,7 +55,7 @@ def footholds(chain, stand: Sequence[float] = QUAD12_STAND) -> Dict[str, np.ndar
 
 def trot(chain, steps: int, rate_hz: float = 50.0, period_s: float = 0.8,
          stride_m: float = 0.12, lift_m: float = 0.06, hole_depth_m: float = 0.25,
-         far_cycles: Tuple[int, ...] = (1, 3), stand: Sequence[float] = QUAD12_STAND
+         far_cycles: Tuple[int, ...] = (1, 2), stand: Sequence[float] = QUAD12_STAND
          ) -> Tuple[GaitStep, ...]:
     """``steps`` instants of a trot sampled at ``rate_hz`` (see the module's docstring).
 

@@ -6,8 +6,12 @@ process with the robot's config, then a client node in this process publishes ta
 path that leaves the reachable region and comes back, over real ROS 2 topics
 (`/ik_node/target_point`). For every target it waits for the node's `/diagnostics` status and
 `/joint_states`, and prints one line: reachable or not, position error, minimum residual and
-solve time. Finally it draws pictures (robot poses along the path, the leg's reachability map,
-solver convergence) into `demo_output/`.
+solve time. Then the quadruped `quad12` trots: its four feet follow a trot's foot paths over the
+ground (`gait.py`), one `geometry_msgs/PoseArray` of the four feet per step on
+`/ik_node/target_poses`, a few footholds in a hole out of reach; one line per step says which
+feet the node reached (one diagnostics status per foot). Finally it draws pictures (robot poses
+along the path, the trot's foot paths and legs, the leg's reachability map, solver convergence)
+into `demo_output/`.
 
 Run it through `./quickstart.sh demo` (which sets up the environment), or directly with a Python
 that has ik_node, rclpy and matplotlib: `python demo/main_job.py [--robots leg3 planar4]`.
@@ -39,6 +43,9 @@ ROBOTS = {
     'leg3': ('leg3.yaml', 'base_link', 'foot', 'xz'),
     'planar4': ('planar4.yaml', 'base_link', 'tip', 'xy'),
 }
+#: The quadruped that trots: (config file, base link, feet in the order of its tip_links).
+GAIT_ROBOT = 'quad12'
+GAIT = ('quad12.yaml', 'base_link', ('FL_foot', 'FR_foot', 'RL_foot', 'RR_foot'))
 
 
 @dataclass
@@ -50,6 +57,7 @@ class Outcome:
     level: int
     q: Optional[np.ndarray]
     round_trip_ms: float
+    tips: Optional[Dict[str, Dict[str, str]]] = None  # per foot: its own status's key-values
 
 
 def target_path(robot: str, n: int) -> List[np.ndarray]:
@@ -77,15 +85,17 @@ class DemoClient:
 
     def __init__(self, rclpy):
         from diagnostic_msgs.msg import DiagnosticArray
-        from geometry_msgs.msg import PointStamped
+        from geometry_msgs.msg import Pose, PoseArray, PointStamped
         from sensor_msgs.msg import JointState
 
         self.rclpy = rclpy
         self.node = rclpy.create_node('ik_demo_client')
-        self.PointStamped = PointStamped
+        self.PointStamped, self.Pose, self.PoseArray = PointStamped, Pose, PoseArray
         self.pub = self.node.create_publisher(PointStamped, '/ik_node/target_point', 10)
+        self.pub_poses = self.node.create_publisher(PoseArray, '/ik_node/target_poses', 10)
         self.joint_states: List = []
         self.diagnostics: List = []
+        self.tip_statuses: List = []
         self._last_stamp = (0, 0)
         self.joint_names: List[str] = []
         self.node.create_subscription(JointState, '/joint_states', self._on_joint_state, 50)
@@ -97,7 +107,12 @@ class DemoClient:
 
     def _on_diag(self, msg) -> None:
         for status in msg.status:
-            if 'ik_node' in status.name and any(kv.key == 'solver' for kv in status.values):
+            if 'ik_node' not in status.name:
+                continue
+            keys = {kv.key for kv in status.values}
+            if 'tip' in keys:  # one status per tip of a solve of several tips
+                self.tip_statuses.append(status)
+            elif 'solver' in keys:
                 self.diagnostics.append(status)
 
     def spin_until(self, predicate, timeout: float) -> bool:
@@ -113,6 +128,47 @@ class DemoClient:
         return self.spin_until(
             lambda: bool(self.joint_states) and self.pub.get_subscription_count() > 0, timeout)
 
+    def wait_for_poses_subscriber(self, timeout: float) -> bool:
+        """True once the node subscribes to ``/ik_node/target_poses``."""
+        return self.spin_until(lambda: self.pub_poses.get_subscription_count() > 0, timeout)
+
+    def _next_stamp(self):
+        stamp = self.node.get_clock().now().to_msg()
+        if stamp.sec == self._last_stamp[0] and stamp.nanosec <= self._last_stamp[1]:
+            stamp.nanosec = self._last_stamp[1] + 1  # unique even on a coarse clock
+        self._last_stamp = (stamp.sec, stamp.nanosec)
+        return stamp, f'{stamp.sec}.{stamp.nanosec:09d}'
+
+    def send_feet(self, targets: Dict[str, np.ndarray], feet, frame: str,
+                  timeout: float = 5.0) -> Optional[Outcome]:
+        """Send every foot's target in one PoseArray (poses in ``feet`` order, orientations all
+        zeros: position targets) and wait for the status that answers it, each foot's own
+        status and the JointState it names."""
+        msg = self.PoseArray()
+        msg.header.frame_id = frame
+        msg.header.stamp, key = self._next_stamp()
+        for foot in feet:
+            pose = self.Pose()
+            pose.position.x, pose.position.y, pose.position.z = (float(v) for v in targets[foot])
+            pose.orientation.w = 0.0
+            msg.poses.append(pose)
+        start = time.perf_counter()
+        self.pub_poses.publish(msg)
+        outcome = self._answer(key, np.array([targets[f] for f in feet]), start, timeout)
+        if outcome is None:
+            return None
+
+        def tips():
+            found = {}
+            for status in self.tip_statuses:
+                values = {kv.key: kv.value for kv in status.values}
+                if values.get('target_stamp') == key:
+                    found[values['tip']] = values
+            return found if len(found) == len(feet) else None
+        if self.spin_until(lambda: tips() is not None, 2.0):
+            outcome.tips = tips()
+        return outcome
+
     def send(self, target: np.ndarray, frame: str, timeout: float = 5.0) -> Optional[Outcome]:
         """Send one target and wait for the status that answers it.
 
@@ -122,17 +178,15 @@ class DemoClient:
         """
         msg = self.PointStamped()
         msg.header.frame_id = frame
-        now = self.node.get_clock().now()
-        stamp = now.to_msg()
-        if stamp.sec == self._last_stamp[0] and stamp.nanosec <= self._last_stamp[1]:
-            stamp.nanosec = self._last_stamp[1] + 1  # unique even on a coarse clock
-        self._last_stamp = (stamp.sec, stamp.nanosec)
-        msg.header.stamp = stamp
-        key = f'{stamp.sec}.{stamp.nanosec:09d}'
+        msg.header.stamp, key = self._next_stamp()
         msg.point.x, msg.point.y, msg.point.z = (float(v) for v in target)
         start = time.perf_counter()
         self.pub.publish(msg)
+        return self._answer(key, target, start, timeout)
 
+    def _answer(self, key: str, target: np.ndarray, start: float,
+                timeout: float) -> Optional[Outcome]:
+        """The status answering the target stamped ``key``, and the JointState it names."""
         def answer():
             for status in reversed(self.diagnostics):
                 values = {kv.key: kv.value for kv in status.values}
@@ -229,6 +283,65 @@ def run_robot(client: DemoClient, robot: str, n_targets: int, out_dir: Path) -> 
     return outcomes
 
 
+def run_gait(client: DemoClient, steps: int, out_dir: Path) -> List[Outcome]:
+    """quad12 trots: one PoseArray of the four feet per gait step, one line per answer."""
+    import gait
+    config, base, feet = GAIT
+    print(f'\n== {GAIT_ROBOT}: starting ik_node with config/{config} ==', flush=True)
+    proc = start_node(config_file(config), out_dir / f'ik_node_{GAIT_ROBOT}.log')
+    chain = Chain.from_urdf_file(REPO / 'urdf' / f'{GAIT_ROBOT}.urdf', base, list(feet))
+    outcomes: List[Outcome] = []
+    try:
+        client.joint_states.clear()
+        client.diagnostics.clear()
+        client.tip_statuses.clear()
+        client.joint_names = chain.joint_names
+        if not client.wait_for_node(timeout=30.0) or \
+                not client.wait_for_poses_subscriber(timeout=10.0):
+            print(f'ik_node for {GAIT_ROBOT} did not come up; see '
+                  f'{out_dir}/ik_node_{GAIT_ROBOT}.log')
+            return outcomes
+        trot = gait.trot(chain, steps, rate_hz=steps / 1.6, period_s=0.8)
+        print(f'a trot over 2 cycles: every foot\'s target in frame {base} in one PoseArray on '
+              '/ik_node/target_poses; ok = the foot reached its target, -- = not reached')
+        header = f'{"#":>3}  {"t [s]":>5}  ' + '  '.join(f'{f:<10}' for f in feet) + \
+            '  status          solve [ms]'
+        print(header)
+        print('-' * len(header))
+        for i, step in enumerate(trot):
+            outcome = client.send_feet(step.targets, feet, base)
+            if outcome is None:
+                print(f'{i:>3}  no answer from ik_node within 5 s')
+                continue
+            outcome.target = step
+            outcomes.append(outcome)
+            marks = '  '.join(f'{_mark(outcome, step, f):<10}' for f in feet)
+            v = outcome.values
+            print(f'{i:>3}  {step.t:5.2f}  {marks}  {v.get("status", "?"):<14}  '
+                  f'{fmt(v, "solve_time_ms", 1.0):>10}', flush=True)
+        missed_holes = sum(tips_reached(o, f) for o in outcomes for f in feet
+                           if o.target.far[f])
+        reached = sum(tips_reached(o, f) for o in outcomes for f in feet
+                      if not o.target.far[f])
+        others = sum(1 for o in outcomes for f in feet if not o.target.far[f])
+        print(f'{GAIT_ROBOT}: solver {outcomes[0].values.get("solver", "?") if outcomes else "?"}'
+              f': {reached}/{others} foot targets on the ground path reached; '
+              f'{missed_holes} of the footholds in the hole reached (they are out of reach)')
+    finally:
+        stop_node(proc)
+    return outcomes
+
+
+def _mark(outcome: Outcome, step, foot: str) -> str:
+    """``ok`` or ``--`` (reached or not), ``hole`` after a foothold out of reach on purpose."""
+    return ('ok' if tips_reached(outcome, foot) else '--') + (' hole' if step.far[foot] else '')
+
+
+def tips_reached(outcome: Outcome, foot: str) -> bool:
+    """Whether the node said ``foot`` reached its target in ``outcome``."""
+    return (outcome.tips or {}).get(foot, {}).get('reachable') == 'true'
+
+
 def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
     try:
         import pictures
@@ -238,6 +351,8 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
     print('\n== pictures ==', flush=True)
     chains = {}
     for robot, (_, base, tip, plane) in ROBOTS.items():
+        if robot not in results:
+            continue
         chain = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', base, tip)
         chains[robot] = chain
         outcomes = [o for o in results.get(robot, []) if o.q is not None]
@@ -249,6 +364,17 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
             [o.values.get('reachable') == 'true' for o in outcomes],
             f'{robot}: poses published by ik_node along a target path', path, plane=plane)
         print(f'wrote {path}', flush=True)
+    trot = [o for o in results.get(GAIT_ROBOT, []) if o.q is not None]
+    if trot:
+        _, base, feet = GAIT
+        quad = Chain.from_urdf_file(REPO / 'urdf' / f'{GAIT_ROBOT}.urdf', base, list(feet))
+        path = out_dir / f'{GAIT_ROBOT}_gait.png'
+        pictures.plot_gait(quad, [o.target.targets for o in trot], [o.q for o in trot],
+                           [{f: tips_reached(o, f) for f in feet} for o in trot],
+                           f'{GAIT_ROBOT}: a trot through ik_node (/ik_node/target_poses)', path)
+        print(f'wrote {path}', flush=True)
+    if 'leg3' not in chains:
+        return
     path = out_dir / 'leg3_reachability.png'
     print('computing the leg\'s reachability map ...', flush=True)
     pictures.plot_reachability_map(chains['leg3'], path)
@@ -270,8 +396,11 @@ def draw_pictures(results: Dict[str, List[Outcome]], out_dir: Path) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
+    parser.add_argument('--robots', nargs='+', default=list(ROBOTS) + [GAIT_ROBOT],
+                        choices=list(ROBOTS) + [GAIT_ROBOT])
     parser.add_argument('--targets', type=int, default=16, help='targets per robot')
+    parser.add_argument('--gait-steps', type=int, default=40,
+                        help=f'PoseArrays of the {GAIT_ROBOT} trot (two gait cycles)')
     parser.add_argument('--out', type=Path, default=REPO / 'demo_output')
     parser.add_argument('--no-pictures', action='store_true')
     parser.add_argument('--domain-id', type=int, default=None,
@@ -291,7 +420,10 @@ def main(argv=None) -> int:
     results: Dict[str, List[Outcome]] = {}
     try:
         for robot in args.robots:
-            results[robot] = run_robot(client, robot, args.targets, args.out)
+            if robot == GAIT_ROBOT:
+                results[robot] = run_gait(client, args.gait_steps, args.out)
+            else:
+                results[robot] = run_robot(client, robot, args.targets, args.out)
     except KeyboardInterrupt:
         print('interrupted')
         return 130
@@ -301,7 +433,8 @@ def main(argv=None) -> int:
     if not args.no_pictures:
         draw_pictures(results, args.out)
     answered = sum(len(v) for v in results.values())
-    expected = args.targets * len(args.robots)
+    expected = sum(args.gait_steps if robot == GAIT_ROBOT else args.targets
+                   for robot in args.robots)
     print(f'\n{answered}/{expected} targets answered by ik_node; output in {args.out}')
     return 0 if answered == expected else 1
 
