@@ -150,7 +150,7 @@ class DampedJacobianSolver(Solver):
         'weights': FloatListSpec(
             list, (), 'a tree with a shared trunk: the weight of each tip\'s error in the '
             'stacked cost, in the order of the chain\'s tip_links (one number > 0 per tip); '
-            'empty = all 1', 'unitless'),
+            'empty = all 1', 'unitless', min=0.0, min_inclusive=False),
     }
 
     def __init__(self, chain: Chain, params=None):
