@@ -1,6 +1,7 @@
 """The node's statuses on ``/diagnostics``: what each solve, error and wait reports, rate-gated.
 
-:class:`StatusReports` builds the statuses (one per solve, refused target, missing model) and
+:class:`StatusReports` builds the statuses (one per solve, refused target, missing model; a
+solve of several tips adds one status per tip, named ``<node>: ik: <tip>``, in the same array) and
 offers them to a :class:`~ik_node.ros.status_rate_gate.StatusRateGate`: a status goes out at once
 when the gate lets it through, else the newest is held for the timer's :meth:`~StatusReports.
 flush`. Statuses are built lazily: most solves of a fast stream are never reported one by one, so
@@ -49,6 +50,7 @@ class DiagnosticsOutput:
         self._last_time = -math.inf
 
     def send(self, status) -> None:
+        """Publish one status, or a list of them in one array (a solve of several tips)."""
         msg = conv.diagnostic_array(status, self._node.get_clock().now().to_msg())
         self._last, self._last_time = msg, time.monotonic()
         self._send(self._pub, msg)
@@ -56,7 +58,7 @@ class DiagnosticsOutput:
     def heartbeat(self) -> None:
         """Re-send the last status when nothing went out for a second (diagnostic monitors)."""
         if self._last is not None and time.monotonic() - self._last_time >= HEARTBEAT_PERIOD_S:
-            self.send(self._last.status[0])
+            self.send(list(self._last.status))
 
 
 class StatusReports:
@@ -117,17 +119,20 @@ class StatusReports:
 
     # ------------------------------------------------------------------------------- reports
     def offer(self, level: bytes, message: Callable[[], str],
-              values: Callable[[], Dict[str, str]], force: bool = False) -> bool:
+              values: Callable[[], Dict[str, str]], force: bool = False,
+              tips: Optional[Callable[[str, str], List]] = None) -> bool:
         """Publish a status now if the rate gate lets it through, else hold it for
         :meth:`flush`. Returns True if it went out.
 
         ``message`` and ``values`` are built only when needed (most solves of a fast stream
-        are not reported individually).
+        are not reported individually); so are ``tips(name, hardware_id)``, the statuses of
+        each tip of a solve of several tips, sent in the same array after the solve's own.
         """
         name, hardware_id = self._name, self._hardware_id
 
         def build():
-            return conv.diagnostic_status(name, hardware_id, level, message(), values())
+            status = conv.diagnostic_status(name, hardware_id, level, message(), values())
+            return status if tips is None else [status] + tips(name, hardware_id)
         with self._lock:
             send = self._gate.offer(time.monotonic(), level, build, force or self._force)
             if send:
@@ -165,8 +170,12 @@ class StatusReports:
         self.offer(conv.OK, lambda: 'waiting for a target', lambda: values, force=True)
 
     def solve(self, chain: Chain, solver: str, result, goals: Mapping, q, frame: str,
-              stamps: str, count: int, extra: Dict[str, str]) -> bool:
+              stamps: str, count: int, extra: Dict[str, str],
+              tip_stamps: Optional[Mapping[str, str]] = None) -> bool:
         """Offer a solve's status to the rate gate; returns True if it went out.
+
+        A solve of several tips also reports one status per targeted tip; ``tip_stamps`` names
+        the target each tip answers (a tip solved again for its earlier target has none).
 
         The fragility measures (a Jacobian and its SVD) and the reachability map distance are
         computed once, and only when needed: the measures at once for a reached target (they
@@ -207,10 +216,19 @@ class StatusReports:
             fragile = measures()['fragile']
             return f'{text}; fragile: {fragile}' if fragile else text
 
+        def tip_statuses(name: str, hardware_id: str) -> List:
+            return [conv.diagnostic_status(f'{name}: {tip}', hardware_id,
+                                           conv.tip_level(tip_result),
+                                           conv.tip_summary(tip, tip_result),
+                                           conv.tip_values(tip, tip_result, frame,
+                                                           (tip_stamps or {}).get(tip, '')))
+                    for tip, tip_result in result.tips.items()]
+
         return self.offer(
             level, summary,
             lambda: conv.result_values(result, solver, frame, skipped, count, stamps,
-                                       measures()['values']))
+                                       measures()['values']),
+            tips=tip_statuses if result.tips and len(chain.tip_links) > 1 else None)
 
     # ------------------------------------------------------------------------------ the timer
     def flush(self) -> bool:

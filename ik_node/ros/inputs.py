@@ -8,13 +8,14 @@ callbacks; none of them solves anything.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from geometry_msgs.msg import PointStamped, PoseStamped
+from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
 from rclpy.time import Time
@@ -33,16 +34,32 @@ DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 
 
 class TargetSubscriptions:
-    """``~/target_pose`` and ``~/target_point`` (per tip ``~/<tip>/...`` for a branched chain)."""
+    """``~/target_pose`` and ``~/target_point`` (per tip ``~/<tip>/...`` for a branched chain),
+    and ``~/target_poses``: one ``geometry_msgs/PoseArray`` holding every tip's target.
 
-    def __init__(self, node: Node, callback: Callable[[conv.Target], None],
-                 callback_group=None) -> None:
+    Args:
+        node: the node owning the subscriptions.
+        callback: called with the targets of one message (one, or one per tip).
+        callback_group: of the subscriptions.
+        on_error: ``on_error(message, frame_id, stamp_text)`` for a message refused whole (a
+            PoseArray without one pose per tip); nothing of it reaches ``callback``.
+    """
+
+    def __init__(self, node: Node, callback: Callable[..., None], callback_group=None,
+                 on_error: Optional[Callable[[str, str, str], None]] = None) -> None:
         self._node, self._callback, self._group = node, callback, callback_group
+        self._on_error = on_error
         self._subs: List = []
 
-    def make(self, tips: Sequence[Optional[str]]) -> None:
-        """(Re)create the subscriptions for ``tips`` (``[None]``: the serial chain's one tip)."""
+    def make(self, tips: Sequence[Optional[str]], tip_links: Sequence[str]) -> None:
+        """(Re)create the subscriptions for ``tips`` (``[None]``: the serial chain's one tip)
+        and ``~/target_poses`` for ``tip_links`` (poses in their order)."""
         self.destroy()
+        names = tuple(tip_links)
+        slots = tuple(tips)
+        self._subs.append(self._node.create_subscription(
+            PoseArray, '~/target_poses', lambda msg: self._on_pose_array(msg, names, slots),
+            TARGET_QOS, callback_group=self._group))
         for tip in tips:
             prefix = f'~/{tip}/' if tip else '~/'
             self._subs.append(self._node.create_subscription(
@@ -53,6 +70,19 @@ class TargetSubscriptions:
                 PointStamped, prefix + 'target_point',
                 lambda msg, tip=tip: self._callback(conv.target_from_point(msg, tip)),
                 TARGET_QOS, callback_group=self._group))
+
+    def _on_pose_array(self, msg: PoseArray, names: Tuple[str, ...],
+                       slots: Tuple[Optional[str], ...]) -> None:
+        try:
+            targets = conv.targets_from_pose_array(msg, names)
+        except TargetError as exc:
+            if self._on_error is not None:
+                self._on_error(f'bad target_poses: {exc}', msg.header.frame_id,
+                               conv.stamp_text((msg.header.stamp.sec, msg.header.stamp.nanosec)))
+            return
+        if slots == (None,):  # a serial chain: its one target's slot is None
+            targets = tuple(dataclasses.replace(t, tip=None) for t in targets)
+        self._callback(*targets)
 
     @property
     def topics(self) -> List[str]:
@@ -187,17 +217,22 @@ class NodeInputs:
 
     Args:
         node: the node owning the subscriptions.
-        on_target: called with every :class:`~ik_node.ros.messages.Target` received.
+        on_target: called with the :class:`~ik_node.ros.messages.Target` s of every target
+            message received (one, or every tip's from ``~/target_poses``).
         on_description: called with the URDF XML of every ``robot_description`` message.
         callback_group: of the target subscriptions (reentrant: a target may be taken while
             another callback solves).
+        on_error: ``on_error(message, frame_id, stamp_text)`` for a target message refused
+            whole on arrival.
     """
 
-    def __init__(self, node: Node, on_target: Callable[[conv.Target], None],
-                 on_description: Callable[[str], None], callback_group=None) -> None:
+    def __init__(self, node: Node, on_target: Callable[..., None],
+                 on_description: Callable[[str], None], callback_group=None,
+                 on_error: Optional[Callable[[str, str, str], None]] = None) -> None:
         self._node, self._on_description = node, on_description
-        self._targets = TargetSubscriptions(node, on_target, callback_group)
+        self._targets = TargetSubscriptions(node, on_target, callback_group, on_error)
         self._tips: Optional[Tuple[Optional[str], ...]] = None
+        self._tip_links: Tuple[str, ...] = ()
         self._tf = TfFrames(node)
         self._state: Optional[MeasuredState] = None
         self._description: Optional[DescriptionListener] = None
@@ -227,9 +262,9 @@ class NodeInputs:
         """Target subscriptions for the tips (one set per tip for a branched chain, else the
         chain's one set); kept when the tips do not change."""
         wanted = tuple(tips) if branched else (None,)
-        if wanted != self._tips:
-            self._targets.make(wanted)
-            self._tips = wanted
+        if wanted != self._tips or tuple(tips) != self._tip_links:
+            self._targets.make(wanted, tips)
+            self._tips, self._tip_links = wanted, tuple(tips)
 
     @property
     def target_topics(self) -> List[str]:

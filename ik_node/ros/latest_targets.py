@@ -31,6 +31,15 @@ class LatestTargets:
                 self.skipped += 1
             self._pending[slot] = target
 
+    def put_all(self, targets: Dict[Hashable, Target]) -> None:
+        """Store every ``{slot: target}`` at once (the targets of one message): whoever takes
+        gets all of them or none."""
+        with self._lock:
+            for slot, target in targets.items():
+                if slot in self._pending:
+                    self.skipped += 1
+                self._pending[slot] = target
+
     def take(self) -> Dict[Hashable, Target]:
         """Every pending target (and forget them); empty when none."""
         with self._lock:

@@ -13,12 +13,12 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import transforms3d
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PointStamped, PoseStamped
+from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
 from sensor_msgs.msg import JointState
 
 from ik_node.model.chain import Chain
 from ik_node.errors import ChainError, TargetError
-from ik_node.solvers.base import IkResult, rotation_from_input, target_from_input
+from ik_node.solvers.base import IkResult, TipResult, rotation_from_input, target_from_input
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 
@@ -35,6 +35,8 @@ class Target:
         tip: the tip link it is for (None: the chain's only tip).
         stamp: the message's ``header.stamp`` as (sec, nanosec); it names the target in the
             diagnostics that answer it (``target_stamp``).
+        index: its place in a message holding every tip's target (``~/target_poses``), whose
+            targets are solved or refused together; None for a target of its own.
     """
 
     position: np.ndarray
@@ -42,6 +44,7 @@ class Target:
     frame_id: str
     tip: Optional[str] = None
     stamp: Tuple[int, int] = (0, 0)
+    index: Optional[int] = None
 
     @property
     def stamp_text(self) -> str:
@@ -71,6 +74,31 @@ def target_from_point(msg: PointStamped, tip: Optional[str] = None) -> Target:
     p = msg.point
     return Target(np.array([p.x, p.y, p.z], dtype=float), None, msg.header.frame_id, tip,
                   _stamp_of(msg.header))
+
+
+def targets_from_pose_array(msg: PoseArray, tips: Sequence[str]) -> Tuple[Target, ...]:
+    """One target per tip of a ``geometry_msgs/PoseArray`` (``~/target_poses``): pose ``k`` is
+    for ``tips[k]``, all in the message's frame, named by its stamp.
+
+    An orientation of all zeros (no rotation is that) makes that tip's target a position; any
+    other is the tip's orientation, checked with the position by :func:`target_in_base`.
+
+    Raises:
+        TargetError: the message does not hold exactly one pose per tip (it names the tips in
+            their order).
+    """
+    if len(msg.poses) != len(tips):
+        raise TargetError(f'target_poses holds {len(msg.poses)} poses; it must hold one per tip, '
+                          f'{len(tips)} in this order: {", ".join(tips)}')
+    stamp = _stamp_of(msg.header)
+    out = []
+    for k, (tip, pose) in enumerate(zip(tips, msg.poses)):
+        p, o = pose.position, pose.orientation
+        quat = None if (o.x, o.y, o.z, o.w) == (0.0, 0.0, 0.0, 0.0) else \
+            np.array([o.x, o.y, o.z, o.w], dtype=float)
+        out.append(Target(np.array([p.x, p.y, p.z], dtype=float), quat, msg.header.frame_id,
+                          tip, stamp, k))
+    return tuple(out)
 
 
 def quat_xyzw_from_rotation(R: np.ndarray) -> np.ndarray:
@@ -194,9 +222,43 @@ def result_values(result: IkResult, solver: str, target_frame: str, skipped: int
     values.update(extra or {})
     for tip, tip_result in (result.tips or {}).items():
         values[f'{tip}.reachable'] = str(tip_result.reachable).lower()
+        values[f'{tip}.status'] = '' if tip_result.status is None else tip_result.status.value
         values[f'{tip}.position_error_m'] = _fmt(tip_result.position_error)
         values[f'{tip}.min_residual_m'] = _fmt(tip_result.min_residual)
     return values
+
+
+def tip_level(tip_result: TipResult) -> bytes:
+    """OK when the tip reached its target, else WARN."""
+    return OK if tip_result.reachable else WARN
+
+
+def tip_summary(tip: str, tip_result: TipResult) -> str:
+    """One line on one tip of a solve of several tips."""
+    status = '' if tip_result.status is None else tip_result.status.value
+    if tip_result.reachable:
+        return f'{tip}: target reached (error {tip_result.position_error:.3g} m)'
+    text = f'{tip}: target not reached ({status}), error {tip_result.position_error:.3g} m'
+    if tip_result.min_residual is not None and tip_result.min_residual > 0.0:
+        text += f', at least {tip_result.min_residual:.3g} m out of reach'
+    return text
+
+
+def tip_values(tip: str, tip_result: TipResult, target_frame: str,
+               target_stamp: str) -> Dict[str, str]:
+    """The key-values of one tip's own status in a solve of several tips (``tip`` names it;
+    ``target_stamp`` the target answered, as in the solve's status)."""
+    return {
+        'tip': tip,
+        'reachable': str(tip_result.reachable).lower(),
+        'status': '' if tip_result.status is None else tip_result.status.value,
+        'position_error_m': _fmt(tip_result.position_error),
+        'orientation_error_rad': _fmt(tip_result.orientation_error),
+        'min_residual_m': _fmt(tip_result.min_residual),
+        'target_frame': target_frame,
+        'target_stamp': target_stamp,
+        'message': tip_result.message,
+    }
 
 
 def result_summary(result: IkResult, solver: str) -> str:
@@ -244,11 +306,12 @@ def diagnostic_status(name: str, hardware_id: str, level: bytes, message: str,
     return status
 
 
-def diagnostic_array(status: DiagnosticStatus, stamp) -> DiagnosticArray:
-    """A ``diagnostic_msgs/DiagnosticArray`` holding one status."""
+def diagnostic_array(status, stamp) -> DiagnosticArray:
+    """A ``diagnostic_msgs/DiagnosticArray`` holding one status, or a list of them (a solve of
+    several tips: its own status, then one per tip)."""
     msg = DiagnosticArray()
     msg.header.stamp = stamp
-    msg.status = [status]
+    msg.status = list(status) if isinstance(status, (list, tuple)) else [status]
     return msg
 
 

@@ -82,6 +82,8 @@ class IkNode(Node):
         self._model: Optional[RobotModel] = None
         self._q = np.zeros(0)  # the joint positions published last (chain order)
         self._known: Dict[str, np.ndarray] = {}  # branched: the last goal of every tip
+        self._known_quats: Dict[str, Optional[np.ndarray]] = {}  # and its orientation
+        self._said_orientation_ignored = False
         # The queue between the target inputs and the solve: the newest target of each tip.
         self._targets = LatestTargets()
         self._solving = threading.Lock()  # held by the callback that drains the queue
@@ -93,8 +95,9 @@ class IkNode(Node):
         self._status = StatusReports(self, send, self._targets, self._reach, self._config,
                                      self._graph)
         # Inputs: target topics, measured state, description, TF; drags of the markers.
-        self._inputs = NodeInputs(self, self._on_targets, self._on_description,
-                                  ReentrantCallbackGroup())
+        self._inputs = NodeInputs(
+            self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
+            on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp))
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
@@ -112,8 +115,10 @@ class IkNode(Node):
     def _on_targets(self, *targets: conv.Target) -> None:
         """Store the newest target(s); solve pending targets unless another callback already
         is (several targets of one message are stored before any is solved)."""
-        for target in targets:
-            self._targets.put(target.tip, target)
+        if len(targets) == 1:
+            self._targets.put(targets[0].tip, targets[0])
+        else:  # every tip's target of one message: taken together
+            self._targets.put_all({target.tip: target for target in targets})
         while self._targets.pending and self._solving.acquire(blocking=False):
             try:
                 while True:
@@ -132,7 +137,7 @@ class IkNode(Node):
     def _solve_pending(self, batch: Dict[Optional[str], conv.Target]) -> None:
         """Solve the targets of ``batch`` (by slot: a tip, or None for a serial chain) and
         publish the solution, then its status."""
-        stamps = ','.join(t.stamp_text for t in batch.values())
+        stamps = ','.join(dict.fromkeys(t.stamp_text for t in batch.values()))
         with self._lock:
             model = self._model
             if model is None:
@@ -145,7 +150,8 @@ class IkNode(Node):
             if not goals:
                 return
             frame = ', '.join(sorted({batch[t].frame_id or config.base_link for t in goals}))
-            stamps = ','.join(batch[t].stamp_text for t in goals)
+            # one stamp per message: a PoseArray's targets share theirs
+            stamps = ','.join(dict.fromkeys(batch[t].stamp_text for t in goals))
             try:
                 result = self._solve(model, goals, seed)
                 q = conv.check_publishable(chain, result.joint_positions)
@@ -156,6 +162,11 @@ class IkNode(Node):
                 self._status.error(f'solver {config.solver} failed: {type(exc).__name__}: '
                                    f'{exc}', frame, stamps)
                 return
+            if result.orientation_ignored and not self._said_orientation_ignored:
+                self._said_orientation_ignored = True
+                self.get_logger().info(
+                    f'solver {config.solver} solves positions only: the orientations of the '
+                    'targets are ignored (said once; the diagnostics say so for every solve)')
             self._q = q
             count = self._status.count_solve()
             self._markers.hold(result, goals, dict(self._known), q)
@@ -164,31 +175,48 @@ class IkNode(Node):
             self._drag.show(config, chain, batch, goals, self._known, result, q)
             extra = {'seed': seed_note, 'output': self._solution.kind,
                      'joint_state_stamp': out_stamp}
+        tip_stamps = {tip: batch[tip].stamp_text for tip in goals if tip}
         if self._status.solve(chain, config.solver, result, goals, q, frame, stamps, count,
-                              extra):
+                              extra, tip_stamps):
             self._publish_held_markers()  # markers go out with a status that does
 
     def _goals_in_base(self, batch: Mapping[Optional[str], conv.Target], chain, q: np.ndarray,
                        base_link: str) -> Dict[Optional[str], tuple]:
         """``{slot: (position [m], quat_xyzw or None)}`` in the base frame; a bad target is
-        reported (ERROR naming its stamp) and left out."""
+        reported (ERROR naming its stamp) and left out, with every other target of its message
+        when it came in one for all tips (``~/target_poses``: nothing of it is solved)."""
         lookup = self._inputs.frame_lookup(base_link)
         goals = {}
+        refused_stamps = set()
         for tip, target in batch.items():
+            if target.index is not None and target.stamp in refused_stamps:
+                continue
             try:
                 goals[tip] = conv.target_in_base(target, chain, q, lookup)
             except TargetError as exc:
-                where = f' for tip {tip}' if tip else ''
-                self._status.error(f'bad target{where}: {exc}', target.frame_id,
-                                   target.stamp_text)
+                if target.index is None:
+                    where = f' for tip {tip}' if tip else ''
+                    self._status.error(f'bad target{where}: {exc}', target.frame_id,
+                                       target.stamp_text)
+                    continue
+                refused_stamps.add(target.stamp)
+                self._status.error(f'bad target_poses: pose {target.index} (tip '
+                                   f'{tip or chain.tip_link}): {exc}; nothing of this message '
+                                   'is solved', target.frame_id, target.stamp_text)
+        if refused_stamps:
+            goals = {tip: goal for tip, goal in goals.items()
+                     if batch[tip].index is None or batch[tip].stamp not in refused_stamps}
         return goals
 
     def _solve(self, model: RobotModel, goals: Mapping[Optional[str], tuple], seed: np.ndarray):
         """The solver's result for ``goals``; a branched chain solves for the last goal of
         every tip (``self._known``), the new ones included."""
         if model.config.branched:
-            self._known.update({tip: p for tip, (p, _) in goals.items()})
-            return model.solver.solve(targets=dict(self._known), seed=seed)
+            for tip, (p, quat) in goals.items():
+                self._known[tip], self._known_quats[tip] = p, quat
+            targets = {tip: p if self._known_quats.get(tip) is None else
+                       (p, self._known_quats[tip]) for tip, p in self._known.items()}
+            return model.solver.solve(targets=targets, seed=seed)
         p, quat = goals[None]
         return model.solver.solve(p, quat, seed=seed)
 
@@ -224,7 +252,8 @@ class IkNode(Node):
         if new_chain:
             measured, _ = self._inputs.measured(chain)
             self._q = chain.clip(np.zeros(chain.n)) if measured is None else measured
-            self._known = {}
+            self._known, self._known_quats = {}, {}
+            self._said_orientation_ignored = False
             self._inputs.subscribe_targets(config.tip_links, config.branched)
         self._solution.use(model.plan)
         if self._solution.steady:
