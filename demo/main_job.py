@@ -296,7 +296,7 @@ def run_gait(client: DemoClient, steps: int, out_dir: Path) -> List[Outcome]:
         client.diagnostics.clear()
         client.tip_statuses.clear()
         client.joint_names = chain.joint_names
-        if not client.wait_for_node(timeout=30.0) or \
+        if not client.spin_until(lambda: bool(client.joint_states), 30.0) or \
                 not client.wait_for_poses_subscriber(timeout=10.0):
             print(f'ik_node for {GAIT_ROBOT} did not come up; see '
                   f'{out_dir}/ik_node_{GAIT_ROBOT}.log')
