@@ -478,7 +478,9 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                                 stderr=subprocess.STDOUT)
     recorder = Recorder(domain)
     publisher = Publisher(params['base_link'])
-    result: Dict[str, Any] = {'config': name, 'solver': params['solver'], 'dof': chain.n,
+    solver = next((p.split(':=', 1)[1] for p in args.node_param if p.startswith('solver:=')),
+                  params['solver'])  # a --node-param solver:=... overrides the config's
+    result: Dict[str, Any] = {'config': name, 'solver': solver, 'dof': chain.n,
                               'target': f'PoseArray ({len(tips)} tips)' if several else
                               'PoseStamped' if pose else 'PointStamped', 'phases': []}
     raw = []

@@ -9,6 +9,10 @@ multi-leg solve (each leg with the configured solver: ``analytic_hip_knee`` wher
 how the node solved several feet before the legs were solved one by one). Robots: the packaged
 ``quad12`` and, from ``../shared/robots``, Solo 12 and ANYmal C.
 
+Back to back: the multi-leg solve alone, on one robot's targets, in rounds of 100 solves a few
+milliseconds apart (the others interleaved with it share the CPU caches and the machine with
+it): the median of every round, reported as the median of the rounds and the lowest round.
+
 Trees: N random compatible targets for both hands of ``twin_arm`` (FK of one random joint vector),
 ``damped_jacobian`` (the stacked Jacobian of both hands) against ``fabrik`` with twin_arm's config
 parameters.
@@ -153,6 +157,41 @@ def all_feet(n: int, rng_seed: int) -> Dict[str, Any]:
     return out
 
 
+def back_to_back(n_rounds: int, rng_seed: int) -> Dict[str, Any]:
+    """Every leg solver that fits, alone, in rounds of 100 solves of random four-foot targets."""
+    out: Dict[str, Any] = {}
+    for robot, (path, base, feet) in FEET_ROBOTS.items():
+        if not path.is_file():
+            continue
+        chain = Chain.from_urdf_file(path, base, list(feet))
+        rng = np.random.default_rng(rng_seed)
+        targets = []
+        for _ in range(100):
+            T = chain.fk_tips(rng.uniform(chain.lower, chain.upper))
+            targets.append({tip: T[tip][:3, 3] for tip in chain.tip_links})
+        seed = chain.mid_configuration()
+        for name in LEG_SOLVERS:
+            try:
+                solver = make_solver(name, chain)
+            except IkError:
+                continue
+            rounds, reached = [], 0
+            for _ in range(n_rounds):
+                times = []
+                for t in targets:
+                    start = time.perf_counter()
+                    result = solver.solve(targets=t, seed=seed)
+                    times.append(time.perf_counter() - start)
+                    reached += result.reachable
+                rounds.append(float(np.median(times)) * 1e6)
+                time.sleep(0.005)
+            out[f'{robot}: {name} (legs)'] = {
+                'median_of_rounds_us': float(np.median(rounds)), 'lowest_round_us': min(rounds),
+                'reached_pct': 100.0 * reached / (n_rounds * len(targets))}
+            print(f'{robot}: {name} back to back: {np.median(rounds):.0f} us', flush=True)
+    return out
+
+
 def trees(n: int, rng_seed: int) -> Dict[str, Any]:
     import yaml
     config = yaml.safe_load((REPO / 'config' / 'twin_arm.yaml').read_text())
@@ -202,6 +241,13 @@ def markdown(data: Dict[str, Any]) -> str:
             for name, why in entry.get('skipped', {}).items():
                 lines.append(f'| {robot} | {name}: does not fit ({why[:120]}) | | | | | | | | |')
         lines.append('')
+    lines += ['## The multi-leg solve back to back (rounds of 100 four-foot solves)', '',
+              '| robot: solver | median of the round medians µs | lowest round µs | reached % |',
+              '|---|---|---|---|']
+    for name, r in data['back_to_back'].items():
+        lines.append(f'| {name} | {r["median_of_rounds_us"]:.0f} | {r["lowest_round_us"]:.0f} | '
+                     f'{r["reached_pct"]:.1f} |')
+    lines.append('')
     return '\n'.join(lines)
 
 
@@ -209,6 +255,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--n', type=int, default=500, help='targets per robot')
     parser.add_argument('--rng-seed', type=int, default=0)
+    parser.add_argument('--rounds', type=int, default=20, help='back-to-back rounds of 100')
     parser.add_argument('--out', type=Path, default=HERE / 'results')
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
@@ -216,7 +263,8 @@ def main(argv=None) -> int:
     data = {'command': 'python benchmarks/bench_several_tips.py ' + ' '.join(argv or sys.argv[1:]),
             'commit': commit(), 'date': datetime.datetime.now().isoformat(timespec='minutes'),
             'n': args.n, 'all_feet': all_feet(args.n, args.rng_seed),
-            'trees': trees(args.n, args.rng_seed)}
+            'trees': trees(args.n, args.rng_seed),
+            'back_to_back': back_to_back(args.rounds, args.rng_seed)}
     steal1 = steal_jiffies()
     data['steal_pct'] = 100.0 * (steal1[0] - steal0[0]) / max(steal1[1] - steal0[1], 1)
     data['load_before'] = ' '.join(f'{v:.1f}' for v in load_before)

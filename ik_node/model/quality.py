@@ -174,8 +174,13 @@ def _plan(chain: Chain, tip: Optional[str], position_only: Optional[bool],
         position_only = len(joints) < FULL_POSE_DOF
     rows = 3 if position_only else 6
     rank = rows if rank is None else max(1, min(int(rank), rows))
+    # The tip's Jacobian over its own joints, from the generated kinematics of its serial path
+    # (a tree's numpy FK of every joint costs several times more; the node measures every
+    # reached solve of every tip)
+    path_kinematics = chain.serial_chain(tip_link).fast_kinematics if joints else None
     return (tip_link, joints, rows, rank, [float(chain.lower[i]) for i in joints],
-            [float(chain.upper[i]) for i in joints], [chain.joint_names[i] for i in joints])
+            [float(chain.upper[i]) for i in joints], [chain.joint_names[i] for i in joints],
+            path_kinematics)
 
 
 def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
@@ -192,9 +197,13 @@ def _tip_plan(chain: Chain, tip: str, position_only: bool) -> tuple:
 def _measure(chain: Chain, q: np.ndarray, plan: tuple, singular_threshold: float,
              limit_threshold: float) -> SolutionQuality:
     """The measures of a checked ``q`` for one tip's :func:`_plan`."""
-    tip_link, joints, rows, rank, lower, upper, names = plan
+    tip_link, joints, rows, rank, lower, upper, names, path_kinematics = plan
     if joints:
-        J = chain.jacobian(q, tip_link)[:rows, joints]
+        if path_kinematics is not None:
+            q_list = q.tolist()
+            J = np.array(path_kinematics.pose_jacobian([q_list[i] for i in joints])[2][:rows])
+        else:
+            J = chain.jacobian(q, tip_link)[:rows, joints]
         sigma = np.linalg.svd(J, compute_uv=False).tolist()
     else:
         sigma = []
