@@ -459,7 +459,9 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
     chain = ik_node.Chain.from_urdf_file(urdf, params['base_link'],
                                          tips if len(tips) > 1 else tips[0])
     several = len(tips) > 1  # one PoseArray of every tip's position per target
-    pose = params['solver'] != 'analytic_hip_knee' and chain.n >= 6 and not args.points and \
+    solver = next((p.split(':=', 1)[1] for p in args.node_param if p.startswith('solver:=')),
+                  params['solver'])  # a --node-param solver:=... overrides the config's
+    pose = solver != 'analytic_hip_knee' and chain.n >= 6 and not args.points and \
         not several
     trace_path = args.out / f'trace_{name}.json'
     trace_path.unlink(missing_ok=True)
@@ -478,8 +480,6 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                                 stderr=subprocess.STDOUT)
     recorder = Recorder(domain)
     publisher = Publisher(params['base_link'])
-    solver = next((p.split(':=', 1)[1] for p in args.node_param if p.startswith('solver:=')),
-                  params['solver'])  # a --node-param solver:=... overrides the config's
     result: Dict[str, Any] = {'config': name, 'solver': solver, 'dof': chain.n,
                               'target': f'PoseArray ({len(tips)} tips)' if several else
                               'PoseStamped' if pose else 'PointStamped', 'phases': []}
