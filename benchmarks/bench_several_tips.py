@@ -129,7 +129,8 @@ def run(chain: Chain, solvers: Dict[str, Callable], n: int, rng_seed: int) -> Di
             assert errors_ok, f'{name}: the reported errors are not the FK errors'
             assert chain.within_limits(result.joint_positions)
             times[name].append(elapsed)
-            ok[name].append(result.reachable and elapsed <= BUDGET_S)
+            spent = cpu[name][-1] if 'CPU time' in name else elapsed
+            ok[name].append(result.reachable and spent <= BUDGET_S)
             statuses[name][result.status.value] = statuses[name].get(result.status.value, 0) + 1
     return {name: summary(times[name], cpu[name], ok[name], statuses[name]) for name in names}
 
@@ -201,7 +202,14 @@ def trees(n: int, rng_seed: int) -> Dict[str, Any]:
     dj = make_solver('damped_jacobian', chain, params.get('damped_jacobian', {}))
     fabrik_params = {**params.get('fabrik', {}), 'timeout': BUDGET_S}
     fabrik = make_solver('fabrik', chain, fabrik_params)
+    # The same solver without its wall clock: on a loaded machine a solve preempted for
+    # milliseconds ends as timeout; its thread's CPU time within the budget says whether the
+    # solver itself is fast enough (success then: reached and CPU time <= the budget).
+    dj_free = make_solver('damped_jacobian', chain, {**params.get('damped_jacobian', {}),
+                                                     'timeout': 60.0})
     solvers = {'damped_jacobian': lambda t, s: dj.solve(targets=t, seed=s),
+               'damped_jacobian (timeout 60 s; success: CPU time <= 5 ms)':
+                   lambda t, s: dj_free.solve(targets=t, seed=s),
                'fabrik (twin_arm.yaml, timeout 5 ms)': lambda t, s: fabrik.solve(targets=t,
                                                                                   seed=s)}
     print('twin_arm: both hands', flush=True)
