@@ -149,9 +149,12 @@ class SolutionOutput:
                 current.topic == plan.graph.topic:
             current.plan = plan
             return
+        # The new publisher first: when it cannot be made (a topic name rclpy refuses), the
+        # old one stays in force rather than a destroyed one
+        new = ResultOutput(self._node, plan, self._send)
         if current is not None:
             current.destroy()
-        self._output = ResultOutput(self._node, plan, self._send)
+        self._output = new
 
     @property
     def kind(self) -> str:
