@@ -367,3 +367,37 @@ def test_serial_chain_of_a_leg_has_the_tree_kinematics_of_its_foot():
         for _ in range(5):
             q = rng.uniform(chain.lower, chain.upper)
             np.testing.assert_allclose(leg.fk(q[joints]), chain.fk_tips(q)[foot], atol=1e-12)
+
+
+# --------------------------------------------------------- the analytic solver on real legs
+def test_the_quad12_config_solves_all_four_feet_with_the_analytic_solver_leg_by_leg():
+    from ik_node.config.node_config import load_config
+    config = load_config(REPO / 'config' / 'quad12.yaml')
+    chain = build_chain(config)
+    solver = build_solver(config, chain)
+    assert solver.name == 'analytic_hip_knee' and len(solver.legs.legs) == 4
+    rng = np.random.default_rng(12)
+    for _ in range(100):
+        T = chain.fk_tips(rng.uniform(chain.lower, chain.upper))
+        result = solver.solve(targets={f: T[f][:3, 3] for f in chain.tip_links},
+                              seed=rng.uniform(chain.lower, chain.upper))
+        assert result.reachable and chain.within_limits(result.joint_positions)
+        T_out = chain.fk_tips(result.joint_positions)
+        for foot in chain.tip_links:
+            assert np.linalg.norm(T_out[foot][:3, 3] - T[foot][:3, 3]) <= TOL
+
+
+def test_solo12_and_anymal_c_all_four_feet_with_the_analytic_solver(shared_robot):
+    for urdf, base, feet in (
+            ('solo12.urdf', 'base_link', ('FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT')),
+            ('anymal_c.urdf', 'base', ('LF_FOOT', 'RF_FOOT', 'LH_FOOT', 'RH_FOOT'))):
+        chain = Chain.from_urdf_file(shared_robot(urdf), base, list(feet))
+        solver = make_solver('analytic_hip_knee', chain)
+        rng = np.random.default_rng(13)
+        for _ in range(50):
+            T = chain.fk_tips(rng.uniform(chain.lower, chain.upper))
+            result = solver.solve(targets={f: T[f][:3, 3] for f in feet})
+            assert result.reachable, (urdf, result.message)
+            T_out = chain.fk_tips(result.joint_positions)
+            for f in feet:
+                assert np.linalg.norm(T_out[f][:3, 3] - T[f][:3, 3]) <= TOL

@@ -1,10 +1,10 @@
 """``~/target_poses``: every tip's target in one ``geometry_msgs/PoseArray``, over real DDS.
 
 The node runs in-process on quad12 (four feet, the legs solved one by one in one solve) with the
-harness of test_node.py. Targets are FK of joint values chosen here; the answer is checked by FK
-of the JointState received, and every foot's own diagnostic status by what it claims. Bad
-messages (wrong number of poses, a NaN pose, an unknown frame) are refused whole: an ERROR naming
-the message's stamp and no solve.
+shared harness (test/ros/harness.py). Targets are FK of joint values chosen here; the answer is
+checked by FK of the JointState received, and every foot's own diagnostic status by what it
+claims. Bad messages (wrong number of poses, a NaN pose, an unknown frame) are refused whole:
+an ERROR naming the message's stamp and no solve.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import Pose, PoseArray  # noqa: E402
 
 from ik_node import Chain  # noqa: E402
-import test_node  # noqa: E402  (its harness: the node in-process and a probe)
-from test_node import REPO, positions_of, values  # noqa: E402
+from harness import REPO, positions_of, values  # noqa: E402
 
 FEET = ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot']
 DJ = {'solver': 'damped_jacobian', 'damped_jacobian.timeout': 0.2, 'publish_rate': 2.0}
@@ -30,18 +29,6 @@ DJ = {'solver': 'damped_jacobian', 'damped_jacobian.timeout': 0.2, 'publish_rate
 
 def quad12() -> Chain:
     return Chain.from_urdf_file(REPO / 'urdf' / 'quad12.urdf', 'base_link', FEET)
-
-
-@pytest.fixture
-def harness(tmp_path):
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    h = test_node.Harness(context, tmp_path)
-    try:
-        yield h
-    finally:
-        h.close()
-        test_node.try_shutdown(context)
 
 
 class PoseArrays:
