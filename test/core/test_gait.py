@@ -58,6 +58,7 @@ def test_a_few_footholds_are_out_of_reach_and_every_other_target_is_reached(quad
                 assert np.linalg.norm(T[foot][:3, 3] - step.targets[foot]) <= 1e-5
 
 
+@pytest.mark.slow
 def test_the_gait_picture_is_a_png_and_refuses_mismatched_inputs(quad12, steps, tmp_path):
     pytest.importorskip('matplotlib')
     import pictures
