@@ -71,6 +71,8 @@ setup(
     extras_require={
         'ros': ROS_WHEELS,
         'demo': ['matplotlib'],
+        # the compiled peers of benchmarks/bench_solvers.py (optional; skipped when missing)
+        'bench': ['optik-py', 'pytracik'],
         'test': ['pytest', 'hypothesis', 'ruff', 'psutil', 'wheel', 'setuptools<80',
                  'colcon-core', 'colcon-ros', 'colcon-package-selection'],
     },

@@ -1,4 +1,5 @@
-"""Solver adapters for the benchmark: ik_node's own solvers and the peers (KDL, ikpy, pinocchio).
+"""Solver adapters for the benchmark: ik_node's own solvers and the peers (KDL, ikpy, pinocchio;
+OptIK and TRAC-IK in :mod:`compiled_peers`).
 
 Every adapter is bound to one robot and one task ('6d' or 'position') and splits a solve in three:
 
@@ -550,17 +551,27 @@ def _version_of(module_name: str) -> Tuple[str, str]:
         module = import_ikpy() if module_name == 'ikpy' else __import__(module_name)
     except Exception as exc:  # ImportError, or a broken binary (numpy ABI...)
         return '', f'{module_name} not importable: {type(exc).__name__}: {exc}'
-    return str(getattr(module, '__version__', 'unknown')), ''
+    version = getattr(module, '__version__', None)
+    if version is None:  # optik and pytracik have no __version__: their distributions do
+        from importlib import metadata
+        try:
+            version = metadata.version({'optik': 'optik-py'}.get(module_name, module_name))
+        except metadata.PackageNotFoundError:
+            version = 'unknown'
+    return str(version), ''
 
 
 def peer_factories() -> List[PeerFactory]:
     """The peers, each with its version or the reason it is missing."""
+    from compiled_peers import OptikAdapter, TracIkAdapter  # they import this module
     out = []
     for name, module, build in [
             ('kdl_lma', 'PyKDL', KdlLmaAdapter),
             ('kdl_nr_jl', 'PyKDL', KdlNrJlAdapter),
             ('ikpy', 'ikpy', IkpyAdapter),
-            ('pinocchio_clik', 'pinocchio', PinocchioAdapter)]:
+            ('pinocchio_clik', 'pinocchio', PinocchioAdapter),
+            ('optik', 'optik', OptikAdapter),
+            ('tracik', 'pytracik', TracIkAdapter)]:
         version, why = _version_of(module)
         if module == 'PyKDL' and not why:
             version = _kdl_version()
