@@ -158,6 +158,11 @@ class SerialKinematics:
             and its exact Newton system (half the Hessian, minus half the gradient); see
             :func:`_emit_position_newton`.
         source: the generated Python source.
+        joint_transforms: per joint the constant 4 x 4 transform from the previous joint's
+            frame (turned by its angle) to this joint's frame, whose z axis is the joint axis:
+            ``T_base_tip(q) = C_0 Rz(q_0) C_1 Rz(q_1) ... D`` (a prismatic joint translates
+            along z instead).
+        tip_transform: ``D``, the constant transform from the last joint's frame to the tip.
     """
 
     def __init__(self, chain) -> None:
@@ -176,6 +181,8 @@ class SerialKinematics:
             A_prev = A
         D = np.eye(4)
         D[:3, :] = A_prev.T @ chain.tips[0].T_joint_tip[:3, :]
+        self.joint_transforms = consts
+        self.tip_transform = D
 
         namespace: Dict[str, Callable] = {'cos': math.cos, 'sin': math.sin, 'sqrt': math.sqrt,
                                           'atan2': math.atan2, 'half_turn': _half_turn}

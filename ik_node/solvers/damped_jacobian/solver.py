@@ -59,7 +59,7 @@ from __future__ import annotations
 import functools
 import math
 import random
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -71,8 +71,9 @@ from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.several_tips import TipTarget
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
-from ik_node.solvers.codegen import (damped_step_function, damped_trial_function,
-                                          limit_functions, normal_equations_function)
+from ik_node.solvers.codegen import (MAX_STEP, damped_step_function, damped_trial_function,
+                                     limit_functions, normal_equations_function)
+from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
@@ -103,6 +104,21 @@ _RESTART_CANDIDATES = 4
 # benchmarks/results/design-notes.md).
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
+# How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP).
+_TIMEOUT = -1
+_GOOD_ENOUGH = -2
+
+
+class _DescentState(NamedTuple):
+    """What one descent hands to the next: the best configuration of the solve and its cost,
+    the iterations of the solve so far, the last iteration in which joints at a limit sat out a
+    step, and the descent's last iterate ``q``."""
+
+    best_q: List[float]
+    best_cost: float
+    iterations: int
+    last_blocked: int
+    q: Optional[List[float]] = None
 
 
 class DampedJacobianSolver(Solver):
@@ -204,6 +220,7 @@ class DampedJacobianSolver(Solver):
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
+        self._compiled = self._compiled_descent(chain, fast)
         if self._closest is not None and self._reach is not None and fast is not None:
             # Once per solver, with the generated kinematics of a serial chain (the cost:
             # benchmarks/results/design-notes.md).
@@ -224,6 +241,23 @@ class DampedJacobianSolver(Solver):
         """Every targeted tip at once (:class:`.tree.TreeDampedLeastSquares`)."""
         return self._tree_solver.solve(targets, q_seed)
 
+    def _compiled_descent(self, chain: Chain, fast) -> Optional[compiled.CompiledDescent]:
+        """The compiled 6D descent (:mod:`.compiled`) where numba is installed and the chain
+        is serial with the n x n normal equations; else None (the Python descent serves)."""
+        params = self.params
+        if not compiled.available() or fast is None or self._normals.get(True) is None or \
+                params['method'] != 'dls':
+            return None
+        kernel = compiled.CompiledDescent(
+            fast.joint_transforms, fast.tip_transform, [j.is_prismatic for j in chain.joints],
+            self._wraps, self._bounded, self._low, self._high, params['orientation_weight'],
+            _TOLERANCE_MARGIN * params['position_tolerance'],
+            _TOLERANCE_MARGIN * params['orientation_tolerance'], _LAMBDA_MIN, _LAMBDA_MAX,
+            _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS, _STALL_ITERATIONS_BLOCKED,
+            _STALL_FACTOR, MAX_STEP, params['max_iterations'])
+        kernel.warm_up()
+        return kernel
+
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -239,7 +273,7 @@ class DampedJacobianSolver(Solver):
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, self.params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
-                                  p_target)
+                                  p_target, R_target)
         raw.min_residual = min_residual
         return raw
 
@@ -322,17 +356,15 @@ class DampedJacobianSolver(Solver):
 
     def _solve_dls(self, evaluate: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float],
-                   p_target: np.ndarray) -> RawSolution:
+                   p_target: np.ndarray, R_target: Optional[np.ndarray] = None) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
-        against the mid configuration (built when first needed)."""
+        against the mid configuration (built when first needed). Each descent runs in
+        :meth:`_descend`, or in the compiled kernel (:mod:`.compiled`) for a pose target where
+        numba is installed: the same iterations either way."""
         params = self.params
         budget = Budget(params['timeout'])
-        max_iterations = params['max_iterations']
-        tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
-        tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
         history: Optional[List[float]] = [] if params['record_history'] else None
-        step = self._steps[with_orientation]
         # The cost never falls below floor (the squared proven residual): progress is measured
         # above it, so a descent toward an unreachable target's closest point is not stalled.
         floor = 0.0 if min_residual is None else min_residual * min_residual
@@ -342,9 +374,8 @@ class DampedJacobianSolver(Solver):
         if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
         rng: Optional[random.Random] = None
-        restarts = iterations = 0
-        last_blocked = -1  # the last iteration in which joints at a limit sat out the step
-        best_q, best_cost = q, math.inf
+        restarts = 0
+        descent = _DescentState(q, math.inf, 0, -1)
         # 6D: the first restart after a descent that ended pressed against a joint limit begins
         # at the mid configuration (unless the seed was it), far from every limit: a descent
         # from there converges more often than one from a random configuration. Not for
@@ -367,62 +398,35 @@ class DampedJacobianSolver(Solver):
             # arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
+        kernel = self._compiled if with_orientation and history is None else None
+        if kernel is not None:
+            target = np.concatenate([p_target, R_target.ravel()])
         while True:  # one descent from q per pass
-            lam = params['damping']
-            cost, position_error, angle_error, A, b = evaluate(q)
-            if history is not None:
-                history.append(position_error)
-            if cost < best_cost:
-                best_q, best_cost = q, cost
-            stall_cost, stall_iteration = cost, iterations
-            descent_start = iterations
-            stuck = False
-            while not stuck:
-                if position_error <= tol_p and angle_error <= tol_r:
-                    return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
-                                       history=history,
-                                       message=f'converged after {restarts} restarts')
-                if position_error <= good_enough:
-                    return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
-                                       history=history, message='out of reach: the closest '
-                                       'configuration found is within tolerance of the bound')
-                if iterations >= max_iterations:
-                    return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
-                                       history=history,
-                                       message=f'{iterations} iterations, {restarts} restarts')
-                if not budget.allows():
-                    if not with_orientation and budget.can_hand_over():
-                        # The next step is paced by the slowest while there is only one: after
-                        # a stall of the machine in the first, the search's Newton steps may
-                        # still fit (it paces its own steps).
-                        break
-                    return RawSolution(np.array(best_q), IkStatus.TIMEOUT, iterations,
-                                       history=history, message=f'timeout '
-                                       f'{params["timeout"]:g} s after {restarts} restarts')
-                iterations += 1
-                try:
-                    q_new, blocked = step(q, A, b, lam)
-                except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
-                    q_new, blocked = None, ()
-                if blocked:
-                    last_blocked = iterations
-                trial = None if q_new is None else evaluate(q_new)
-                if trial is not None and trial[0] < cost:  # accept; trust the model more
-                    q = q_new
-                    cost, position_error, angle_error, A, b = trial
-                    if cost < best_cost:
-                        best_q, best_cost = q, cost
-                    lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
-                else:  # reject; damp more
-                    lam *= _LAMBDA_UP
-                    stuck = lam > _LAMBDA_MAX
-                if history is not None:
-                    history.append(position_error)
-                if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
-                                                    last_blocked > stall_iteration
-                                                    else _STALL_ITERATIONS):
-                    stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
-                    stall_cost, stall_iteration = cost, iterations
+            descent_start = descent.iterations
+            if kernel is not None:
+                end, descent = self._descend_compiled(kernel, target, q, descent, floor,
+                                                      budget)
+            else:
+                end, descent = self._descend(evaluate, q, descent, with_orientation, floor,
+                                             good_enough, budget, history)
+            iterations, best_q = descent.iterations, descent.best_q
+            if end == compiled.CONVERGED:
+                return RawSolution(np.array(descent.q), IkStatus.CONVERGED, iterations,
+                                   history=history,
+                                   message=f'converged after {restarts} restarts')
+            if end == _GOOD_ENOUGH:
+                return RawSolution(np.array(descent.q), IkStatus.UNREACHABLE, iterations,
+                                   history=history, message='out of reach: the closest '
+                                   'configuration found is within tolerance of the bound')
+            if end == compiled.ITERATION_CAP:
+                return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
+                                   history=history,
+                                   message=f'{iterations} iterations, {restarts} restarts')
+            if end == _TIMEOUT:
+                return RawSolution(np.array(best_q), IkStatus.TIMEOUT, iterations,
+                                   history=history, message=f'timeout '
+                                   f'{params["timeout"]:g} s after {restarts} restarts')
+            # stuck, or (position only) out of time with enough left to hand over
             if not with_orientation:  # stuck above tolerance: is it the closest pose?
                 return self._closest_pose(p_target, best_q, budget,
                                           iterations, restarts, min_residual, history)
@@ -443,6 +447,7 @@ class DampedJacobianSolver(Solver):
                 position_checked = True
                 found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
                 iterations += found.iterations
+                descent = descent._replace(iterations=iterations)
                 budget.mark()
                 if STOP_STATUS[found.stop] is IkStatus.UNREACHABLE:
                     return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
@@ -451,7 +456,7 @@ class DampedJacobianSolver(Solver):
                                        f'closest-pose search, {found.descents} descents); the '
                                        f'best pose of {restarts + 1} descents')
             restarts += 1
-            if mid_next and last_blocked >= descent_start:
+            if mid_next and descent.last_blocked >= descent_start:
                 q, mid_next = self._mid, False
                 continue
             mid_next = False
@@ -460,6 +465,84 @@ class DampedJacobianSolver(Solver):
             if cost_of is None:
                 cost_of = make_cost_function()
             q = self._restart_configuration(rng, cost_of)
+
+    def _descend(self, evaluate: Callable, q: List[float], state: '_DescentState',
+                 with_orientation: bool, floor: float, good_enough: float, budget: Budget,
+                 history: Optional[List[float]]) -> Tuple[int, '_DescentState']:
+        """One descent from ``q`` in Python: ``(how it ended, the state after it)``.
+
+        Ends CONVERGED, STUCK, ITERATION_CAP (of the whole solve), _TIMEOUT, _GOOD_ENOUGH
+        (position only, within tolerance of the proven bound), or STUCK when the budget is spent
+        on a position target with enough left to hand it to the closest-pose search.
+        """
+        params = self.params
+        max_iterations = params['max_iterations']
+        tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
+        tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
+        step = self._steps[with_orientation]
+        best_q, best_cost, iterations, last_blocked, _ = state
+        lam = params['damping']
+        cost, position_error, angle_error, A, b = evaluate(q)
+        if history is not None:
+            history.append(position_error)
+        if cost < best_cost:
+            best_q, best_cost = q, cost
+        stall_cost, stall_iteration = cost, iterations
+        end = compiled.STUCK
+        stuck = False
+        while not stuck:
+            if position_error <= tol_p and angle_error <= tol_r:
+                end = compiled.CONVERGED
+                break
+            if position_error <= good_enough:
+                end = _GOOD_ENOUGH
+                break
+            if iterations >= max_iterations:
+                end = compiled.ITERATION_CAP
+                break
+            if not budget.allows():
+                # Position only: the next step is paced by the slowest while there is only
+                # one: after a stall of the machine in the first, the search's Newton steps
+                # may still fit (it paces its own steps).
+                end = compiled.STUCK if not with_orientation and budget.can_hand_over() \
+                    else _TIMEOUT
+                break
+            iterations += 1
+            try:
+                q_new, blocked = step(q, A, b, lam)
+            except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
+                q_new, blocked = None, ()
+            if blocked:
+                last_blocked = iterations
+            trial = None if q_new is None else evaluate(q_new)
+            if trial is not None and trial[0] < cost:  # accept; trust the model more
+                q = q_new
+                cost, position_error, angle_error, A, b = trial
+                if cost < best_cost:
+                    best_q, best_cost = q, cost
+                lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+            else:  # reject; damp more
+                lam *= _LAMBDA_UP
+                stuck = lam > _LAMBDA_MAX
+            if history is not None:
+                history.append(position_error)
+            if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
+                                                last_blocked > stall_iteration
+                                                else _STALL_ITERATIONS):
+                stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
+                stall_cost, stall_iteration = cost, iterations
+        return end, _DescentState(best_q, best_cost, iterations, last_blocked, q)
+
+    def _descend_compiled(self, kernel: compiled.CompiledDescent, target: np.ndarray,
+                          q: List[float], state: '_DescentState', floor: float,
+                          budget: Budget) -> Tuple[int, '_DescentState']:
+        """One descent from ``q`` in the compiled kernel; as :meth:`_descend` (pose targets)."""
+        best = np.array(state.best_q, dtype=float)
+        end = kernel.descend(target, q, best, self.params['damping'], floor, state.iterations,
+                             state.last_blocked, budget, state.best_cost)
+        return (_TIMEOUT if end.code is None else end.code,
+                _DescentState(best.tolist(), kernel.best_cost, end.iterations, end.last_blocked,
+                              end.q))
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],

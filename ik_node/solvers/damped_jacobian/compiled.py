@@ -1,0 +1,413 @@
+"""Optional compiled descent of damped_jacobian: one 6D Levenberg-Marquardt descent in numba.
+
+The pure-Python solver (:mod:`ik_node.solvers.damped_jacobian.solver`) is complete without this
+module. Where `numba <https://numba.pydata.org>`_ is installed (``pip install numba``; rosdep key
+``python3-numba``), a pose target on a serial chain runs each descent's iterations here: the
+same FK, weighted error, normal equations ``J^T W J``, damped Cholesky step with joints at a limit
+sitting out, step cap, wrapping and clipping, adaptive damping and stall test as the Python loop,
+in machine code (one call per few iterations instead of two generated Python functions per
+iteration). Restarts, the closest-pose check and the budget stay in Python.
+
+The kernel is generic: a chain is passed as an array (per joint the constant 3 x 4 transform of
+:class:`~ik_node.model.fast_kinematics.SerialKinematics`, its limits and kind), so one compiled
+function serves every chain. It is compiled on first use (about 2-4 s) and cached on disk by
+numba (``cache=True``: later processes load it in about 0.1 s); ``IK_NODE_NO_NUMBA=1`` turns the
+accelerator off.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+try:
+    if os.environ.get('IK_NODE_NO_NUMBA', '') not in ('', '0'):
+        raise ImportError('IK_NODE_NO_NUMBA is set')
+    import numba
+except ImportError:  # the accelerator is optional: the pure-Python descent serves
+    numba = None
+
+# Kernel exit codes.
+CONVERGED = 0
+STUCK = 1
+ITERATION_CAP = 2
+CHUNK_DONE = 3
+
+# Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
+_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = 12, 13, 14, 15, 16
+_MODEL_COLUMNS = 17
+# Entries of the settings array.
+(_W2, _TOL_P, _TOL_R, _LAMBDA_MIN, _LAMBDA_MAX, _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS,
+ _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _FLOOR, _MAX_ITERATIONS) = range(13)
+# Entries of the state array (in and out).
+(S_LAMBDA, S_COST, S_POSITION_ERROR, S_ANGLE_ERROR, S_BEST_COST, S_ITERATIONS, S_LAST_BLOCKED,
+ S_STALL_COST, S_STALL_ITERATION, S_FRESH) = range(10)
+STATE_SIZE = 10
+
+
+def available() -> bool:
+    """Whether numba is importable (and not turned off by ``IK_NODE_NO_NUMBA``)."""
+    return numba is not None
+
+
+def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
+    """The weighted 6D error of ``q`` and, above the tolerances, its normal equations.
+
+    Returns ``(cost, position error, angle error, built)``; ``H`` (n x n, full) and ``g`` are
+    filled when ``built`` (errors above ``tol_p`` or ``tol_r``). As ``pose_normal`` of
+    :class:`~ik_node.model.fast_kinematics.SerialKinematics`.
+    """
+    F = np.eye(4)[:3].copy()
+    G = np.empty((3, 4))
+    axes = np.empty((n, 3))
+    origins = np.empty((n, 3))
+    for i in range(n):
+        for r in range(3):
+            for c in range(4):
+                G[r, c] = (F[r, 0] * model[i, 4 * 0 + c] + F[r, 1] * model[i, 4 + c] +
+                           F[r, 2] * model[i, 8 + c])
+            G[r, 3] += F[r, 3]
+            axes[i, r] = G[r, 2]
+            origins[i, r] = G[r, 3]
+        if model[i, _PRISMATIC] != 0.0:
+            for r in range(3):
+                F[r, 0] = G[r, 0]
+                F[r, 1] = G[r, 1]
+                F[r, 2] = G[r, 2]
+                F[r, 3] = G[r, 3] + G[r, 2] * q[i]
+        else:
+            cq = math.cos(q[i])
+            sq = math.sin(q[i])
+            for r in range(3):
+                F[r, 0] = G[r, 0] * cq + G[r, 1] * sq
+                F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
+                F[r, 2] = G[r, 2]
+                F[r, 3] = G[r, 3]
+    T = np.empty((3, 4))
+    for r in range(3):
+        for c in range(4):
+            T[r, c] = F[r, 0] * model[n, c] + F[r, 1] * model[n, 4 + c] + F[r, 2] * model[n, 8 + c]
+        T[r, 3] += F[r, 3]
+    dx = target[0] - T[0, 3]
+    dy = target[1] - T[1, 3]
+    dz = target[2] - T[2, 3]
+    # E = R_target R^T: its skew part and trace give the rotation vector.
+    E = np.empty((3, 3))
+    for a in range(3):
+        for b in range(3):
+            E[a, b] = (target[3 + 3 * a] * T[b, 0] + target[4 + 3 * a] * T[b, 1] +
+                       target[5 + 3 * a] * T[b, 2])
+    sx = 0.5 * (E[2, 1] - E[1, 2])
+    sy = 0.5 * (E[0, 2] - E[2, 0])
+    sz = 0.5 * (E[1, 0] - E[0, 1])
+    c = 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)
+    sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
+    angle = math.atan2(sin_angle, c)
+    if sin_angle > 1e-6:
+        f = w2 * angle / sin_angle
+        wx, wy, wz = sx * f, sy * f, sz * f
+    elif c > 0.0:
+        wx, wy, wz = w2 * sx, w2 * sy, w2 * sz
+    else:  # half a turn: the axis from (E + I) / 2 = a a^T, signed by the skew part
+        k = 0
+        if E[1, 1] > E[k, k]:
+            k = 1
+        if E[2, 2] > E[k, k]:
+            k = 2
+        bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
+        ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
+        ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
+        az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
+        if ax * sx + ay * sy + az * sz < 0.0:
+            ax, ay, az = -ax, -ay, -az
+        f = w2 * angle
+        wx, wy, wz = ax * f, ay * f, az * f
+    position_sq = dx * dx + dy * dy + dz * dz
+    position_error = math.sqrt(position_sq)
+    cost = position_sq + w2 * angle * angle
+    if position_error <= tol_p and angle <= tol_r:
+        return cost, position_error, angle, False
+    J = np.empty((6, n))
+    px, py, pz = T[0, 3], T[1, 3], T[2, 3]
+    for i in range(n):
+        zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
+        if model[i, _PRISMATIC] != 0.0:
+            J[0, i], J[1, i], J[2, i] = zx, zy, zz
+            J[3, i] = J[4, i] = J[5, i] = 0.0
+        else:
+            ex = px - origins[i, 0]
+            ey = py - origins[i, 1]
+            ez = pz - origins[i, 2]
+            J[0, i] = zy * ez - zz * ey
+            J[1, i] = zz * ex - zx * ez
+            J[2, i] = zx * ey - zy * ex
+            J[3, i], J[4, i], J[5, i] = zx, zy, zz
+    for a in range(n):
+        for b in range(a + 1):
+            h = (J[0, a] * J[0, b] + J[1, a] * J[1, b] + J[2, a] * J[2, b] +
+                 w2 * (J[3, a] * J[3, b] + J[4, a] * J[4, b] + J[5, a] * J[5, b]))
+            H[a, b] = h
+            H[b, a] = h
+        g[a] = (J[0, a] * dx + J[1, a] * dy + J[2, a] * dz + J[3, a] * wx + J[4, a] * wy +
+                J[5, a] * wz)
+    return cost, position_error, angle, True
+
+
+def _damped_solve(H, g, lam, n, L, x):
+    """``(H + lam I) x = g`` by Cholesky; False if not positive definite (round-off)."""
+    for a in range(n):
+        for b in range(a + 1):
+            s = H[a, b] + (lam if a == b else 0.0)
+            for k in range(b):
+                s -= L[a, k] * L[b, k]
+            if a == b:
+                if s <= 0.0:
+                    return False
+                L[a, a] = math.sqrt(s)
+            else:
+                L[a, b] = s / L[b, b]
+    for a in range(n):
+        s = g[a]
+        for k in range(a):
+            s -= L[a, k] * x[k]
+        x[a] = s / L[a, a]
+    for a in range(n - 1, -1, -1):
+        s = x[a]
+        for k in range(a + 1, n):
+            s -= L[k, a] * x[k]
+        x[a] = s / L[a, a]
+    return True
+
+
+def _trial(model, n, q, H, g, lam, max_step, q_new, L, x, H2, g2):
+    """One damped step from ``q`` into ``q_new`` (as ``damped_trial_function`` of
+    :mod:`ik_node.solvers.codegen`): solve, bounded joints at a limit whose step points
+    outwards sit out (solved again without them), the step scaled to ``max_step`` per joint,
+    wrapped or clipped into the limits. Returns -1 if the system is not positive definite,
+    else the number of joints that sat out."""
+    if not _damped_solve(H, g, lam, n, L, x):
+        return -1
+    blocked = 0
+    for k in range(n):
+        if model[k, _BOUNDED] != 0.0 and (
+                (x[k] < 0.0 and q[k] <= model[k, _LOW]) or
+                (x[k] > 0.0 and q[k] >= model[k, _HIGH])):
+            blocked += 1
+    if blocked:
+        for a in range(n):
+            g2[a] = g[a]
+            for b in range(n):
+                H2[a, b] = H[a, b]
+        for k in range(n):
+            if model[k, _BOUNDED] != 0.0 and (
+                    (x[k] < 0.0 and q[k] <= model[k, _LOW]) or
+                    (x[k] > 0.0 and q[k] >= model[k, _HIGH])):
+                for b in range(n):
+                    H2[k, b] = 0.0
+                    H2[b, k] = 0.0
+                g2[k] = 0.0
+        if not _damped_solve(H2, g2, lam, n, L, x):
+            return -1
+    largest = 0.0
+    for k in range(n):
+        largest = max(largest, abs(x[k]))
+    scale = max_step / largest if largest > max_step else 1.0
+    two_pi = 2.0 * math.pi
+    for k in range(n):
+        v = q[k] + x[k] * scale
+        lo, hi = model[k, _LOW], model[k, _HIGH]
+        if v < lo:
+            v = v + two_pi * math.ceil((lo - v) / two_pi) if model[k, _WRAPS] != 0.0 else lo
+        elif v > hi:
+            v = v - two_pi * math.ceil((v - hi) / two_pi) if model[k, _WRAPS] != 0.0 else hi
+        q_new[k] = v
+    return blocked
+
+
+def _descend(model, settings, target, q, best_q, state, steps):
+    """Up to ``steps`` iterations of one descent from ``q`` (updated in place with ``best_q``
+    and ``state``); returns CONVERGED, STUCK, ITERATION_CAP or CHUNK_DONE.
+
+    The loop of ``DampedJacobianSolver._solve_dls`` for one descent: at the start of a descent
+    (``state[S_FRESH]``) the damping, the stall reference and the best configuration are set.
+    """
+    n = q.shape[0]
+    w2, tol_p, tol_r = settings[_W2], settings[_TOL_P], settings[_TOL_R]
+    floor = settings[_FLOOR]
+    H = np.empty((n, n))
+    g = np.empty(n)
+    Ht = np.empty((n, n))
+    gt = np.empty(n)
+    H2 = np.empty((n, n))
+    g2 = np.empty(n)
+    L = np.empty((n, n))
+    x = np.empty(n)
+    q_new = np.empty(n)
+    cost, position_error, angle_error, built = _evaluate(model, n, target, w2, tol_p, tol_r, q,
+                                                         H, g)
+    iterations = int(state[S_ITERATIONS])
+    if state[S_FRESH] != 0.0:
+        state[S_FRESH] = 0.0
+        if cost < state[S_BEST_COST]:
+            state[S_BEST_COST] = cost
+            best_q[:] = q
+        state[S_STALL_COST] = cost
+        state[S_STALL_ITERATION] = iterations
+    lam = state[S_LAMBDA]
+    stall_cost, stall_iteration = state[S_STALL_COST], int(state[S_STALL_ITERATION])
+    last_blocked = int(state[S_LAST_BLOCKED])
+    max_iterations = int(settings[_MAX_ITERATIONS])
+    code = CHUNK_DONE
+    taken = 0
+    while True:
+        if position_error <= tol_p and angle_error <= tol_r:
+            code = CONVERGED
+            break
+        if iterations >= max_iterations:
+            code = ITERATION_CAP
+            break
+        if taken >= steps:
+            break
+        iterations += 1
+        taken += 1
+        stuck = False
+        blocked = _trial(model, n, q, H, g, lam, settings[_MAX_STEP], q_new, L, x, H2, g2)
+        if blocked > 0:
+            last_blocked = iterations
+        accepted = False
+        if blocked >= 0:
+            t_cost, t_position, t_angle, t_built = _evaluate(model, n, target, w2, tol_p,
+                                                             tol_r, q_new, Ht, gt)
+            if t_cost < cost:
+                accepted = True
+                q[:] = q_new
+                cost, position_error, angle_error = t_cost, t_position, t_angle
+                if t_built:
+                    H[:, :] = Ht
+                    g[:] = gt
+                if cost < state[S_BEST_COST]:
+                    state[S_BEST_COST] = cost
+                    best_q[:] = q
+                lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
+        if not accepted:
+            lam *= settings[_LAMBDA_UP]
+            stuck = lam > settings[_LAMBDA_MAX]
+        window = (settings[_STALL_ITERATIONS_BLOCKED] if last_blocked > stall_iteration
+                  else settings[_STALL_ITERATIONS])
+        if iterations - stall_iteration >= window:
+            stuck = stuck or cost - floor > settings[_STALL_FACTOR] * (stall_cost - floor)
+            stall_cost, stall_iteration = cost, iterations
+        if stuck:
+            code = STUCK
+            break
+    state[S_LAMBDA] = lam
+    state[S_COST] = cost
+    state[S_POSITION_ERROR] = position_error
+    state[S_ANGLE_ERROR] = angle_error
+    state[S_ITERATIONS] = iterations
+    state[S_LAST_BLOCKED] = last_blocked
+    state[S_STALL_COST] = stall_cost
+    state[S_STALL_ITERATION] = stall_iteration
+    return code
+
+
+if numba is not None:
+    _jit = numba.njit(cache=True, nogil=True, fastmath=False)
+    _evaluate = _jit(_evaluate)
+    _damped_solve = _jit(_damped_solve)
+    _trial = _jit(_trial)
+    _descend = _jit(_descend)
+
+
+class Descent(NamedTuple):
+    """How a compiled descent ended: ``code`` (CONVERGED, STUCK, ITERATION_CAP, or None for
+    the budget spent), the iterate ``q``, and the counters the solver goes on with."""
+
+    code: Optional[int]
+    q: List[float]
+    cost: float
+    position_error: float
+    angle_error: float
+    iterations: int
+    last_blocked: int
+
+
+class CompiledDescent:
+    """The compiled 6D descent bound to one serial chain and one set of solver settings.
+
+    Args:
+        joint_transforms: per joint the constant 3 x 4 transform of
+            :class:`~ik_node.model.fast_kinematics.SerialKinematics` (joint axis along z).
+        tip_transform: the tip's constant 3 x 4 transform.
+        prismatic, wraps, bounded: per joint (see ``DampedJacobianSolver``).
+        low, high: the joint limits [rad or m].
+        settings: weight [m/rad], tolerances (with their margin) [m, rad], the damping and
+            stall constants and the step cap of the solver, in the kernel's order.
+    """
+
+    #: Iterations per kernel call between two checks of the budget.
+    CHUNK = 8
+
+    def __init__(self, joint_transforms: Sequence[np.ndarray], tip_transform: np.ndarray,
+                 prismatic: Sequence[bool], wraps: Sequence[bool], bounded: Sequence[int],
+                 low: Sequence[float], high: Sequence[float], weight: float, tol_p: float,
+                 tol_r: float, lambda_min: float, lambda_max: float, lambda_down: float,
+                 lambda_up: float, stall_iterations: int, stall_iterations_blocked: int,
+                 stall_factor: float, max_step: float, max_iterations: int):
+        n = len(joint_transforms)
+        model = np.zeros((n + 1, _MODEL_COLUMNS))
+        for i, C in enumerate(joint_transforms):
+            model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+            model[i, _LOW], model[i, _HIGH] = low[i], high[i]
+            model[i, _PRISMATIC] = float(prismatic[i])
+            model[i, _WRAPS] = float(wraps[i])
+            model[i, _BOUNDED] = float(i in bounded)
+        model[n, :12] = np.asarray(tip_transform, dtype=float)[:3, :4].ravel()
+        self.model = model
+        self.settings = np.array([weight * weight, tol_p, tol_r, lambda_min, lambda_max,
+                                  lambda_down, lambda_up, stall_iterations,
+                                  stall_iterations_blocked, stall_factor, max_step, 0.0,
+                                  max_iterations], dtype=float)
+        self._state = np.zeros(STATE_SIZE)
+        self.n = n
+
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) the kernel now, not in the first solve."""
+        target = np.zeros(12)
+        target[3], target[7], target[11] = 1.0, 1.0, 1.0
+        q = np.zeros(self.n)
+        self.descend(target, q.tolist(), np.zeros(self.n), 0.1, 0.0, 0, -1, None)
+
+    def descend(self, target: np.ndarray, q: List[float], best_q: np.ndarray, lam: float,
+                floor: float, iterations: int, last_blocked: int, budget,
+                best_cost: float = math.inf) -> Descent:
+        """One descent from ``q``; ``best_q`` (an array) is updated in place when the descent
+        finds a configuration of lower cost than ``best_cost``. ``budget`` (or None) is asked
+        before each chunk of iterations; a spent budget ends the descent with code None."""
+        state = self._state
+        state[S_LAMBDA] = lam
+        state[S_BEST_COST] = best_cost
+        state[S_ITERATIONS] = iterations
+        state[S_LAST_BLOCKED] = last_blocked
+        state[S_FRESH] = 1.0
+        self.settings[_FLOOR] = floor
+        q_array = np.array(q, dtype=float)
+        while True:
+            if budget is not None and not budget.allows():
+                code = None
+                break
+            code = _descend(self.model, self.settings, target, q_array, best_q, state,
+                            self.CHUNK)
+            if code != CHUNK_DONE:
+                break
+        return Descent(code, q_array.tolist(), float(state[S_COST]),
+                       float(state[S_POSITION_ERROR]), float(state[S_ANGLE_ERROR]),
+                       int(state[S_ITERATIONS]), int(state[S_LAST_BLOCKED]))
+
+    @property
+    def best_cost(self) -> float:
+        """The lowest cost seen by the last :meth:`descend`."""
+        return float(self._state[S_BEST_COST])
