@@ -17,18 +17,13 @@ accelerator off.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-try:
-    if os.environ.get('IK_NODE_NO_NUMBA', '') not in ('', '0'):
-        raise ImportError('IK_NODE_NO_NUMBA is set')
-    import numba
-except ImportError:  # the accelerator is optional: the pure-Python descent serves
-    numba = None
 
 # Kernel exit codes.
 CONVERGED = 0
@@ -49,8 +44,12 @@ STATE_SIZE = 10
 
 
 def available() -> bool:
-    """Whether numba is importable (and not turned off by ``IK_NODE_NO_NUMBA``)."""
-    return numba is not None
+    """Whether numba is installed (and not turned off by ``IK_NODE_NO_NUMBA``); it is
+    imported, and the kernel compiled or loaded from numba's cache, only when the first
+    :class:`CompiledDescent` is made (importing numba costs about 0.5 s)."""
+    if os.environ.get('IK_NODE_NO_NUMBA', '') not in ('', '0'):
+        return False
+    return importlib.util.find_spec('numba') is not None
 
 
 def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
@@ -314,12 +313,39 @@ def _descend(model, settings, target, q, best_q, state, steps):
     return code
 
 
-if numba is not None:
-    _jit = numba.njit(cache=True, nogil=True, fastmath=False)
-    _evaluate = _jit(_evaluate)
-    _damped_solve = _jit(_damped_solve)
-    _trial = _jit(_trial)
-    _descend = _jit(_descend)
+def _lowest_cost(model, settings, target, candidates):
+    """The index of the candidate configuration (a row) of lowest weighted 6D cost (the first
+    of equals)."""
+    n = candidates.shape[1]
+    H = np.empty((n, n))
+    g = np.empty(n)
+    best, best_cost = 0, math.inf
+    for k in range(candidates.shape[0]):
+        # infinite tolerances: the cost alone, no normal equations
+        cost = _evaluate(model, n, target, settings[_W2], math.inf, math.inf, candidates[k],
+                         H, g)[0]
+        if cost < best_cost:
+            best, best_cost = k, cost
+    return best
+
+
+_KERNELS = {}
+
+
+def _kernels():
+    """``(descend, lowest_cost)`` compiled by numba (once per process; numba's cache on disk
+    keeps the machine code between processes)."""
+    if not _KERNELS:
+        import numba
+        jit = numba.njit(cache=True, nogil=True)
+        # The helpers are compiled first: the functions calling them see the compiled ones.
+        global _evaluate, _damped_solve, _trial
+        _evaluate = jit(_evaluate)
+        _damped_solve = jit(_damped_solve)
+        _trial = jit(_trial)
+        _KERNELS['descend'] = jit(_descend)
+        _KERNELS['lowest_cost'] = jit(_lowest_cost)
+    return _KERNELS['descend'], _KERNELS['lowest_cost']
 
 
 class Descent(NamedTuple):
@@ -373,6 +399,7 @@ class CompiledDescent:
                                   max_iterations], dtype=float)
         self._state = np.zeros(STATE_SIZE)
         self.n = n
+        self._descend, self._lowest_cost = _kernels()
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernel now, not in the first solve."""
@@ -380,6 +407,7 @@ class CompiledDescent:
         target[3], target[7], target[11] = 1.0, 1.0, 1.0
         q = np.zeros(self.n)
         self.descend(target, q.tolist(), np.zeros(self.n), 0.1, 0.0, 0, -1, None)
+        self.lowest_cost(target, [q.tolist(), q.tolist()])
 
     def descend(self, target: np.ndarray, q: List[float], best_q: np.ndarray, lam: float,
                 floor: float, iterations: int, last_blocked: int, budget,
@@ -399,13 +427,18 @@ class CompiledDescent:
             if budget is not None and not budget.allows():
                 code = None
                 break
-            code = _descend(self.model, self.settings, target, q_array, best_q, state,
-                            self.CHUNK)
+            code = self._descend(self.model, self.settings, target, q_array, best_q, state,
+                                 self.CHUNK)
             if code != CHUNK_DONE:
                 break
         return Descent(code, q_array.tolist(), float(state[S_COST]),
                        float(state[S_POSITION_ERROR]), float(state[S_ANGLE_ERROR]),
                        int(state[S_ITERATIONS]), int(state[S_LAST_BLOCKED]))
+
+    def lowest_cost(self, target: np.ndarray, candidates: List[List[float]]) -> List[float]:
+        """The candidate configuration of lowest weighted 6D cost (the first of equals)."""
+        return candidates[self._lowest_cost(self.model, self.settings, target,
+                                            np.array(candidates, dtype=float))]
 
     @property
     def best_cost(self) -> float:

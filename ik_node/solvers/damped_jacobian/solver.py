@@ -104,6 +104,13 @@ _RESTART_CANDIDATES = 4
 # benchmarks/results/design-notes.md).
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
+# 6D: the closest-pose search on the position alone (is the position itself out of reach?)
+# runs once this many descents are stuck, [Python descents, compiled descents]. It costs 1-3 ms
+# (Python Newton descents); a Python descent about 0.15 ms, a compiled one about 0.02 ms. After
+# the first stuck descent it cost reachable 6D solves 12 % (UR5) to 27 % (Panda) of their time;
+# with compiled descents, after the second it still ran in 12-21 % of reachable solves and made
+# their 95th percentile (Jaco2, Baxter, Panda: 0.5-4.7 ms), while 8 descents cost about 0.2 ms.
+_POSITION_CHECK_AFTER = {False: 2, True: 8}
 # How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP).
 _TIMEOUT = -1
 _GOOD_ENOUGH = -2
@@ -399,6 +406,7 @@ class DampedJacobianSolver(Solver):
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
         kernel = self._compiled if with_orientation and history is None else None
+        check_after = _POSITION_CHECK_AFTER[kernel is not None]
         if kernel is not None:
             target = np.concatenate([p_target, R_target.ravel()])
         while True:  # one descent from q per pass
@@ -439,11 +447,11 @@ class DampedJacobianSolver(Solver):
                 return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message=f'position provably out of reach: '
                                    f'the best of {restarts + 1} descents')
-            if restarts >= 1 and not position_checked and (
+            if restarts + 1 >= check_after and not position_checked and (
                     min_residual is None or min_residual <= params['position_tolerance']):
                 # Is the position itself out of reach (unproven by the bound)? Asked after the
-                # second stuck descent, not the first: many reachable 6D solves restart once,
-                # and the search would slow them (benchmarks/results/design-notes.md).
+                # second stuck descent (Python), the eighth (compiled): see
+                # _POSITION_CHECK_AFTER.
                 position_checked = True
                 found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
                 iterations += found.iterations
@@ -462,9 +470,12 @@ class DampedJacobianSolver(Solver):
             mid_next = False
             if rng is None:
                 rng = random.Random(params['restart_seed'])
+            if kernel is not None:  # the candidates' costs in the kernel, one call
+                q = kernel.lowest_cost(target, self._restart_candidates(rng))
+                continue
             if cost_of is None:
                 cost_of = make_cost_function()
-            q = self._restart_configuration(rng, cost_of)
+            q = min(self._restart_candidates(rng), key=cost_of)
 
     def _descend(self, evaluate: Callable, q: List[float], state: '_DescentState',
                  with_orientation: bool, floor: float, good_enough: float, budget: Budget,
@@ -588,17 +599,13 @@ class DampedJacobianSolver(Solver):
             dq = step(J, e, lam, weight)
         return self._advance(q, dq), blocked
 
-    def _restart_configuration(self, rng: random.Random, cost_of: Callable) -> List[float]:
-        """The best (lowest cost) of a few uniformly random configurations."""
-        best, best_cost = None, math.inf
+    def _restart_candidates(self, rng: random.Random) -> List[List[float]]:
+        """A few uniformly random configurations; a restart begins at the lowest-cost one (the
+        first of equals)."""
         random_unit = rng.random
-        for _ in range(_RESTART_CANDIDATES):
-            # lo + span * random() is what rng.uniform(lo, hi) computes, without its call.
-            candidate = [lo + span * random_unit() for lo, span in self._restart_spans]
-            cost = cost_of(candidate)
-            if cost < best_cost or best is None:
-                best, best_cost = candidate, cost
-        return best
+        # lo + span * random() is what rng.uniform(lo, hi) computes, without its call.
+        return [[lo + span * random_unit() for lo, span in self._restart_spans]
+                for _ in range(_RESTART_CANDIDATES)]
 
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
