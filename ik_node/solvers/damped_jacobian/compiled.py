@@ -52,22 +52,16 @@ def available() -> bool:
     return importlib.util.find_spec('numba') is not None
 
 
-def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
-    """The weighted 6D error of ``q`` and, above the tolerances, its normal equations.
-
-    Returns ``(cost, position error, angle error, built)``; ``H`` (n x n, full) and ``g`` are
-    filled when ``built`` (errors above ``tol_p`` or ``tol_r``). As ``pose_normal`` of
-    :class:`~ik_node.model.fast_kinematics.SerialKinematics`.
-    """
+def _tip(model, n, q, axes, origins):
+    """The tip's 3 x 4 transform at ``q``; each joint's axis and origin (base frame) into
+    ``axes`` and ``origins``."""
     F = np.eye(4)[:3].copy()
     G = np.empty((3, 4))
-    axes = np.empty((n, 3))
-    origins = np.empty((n, 3))
     for i in range(n):
         for r in range(3):
             for c in range(4):
-                G[r, c] = (F[r, 0] * model[i, 4 * 0 + c] + F[r, 1] * model[i, 4 + c] +
-                           F[r, 2] * model[i, 8 + c])
+                G[r, c] = F[r, 0] * model[i, c] + F[r, 1] * model[i, 4 + c] + \
+                    F[r, 2] * model[i, 8 + c]
             G[r, 3] += F[r, 3]
             axes[i, r] = G[r, 2]
             origins[i, r] = G[r, 3]
@@ -90,6 +84,32 @@ def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
         for c in range(4):
             T[r, c] = F[r, 0] * model[n, c] + F[r, 1] * model[n, 4 + c] + F[r, 2] * model[n, 8 + c]
         T[r, 3] += F[r, 3]
+    return T
+
+
+def _pose_cost(model, n, target, w2, q, axes, origins):
+    """The weighted 6D cost of ``q`` as ``residuals.cost_function`` computes it (the angle by
+    acos), which ranks restart candidates in the Python descent."""
+    T = _tip(model, n, q, axes, origins)
+    c = 0.0
+    for a in range(3):
+        for b in range(3):
+            c += target[3 + 3 * a + b] * T[a, b]
+    angle = math.acos(max(-1.0, min(1.0, 0.5 * (c - 1.0))))
+    return ((target[0] - T[0, 3]) ** 2 + (target[1] - T[1, 3]) ** 2 +
+            (target[2] - T[2, 3]) ** 2 + w2 * angle * angle)
+
+
+def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
+    """The weighted 6D error of ``q`` and, above the tolerances, its normal equations.
+
+    Returns ``(cost, position error, angle error, built)``; ``H`` (n x n, full) and ``g`` are
+    filled when ``built`` (errors above ``tol_p`` or ``tol_r``). As ``pose_normal`` of
+    :class:`~ik_node.model.fast_kinematics.SerialKinematics`.
+    """
+    axes = np.empty((n, 3))
+    origins = np.empty((n, 3))
+    T = _tip(model, n, q, axes, origins)
     dx = target[0] - T[0, 3]
     dy = target[1] - T[1, 3]
     dz = target[2] - T[2, 3]
@@ -317,13 +337,11 @@ def _lowest_cost(model, settings, target, candidates):
     """The index of the candidate configuration (a row) of lowest weighted 6D cost (the first
     of equals)."""
     n = candidates.shape[1]
-    H = np.empty((n, n))
-    g = np.empty(n)
+    axes = np.empty((n, 3))
+    origins = np.empty((n, 3))
     best, best_cost = 0, math.inf
     for k in range(candidates.shape[0]):
-        # infinite tolerances: the cost alone, no normal equations
-        cost = _evaluate(model, n, target, settings[_W2], math.inf, math.inf, candidates[k],
-                         H, g)[0]
+        cost = _pose_cost(model, n, target, settings[_W2], candidates[k], axes, origins)
         if cost < best_cost:
             best, best_cost = k, cost
     return best
@@ -339,7 +357,9 @@ def _kernels():
         import numba
         jit = numba.njit(cache=True, nogil=True)
         # The helpers are compiled first: the functions calling them see the compiled ones.
-        global _evaluate, _damped_solve, _trial
+        global _tip, _pose_cost, _evaluate, _damped_solve, _trial
+        _tip = jit(_tip)
+        _pose_cost = jit(_pose_cost)
         _evaluate = jit(_evaluate)
         _damped_solve = jit(_damped_solve)
         _trial = jit(_trial)
