@@ -99,7 +99,7 @@ def test_the_kernels_error_and_normal_equations_match_the_generated_kinematics()
         target = np.concatenate([T[:3, 3], T[:3, :3].ravel()])
         H, g = np.empty((n, n)), np.empty(n)
         cost, position_error, angle_error, built = evaluate(kernel.model, n, target, w2, 0.0,
-                                                            0.0, q, H, g)
+                                                            0.0, q, H, g, compiled._new_work(n))
         expected = fast.pose_normal(tuple(target.tolist()), w2, (0.0, 0.0), q.tolist())
         assert built
         assert cost == pytest.approx(expected[0], rel=1e-10, abs=1e-14)

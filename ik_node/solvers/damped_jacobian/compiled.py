@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from typing import List, NamedTuple, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -36,13 +36,7 @@ _LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = 12, 13, 14, 15, 16
 _MODEL_COLUMNS = 17
 # Entries of the settings array.
 (_W2, _TOL_P, _TOL_R, _LAMBDA_MIN, _LAMBDA_MAX, _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS,
- _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _FLOOR, _MAX_ITERATIONS) = range(13)
-# Entries of the state array (in and out).
-(S_LAMBDA, S_COST, S_POSITION_ERROR, S_ANGLE_ERROR, S_BEST_COST, S_ITERATIONS, S_LAST_BLOCKED,
- S_STALL_COST, S_STALL_ITERATION, S_FRESH) = range(10)
-STATE_SIZE = 10
-
-
+ _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _MAX_ITERATIONS) = range(12)
 def available() -> bool:
     """Whether numba is installed (and not turned off by ``IK_NODE_NO_NUMBA``); it is
     imported, and the kernel compiled or loaded from numba's cache, only when the first
@@ -52,11 +46,30 @@ def available() -> bool:
     return importlib.util.find_spec('numba') is not None
 
 
-def _tip(model, n, q, axes, origins):
-    """The tip's 3 x 4 transform at ``q``; each joint's axis and origin (base frame) into
-    ``axes`` and ``origins``."""
-    F = np.eye(4)[:3].copy()
-    G = np.empty((3, 4))
+class _Work(NamedTuple):
+    """Scratch arrays of one kernel call, made once and reused by every evaluation."""
+
+    F: np.ndarray        # 3 x 4: the frame so far
+    G: np.ndarray        # 3 x 4: the joint's frame before its motion
+    axes: np.ndarray     # n x 3: joint axes (base frame)
+    origins: np.ndarray  # n x 3: joint origins (base frame)
+    T: np.ndarray        # 3 x 4: the tip
+    E: np.ndarray        # 3 x 3: R_target R^T
+    J: np.ndarray        # 6 x n: the Jacobian
+
+
+def _new_work(n):
+    return _Work(np.empty((3, 4)), np.empty((3, 4)), np.empty((n, 3)), np.empty((n, 3)),
+                 np.empty((3, 4)), np.empty((3, 3)), np.empty((6, n)))
+
+
+def _tip(model, n, q, work):
+    """The tip's 3 x 4 transform at ``q`` into ``work.T``; each joint's axis and origin (base
+    frame) into ``work.axes`` and ``work.origins``."""
+    F, G, axes, origins, T = work.F, work.G, work.axes, work.origins, work.T
+    for r in range(3):
+        for c in range(4):
+            F[r, c] = 1.0 if r == c else 0.0
     for i in range(n):
         for r in range(3):
             for c in range(4):
@@ -79,7 +92,6 @@ def _tip(model, n, q, axes, origins):
                 F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
                 F[r, 2] = G[r, 2]
                 F[r, 3] = G[r, 3]
-    T = np.empty((3, 4))
     for r in range(3):
         for c in range(4):
             T[r, c] = F[r, 0] * model[n, c] + F[r, 1] * model[n, 4 + c] + F[r, 2] * model[n, 8 + c]
@@ -87,10 +99,10 @@ def _tip(model, n, q, axes, origins):
     return T
 
 
-def _pose_cost(model, n, target, w2, q, axes, origins):
+def _pose_cost(model, n, target, w2, q, work):
     """The weighted 6D cost of ``q`` as ``residuals.cost_function`` computes it (the angle by
     acos), which ranks restart candidates in the Python descent."""
-    T = _tip(model, n, q, axes, origins)
+    T = _tip(model, n, q, work)
     c = 0.0
     for a in range(3):
         for b in range(3):
@@ -100,21 +112,19 @@ def _pose_cost(model, n, target, w2, q, axes, origins):
             (target[2] - T[2, 3]) ** 2 + w2 * angle * angle)
 
 
-def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
+def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g, work):
     """The weighted 6D error of ``q`` and, above the tolerances, its normal equations.
 
     Returns ``(cost, position error, angle error, built)``; ``H`` (n x n, full) and ``g`` are
     filled when ``built`` (errors above ``tol_p`` or ``tol_r``). As ``pose_normal`` of
     :class:`~ik_node.model.fast_kinematics.SerialKinematics`.
     """
-    axes = np.empty((n, 3))
-    origins = np.empty((n, 3))
-    T = _tip(model, n, q, axes, origins)
+    T = _tip(model, n, q, work)
+    axes, origins, E, J = work.axes, work.origins, work.E, work.J
     dx = target[0] - T[0, 3]
     dy = target[1] - T[1, 3]
     dz = target[2] - T[2, 3]
     # E = R_target R^T: its skew part and trace give the rotation vector.
-    E = np.empty((3, 3))
     for a in range(3):
         for b in range(3):
             E[a, b] = (target[3 + 3 * a] * T[b, 0] + target[4 + 3 * a] * T[b, 1] +
@@ -149,7 +159,6 @@ def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g):
     cost = position_sq + w2 * angle * angle
     if position_error <= tol_p and angle <= tol_r:
         return cost, position_error, angle, False
-    J = np.empty((6, n))
     px, py, pz = T[0, 3], T[1, 3], T[2, 3]
     for i in range(n):
         zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
@@ -246,16 +255,18 @@ def _trial(model, n, q, H, g, lam, max_step, q_new, L, x, H2, g2):
     return blocked
 
 
-def _descend(model, settings, target, q, best_q, state, steps):
-    """Up to ``steps`` iterations of one descent from ``q`` (updated in place with ``best_q``
-    and ``state``); returns CONVERGED, STUCK, ITERATION_CAP or CHUNK_DONE.
+def _descend(model, settings, target, q, best_q, best_cost, lam, floor, iterations,
+             last_blocked, stall_cost, stall_iteration, fresh, steps):
+    """Up to ``steps`` iterations of one descent from ``q`` (updated in place, as ``best_q``
+    when a configuration of lower cost than ``best_cost`` is found).
 
-    The loop of ``DampedJacobianSolver._solve_dls`` for one descent: at the start of a descent
-    (``state[S_FRESH]``) the damping, the stall reference and the best configuration are set.
+    The loop of ``DampedJacobianSolver._descend``. At the start of a descent (``fresh``) the
+    stall reference is set here. Returns ``(code, best_cost, lam, iterations, last_blocked,
+    stall_cost, stall_iteration)``, code CONVERGED, STUCK, ITERATION_CAP or CHUNK_DONE (call
+    again with the values returned to go on).
     """
     n = q.shape[0]
     w2, tol_p, tol_r = settings[_W2], settings[_TOL_P], settings[_TOL_R]
-    floor = settings[_FLOOR]
     H = np.empty((n, n))
     g = np.empty(n)
     Ht = np.empty((n, n))
@@ -265,19 +276,14 @@ def _descend(model, settings, target, q, best_q, state, steps):
     L = np.empty((n, n))
     x = np.empty(n)
     q_new = np.empty(n)
+    work = _new_work(n)
     cost, position_error, angle_error, built = _evaluate(model, n, target, w2, tol_p, tol_r, q,
-                                                         H, g)
-    iterations = int(state[S_ITERATIONS])
-    if state[S_FRESH] != 0.0:
-        state[S_FRESH] = 0.0
-        if cost < state[S_BEST_COST]:
-            state[S_BEST_COST] = cost
+                                                         H, g, work)
+    if fresh:
+        if cost < best_cost:
+            best_cost = cost
             best_q[:] = q
-        state[S_STALL_COST] = cost
-        state[S_STALL_ITERATION] = iterations
-    lam = state[S_LAMBDA]
-    stall_cost, stall_iteration = state[S_STALL_COST], int(state[S_STALL_ITERATION])
-    last_blocked = int(state[S_LAST_BLOCKED])
+        stall_cost, stall_iteration = cost, iterations
     max_iterations = int(settings[_MAX_ITERATIONS])
     code = CHUNK_DONE
     taken = 0
@@ -299,16 +305,16 @@ def _descend(model, settings, target, q, best_q, state, steps):
         accepted = False
         if blocked >= 0:
             t_cost, t_position, t_angle, t_built = _evaluate(model, n, target, w2, tol_p,
-                                                             tol_r, q_new, Ht, gt)
+                                                             tol_r, q_new, Ht, gt, work)
             if t_cost < cost:
                 accepted = True
                 q[:] = q_new
                 cost, position_error, angle_error = t_cost, t_position, t_angle
-                if t_built:
-                    H[:, :] = Ht
-                    g[:] = gt
-                if cost < state[S_BEST_COST]:
-                    state[S_BEST_COST] = cost
+                if t_built:  # the trial's normal equations become the iterate's
+                    H, Ht = Ht, H
+                    g, gt = gt, g
+                if cost < best_cost:
+                    best_cost = cost
                     best_q[:] = q
                 lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
         if not accepted:
@@ -322,26 +328,17 @@ def _descend(model, settings, target, q, best_q, state, steps):
         if stuck:
             code = STUCK
             break
-    state[S_LAMBDA] = lam
-    state[S_COST] = cost
-    state[S_POSITION_ERROR] = position_error
-    state[S_ANGLE_ERROR] = angle_error
-    state[S_ITERATIONS] = iterations
-    state[S_LAST_BLOCKED] = last_blocked
-    state[S_STALL_COST] = stall_cost
-    state[S_STALL_ITERATION] = stall_iteration
-    return code
+    return code, best_cost, lam, iterations, last_blocked, stall_cost, stall_iteration
 
 
 def _lowest_cost(model, settings, target, candidates):
     """The index of the candidate configuration (a row) of lowest weighted 6D cost (the first
     of equals)."""
     n = candidates.shape[1]
-    axes = np.empty((n, 3))
-    origins = np.empty((n, 3))
+    work = _new_work(n)
     best, best_cost = 0, math.inf
     for k in range(candidates.shape[0]):
-        cost = _pose_cost(model, n, target, settings[_W2], candidates[k], axes, origins)
+        cost = _pose_cost(model, n, target, settings[_W2], candidates[k], work)
         if cost < best_cost:
             best, best_cost = k, cost
     return best
@@ -357,7 +354,8 @@ def _kernels():
         import numba
         jit = numba.njit(cache=True, nogil=True)
         # The helpers are compiled first: the functions calling them see the compiled ones.
-        global _tip, _pose_cost, _evaluate, _damped_solve, _trial
+        global _new_work, _tip, _pose_cost, _evaluate, _damped_solve, _trial
+        _new_work = jit(_new_work)
         _tip = jit(_tip)
         _pose_cost = jit(_pose_cost)
         _evaluate = jit(_evaluate)
@@ -368,21 +366,12 @@ def _kernels():
     return _KERNELS['descend'], _KERNELS['lowest_cost']
 
 
-class Descent(NamedTuple):
-    """How a compiled descent ended: ``code`` (CONVERGED, STUCK, ITERATION_CAP, or None for
-    the budget spent), the iterate ``q``, and the counters the solver goes on with."""
-
-    code: Optional[int]
-    q: List[float]
-    cost: float
-    position_error: float
-    angle_error: float
-    iterations: int
-    last_blocked: int
-
-
 class CompiledDescent:
     """The compiled 6D descent bound to one serial chain and one set of solver settings.
+
+    A solve calls :meth:`start` with its target, then :meth:`descend` once per descent; the
+    best configuration of all its descents is kept in :attr:`best_q` (an array) with its cost
+    :attr:`best_cost`.
 
     Args:
         joint_transforms: per joint the constant 3 x 4 transform of
@@ -390,12 +379,13 @@ class CompiledDescent:
         tip_transform: the tip's constant 3 x 4 transform.
         prismatic, wraps, bounded: per joint (see ``DampedJacobianSolver``).
         low, high: the joint limits [rad or m].
-        settings: weight [m/rad], tolerances (with their margin) [m, rad], the damping and
-            stall constants and the step cap of the solver, in the kernel's order.
+        weight, tol_p, tol_r, ...: the orientation weight [m/rad], the tolerances with their
+            margin [m, rad], the damping and stall constants, the step cap and the iteration
+            cap of the solver.
     """
 
-    #: Iterations per kernel call between two checks of the budget.
-    CHUNK = 8
+    #: Iterations per kernel call between two checks of the budget (about 20 us).
+    CHUNK = 16
 
     def __init__(self, joint_transforms: Sequence[np.ndarray], tip_transform: np.ndarray,
                  prismatic: Sequence[bool], wraps: Sequence[bool], bounded: Sequence[int],
@@ -415,52 +405,58 @@ class CompiledDescent:
         self.model = model
         self.settings = np.array([weight * weight, tol_p, tol_r, lambda_min, lambda_max,
                                   lambda_down, lambda_up, stall_iterations,
-                                  stall_iterations_blocked, stall_factor, max_step, 0.0,
+                                  stall_iterations_blocked, stall_factor, max_step,
                                   max_iterations], dtype=float)
-        self._state = np.zeros(STATE_SIZE)
         self.n = n
+        self.target = np.zeros(12)
+        self.q = np.zeros(n)
+        self.best_q = np.zeros(n)
+        self.best_cost = math.inf
         self._descend, self._lowest_cost = _kernels()
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernel now, not in the first solve."""
-        target = np.zeros(12)
-        target[3], target[7], target[11] = 1.0, 1.0, 1.0
-        q = np.zeros(self.n)
-        self.descend(target, q.tolist(), np.zeros(self.n), 0.1, 0.0, 0, -1, None)
-        self.lowest_cost(target, [q.tolist(), q.tolist()])
+        identity = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+        self.start(identity[:3], np.array(identity[3:]).reshape(3, 3), [0.0] * self.n)
+        self.descend([0.0] * self.n, 0.1, 0.0, 0, -1, None)
+        self.lowest_cost([[0.0] * self.n] * 2)
 
-    def descend(self, target: np.ndarray, q: List[float], best_q: np.ndarray, lam: float,
-                floor: float, iterations: int, last_blocked: int, budget,
-                best_cost: float = math.inf) -> Descent:
-        """One descent from ``q``; ``best_q`` (an array) is updated in place when the descent
-        finds a configuration of lower cost than ``best_cost``. ``budget`` (or None) is asked
-        before each chunk of iterations; a spent budget ends the descent with code None."""
-        state = self._state
-        state[S_LAMBDA] = lam
-        state[S_BEST_COST] = best_cost
-        state[S_ITERATIONS] = iterations
-        state[S_LAST_BLOCKED] = last_blocked
-        state[S_FRESH] = 1.0
-        self.settings[_FLOOR] = floor
-        q_array = np.array(q, dtype=float)
+    def start(self, p_target: Sequence[float], R_target: np.ndarray,
+              q: Sequence[float]) -> None:
+        """A new solve: its target (position [m], rotation matrix), no best configuration yet
+        (``q``, cost infinite)."""
+        target = self.target
+        target[:3] = p_target
+        target[3:] = R_target.ravel()
+        self.best_q[:] = q
+        self.best_cost = math.inf
+
+    def descend(self, q: Sequence[float], lam: float, floor: float, iterations: int,
+                last_blocked: int, budget) -> Tuple[Optional[int], int, int]:
+        """One descent from ``q`` with initial damping ``lam`` and cost floor ``floor``;
+        ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code,
+        iterations, last_blocked)``, code None when the budget is spent; the last iterate is
+        then :attr:`q` (an array)."""
+        q_array = self.q
+        q_array[:] = q
+        best_cost = self.best_cost
+        stall_cost, stall_iteration, fresh = 0.0, 0, True
         while True:
             if budget is not None and not budget.allows():
                 code = None
                 break
-            code = self._descend(self.model, self.settings, target, q_array, best_q, state,
-                                 self.CHUNK)
+            code, best_cost, lam, iterations, last_blocked, stall_cost, stall_iteration = \
+                self._descend(self.model, self.settings, self.target, q_array, self.best_q,
+                              best_cost, lam, floor, iterations, last_blocked, stall_cost,
+                              stall_iteration, fresh, self.CHUNK)
+            fresh = False
             if code != CHUNK_DONE:
                 break
-        return Descent(code, q_array.tolist(), float(state[S_COST]),
-                       float(state[S_POSITION_ERROR]), float(state[S_ANGLE_ERROR]),
-                       int(state[S_ITERATIONS]), int(state[S_LAST_BLOCKED]))
+        self.best_cost = best_cost
+        return code, iterations, last_blocked
 
-    def lowest_cost(self, target: np.ndarray, candidates: List[List[float]]) -> List[float]:
-        """The candidate configuration of lowest weighted 6D cost (the first of equals)."""
-        return candidates[self._lowest_cost(self.model, self.settings, target,
+    def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
+        """The candidate configuration of lowest weighted 6D cost to the target of
+        :meth:`start` (the first of equals)."""
+        return candidates[self._lowest_cost(self.model, self.settings, self.target,
                                             np.array(candidates, dtype=float))]
-
-    @property
-    def best_cost(self) -> float:
-        """The lowest cost seen by the last :meth:`descend`."""
-        return float(self._state[S_BEST_COST])

@@ -276,7 +276,7 @@ class DampedJacobianSolver(Solver):
             raw = self._solve_transpose(self._error_function(p_target, R_target),
                                         q_seed.tolist())
         else:
-            raw = self._solve_dls(self._dls_evaluator(p_target, R_target),
+            raw = self._solve_dls(functools.partial(self._dls_evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, self.params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
@@ -361,12 +361,13 @@ class DampedJacobianSolver(Solver):
             q = self._clip((np.asarray(q) + eta * gradient).tolist())
             iterations += 1
 
-    def _solve_dls(self, evaluate: Callable, make_cost_function: Callable, q: List[float],
+    def _solve_dls(self, make_evaluate: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float],
                    p_target: np.ndarray, R_target: Optional[np.ndarray] = None) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
-        against the mid configuration (built when first needed). Each descent runs in
+        against the mid configuration (built when first needed), ``make_evaluate()`` the
+        ``evaluate(q)`` of :meth:`_dls_evaluator` for the Python descents. Each descent runs in
         :meth:`_descend`, or in the compiled kernel (:mod:`.compiled`) for a pose target where
         numba is installed: the same iterations either way."""
         params = self.params
@@ -406,15 +407,17 @@ class DampedJacobianSolver(Solver):
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
         kernel = self._compiled if with_orientation and history is None else None
+        evaluate: Optional[Callable] = None
         check_after = _POSITION_CHECK_AFTER[kernel is not None]
         if kernel is not None:
-            target = np.concatenate([p_target, R_target.ravel()])
+            kernel.start(p_target, R_target, q)
         while True:  # one descent from q per pass
             descent_start = descent.iterations
             if kernel is not None:
-                end, descent = self._descend_compiled(kernel, target, q, descent, floor,
-                                                      budget)
+                end, descent = self._descend_compiled(kernel, q, descent, floor, budget)
             else:
+                if evaluate is None:
+                    evaluate = make_evaluate()
                 end, descent = self._descend(evaluate, q, descent, with_orientation, floor,
                                              good_enough, budget, history)
             iterations, best_q = descent.iterations, descent.best_q
@@ -453,7 +456,8 @@ class DampedJacobianSolver(Solver):
                 # second stuck descent (Python), the eighth (compiled): see
                 # _POSITION_CHECK_AFTER.
                 position_checked = True
-                found = self._search(p_target, best_q, budget, iterations, restarts, None, None)
+                found = self._search(p_target, np.asarray(best_q).tolist(), budget, iterations,
+                                     restarts, None, None)
                 iterations += found.iterations
                 descent = descent._replace(iterations=iterations)
                 budget.mark()
@@ -471,7 +475,7 @@ class DampedJacobianSolver(Solver):
             if rng is None:
                 rng = random.Random(params['restart_seed'])
             if kernel is not None:  # the candidates' costs in the kernel, one call
-                q = kernel.lowest_cost(target, self._restart_candidates(rng))
+                q = kernel.lowest_cost(self._restart_candidates(rng))
                 continue
             if cost_of is None:
                 cost_of = make_cost_function()
@@ -544,16 +548,16 @@ class DampedJacobianSolver(Solver):
                 stall_cost, stall_iteration = cost, iterations
         return end, _DescentState(best_q, best_cost, iterations, last_blocked, q)
 
-    def _descend_compiled(self, kernel: compiled.CompiledDescent, target: np.ndarray,
-                          q: List[float], state: '_DescentState', floor: float,
+    def _descend_compiled(self, kernel: compiled.CompiledDescent, q: List[float],
+                          state: '_DescentState', floor: float,
                           budget: Budget) -> Tuple[int, '_DescentState']:
-        """One descent from ``q`` in the compiled kernel; as :meth:`_descend` (pose targets)."""
-        best = np.array(state.best_q, dtype=float)
-        end = kernel.descend(target, q, best, self.params['damping'], floor, state.iterations,
-                             state.last_blocked, budget, state.best_cost)
-        return (_TIMEOUT if end.code is None else end.code,
-                _DescentState(best.tolist(), kernel.best_cost, end.iterations, end.last_blocked,
-                              end.q))
+        """One descent from ``q`` in the compiled kernel; as :meth:`_descend` (pose targets).
+        The configurations in the state it returns are arrays."""
+        code, iterations, last_blocked = kernel.descend(
+            q, self.params['damping'], floor, state.iterations, state.last_blocked, budget)
+        return (_TIMEOUT if code is None else code,
+                _DescentState(kernel.best_q, kernel.best_cost, iterations, last_blocked,
+                              kernel.q))
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
