@@ -20,7 +20,8 @@ Usage (see benchmarks/README.md)::
         --param damped_jacobian.damping=0.01
     python benchmarks/bench_solvers.py --urdf my.urdf --base base_link --tip tool0
 
-Writes ``results.json``, ``results.md`` and ``solvers.png`` into ``--out``.
+Writes ``NAME.json``, ``NAME.md`` (``--name``, default ``results``) and ``solvers.png`` into
+``--out``.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def run_block(robot: Robot, task: str, seed_kind: str, adapters, targets, q_seed
                 c1 = time.process_time()
                 # The lesser of wall and process CPU time: wall time includes what the shared
                 # machine took from the process (preemption, steal); CPU time counts every
-                # thread (TRAC-IK races two), so for it wall time is the lesser.
+                # thread of the process (TRAC-IK starts two per solve).
                 r['wall'][i], r['cpu'][i] = t1 - t0, c1 - c0
                 r['t'][i] = min(t1 - t0, c1 - c0)
                 if not failed:
@@ -520,6 +521,8 @@ def main(argv=None) -> int:
     ap.add_argument('--out', type=Path, default=None,
                     help='results folder (default: benchmarks/results; with --quick a temporary '
                          'folder, so a smoke run never overwrites the committed results)')
+    ap.add_argument('--name', default='results',
+                    help='file name of the results: NAME.json, NAME.md (default results)')
     ap.add_argument('--no-plot', action='store_true')
     ap.add_argument('--label', default='', help='free text recorded in the results (e.g. what '
                     'source tree was measured)')
@@ -598,9 +601,10 @@ def main(argv=None) -> int:
                'elapsed_s': time.perf_counter() - t_start}
     results['goals'] = report.goals(results)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / 'results.json').write_text(json.dumps(results, indent=1, default=_jsonable))
-    (args.out / 'results.md').write_text(report.markdown(results))
-    log(f'wrote {args.out / "results.json"} and {args.out / "results.md"}')
+    json_path, md_path = args.out / f'{args.name}.json', args.out / f'{args.name}.md'
+    json_path.write_text(json.dumps(results, indent=1, default=_jsonable))
+    md_path.write_text(report.markdown(results))
+    log(f'wrote {json_path} and {md_path}')
     if not args.no_plot:
         try:
             import plot_results

@@ -28,8 +28,8 @@ TRAC-IK (``pytracik.TRAC_IK``, SolveType Speed, timeout = the budget):
 * its ``eps`` bounds each component of the twist error, not its norm: eps = 1e-5 / sqrt(3), so
   its converged answers are within 1e-5 m and 1e-5 rad (TRAC-IK's own protocol uses eps = 1e-5
   per component and so accepts position errors up to 1.7e-5 m);
-* it runs two threads per solve (KDL's Newton-Raphson and NLopt's SQP race): its process CPU
-  time is about twice its wall time, which the harness reports beside it.
+* it starts two threads per solve (KDL's Newton-Raphson and NLopt's SQP race): the harness
+  reports its process CPU time (all threads) beside its wall time.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import report_peers
+
 IK_NODE_FIRST = ('damped_jacobian', 'fabrik', 'analytic_hip_knee')
 #: TRAC-IK's README (v1.5.1): success within 5 ms with its protocol (random in-limit joint
 #: vectors, mid-limit seed, 1e-5), C++, 0.28-0.37 ms mean over these arms.
@@ -125,7 +127,7 @@ def goals_issue14(results) -> List[Dict[str, Any]]:
             out.append(_goal(f'damped_jacobian {robot} 6D, random seeds: success >= 99 % within '
                              '1 ms', f'{s["success_within_1ms_pct"]:.1f} %',
                              s['success_within_1ms_pct'] >= 99.0))
-    return out
+    return out + report_peers.peers_goals(results)
 
 
 def tracik_markdown(results) -> List[str]:
@@ -133,21 +135,23 @@ def tracik_markdown(results) -> List[str]:
     blocks = [b for b in results['blocks'] if b['task'] == 'tracik']
     if not blocks:
         return []
-    lines = ['## TRAC-IK protocol (6D, mid-limit seed, 5 ms, 1e-5 m and 1e-5 rad)', '',
-             'Random in-limit joint vectors through FK, solved from the mid-limit configuration; '
+    lines = ['## TRAC-IK protocol (6D, 5 ms, 1e-5 m and 1e-5 rad)', '',
+             'Random in-limit joint vectors through FK, solved from the mid-limit configuration '
+             '(TRAC-IK\'s protocol) or a random seed; '
              'success = position error < 1e-5 m and rotation error < 1e-5 rad within 5 ms '
              '(ik_node\'s damped_jacobian run with `orientation_tolerance` 1e-5). TRAC-IK\'s '
              'figures are those its README (v1.5.1) publishes for the same protocol, measured '
              'in C++ on its authors\' machine (0.28-0.37 ms mean); not rerun here.', '',
-             '| robot | DOF | damped_jacobian success % | mean ms | median ms | within 1 ms % | '
-             'KDL LMA success % | KDL LMA median ms | TRAC-IK published success % |',
-             '|---|---|---|---|---|---|---|---|---|']
+             '| robot | DOF | seed | damped_jacobian success % | mean ms | median ms | '
+             'within 1 ms % | KDL LMA success % | KDL LMA median ms | TRAC-IK published '
+             'success % (mid seed) |',
+             '|---|---|---|---|---|---|---|---|---|---|']
     for b in blocks:
         s = b['solvers'].get('damped_jacobian')
         lma = b['solvers'].get('kdl_lma')
         published = TRACIK_PUBLISHED_PCT.get(b['robot'])
         lines.append(
-            f'| {b["robot"]} | {b["dof"]} | '
+            f'| {b["robot"]} | {b["dof"]} | {b["seed"]} | '
             + (f'{s["success_pct"]:.2f} | {s["mean_ms"]:.3f} | {s["median_ms"]:.3f} | '
                f'{s.get("success_within_1ms_pct", float("nan")):.1f} | ' if s else
                '- | - | - | - | ')
@@ -301,6 +305,7 @@ def markdown(results) -> str:
                   f'- uncapped, reported iterations <= 10 and measured error < 1e-4 m: '
                   f'{f["reported_le_10_pct"]:.1f} %', '']
     lines += tracik_markdown(results)
+    lines += report_peers.peers_markdown(results)
     lines += out_of_reach_markdown(results)
     lines += ['## Goals', '', '| goal | measured | verdict |', '|---|---|---|']
     for g in results['goals']:
