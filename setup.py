@@ -73,6 +73,8 @@ setup(
         'demo': ['matplotlib'],
         # the compiled peers of benchmarks/bench_solvers.py (optional; skipped when missing)
         'bench': ['optik-py', 'pytracik'],
+        # damped_jacobian's optional compiled descent (docs/speed.md; rosdep key python3-numba)
+        'fast': ['numba'],
         'test': ['pytest', 'hypothesis', 'ruff', 'psutil', 'wheel', 'setuptools<80',
                  'colcon-core', 'colcon-ros', 'colcon-package-selection'],
     },

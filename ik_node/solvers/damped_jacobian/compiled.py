@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -30,6 +30,7 @@ CONVERGED = 0
 STUCK = 1
 ITERATION_CAP = 2
 CHUNK_DONE = 3
+TIMEOUT = 4  # the budget is spent (set by CompiledDescent.descend, not the kernel)
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
 _LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = 12, 13, 14, 15, 16
@@ -432,18 +433,18 @@ class CompiledDescent:
         self.best_cost = math.inf
 
     def descend(self, q: Sequence[float], lam: float, floor: float, iterations: int,
-                last_blocked: int, budget) -> Tuple[Optional[int], int, int]:
+                last_blocked: int, budget) -> Tuple[int, np.ndarray, int, int]:
         """One descent from ``q`` with initial damping ``lam`` and cost floor ``floor``;
-        ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code,
-        iterations, last_blocked)``, code None when the budget is spent; the last iterate is
-        then :attr:`q` (an array)."""
+        ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code, last
+        iterate, iterations, last_blocked)``: code CONVERGED, STUCK, ITERATION_CAP or TIMEOUT
+        (the budget spent); the last iterate is :attr:`q` (reused by the next descent)."""
         q_array = self.q
         q_array[:] = q
         best_cost = self.best_cost
         stall_cost, stall_iteration, fresh = 0.0, 0, True
         while True:
             if budget is not None and not budget.allows():
-                code = None
+                code = TIMEOUT
                 break
             code, best_cost, lam, iterations, last_blocked, stall_cost, stall_iteration = \
                 self._descend(self.model, self.settings, self.target, q_array, self.best_q,
@@ -453,7 +454,7 @@ class CompiledDescent:
             if code != CHUNK_DONE:
                 break
         self.best_cost = best_cost
-        return code, iterations, last_blocked
+        return code, q_array, iterations, last_blocked
 
     def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
         """The candidate configuration of lowest weighted 6D cost to the target of

@@ -59,7 +59,7 @@ from __future__ import annotations
 import functools
 import math
 import random
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -111,21 +111,9 @@ _TWO_PI = 2.0 * math.pi
 # with compiled descents, after the second it still ran in 12-21 % of reachable solves and made
 # their 95th percentile (Jaco2, Baxter, Panda: 0.5-4.7 ms), while 8 descents cost about 0.2 ms.
 _POSITION_CHECK_AFTER = {False: 2, True: 8}
-# How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP).
-_TIMEOUT = -1
-_GOOD_ENOUGH = -2
-
-
-class _DescentState(NamedTuple):
-    """What one descent hands to the next: the best configuration of the solve and its cost,
-    the iterations of the solve so far, the last iteration in which joints at a limit sat out a
-    step, and the descent's last iterate ``q``."""
-
-    best_q: List[float]
-    best_cost: float
-    iterations: int
-    last_blocked: int
-    q: Optional[List[float]] = None
+# How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
+# position only, within tolerance of the proven bound.
+_GOOD_ENOUGH = -1
 
 
 class DampedJacobianSolver(Solver):
@@ -228,6 +216,11 @@ class DampedJacobianSolver(Solver):
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
         self._compiled = self._compiled_descent(chain, fast)
+        params = self.params
+        # (iteration cap, tolerances with their margin, initial damping) of every descent
+        self._descent_constants = (
+            params['max_iterations'], _TOLERANCE_MARGIN * params['position_tolerance'],
+            _TOLERANCE_MARGIN * params['orientation_tolerance'], params['damping'])
         if self._closest is not None and self._reach is not None and fast is not None:
             # Once per solver, with the generated kinematics of a serial chain (the cost:
             # benchmarks/results/design-notes.md).
@@ -276,7 +269,9 @@ class DampedJacobianSolver(Solver):
             raw = self._solve_transpose(self._error_function(p_target, R_target),
                                         q_seed.tolist())
         else:
-            raw = self._solve_dls(functools.partial(self._dls_evaluator, p_target, R_target),
+            raw = self._solve_dls(self._dls_evaluator(p_target, R_target)
+                                  if R_target is None or self._compiled is None else
+                                  functools.partial(self._dls_evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, self.params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
@@ -361,13 +356,14 @@ class DampedJacobianSolver(Solver):
             q = self._clip((np.asarray(q) + eta * gradient).tolist())
             iterations += 1
 
-    def _solve_dls(self, make_evaluate: Callable, make_cost_function: Callable, q: List[float],
+    def _solve_dls(self, evaluator: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float],
                    p_target: np.ndarray, R_target: Optional[np.ndarray] = None) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
-        against the mid configuration (built when first needed), ``make_evaluate()`` the
-        ``evaluate(q)`` of :meth:`_dls_evaluator` for the Python descents. Each descent runs in
+        against the mid configuration (built when first needed). ``evaluator`` is the
+        ``evaluate(q)`` of :meth:`_dls_evaluator` for the Python descents, or (a pose target
+        where the compiled descents serve) a function making it. Each descent runs in
         :meth:`_descend`, or in the compiled kernel (:mod:`.compiled`) for a pose target where
         numba is installed: the same iterations either way."""
         params = self.params
@@ -383,7 +379,8 @@ class DampedJacobianSolver(Solver):
             good_enough = min_residual + params['position_tolerance']
         rng: Optional[random.Random] = None
         restarts = 0
-        descent = _DescentState(q, math.inf, 0, -1)
+        best_q, best_cost, iterations = q, math.inf, 0
+        last_blocked = -1  # the last iteration in which joints at a limit sat out the step
         # 6D: the first restart after a descent that ended pressed against a joint limit begins
         # at the mid configuration (unless the seed was it), far from every limit: a descent
         # from there converges more often than one from a random configuration. Not for
@@ -407,33 +404,35 @@ class DampedJacobianSolver(Solver):
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
         kernel = self._compiled if with_orientation and history is None else None
-        evaluate: Optional[Callable] = None
+        evaluate = None if with_orientation and self._compiled is not None else evaluator
         check_after = _POSITION_CHECK_AFTER[kernel is not None]
         if kernel is not None:
             kernel.start(p_target, R_target, q)
         while True:  # one descent from q per pass
-            descent_start = descent.iterations
+            descent_start = iterations
             if kernel is not None:
-                end, descent = self._descend_compiled(kernel, q, descent, floor, budget)
+                end, q, iterations, last_blocked = kernel.descend(
+                    q, params['damping'], floor, iterations, last_blocked, budget)
+                best_q, best_cost = kernel.best_q, kernel.best_cost  # arrays of the kernel
             else:
-                if evaluate is None:
-                    evaluate = make_evaluate()
-                end, descent = self._descend(evaluate, q, descent, with_orientation, floor,
-                                             good_enough, budget, history)
-            iterations, best_q = descent.iterations, descent.best_q
+                if evaluate is None:  # 6D, compiled descents, a history recorded
+                    evaluate = evaluator()
+                end, q, best_q, best_cost, iterations, last_blocked = self._descend(
+                    evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
+                    floor, good_enough, budget, history)
             if end == compiled.CONVERGED:
-                return RawSolution(np.array(descent.q), IkStatus.CONVERGED, iterations,
+                return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
                                    history=history,
                                    message=f'converged after {restarts} restarts')
             if end == _GOOD_ENOUGH:
-                return RawSolution(np.array(descent.q), IkStatus.UNREACHABLE, iterations,
+                return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message='out of reach: the closest '
                                    'configuration found is within tolerance of the bound')
             if end == compiled.ITERATION_CAP:
                 return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
                                    history=history,
                                    message=f'{iterations} iterations, {restarts} restarts')
-            if end == _TIMEOUT:
+            if end == compiled.TIMEOUT:
                 return RawSolution(np.array(best_q), IkStatus.TIMEOUT, iterations,
                                    history=history, message=f'timeout '
                                    f'{params["timeout"]:g} s after {restarts} restarts')
@@ -459,7 +458,6 @@ class DampedJacobianSolver(Solver):
                 found = self._search(p_target, np.asarray(best_q).tolist(), budget, iterations,
                                      restarts, None, None)
                 iterations += found.iterations
-                descent = descent._replace(iterations=iterations)
                 budget.mark()
                 if STOP_STATUS[found.stop] is IkStatus.UNREACHABLE:
                     return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
@@ -468,7 +466,7 @@ class DampedJacobianSolver(Solver):
                                        f'closest-pose search, {found.descents} descents); the '
                                        f'best pose of {restarts + 1} descents')
             restarts += 1
-            if mid_next and descent.last_blocked >= descent_start:
+            if mid_next and last_blocked >= descent_start:
                 q, mid_next = self._mid, False
                 continue
             mid_next = False
@@ -481,22 +479,20 @@ class DampedJacobianSolver(Solver):
                 cost_of = make_cost_function()
             q = min(self._restart_candidates(rng), key=cost_of)
 
-    def _descend(self, evaluate: Callable, q: List[float], state: '_DescentState',
-                 with_orientation: bool, floor: float, good_enough: float, budget: Budget,
-                 history: Optional[List[float]]) -> Tuple[int, '_DescentState']:
-        """One descent from ``q`` in Python: ``(how it ended, the state after it)``.
+    def _descend(self, evaluate: Callable, q: List[float], best_q: List[float],
+                 best_cost: float, iterations: int, last_blocked: int, with_orientation: bool,
+                 floor: float, good_enough: float, budget: Budget,
+                 history: Optional[List[float]]) -> Tuple:
+        """One descent from ``q`` in Python: ``(how it ended, its last iterate, the best
+        configuration of the solve so far and its cost, the iterations of the solve, the last
+        iteration in which joints at a limit sat out a step)``.
 
-        Ends CONVERGED, STUCK, ITERATION_CAP (of the whole solve), _TIMEOUT, _GOOD_ENOUGH
+        Ends CONVERGED, STUCK, ITERATION_CAP (of the whole solve), TIMEOUT, _GOOD_ENOUGH
         (position only, within tolerance of the proven bound), or STUCK when the budget is spent
         on a position target with enough left to hand it to the closest-pose search.
         """
-        params = self.params
-        max_iterations = params['max_iterations']
-        tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
-        tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
+        max_iterations, tol_p, tol_r, lam = self._descent_constants
         step = self._steps[with_orientation]
-        best_q, best_cost, iterations, last_blocked, _ = state
-        lam = params['damping']
         cost, position_error, angle_error, A, b = evaluate(q)
         if history is not None:
             history.append(position_error)
@@ -520,7 +516,7 @@ class DampedJacobianSolver(Solver):
                 # one: after a stall of the machine in the first, the search's Newton steps
                 # may still fit (it paces its own steps).
                 end = compiled.STUCK if not with_orientation and budget.can_hand_over() \
-                    else _TIMEOUT
+                    else compiled.TIMEOUT
                 break
             iterations += 1
             try:
@@ -546,18 +542,7 @@ class DampedJacobianSolver(Solver):
                                                 else _STALL_ITERATIONS):
                 stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
                 stall_cost, stall_iteration = cost, iterations
-        return end, _DescentState(best_q, best_cost, iterations, last_blocked, q)
-
-    def _descend_compiled(self, kernel: compiled.CompiledDescent, q: List[float],
-                          state: '_DescentState', floor: float,
-                          budget: Budget) -> Tuple[int, '_DescentState']:
-        """One descent from ``q`` in the compiled kernel; as :meth:`_descend` (pose targets).
-        The configurations in the state it returns are arrays."""
-        code, iterations, last_blocked = kernel.descend(
-            q, self.params['damping'], floor, state.iterations, state.last_blocked, budget)
-        return (_TIMEOUT if code is None else code,
-                _DescentState(kernel.best_q, kernel.best_cost, iterations, last_blocked,
-                              kernel.q))
+        return end, q, best_q, best_cost, iterations, last_blocked
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
