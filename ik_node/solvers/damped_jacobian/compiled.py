@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from typing import List, NamedTuple, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -370,9 +370,8 @@ def _kernels():
 class CompiledDescent:
     """The compiled 6D descent bound to one serial chain and one set of solver settings.
 
-    A solve calls :meth:`start` with its target, then :meth:`descend` once per descent; the
-    best configuration of all its descents is kept in :attr:`best_q` (an array) with its cost
-    :attr:`best_cost`.
+    A solve calls :meth:`start` with its target and runs its descents on the
+    :class:`DescentRun` it returns.
 
     Args:
         joint_transforms: per joint the constant 3 x 4 transform of
@@ -409,37 +408,53 @@ class CompiledDescent:
                                   stall_iterations_blocked, stall_factor, max_step,
                                   max_iterations], dtype=float)
         self.n = n
-        self.target = np.zeros(12)
-        self.q = np.zeros(n)
-        self.best_q = np.zeros(n)
-        self.best_cost = math.inf
-        self._descend, self._lowest_cost = _kernels()
+        self.descend_kernel, self.lowest_cost_kernel = _kernels()
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernel now, not in the first solve."""
-        identity = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-        self.start(identity[:3], np.array(identity[3:]).reshape(3, 3), [0.0] * self.n)
-        self.descend([0.0] * self.n, 0.1, 0.0, 0, -1, None)
-        self.lowest_cost([[0.0] * self.n] * 2)
+        run = self.start([0.0, 0.0, 0.0], np.eye(3), [0.0] * self.n)
+        run.descend([0.0] * self.n, 0.1, 0.0, 0, -1, None)
+        run.lowest_cost([[0.0] * self.n] * 2)
 
     def start(self, p_target: Sequence[float], R_target: np.ndarray,
-              q: Sequence[float]) -> None:
-        """A new solve: its target (position [m], rotation matrix), no best configuration yet
-        (``q``, cost infinite)."""
-        target = self.target
+              q: Sequence[float]) -> 'DescentRun':
+        """The descents of one solve toward a target (position [m], rotation matrix), with no
+        best configuration yet (``q``, cost infinite)."""
+        return DescentRun(self, p_target, R_target, q)
+
+
+class DescentRun:
+    """The compiled descents of one solve: its target, the last iterate :attr:`q` and the best
+    configuration of all its descents :attr:`best_q` (arrays) with its cost :attr:`best_cost`.
+    Its own arrays: solves on one solver from several threads do not share them."""
+
+    __slots__ = ('kernel', 'target', 'q', 'best_q', 'best_cost')
+
+    def __init__(self, kernel: CompiledDescent, p_target: Sequence[float], R_target: np.ndarray,
+                 q: Sequence[float]):
+        self.kernel = kernel
+        target = self.target = np.empty(12)
         target[:3] = p_target
         target[3:] = R_target.ravel()
-        self.best_q[:] = q
+        self.q = np.empty(kernel.n)
+        self.best_q = np.array(q, dtype=float)
         self.best_cost = math.inf
 
     def descend(self, q: Sequence[float], lam: float, floor: float, iterations: int,
-                last_blocked: int, budget) -> Tuple[int, np.ndarray, int, int]:
-        """One descent from ``q`` with initial damping ``lam`` and cost floor ``floor``;
+                last_blocked: int, budget, stall_factor: Optional[float] = None
+                ) -> Tuple[int, np.ndarray, int, int]:
+        """One descent from ``q`` with initial damping ``lam`` and cost floor ``floor``
+        (and, when given, another stall factor than the solver's for this descent);
         ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code, last
         iterate, iterations, last_blocked)``: code CONVERGED, STUCK, ITERATION_CAP or TIMEOUT
         (the budget spent); the last iterate is :attr:`q` (reused by the next descent)."""
+        kernel = self.kernel
         q_array = self.q
         q_array[:] = q
+        settings = kernel.settings
+        if stall_factor is not None:
+            settings = settings.copy()
+            settings[_STALL_FACTOR] = stall_factor
         best_cost = self.best_cost
         stall_cost, stall_iteration, fresh = 0.0, 0, True
         while True:
@@ -447,9 +462,9 @@ class CompiledDescent:
                 code = TIMEOUT
                 break
             code, best_cost, lam, iterations, last_blocked, stall_cost, stall_iteration = \
-                self._descend(self.model, self.settings, self.target, q_array, self.best_q,
-                              best_cost, lam, floor, iterations, last_blocked, stall_cost,
-                              stall_iteration, fresh, self.CHUNK)
+                kernel.descend_kernel(kernel.model, settings, self.target, q_array, self.best_q,
+                                      best_cost, lam, floor, iterations, last_blocked,
+                                      stall_cost, stall_iteration, fresh, kernel.CHUNK)
             fresh = False
             if code != CHUNK_DONE:
                 break
@@ -457,7 +472,8 @@ class CompiledDescent:
         return code, q_array, iterations, last_blocked
 
     def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
-        """The candidate configuration of lowest weighted 6D cost to the target of
-        :meth:`start` (the first of equals)."""
-        return candidates[self._lowest_cost(self.model, self.settings, self.target,
-                                            np.array(candidates, dtype=float))]
+        """The candidate configuration of lowest weighted 6D cost to the target (the first of
+        equals)."""
+        kernel = self.kernel
+        return candidates[kernel.lowest_cost_kernel(kernel.model, kernel.settings, self.target,
+                                                    np.array(candidates, dtype=float))]

@@ -406,14 +406,13 @@ class DampedJacobianSolver(Solver):
         kernel = self._compiled if with_orientation and history is None else None
         evaluate = None if with_orientation and self._compiled is not None else evaluator
         check_after = _POSITION_CHECK_AFTER[kernel is not None]
-        if kernel is not None:
-            kernel.start(p_target, R_target, q)
+        run = None if kernel is None else kernel.start(p_target, R_target, q)
         while True:  # one descent from q per pass
             descent_start = iterations
-            if kernel is not None:
-                end, q, iterations, last_blocked = kernel.descend(
+            if run is not None:
+                end, q, iterations, last_blocked = run.descend(
                     q, params['damping'], floor, iterations, last_blocked, budget)
-                best_q, best_cost = kernel.best_q, kernel.best_cost  # arrays of the kernel
+                best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
             else:
                 if evaluate is None:  # 6D, compiled descents, a history recorded
                     evaluate = evaluator()
@@ -472,8 +471,8 @@ class DampedJacobianSolver(Solver):
             mid_next = False
             if rng is None:
                 rng = random.Random(params['restart_seed'])
-            if kernel is not None:  # the candidates' costs in the kernel, one call
-                q = kernel.lowest_cost(self._restart_candidates(rng))
+            if run is not None:  # the candidates' costs in the kernel, one call
+                q = run.lowest_cost(self._restart_candidates(rng))
                 continue
             if cost_of is None:
                 cost_of = make_cost_function()
