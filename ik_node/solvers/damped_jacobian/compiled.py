@@ -10,9 +10,9 @@ iteration). Restarts, the closest-pose check and the budget stay in Python.
 
 The kernel is generic: a chain is passed as an array (per joint the constant 3 x 4 transform of
 :class:`~ik_node.model.fast_kinematics.SerialKinematics`, its limits and kind), so one compiled
-function serves every chain. It is compiled on first use (about 2-4 s) and cached on disk by
-numba (``cache=True``: later processes load it in about 0.1 s); ``IK_NODE_NO_NUMBA=1`` turns the
-accelerator off.
+function serves every chain. It is compiled when the first solver using it is built and cached
+on disk by numba (``cache=True``: later processes load it); ``IK_NODE_NO_NUMBA=1`` turns the
+accelerator off. Install size and start-up cost: docs/speed.md.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _MODEL_COLUMNS = 17
 def available() -> bool:
     """Whether numba is installed (and not turned off by ``IK_NODE_NO_NUMBA``); it is
     imported, and the kernel compiled or loaded from numba's cache, only when the first
-    :class:`CompiledDescent` is made (importing numba costs about 0.5 s)."""
+    :class:`CompiledDescent` is made (importing numba takes a noticeable part of a second)."""
     if os.environ.get('IK_NODE_NO_NUMBA', '') not in ('', '0'):
         return False
     return importlib.util.find_spec('numba') is not None
@@ -384,7 +384,7 @@ class CompiledDescent:
             cap of the solver.
     """
 
-    #: Iterations per kernel call between two checks of the budget (about 20 us).
+    #: Iterations per kernel call between two checks of the budget.
     CHUNK = 16
 
     def __init__(self, joint_transforms: Sequence[np.ndarray], tip_transform: np.ndarray,

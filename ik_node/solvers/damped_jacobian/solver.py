@@ -105,11 +105,9 @@ _RESTART_CANDIDATES = 4
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
 # 6D: the closest-pose search on the position alone (is the position itself out of reach?)
-# runs once this many descents are stuck, [Python descents, compiled descents]. It costs 1-3 ms
-# (Python Newton descents); a Python descent about 0.15 ms, a compiled one about 0.02 ms. After
-# the first stuck descent it cost reachable 6D solves 12 % (UR5) to 27 % (Panda) of their time;
-# with compiled descents, after the second it still ran in 12-21 % of reachable solves and made
-# their 95th percentile (Jaco2, Baxter, Panda: 0.5-4.7 ms), while 8 descents cost about 0.2 ms.
+# runs once this many descents are stuck, {Python descents: n, compiled descents: n}: the search
+# costs about ten Python descents, a hundred compiled ones, and in reachable solves it is wasted
+# time (benchmarks/results/design-notes.md).
 _POSITION_CHECK_AFTER = {False: 2, True: 8}
 # How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
 # position only, within tolerance of the proven bound.
@@ -451,8 +449,7 @@ class DampedJacobianSolver(Solver):
             if restarts + 1 >= check_after and not position_checked and (
                     min_residual is None or min_residual <= params['position_tolerance']):
                 # Is the position itself out of reach (unproven by the bound)? Asked after the
-                # second stuck descent (Python), the eighth (compiled): see
-                # _POSITION_CHECK_AFTER.
+                # second stuck descent (Python), the eighth (compiled): _POSITION_CHECK_AFTER.
                 position_checked = True
                 found = self._search(p_target, np.asarray(best_q).tolist(), budget, iterations,
                                      restarts, None, None)
