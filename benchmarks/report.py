@@ -258,8 +258,10 @@ def markdown(results) -> str:
         f'**Success** = position error < {c["position_error_m_below"]:g} m (and orientation '
         f'error < {c["orientation_error_rad_below"]:g} rad for 6D), solve time <= '
         f'{c["solve_time_at_most_ms"]:g} ms, every joint within its limits. Errors are measured '
-        "by ik_node's FK on the returned joints for every solver; times by `time.perf_counter` "
-        'around the solve call. Times are over all solves (failures included). In brackets: the '
+        "by ik_node's FK on the returned joints for every solver. A solve's time is the lesser "
+        'of its wall time (`time.perf_counter`) and its process CPU time (`time.process_time`, '
+        'every thread) around the solve call. Times are over all solves (failures included). In '
+        'brackets: the '
         'ratio to the best peer in the same block (best = highest success, lowest time). The '
         'machine is shared and noisy: read medians and ratios, not absolute means.',
         '',
