@@ -16,7 +16,6 @@ from ik_node.model.chain import Chain
 from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.base import rotation_error
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.damped_jacobian import solver as solver_module
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 DETERMINISTIC = {'timeout': 60.0, 'max_iterations': 5000, 'orientation_tolerance': 1e-5}
@@ -58,9 +57,6 @@ def _chains(shared_robot):
 @pytest.mark.slow
 def test_compiled_descents_take_the_python_iterations_and_reach_the_target(shared_robot,
                                                                           monkeypatch):
-    # The position check runs after the same number of stuck descents in both (by default the
-    # Python descents ask earlier, being slower): its iterations count too.
-    monkeypatch.setattr(solver_module, '_POSITION_CHECK_AFTER', {False: 8, True: 8})
     for chain in _chains(shared_robot):
         fast = make_solver('damped_jacobian', chain, DETERMINISTIC)
         assert fast._compiled is not None, 'numba is installed: the compiled descent serves'

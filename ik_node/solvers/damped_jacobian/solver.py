@@ -35,10 +35,11 @@ limit); the others begin at
 the lowest-error of 4 random configurations. When the position is provably out of reach, no
 restart can reach the pose and the descents crawl (Gauss-Newton misses the curvature of a large
 residual): the best of 2 descents is returned, status ``unreachable``. Otherwise, once two
-descents are stuck, the closest-pose search on the position alone runs once: when it confirms the
-position out of reach, no restart can reach the pose either, and the best pose found so far is
-returned, status ``unreachable`` (the rule of the position search, not a proof: the message
-says so); when it reaches the position, the restarts go on.
+descents are stuck (eight when the position lies within the measured reach: there the search is
+costly and usually wasted), the closest-pose search on the position alone runs once: when it
+confirms the position out of reach, no restart can reach the pose either, and the best pose found
+so far is returned, status ``unreachable`` (the rule of the position search, not a proof: the
+message says so); when it reaches the position, the restarts go on.
 
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
@@ -105,10 +106,12 @@ _RESTART_CANDIDATES = 4
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
 # 6D: the closest-pose search on the position alone (is the position itself out of reach?)
-# runs once this many descents are stuck, {Python descents: n, compiled descents: n}: the search
-# costs about ten Python descents, a hundred compiled ones, and in reachable solves it is wasted
-# time (benchmarks/results/design-notes.md).
-_POSITION_CHECK_AFTER = {False: 2, True: 8}
+# runs once this many descents are stuck: after the second when the position lies beyond the
+# measured reach (the search then stops after one Newton descent), else after the eighth (the
+# search costs about ten Python descents, and in reachable solves it is wasted time;
+# benchmarks/results/design-notes.md).
+_POSITION_CHECK_BEYOND_REACH = 2
+_POSITION_CHECK_AFTER = 8
 # How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
 # position only, within tolerance of the proven bound.
 _GOOD_ENOUGH = -1
@@ -384,8 +387,8 @@ class DampedJacobianSolver(Solver):
         # from there converges more often than one from a random configuration. Not for
         # position only, where a mid configuration may be stretched straight, singular (planar4).
         mid_next = with_orientation and q != self._mid
-        # 6D: once two descents are stuck, the closest-pose search on the position alone tells a
-        # position out of reach (no restart can reach the pose) from a hard pose.
+        # 6D: once two (or eight) descents are stuck, the closest-pose search on the position
+        # alone tells a position out of reach (no restart can reach the pose) from a hard pose.
         position_checked = not with_orientation or self._closest is None
         cost_of: Optional[Callable] = None
         if mid_next and params['first_start'] == 'lower_cost':
@@ -403,7 +406,10 @@ class DampedJacobianSolver(Solver):
                                       min_residual, history)
         kernel = self._compiled if with_orientation and history is None else None
         evaluate = None if with_orientation and self._compiled is not None else evaluator
-        check_after = _POSITION_CHECK_AFTER[kernel is not None]
+        check_after = _POSITION_CHECK_AFTER
+        if with_orientation and self._closest is not None and self._closest.reach_gap(
+                p_target.tolist()) > params['position_tolerance']:
+            check_after = _POSITION_CHECK_BEYOND_REACH
         run = None if kernel is None else kernel.start(p_target, R_target, q)
         while True:  # one descent from q per pass
             descent_start = iterations
@@ -449,7 +455,7 @@ class DampedJacobianSolver(Solver):
             if restarts + 1 >= check_after and not position_checked and (
                     min_residual is None or min_residual <= params['position_tolerance']):
                 # Is the position itself out of reach (unproven by the bound)? Asked after the
-                # second stuck descent (Python), the eighth (compiled): _POSITION_CHECK_AFTER.
+                # second or the eighth stuck descent: _POSITION_CHECK_AFTER.
                 position_checked = True
                 found = self._search(p_target, np.asarray(best_q).tolist(), budget, iterations,
                                      restarts, None, None)
