@@ -406,10 +406,7 @@ class DampedJacobianSolver(Solver):
                                       min_residual, history)
         kernel = self._compiled if with_orientation and history is None else None
         evaluate = None if with_orientation and self._compiled is not None else evaluator
-        check_after = _POSITION_CHECK_AFTER
-        if with_orientation and self._closest is not None and self._closest.reach_gap(
-                p_target.tolist()) > params['position_tolerance']:
-            check_after = _POSITION_CHECK_BEYOND_REACH
+        check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
         run = None if kernel is None else kernel.start(p_target, R_target, q)
         while True:  # one descent from q per pass
             descent_start = iterations
@@ -452,6 +449,9 @@ class DampedJacobianSolver(Solver):
                 return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message=f'position provably out of reach: '
                                    f'the best of {restarts + 1} descents')
+            if restarts + 1 == _POSITION_CHECK_BEYOND_REACH and not position_checked and \
+                    self._closest.reach_gap(p_target.tolist()) > params['position_tolerance']:
+                check_after = _POSITION_CHECK_BEYOND_REACH  # asked only where it can matter
             if restarts + 1 >= check_after and not position_checked and (
                     min_residual is None or min_residual <= params['position_tolerance']):
                 # Is the position itself out of reach (unproven by the bound)? Asked after the
