@@ -334,6 +334,10 @@ def summarize(r, task: str, budget_s: float, upto: int) -> Dict[str, Any]:
         'mean_ms': 1e3 * float(np.mean(t)),
         'median_ms': 1e3 * float(np.median(t)),
         'p95_ms': 1e3 * float(np.percentile(t, 95)),
+        # failed solves whose wall time passed the budget while their CPU time did not: the
+        # process was off the CPU (preempted, stolen) and the solver's wall-clock timeout ended it
+        'failed_preempted': int(np.sum(~success & (r['wall'][:upto] > budget_s) &
+                                       (r['cpu'][:upto] <= budget_s))),
         'median_wall_ms': 1e3 * float(np.median(r['wall'][:upto])),
         'p95_wall_ms': 1e3 * float(np.percentile(r['wall'][:upto], 95)),
         'median_cpu_ms': 1e3 * float(np.median(r['cpu'][:upto])),

@@ -46,9 +46,12 @@ def peers_markdown(results) -> List[str]:
         'time counts every thread of the process (TRAC-IK starts two per solve). Medians and 95th '
         'percentiles over all solves, failures included. Ratios '
         'are damped_jacobian\'s figure over the peer\'s in the same block.', '',
-        '| robot | seed | solver | success % | within 1 ms % | median ms | p95 ms | '
-        'median wall ms | median CPU ms | median / OptIK | p95 / OptIK | median / TRAC-IK |',
-        '|---|---|---|---|---|---|---|---|---|---|---|---|']
+        '**failed, preempted** = failed solves whose wall time passed 5 ms while their CPU time '
+        'did not (the process was off the CPU and the solver\'s wall-clock timeout ended it).', '',
+        '| robot | seed | solver | success % | failed, preempted | within 1 ms % | median ms | '
+        'p95 ms | median wall ms | median CPU ms | median / OptIK | p95 / OptIK | '
+        'median / TRAC-IK |',
+        '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for b in cells:
         optik, tracik = b['solvers'].get('optik'), b['solvers'].get('tracik')
         for name in (OURS,) + COMPILED:
@@ -58,6 +61,7 @@ def peers_markdown(results) -> List[str]:
             ours = name == OURS
             lines.append(
                 f'| {b["robot"]} | {b["seed"]} | {name} | {s["success_pct"]:.1f} | '
+                f'{s.get("failed_preempted", "-")} | '
                 f'{s["success_within_1ms_pct"]:.1f} | {s["median_ms"]:.3f} | '
                 f'{s["p95_ms"]:.3f} | {_f(s.get("median_wall_ms"))} | '
                 f'{_f(s.get("median_cpu_ms"))} | '
