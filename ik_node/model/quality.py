@@ -255,11 +255,37 @@ def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
               'min_singular_value': f'{worst_sigma.min_singular_value:.4g}',
               'limit_margin': f'{nearest.limit_distance:.4g}',
               'limit_joint': nearest.limit_joint or ''}
-    why = []
-    if worst_sigma.near_singular:
-        why.append(f'near a singularity (smallest singular value '
-                   f'{worst_sigma.min_singular_value:.3g})')
+    why = fragility_reasons(worst_sigma)[:1] if worst_sigma.near_singular else []
     if nearest.near_limit:
-        why.append(f'{nearest.limit_joint} {nearest.limit_distance:.3g} from its '
-                   f'{nearest.limit_side} limit')
+        why += fragility_reasons(nearest)[-1:]
     return values, ', '.join(why)
+
+
+def fragility_reasons(quality: SolutionQuality) -> List[str]:
+    """What makes ``quality`` fragile, in words (the node's WARN message and RViz labels say
+    the same): near a singularity, then the joint near its limit; empty when neither."""
+    why = []
+    if quality.near_singular:
+        why.append(f'near a singularity (smallest singular value '
+                   f'{quality.min_singular_value:.3g})')
+    if quality.near_limit:
+        why.append(f'{quality.limit_joint} {quality.limit_distance:.3g} from its '
+                   f'{quality.limit_side} limit')
+    return why
+
+
+def tip_quality(chain: Chain, q, tip: str, position_only: bool,
+                singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
+                limit_threshold: float = DEFAULT_LIMIT_THRESHOLD) -> SolutionQuality:
+    """:func:`solution_quality` of one tip as :func:`fragility_report` measures it (the tip's
+    generic task rank, per-chain constants cached), so a tip is fragile here exactly when it
+    makes the report fragile.
+
+    Raises:
+        TargetError: ``q`` has the wrong shape or a non-finite value.
+        ConfigError: a threshold is negative or not finite.
+        ChainError: ``tip`` is not a tip of ``chain``.
+    """
+    q = _checked(chain, q, singular_threshold, limit_threshold)
+    return _measure(chain, q, _tip_plan(chain, tip, position_only), singular_threshold,
+                    limit_threshold)

@@ -35,7 +35,8 @@ Builds run chunk by chunk (:class:`ReachabilityBuilder`), so a caller can report
 in a background thread and cancel (:func:`build_reachability_map` with ``progress`` and
 ``cancel``). The result is the immutable :class:`ReachabilityMap`; :func:`save_npz` writes it for
 numpy alone to read (``np.load(path)``, keys listed at :func:`save_npz`), :func:`save_ply` as a
-point cloud coloured by the index.
+point cloud coloured by the index. :func:`map_points` gives a light picture of a map: a bounded
+set of points coloured by the index, or by the depth inside the workspace for position-only maps.
 
 Imports numpy only (and ik_node's chain).
 """
@@ -45,6 +46,7 @@ from ik_node.reachability.build import (DEFAULT_CHUNK, DEFAULT_DIRECTIONS, DEFAU
                                         build_reachability_map, build_reachability_maps,
                                         reach_bound, tip_pose_function)
 from ik_node.reachability.directions import MAX_DIRECTIONS, DirectionBins
+from ik_node.reachability.map_points import MapPoints, boundary_depth, map_points
 from ik_node.reachability.files import (MapFileError, colours_from_index, load_npz, save_npz,
                                         save_ply)
 from ik_node.reachability.voxel_map import (PLANES, MapSlice, ReachabilityMap, map_slice,
@@ -52,7 +54,7 @@ from ik_node.reachability.voxel_map import (PLANES, MapSlice, ReachabilityMap, m
 
 __all__ = ['DEFAULT_CHUNK', 'DEFAULT_DIRECTIONS', 'DEFAULT_SAMPLES', 'DEFAULT_VOXEL_M',
            'MAX_DIRECTIONS', 'PLANES', 'BuildProgress', 'DirectionBins', 'MapFileError',
-           'MapSlice', 'ReachabilityBuilder', 'ReachabilityMap', 'build_reachability_map',
-           'build_reachability_maps', 'colours_from_index', 'load_npz', 'map_slice',
-           'nearest_reachable_distance', 'reach_bound', 'reachability_index_at', 'save_npz',
-           'save_ply', 'tip_pose_function']
+           'MapPoints', 'MapSlice', 'ReachabilityBuilder', 'ReachabilityMap', 'boundary_depth',
+           'build_reachability_map', 'build_reachability_maps', 'colours_from_index',
+           'load_npz', 'map_points', 'map_slice', 'nearest_reachable_distance', 'reach_bound',
+           'reachability_index_at', 'save_npz', 'save_ply', 'tip_pose_function']

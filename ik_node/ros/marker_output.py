@@ -1,4 +1,4 @@
-"""RViz markers on ``~/markers`` (transient local): the reachable envelope, targets, misses.
+"""RViz markers on ``~/markers`` (transient local): the envelope, targets, misses, warnings.
 
 The marker contents are built in :mod:`ik_node.ros.markers` (no rclpy); this class owns the
 publisher and remembers the envelope so each array carries it. A solve's markers are held
@@ -18,6 +18,8 @@ from visualization_msgs.msg import MarkerArray
 
 from ik_node.ros import markers
 from ik_node.model.chain import Chain
+from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
+                                   fragility_reasons, tip_quality)
 
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -32,6 +34,8 @@ class MarkerOutput:
         self._envelope: Optional[markers.Envelope] = None
         self._lock = threading.Lock()
         self._held: Optional[tuple] = None
+        self._sizes = markers.Sizes()
+        self._thresholds = (DEFAULT_SINGULAR_THRESHOLD, DEFAULT_LIMIT_THRESHOLD)
 
     def _stamp(self):
         return self._node.get_clock().now().to_msg()
@@ -45,6 +49,7 @@ class MarkerOutput:
         self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
         if reset:
             self.drop_held()
+        self._sizes = markers.sizes_of(chain)
         stamp = self._stamp()
         out = list(markers.delete_all(frame, stamp)) if reset else []
         out += markers.envelope_markers(frame, stamp, self._envelope)
@@ -79,24 +84,52 @@ class MarkerOutput:
         if held is not None:
             self.result(chain, frame, *held[:3], branched, held[3])
 
+    def set_thresholds(self, singular_threshold: float, limit_threshold: float) -> None:
+        """The fragility thresholds of the node's WARN (``singular_threshold``,
+        ``limit_margin_threshold`` [rad or m]): the labels warn exactly when the status does."""
+        self._thresholds = (float(singular_threshold), float(limit_threshold))
+
     def result(self, chain: Chain, frame: str, result, goals: Mapping, known: Mapping,
                branched: bool, q: np.ndarray) -> None:
-        """Envelope, target spheres, tip-to-target lines and joint limit margins of a solve."""
+        """The markers of a solve: envelope, per targeted tip its target (sphere, orientation
+        arrows, the line from a missing tip) and a label saying how far it missed and every
+        fragility warning, and the joint rings with a label on a joint near a limit."""
         stamp = self._stamp()
+        sizes = self._sizes
         out = list(markers.envelope_markers(frame, stamp, self._envelope))
         tips_T: Dict[str, np.ndarray] = chain.fk_tips(result.joint_positions)
+        frames = chain.joint_frames(np.asarray(result.joint_positions, dtype=float))
+        position_only = result.orientation_ignored or \
+            all(quat is None for _, quat in goals.values())
         if branched:
-            for k, tip in enumerate(chain.tip_links):
-                if tip in known:
-                    tip_result = (result.tips or {}).get(tip)
-                    reached = tip_result.reachable if tip_result else result.reachable
-                    out.extend(markers.target_markers(frame, stamp, k, known[tip], reached,
-                                                      tips_T[tip][:3, 3]))
+            shown = [(k, tip, known[tip], None) for k, tip in enumerate(chain.tip_links)
+                     if tip in known]
         else:
             p, quat = goals[None]
-            out.extend(markers.target_markers(frame, stamp, 0, p, result.reachable,
-                                              tips_T[chain.tip_link][:3, 3]))
-            out.extend(markers.orientation_markers(frame, stamp, 0, p, None if
-                                                   result.orientation_ignored else quat))
-        out.extend(markers.joint_margin_markers(frame, stamp, chain, q))
+            shown = [(0, chain.tip_link, p, None if result.orientation_ignored else quat)]
+        for k, tip, p_target, quat in shown:
+            tip_result = (result.tips or {}).get(tip)
+            reached = tip_result.reachable if tip_result else result.reachable
+            p_tip = tips_T[tip][:3, 3]
+            out.extend(markers.target_markers(frame, stamp, k, p_target, reached, p_tip, sizes))
+            if not branched:
+                out.extend(markers.orientation_markers(frame, stamp, k, p_target, quat, sizes))
+            miss = '' if reached else markers.miss_text(
+                tip, tip_result.position_error if tip_result else result.position_error,
+                result.status.value, None if tip_result or quat is None
+                else result.orientation_error)
+            warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)]
+            first = chain.joints_of_tip(tip)[:1]
+            below = bool(first) and p_tip[2] < frames[first[0], 2, 3]
+            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, miss, warnings, sizes,
+                                                 below))
+        out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes))
         self._send(self._pub, markers.marker_array(out))
+
+    def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
+        """The fragility reasons of one tip, as the node's WARN words them."""
+        try:
+            return fragility_reasons(tip_quality(chain, q, tip, position_only,
+                                                 *self._thresholds))
+        except Exception as exc:  # a picture never fails a solve
+            return [f'not measured: {type(exc).__name__}: {exc}']

@@ -1,12 +1,30 @@
-"""RViz markers of the node: targets, the reachable envelope, tip-to-target lines.
+"""RViz markers of the node: targets, misses, warnings, joints, the reachable envelope, the map.
 
-Imports ``visualization_msgs`` but never rclpy. Marker ids are stable so each update replaces
-the previous one: envelope 0 (outer) and 1 (inner), then per tip ``k`` the target sphere
-``10 + k`` and the tip-to-target line ``100 + k`` (deleted when the target is reached).
+Imports ``visualization_msgs`` but never rclpy: every builder is a plain function from values
+to messages. The passive markers are drawn light (lines, rings, small spheres, text) because
+RViz's Interact tool grabs the first object under the cursor: a marker drawn over the
+interactive target's handles would take the drag. Sizes follow the robot (:class:`Sizes`).
+
+Marker ids (namespace ``ik``) are stable, so each update replaces the previous one:
+
+=============  ==================================================================
+0, 1           the envelope: outer and inner bound (a deleted 1 without an inner one)
+10 + k         tip ``k``'s target: a small sphere, green reached, red not
+100 + k        the line from tip ``k`` to its target when missed
+300 + 3k + a   a 6D target's orientation: arrows along its x, y, z (a = 0, 1, 2)
+400 + k        tip ``k``'s miss label: how far it missed and why the solver stopped
+600 + k        tip ``k``'s warning label: every fragility warning of its solution
+200 + j        joint ``j``'s ring about its axis, coloured by its limit margin
+500 + j        joint ``j``'s label when it is near a limit
+=============  ==================================================================
+
+The reachability map has its own namespaces (``reachability/<tip>``: the points, id 0, and the
+legend of their colours, id 1).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -16,16 +34,74 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ik_node.model.chain import Chain, chain_lengths
+from ik_node.reachability.map_points import DEFAULT_MAX_POINTS, map_points
 
 NAMESPACE = 'ik'
-# Target spheres are translucent and larger than any packaged tip, so the tip shows inside them.
 GREEN = (0.1, 0.8, 0.2, 0.55)
 RED = (0.9, 0.1, 0.1, 0.55)
-ENVELOPE_RGBA = (0.3, 0.6, 1.0, 0.15)
-INNER_RGBA = (1.0, 0.5, 0.1, 0.5)
-PLANAR_THICKNESS_M = 0.005
+#: Labels: a miss, and a warning on a reached target.
+MISS_RGBA = (1.0, 0.3, 0.25, 1.0)
+WARN_RGBA = (1.0, 0.78, 0.1, 1.0)
+ENVELOPE_RGBA = (0.3, 0.6, 1.0, 0.5)
+INNER_RGBA = (1.0, 0.5, 0.1, 0.6)
+#: A planar chain's envelope is a disc this thick [m], centred on the chain's plane, so a
+#: clicked point on it (RViz's Publish Point) lands on the plane within half of it.
+PLANAR_THICKNESS_M = 0.0005
+PLANAR_RGBA = (0.3, 0.6, 1.0, 0.12)
+#: Points per circle of the envelope outline and the joint rings.
+CIRCLE_SEGMENTS = 48
+#: Ids (see the module docstring).
+TARGET_ID, LINE_ID, RING_ID, AXES_ID, MISS_LABEL_ID, JOINT_LABEL_ID, WARN_LABEL_ID = \
+    10, 100, 200, 300, 400, 500, 600
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """Marker sizes [m] for a robot of reach ``reach_m`` (the sum of its link lengths).
+
+    Each is a share of the reach bounded on both sides, so a leg and an arm both read well.
+    """
+
+    reach_m: float = 1.0
+
+    def _share(self, share: float, low: float, high: float) -> float:
+        return float(min(max(share * self.reach_m, low), high))
+
+    @property
+    def target_radius(self) -> float:
+        return self._share(0.025, 0.012, 0.03)
+
+    @property
+    def line_width(self) -> float:
+        return self._share(0.008, 0.004, 0.01)
+
+    @property
+    def ring_radius(self) -> float:
+        """Wider than the packaged robots' joint housings, so a ring shows around them."""
+        return self._share(0.075, 0.04, 0.075)
+
+    @property
+    def text_height(self) -> float:
+        return self._share(0.05, 0.03, 0.05)
+
+    @property
+    def axes_length(self) -> float:
+        """Shorter than the inner end of the interactive marker's move arrows."""
+        return self._share(0.1, 0.06, 0.1)
+
+    @property
+    def handle_scale(self) -> float:
+        """The interactive target's scale (its arrows reach about this far from it)."""
+        return self._share(0.3, 0.18, 0.3)
+
+
+def sizes_of(chain: Chain) -> Sizes:
+    """The :class:`Sizes` of a chain: its longest tip's sum of link lengths (1 m without)."""
+    reach = max((sum(chain_lengths(chain, tip)) for tip in chain.tip_links), default=0.0)
+    return Sizes(reach if reach > 0.0 else 1.0)
+
+
+# ---------------------------------------------------------------------------------- envelope
 @dataclass(frozen=True)
 class Envelope:
     """Where a tip can be: within ``r_max`` of ``center``, and beyond ``r_min`` [m].
@@ -57,7 +133,7 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
         if out is not None:
             center, r_min, r_max = out
             return Envelope(np.asarray(center, dtype=float), float(r_min), float(r_max),
-                            _planar_normal(chain, tip))
+                            planar_normal(chain, tip))
     if chain.n == 0 or any(j.is_prismatic for j in chain.joints):
         return None
     idx = chain.joints_of_tip(tip)
@@ -65,13 +141,14 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
         return None
     center = chain.joint_frames(np.zeros(chain.n))[idx[0], :3, 3]
     return Envelope(center, 0.0, float(sum(chain_lengths(chain, tip))),
-                    _planar_normal(chain, tip))
+                    planar_normal(chain, tip))
 
 
-def _planar_normal(chain: Chain, tip: Optional[str]) -> Optional[np.ndarray]:
-    """The common axis (base frame) of a tip's joints if they are all parallel, else None."""
+def planar_normal(chain: Chain, tip: Optional[str] = None) -> Optional[np.ndarray]:
+    """The common axis (base frame) of a tip's joints if they are all revolute and parallel
+    (the tip then moves in a plane normal to it), else None."""
     idx = chain.joints_of_tip(tip)
-    if len(idx) < 2:
+    if len(idx) < 2 or any(chain.joints[i].is_prismatic for i in idx):
         return None
     frames = chain.joint_frames(np.zeros(chain.n))
     axes = np.array([frames[i, :3, :3] @ chain.joints[i].axis for i in idx])
@@ -80,11 +157,12 @@ def _planar_normal(chain: Chain, tip: Optional[str]) -> Optional[np.ndarray]:
     return None
 
 
-def _marker(frame_id: str, stamp, mid: int, mtype: int, rgba) -> Marker:
+# -------------------------------------------------------------------------------- primitives
+def _marker(frame_id: str, stamp, mid: int, mtype: int, rgba, ns: str = NAMESPACE) -> Marker:
     m = Marker()
     m.header.frame_id = frame_id
     m.header.stamp = stamp
-    m.ns = NAMESPACE
+    m.ns = ns
     m.id = mid
     m.type = mtype
     m.action = Marker.ADD
@@ -103,76 +181,49 @@ def _deleted(frame_id: str, stamp, mid: int) -> Marker:
     return m
 
 
-def _shell(frame_id: str, stamp, mid: int, env: Envelope, radius: float, rgba) -> Marker:
-    if env.normal is None:
-        m = _marker(frame_id, stamp, mid, Marker.SPHERE, rgba)
-        m.scale.x = m.scale.y = m.scale.z = 2.0 * radius
-    else:
-        m = _marker(frame_id, stamp, mid, Marker.CYLINDER, rgba)
-        m.scale.x = m.scale.y = 2.0 * radius
-        m.scale.z = PLANAR_THICKNESS_M
-        # A cylinder's axis is its local z: rotate z onto the plane's normal.
-        z = np.array([0.0, 0.0, 1.0])
-        axis = np.cross(z, env.normal)
-        s, c = float(np.linalg.norm(axis)), float(z @ env.normal)
-        if s > 1e-12:
-            half = 0.5 * np.arctan2(s, c)
-            x, y, zq = axis / s * np.sin(half)
-            m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z = \
-                float(x), float(y), float(zq)
-            m.pose.orientation.w = float(np.cos(half))
-    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in env.center)
-    return m
+def _point(p) -> Point:
+    return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
 
 
-def envelope_markers(frame_id: str, stamp, env: Optional[Envelope]) -> Sequence[Marker]:
-    """The outer shell (id 0) and, when ``r_min > 0``, the inner one (id 1); deletes otherwise."""
-    if env is None:
-        return [_deleted(frame_id, stamp, 0), _deleted(frame_id, stamp, 1)]
-    out = [_shell(frame_id, stamp, 0, env, env.r_max, ENVELOPE_RGBA)]
-    out.append(_shell(frame_id, stamp, 1, env, env.r_min, INNER_RGBA) if env.r_min > 0.0
-               else _deleted(frame_id, stamp, 1))
-    return out
+def _place(m: Marker, p) -> None:
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
 
 
-def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reached: bool,
-                   p_tip: np.ndarray, radius_m: float = 0.04) -> Sequence[Marker]:
-    """Target sphere (green reached, red not) and, when not reached, a line tip -> target."""
-    sphere = _marker(frame_id, stamp, 10 + index, Marker.SPHERE, GREEN if reached else RED)
-    sphere.scale.x = sphere.scale.y = sphere.scale.z = 2.0 * radius_m
-    sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z = \
-        (float(v) for v in p_target)
-    if reached:
-        return [sphere, _deleted(frame_id, stamp, 100 + index)]
-    # Orange, not red: a pose target draws its x axis red from the same point.
-    line = _marker(frame_id, stamp, 100 + index, Marker.LINE_LIST, (1.0, 0.55, 0.0, 1.0))
-    line.scale.x = 0.008
-    line.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in (p_tip, p_target)]
-    return [sphere, line]
+def _basis(normal) -> tuple:
+    """Two unit vectors ``(u, v)`` with ``(u, v, normal)`` right-handed and orthonormal."""
+    n = np.asarray(normal, dtype=float)
+    n = n / np.linalg.norm(n)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(helper, n)
+    u /= np.linalg.norm(u)
+    return u, np.cross(n, u)
 
 
-#: Length [m] of the target orientation's axes (x red, y green, z blue, as RViz draws frames).
-AXES_LENGTH_M = 0.12
+def circle_points(center, normal, radius: float, segments: int = CIRCLE_SEGMENTS) -> np.ndarray:
+    """``(segments + 1, 3)`` points of a closed circle [m] about ``normal`` (first == last)."""
+    u, v = _basis(normal)
+    angles = np.linspace(0.0, 2.0 * math.pi, segments + 1)
+    return np.asarray(center, dtype=float) + radius * (np.outer(np.cos(angles), u) +
+                                                       np.outer(np.sin(angles), v))
 
 
-def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
-                        quat_xyzw: Optional[Sequence[float]]) -> Sequence[Marker]:
-    """The target orientation of a 6D target as three axes from the target point (one
-    LINE_LIST, id 300 + index, drawn through the robot so a target inside the flange still shows);
-    a delete when the target has no orientation."""
-    if quat_xyzw is None:
-        return [_deleted(frame_id, stamp, 300 + index)]
-    from transforms3d.quaternions import quat2mat
-    x, y, z, w = (float(v) for v in quat_xyzw)
-    R = quat2mat([w, x, y, z])
-    m = _marker(frame_id, stamp, 300 + index, Marker.LINE_LIST, (1.0, 1.0, 1.0, 1.0))
-    m.scale.x = 0.01
-    origin = Point(x=float(p_target[0]), y=float(p_target[1]), z=float(p_target[2]))
-    for axis, rgb in zip(R.T, ((1.0, 0.0, 0.0), (0.0, 0.8, 0.0), (0.0, 0.3, 1.0)), strict=True):
-        end = np.asarray(p_target, dtype=float) + AXES_LENGTH_M * axis
-        m.points += [origin, Point(x=float(end[0]), y=float(end[1]), z=float(end[2]))]
-        m.colors += [ColorRGBA(r=rgb[0], g=rgb[1], b=rgb[2], a=1.0)] * 2
-    return [m]
+def _quat_xyzw_z_onto(normal) -> tuple:
+    """The rotation (x, y, z, w) taking the z axis onto unit ``normal``."""
+    z = np.array([0.0, 0.0, 1.0])
+    n = np.asarray(normal, dtype=float) / np.linalg.norm(normal)
+    axis = np.cross(z, n)
+    s, c = float(np.linalg.norm(axis)), float(z @ n)
+    if s < 1e-12:
+        return (0.0, 0.0, 0.0, 1.0) if c > 0 else (1.0, 0.0, 0.0, 0.0)
+    half = 0.5 * math.atan2(s, c)
+    x, y, zq = axis / s * math.sin(half)
+    return float(x), float(y), float(zq), math.cos(half)
+
+
+def _ramp(x: float):
+    """Red (0) -> yellow (0.5) -> green (1)."""
+    x = min(max(float(x), 0.0), 1.0)
+    return (min(1.0, 2.0 * (1.0 - x)), min(1.0, 2.0 * x), 0.1)
 
 
 def marker_array(markers: Sequence[Marker]) -> MarkerArray:
@@ -192,57 +243,210 @@ def delete_all(frame_id: str, stamp) -> Sequence[Marker]:
     return [m]
 
 
-#: Reachability voxels: colour ramp of the index, red (low) -> yellow -> green (1).
-REACH_ALPHA = 0.35
+# ---------------------------------------------------------------------------------- envelope
+def _shell(frame_id: str, stamp, mid: int, env: Envelope, radius: float, rgba) -> Marker:
+    """A planar chain's disc (thin, in its plane: clicks land there); else three great
+    circles of the sphere (lines: they cover neither the robot nor the target's handles)."""
+    if env.normal is not None:
+        m = _marker(frame_id, stamp, mid, Marker.CYLINDER, PLANAR_RGBA if mid == 0 else rgba)
+        m.scale.x = m.scale.y = 2.0 * radius
+        m.scale.z = PLANAR_THICKNESS_M * (1.0 if mid == 0 else 1.2)
+        o = m.pose.orientation
+        o.x, o.y, o.z, o.w = _quat_xyzw_z_onto(env.normal)  # a cylinder's axis is its z
+        _place(m, env.center)
+        return m
+    m = _marker(frame_id, stamp, mid, Marker.LINE_LIST, rgba)
+    m.scale.x = 0.004
+    for normal in np.eye(3):
+        ring = circle_points(env.center, normal, radius)
+        for a, b in zip(ring[:-1], ring[1:], strict=True):
+            m.points += [_point(a), _point(b)]
+    return m
 
 
-def _ramp(x: float):
-    """Red (0) -> yellow (0.5) -> green (1)."""
-    x = min(max(float(x), 0.0), 1.0)
-    return (min(1.0, 2.0 * (1.0 - x)), min(1.0, 2.0 * x), 0.1)
+def envelope_markers(frame_id: str, stamp, env: Optional[Envelope]) -> Sequence[Marker]:
+    """The outer bound (id 0) and, when ``r_min > 0``, the inner one (id 1); deletes otherwise.
+
+    A planar chain's is a thin disc in its plane, a spatial chain's three great circles."""
+    if env is None:
+        return [_deleted(frame_id, stamp, 0), _deleted(frame_id, stamp, 1)]
+    out = [_shell(frame_id, stamp, 0, env, env.r_max, ENVELOPE_RGBA)]
+    out.append(_shell(frame_id, stamp, 1, env, env.r_min, INNER_RGBA) if env.r_min > 0.0
+               else _deleted(frame_id, stamp, 1))
+    return out
 
 
-def reachability_markers(frame_id: str, stamp, maps) -> Sequence[Marker]:
-    """DELETEALL, then one CUBE_LIST per tip map (namespace ``reachability/<tip>``, id 0).
+# ----------------------------------------------------------------------------------- targets
+def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reached: bool,
+                   p_tip: np.ndarray, sizes: Sizes = Sizes()) -> Sequence[Marker]:
+    """Target sphere (green reached, red not) and, when not reached, a line tip -> target.
 
-    Each cube is a voxel a sampled configuration reached, coloured by its reachability index
-    (the share of approach directions reached; 1 for position-only chains).
-    """
-    out = list(delete_all(frame_id, stamp))
-    out[0].ns = ''
-    for reach_map in maps:
-        m = _marker(frame_id, stamp, 0, Marker.CUBE_LIST, (1.0, 1.0, 1.0, REACH_ALPHA))
-        m.ns = f'reachability/{reach_map.tip_link}'
-        m.scale.x = m.scale.y = m.scale.z = 0.9 * reach_map.voxel_size
-        m.points = [Point(x=float(a), y=float(b), z=float(c)) for a, b, c in reach_map.centres]
-        m.colors = []
-        for value in reach_map.index:
-            r, g, b = _ramp(value)
-            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
+    The sphere is small: the interactive target's body around it stays in front, so the
+    Interact tool grabs the handle, not the sphere."""
+    rgba = GREEN if reached else (RED[0], RED[1], RED[2], 0.9)
+    sphere = _marker(frame_id, stamp, TARGET_ID + index, Marker.SPHERE, rgba)
+    sphere.scale.x = sphere.scale.y = sphere.scale.z = 2.0 * sizes.target_radius
+    _place(sphere, p_target)
+    if reached:
+        return [sphere, _deleted(frame_id, stamp, LINE_ID + index)]
+    # Orange, not red: a pose target draws its x axis red from the same point.
+    line = _marker(frame_id, stamp, LINE_ID + index, Marker.LINE_LIST, (1.0, 0.55, 0.0, 1.0))
+    line.scale.x = sizes.line_width
+    line.points = [_point(p_tip), _point(p_target)]
+    return [sphere, line]
+
+
+#: The arrows of a target orientation, as RViz draws frames: x red, y green, z blue.
+AXES_RGBA = ((1.0, 0.15, 0.15, 1.0), (0.2, 0.9, 0.2, 1.0), (0.25, 0.45, 1.0, 1.0))
+
+
+def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
+                        quat_xyzw: Optional[Sequence[float]], sizes: Sizes = Sizes()
+                        ) -> Sequence[Marker]:
+    """The target orientation of a 6D target as three arrows from the target point along its
+    x, y and z axes (ids ``300 + 3 index + a``), the z (approach) arrow the longest; deletes
+    when the target has no orientation."""
+    ids = [AXES_ID + 3 * index + a for a in range(3)]
+    if quat_xyzw is None:
+        return [_deleted(frame_id, stamp, mid) for mid in ids]
+    from transforms3d.quaternions import quat2mat
+    x, y, z, w = (float(v) for v in quat_xyzw)
+    R = quat2mat([w, x, y, z])
+    start = np.asarray(p_target, dtype=float)
+    out = []
+    for a, (mid, rgba) in enumerate(zip(ids, AXES_RGBA, strict=True)):
+        length = sizes.axes_length * (1.0 if a == 2 else 0.7)
+        m = _marker(frame_id, stamp, mid, Marker.ARROW, rgba)
+        m.points = [_point(start), _point(start + length * R[:, a])]
+        m.scale.x = 0.12 * sizes.axes_length  # shaft diameter
+        m.scale.y = 0.25 * sizes.axes_length  # head diameter
+        m.scale.z = 0.3 * sizes.axes_length   # head length
         out.append(m)
     return out
 
 
-def joint_margin_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
-                         radius_m: float = 0.07) -> Sequence[Marker]:
-    """A translucent sphere at every joint (ids ``200 + j``), larger than the packaged robots'
-    joint housings so it shows around them: green with room to move, red at a limit.
+def _length_text(metres: float) -> str:
+    return f'{metres * 1000.0:.3g} mm' if abs(metres) < 1.0 else f'{metres:.3g} m'
 
-    The colour is the distance to the nearest limit over half the joint's range (continuous
-    joints: green).
+
+def miss_text(tip: str, position_error_m: float, status: str,
+              orientation_error_rad: Optional[float] = None) -> str:
+    """What a tip's label says when it misses: how far, and why the solver stopped."""
+    text = f'{tip} missed by {_length_text(position_error_m)}'
+    if orientation_error_rad is not None:
+        text += f', {math.degrees(orientation_error_rad):.3g} deg'
+    return f'{text} ({status})'
+
+
+def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,
+                      warnings: Sequence[str], sizes: Sizes = Sizes(), below: bool = False
+                      ) -> Sequence[Marker]:
+    """Tip ``index``'s labels: the miss in red (id ``400 + index``) and next to it the
+    warnings in amber (id ``600 + index``), each a delete when there is nothing to say.
+
+    They stack above the tip beyond the interactive target's upper move handle, or below it
+    beyond the lower one (``below``: for a tip below the robot's base, such as a foot, whose
+    space above is the robot's), the miss farthest out.
     """
-    frames = chain.joint_frames(np.asarray(q, dtype=float))
-    out = []
-    for j in range(chain.n):
-        lo, hi = chain.lower[j], chain.upper[j]
-        if np.isfinite(lo) and np.isfinite(hi) and hi > lo:
-            margin = min(q[j] - lo, hi - q[j]) / (0.5 * (hi - lo))
-        else:
-            margin = 1.0
-        r, g, b = _ramp(margin)
-        m = _marker(frame_id, stamp, 200 + j, Marker.SPHERE, (r, g, b, 0.45))
-        m.scale.x = m.scale.y = m.scale.z = 2.0 * radius_m
-        m.pose.position.x, m.pose.position.y, m.pose.position.z = \
-            (float(v) for v in frames[j, :3, 3])
+    lines = [([miss] if miss else [], MISS_LABEL_ID, MISS_RGBA),
+             (list(warnings), WARN_LABEL_ID, WARN_RGBA)]
+    out, offset = [], sizes.handle_scale
+    for text, mid, rgba in reversed(lines):  # from the tip outwards: warnings, then the miss
+        if not text:
+            out.append(_deleted(frame_id, stamp, mid + index))
+            continue
+        m = _marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
+        m.text = '\n'.join(text)
+        m.scale.z = sizes.text_height
+        centre = offset + 0.5 * len(text) * sizes.text_height
+        offset += len(text) * sizes.text_height
+        _place(m, np.asarray(p_tip, dtype=float) +
+               np.array([0.0, 0.0, -centre if below else centre]))
         out.append(m)
+    return out[::-1]
+
+
+# ------------------------------------------------------------------------------------ joints
+def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
+                  limit_threshold: float = 0.05, sizes: Sizes = Sizes()) -> Sequence[Marker]:
+    """A ring about every joint's axis at its origin (ids ``200 + j``), coloured by its limit
+    margin (green with room to move, red at a limit; continuous joints green), and a label
+    (ids ``500 + j``) under the ring of a joint within ``limit_threshold`` [rad or m] of a limit
+    (the tip's warning label says how near).
+
+    Rings cover neither the tool nor the target; joints whose origins coincide (a hip's yaw
+    and pitch) get rings of growing radius, and each ring lies in its own axis's plane.
+    """
+    q = np.asarray(q, dtype=float)
+    frames = chain.joint_frames(q)
+    radius0 = sizes.ring_radius
+    out, origins = [], []
+    for j, joint in enumerate(chain.joints):
+        origin = frames[j, :3, 3]
+        axis = frames[j, :3, :3] @ joint.axis
+        nested = sum(1 for o in origins if np.linalg.norm(o - origin) < radius0)
+        origins.append(origin)
+        lo, hi = float(chain.lower[j]), float(chain.upper[j])
+        limited = math.isfinite(lo) and math.isfinite(hi) and hi > lo
+        gap, side = (min((q[j] - lo, 'lower'), (hi - q[j], 'upper')) if limited
+                     else (math.inf, ''))
+        margin = gap / (0.5 * (hi - lo)) if limited else 1.0
+        near = gap < limit_threshold
+        r, g, b = _ramp(0.0 if near else margin)
+        ring = _marker(frame_id, stamp, RING_ID + j, Marker.LINE_STRIP, (r, g, b, 1.0))
+        ring.scale.x = sizes.line_width * (1.6 if near else 0.8)
+        ring.points = [_point(p) for p in
+                       circle_points(origin, axis, radius0 * (1.0 + 0.45 * nested))]
+        out.append(ring)
+        if near:
+            label = _marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
+                            WARN_RGBA)
+            label.text = f'{joint.name} near its {side} limit'
+            label.scale.z = 0.7 * sizes.text_height
+            _place(label, origin + np.array([0.0, 0.0, -radius0 * (1.6 + 0.45 * nested)
+                                             - 0.5 * label.scale.z]))
+            out.append(label)
+        else:
+            out.append(_deleted(frame_id, stamp, JOINT_LABEL_ID + j))
+    return out
+
+
+# ------------------------------------------------------------------------------ reachability
+#: Map points: opaque enough to read the colour, small enough to see the robot between them.
+REACH_ALPHA = 0.8
+#: A point's side as a share of the distance between neighbouring points.
+REACH_POINT_SHARE = 0.15
+
+
+def reachability_markers(frame_id: str, stamp, maps,
+                         max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Marker]:
+    """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
+    of at most ``max_points`` points coloured red (low) to green (high), and a legend (id 1)
+    above it naming what the colour measures.
+
+    Maps that bin approach directions are coloured by the reachability index, position-only
+    maps by the depth inside the sampled workspace (:mod:`ik_node.reachability.map_points`).
+    """
+    out = list(delete_all(frame_id, stamp))
+    out[0].ns = ''
+    for reach_map in maps:
+        picture = map_points(reach_map, max_points)
+        if not len(picture.points):
+            continue
+        ns = f'reachability/{reach_map.tip_link}'
+        m = _marker(frame_id, stamp, 0, Marker.POINTS, (1.0, 1.0, 1.0, REACH_ALPHA), ns)
+        m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
+        m.points = [_point(p) for p in picture.points]
+        m.colors = []
+        for value in picture.value:
+            r, g, b = _ramp(value)
+            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
+        legend = _marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (0.9, 0.9, 0.9, 1.0), ns)
+        legend.text = (f'{reach_map.tip_link} map, colour: {picture.scale.split(" (")[0]} '
+                       f'(red low, green high)')
+        legend.scale.z = max(0.03, 0.4 * picture.spacing)
+        top = picture.points.max(axis=0)
+        middle = 0.5 * (picture.points.min(axis=0) + top)
+        _place(legend, (middle[0], middle[1], top[2] + picture.spacing))
+        out += [m, legend]
     return out

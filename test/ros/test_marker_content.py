@@ -1,0 +1,253 @@
+"""What the marker builders (ik_node.ros.markers) draw, without a node: light passive markers
+that leave the interactive target's handles free, labels for misses and warnings, joint rings
+that can be told apart, orientation arrows, and a bounded reachability map whose colours vary."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip('visualization_msgs')
+
+from builtin_interfaces.msg import Time  # noqa: E402
+from visualization_msgs.msg import Marker  # noqa: E402
+
+from ik_node import Chain  # noqa: E402
+from ik_node.reachability import build_reachability_map, map_points  # noqa: E402
+from ik_node.ros import markers  # noqa: E402
+from ik_node.ros.interactive import DEFAULT_SCALE_M  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ROBOTS = {'leg3': ['foot'], 'arm6': ['tool0'], 'planar4': ['tip'],
+          'twin_arm': ['left_hand', 'right_hand']}
+FILLED = (Marker.SPHERE, Marker.CUBE, Marker.CYLINDER, Marker.CUBE_LIST, Marker.SPHERE_LIST,
+          Marker.TRIANGLE_LIST, Marker.MESH_RESOURCE)
+#: A chain whose first two joints share their origin, axes crossed (a gimbal hip).
+GIMBAL_URDF = """<robot name="gimbal">
+  <link name="base_link"/><link name="a"/><link name="b"/><link name="c"/>
+  <joint name="yaw" type="revolute"><parent link="base_link"/><child link="a"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="pitch" type="revolute"><parent link="a"/><child link="b"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="roll" type="revolute"><parent link="b"/><child link="c"/>
+    <origin xyz="0.3 0 0"/><axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1"
+    velocity="1"/></joint>
+</robot>"""
+
+
+def chain(robot: str) -> Chain:
+    return Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', 'base_link', ROBOTS[robot])
+
+
+def stamp() -> Time:
+    return Time()
+
+
+def xyz(points) -> np.ndarray:
+    return np.array([[p.x, p.y, p.z] for p in points])
+
+
+def solve_markers(ch: Chain, q, p_targets, reached, sizes):
+    """The passive markers of one solve, as MarkerOutput.result builds them."""
+    out = list(markers.envelope_markers('base_link', stamp(), markers.envelope_of(ch)))
+    tips_T = ch.fk_tips(q)
+    for k, tip in enumerate(ch.tip_links):
+        p_tip = tips_T[tip][:3, 3]
+        out += markers.target_markers('base_link', stamp(), k, p_targets[k], reached, p_tip,
+                                      sizes)
+        out += markers.tip_label_markers('base_link', stamp(), k, p_tip,
+                                         '' if reached else 'missed', ['fragile'], sizes)
+    out += markers.joint_markers('base_link', stamp(), ch, q, sizes=sizes)
+    return out
+
+
+@pytest.mark.parametrize('robot', sorted(ROBOTS))
+def test_no_passive_marker_hides_the_handles_of_the_interactive_target(robot):
+    """The Interact tool grabs the first object under the cursor. The only filled markers are
+    the target spheres, inside the interactive marker's body, and a planar chain's envelope
+    disc, thinner than a millimetre in the chain's plane; everything else is lines or text,
+    and text sits beyond the upper move handle."""
+    ch = chain(robot)
+    sizes = markers.sizes_of(ch)
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        q = rng.uniform(ch.lower, ch.upper)
+        targets = [T[:3, 3] + rng.normal(0, 0.2, 3) for T in ch.fk_tips(q).values()]
+        for reached in (True, False):
+            for m in solve_markers(ch, q, targets, reached, sizes):
+                if m.action != Marker.ADD:
+                    continue
+                if m.type == Marker.CYLINDER:
+                    assert robot == 'planar4' and m.scale.z <= 0.001, m
+                elif m.type in FILLED:
+                    assert m.type == Marker.SPHERE and 10 <= m.id < 100, m
+                    # The smallest body: 6-DOF cube of 0.3 scale (position-only: 0.35).
+                    assert m.scale.x / 2 < 0.3 * min(sizes.handle_scale, DEFAULT_SCALE_M) / 2
+                elif m.type == Marker.TEXT_VIEW_FACING and m.id // 100 in (4, 6):
+                    tip = ch.tip_links[m.id % 100]
+                    gap = abs(m.pose.position.z - ch.fk_tips(q)[tip][2, 3]) - m.scale.z / 2
+                    assert gap >= sizes.handle_scale - 1e-12
+
+
+@pytest.mark.parametrize('robot', sorted(ROBOTS))
+def test_a_spatial_envelope_is_three_great_circles_and_a_planar_one_a_thin_disc(robot):
+    ch = chain(robot)
+    env = markers.envelope_of(ch, tip=ch.tip_links[0])
+    outer, inner = markers.envelope_markers('base_link', stamp(), env)
+    assert inner.action == Marker.DELETE  # no inner bound without a solver's
+    if robot == 'planar4':
+        assert outer.type == Marker.CYLINDER and outer.scale.x == pytest.approx(2 * env.r_max)
+        assert outer.scale.z <= 0.001
+        o = outer.pose.orientation
+        assert (o.x, o.y, o.z) == (0.0, 0.0, 0.0) and abs(o.w) == 1.0  # its axis: the plane's
+        assert outer.pose.position.z == pytest.approx(0.0)  # the plane planar4 moves in
+    else:
+        assert outer.type == Marker.LINE_LIST
+        radii = np.linalg.norm(xyz(outer.points) - env.center, axis=1)
+        np.testing.assert_allclose(radii, env.r_max)
+        assert len(outer.points) == 3 * 2 * markers.CIRCLE_SEGMENTS
+
+
+def test_an_inner_bound_is_drawn_when_a_solver_knows_one():
+    class Knows:
+        def reach_envelope(self, tip):
+            return (0.0, 0.0, -0.05), 0.1, 0.58
+    env = markers.envelope_of(chain('leg3'), Knows())
+    outer, inner = markers.envelope_markers('base_link', stamp(), env)
+    np.testing.assert_allclose(np.linalg.norm(xyz(inner.points) - [0, 0, -0.05], axis=1), 0.1)
+
+
+def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one():
+    sizes = markers.Sizes(0.6)
+    text = markers.miss_text('right_hand', 0.0057, 'timeout')
+    assert text == 'right_hand missed by 5.7 mm (timeout)'
+    assert markers.miss_text('tool0', 1.25, 'unreachable', math.radians(12.5)) == \
+        'tool0 missed by 1.25 m, 12.5 deg (unreachable)'
+    warnings = ['fragile: near a singularity', 'fragile: knee 0.01 from its lower limit']
+    p_tip = np.array([0.1, 0.2, 0.3])
+    miss, warn = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
+                                           sizes)
+    assert (miss.id, miss.type, miss.text) == (401, Marker.TEXT_VIEW_FACING, text)
+    assert miss.color.r > 0.9 and miss.color.g < 0.5  # red
+    assert (warn.id, warn.type, warn.text) == (601, Marker.TEXT_VIEW_FACING,
+                                               '\n'.join(warnings))
+    assert warn.color.r > 0.9 and warn.color.g > 0.6 and warn.color.b < 0.3  # amber
+    # Stacked above the upper handle: the warnings' two lines, then the miss above them.
+    warn_bottom = warn.pose.position.z - len(warnings) * warn.scale.z / 2 - p_tip[2]
+    miss_bottom = miss.pose.position.z - miss.scale.z / 2 - p_tip[2]
+    assert warn_bottom == pytest.approx(sizes.handle_scale)
+    assert miss_bottom == pytest.approx(sizes.handle_scale + len(warnings) * sizes.text_height)
+    # Below the lower handle (a foot): mirrored.
+    miss_below, warn_below = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text,
+                                                       warnings, sizes, below=True)
+    assert p_tip[2] - warn_below.pose.position.z == pytest.approx(warn.pose.position.z - p_tip[2])
+    assert p_tip[2] - miss_below.pose.position.z == pytest.approx(miss.pose.position.z - p_tip[2])
+    reached = markers.tip_label_markers('base_link', stamp(), 1, p_tip, '', [], sizes)
+    assert [(m.id, m.action) for m in reached] == [(401, Marker.DELETE), (601, Marker.DELETE)]
+
+
+def test_a_missed_target_keeps_a_line_from_the_tip_and_a_reached_one_deletes_it():
+    reached = markers.target_markers('base_link', stamp(), 0, np.array([1, 2, 3.0]), True,
+                                     np.array([1, 2, 3.0]))
+    assert reached[0].color.g > 0.5 and reached[1].action == Marker.DELETE
+    missed = markers.target_markers('base_link', stamp(), 1, np.array([1, 2, 3.0]), False,
+                                    np.array([0, 0, 0.0]))
+    assert missed[0].color.r > 0.5 and missed[0].id == 11
+    assert missed[1].type == Marker.LINE_LIST and missed[1].id == 101
+    assert [(p.x, p.y, p.z) for p in missed[1].points] == [(0, 0, 0), (1, 2, 3)]
+
+
+def test_a_joint_near_its_limit_is_red_with_a_label_naming_it():
+    leg = chain('leg3')
+    q = np.array([1.2 - 0.01, 0.3, -0.8])  # hip_yaw 0.01 rad inside its upper limit
+    out = {(m.id, m.action): m for m in markers.joint_markers('base_link', stamp(), leg, q,
+                                                              limit_threshold=0.05)}
+    ring = out[(200, Marker.ADD)]
+    assert ring.color.r == 1.0 and ring.color.g == 0.0
+    label = out[(500, Marker.ADD)]
+    assert label.text == 'hip_yaw near its upper limit'
+    assert label.pose.position.z < -ring.scale.x  # under its ring
+    assert (501, Marker.DELETE) in out and (502, Marker.DELETE) in out
+    free = out[(201, Marker.ADD)]  # hip_pitch at 0.3 of +-1.6: green-yellow
+    assert free.color.g == 1.0 and free.color.r < 1.0
+
+
+@pytest.mark.parametrize('robot', ['leg3', 'arm6', 'twin_arm', 'gimbal'])
+def test_every_joint_ring_is_told_apart_from_every_other(robot, tmp_path):
+    """Two rings are distinguishable when some point of one is at least three line widths from
+    every point of the other (joints sharing an origin and axis plane get nested rings)."""
+    if robot == 'gimbal':
+        path = tmp_path / 'gimbal.urdf'
+        path.write_text(GIMBAL_URDF)
+        ch = Chain.from_urdf_file(path, 'base_link', 'c')
+    else:
+        ch = chain(robot)
+    sizes = markers.sizes_of(ch)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        q = rng.uniform(ch.lower, ch.upper)
+        rings = [xyz(m.points) for m in markers.joint_markers('base_link', stamp(), ch, q,
+                                                              sizes=sizes)
+                 if m.type == Marker.LINE_STRIP]
+        assert len(rings) == ch.n
+        for i in range(ch.n):
+            for j in range(i + 1, ch.n):
+                gaps = np.linalg.norm(rings[i][:, None] - rings[j][None], axis=2).min(axis=1)
+                assert gaps.max() > 3 * sizes.line_width, (ch.joint_names[i], ch.joint_names[j])
+
+
+def test_coincident_joints_with_one_plane_get_nested_rings(tmp_path):
+    path = tmp_path / 'gimbal.urdf'
+    path.write_text(GIMBAL_URDF.replace('<axis xyz="0 1 0"/>', '<axis xyz="0 0 1"/>'))
+    ch = Chain.from_urdf_file(path, 'base_link', 'c')
+    yaw, pitch = [xyz(m.points) for m in markers.joint_markers('base_link', stamp(), ch,
+                                                                np.zeros(3))[:4:2]]
+    assert np.linalg.norm(pitch, axis=1).min() > 1.4 * np.linalg.norm(yaw, axis=1).max()
+
+
+def test_a_6d_target_shows_its_orientation_as_three_arrows_z_the_longest():
+    from transforms3d.quaternions import quat2mat
+    quat = np.array([0.2, -0.4, 0.1, 0.9]) / np.linalg.norm([0.2, -0.4, 0.1, 0.9])
+    p = np.array([0.4, 0.1, 0.3])
+    sizes = markers.Sizes(1.0)
+    arrows = markers.orientation_markers('base_link', stamp(), 1, p, quat, sizes)
+    assert [m.id for m in arrows] == [303, 304, 305]
+    R = quat2mat([quat[3], *quat[:3]])
+    lengths = []
+    for k, m in enumerate(arrows):
+        assert m.type == Marker.ARROW
+        start, end = xyz(m.points)
+        np.testing.assert_allclose(start, p)
+        lengths.append(np.linalg.norm(end - start))
+        np.testing.assert_allclose((end - start) / lengths[-1], R[:, k], atol=1e-12)
+    assert lengths[2] == max(lengths) <= sizes.axes_length
+    assert max(lengths) < 0.5 * sizes.handle_scale  # inside the move arrows' inner ends
+    gone = markers.orientation_markers('base_link', stamp(), 1, p, None, sizes)
+    assert [(m.id, m.action) for m in gone] == [(303, Marker.DELETE), (304, Marker.DELETE),
+                                                (305, Marker.DELETE)]
+
+
+def test_sizes_follow_the_robot_within_bounds():
+    small, leg, arm, huge = (markers.Sizes(r) for r in (0.05, 0.63, 1.0, 30.0))
+    assert small.text_height == 0.03 and huge.text_height == 0.05
+    assert leg.target_radius < arm.target_radius
+    assert markers.sizes_of(chain('leg3')).reach_m == pytest.approx(0.05 + 0.30 + 0.28)
+
+
+@pytest.mark.parametrize('robot', ['leg3', 'arm6', 'planar4'])
+def test_the_map_is_bounded_points_whose_colours_vary(robot):
+    ch = chain(robot)
+    reach_map = build_reachability_map(ch, samples=20_000, voxel_size=0.1, seed=4)
+    out = markers.reachability_markers('base_link', stamp(), [reach_map], max_points=300)
+    assert out[0].action == Marker.DELETEALL
+    points, legend = out[1:]
+    assert points.type == Marker.POINTS and points.ns == f'reachability/{ch.tip_link}'
+    assert 0 < len(points.points) <= 300 and len(points.colors) == len(points.points)
+    assert len({(c.r, c.g) for c in points.colors}) >= 3, 'one colour for the whole map'
+    spacing = map_points(reach_map, 300).spacing  # between neighbouring points
+    assert points.scale.x < 0.5 * spacing  # the robot shows between them
+    assert legend.type == Marker.TEXT_VIEW_FACING and legend.ns == points.ns
+    assert ('depth' in legend.text) == reach_map.position_only
