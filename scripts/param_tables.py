@@ -77,7 +77,8 @@ def graph_table() -> str:
         rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
                     f'| {spec.range_text()} | {spec.description} |')
     from ik_node.ros.interactive import INTERACTIVE_PARAMS
-    for name, spec in INTERACTIVE_PARAMS.items():
+    from ik_node.ros.planar_targets import PLANAR_PARAMS
+    for name, spec in {**INTERACTIVE_PARAMS, **PLANAR_PARAMS}.items():
         rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
                     f'| {spec.range_text()} | {spec.description} |')
     return '\n'.join(rows)

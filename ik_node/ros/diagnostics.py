@@ -213,6 +213,9 @@ class StatusReports:
 
         def summary() -> str:
             text = conv.result_summary(result, solver)
+            if 'planar_projection_m' in extra:
+                text += (f"; point target projected onto the chain's plane (moved "
+                         f"{float(extra['planar_projection_m']):.3g} m)")
             fragile = measures()['fragile']
             return f'{text}; fragile: {fragile}' if fragile else text
 

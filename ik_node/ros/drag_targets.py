@@ -14,6 +14,7 @@ from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.model.chain import Chain
+from ik_node.ros import markers
 from ik_node.ros import messages as conv
 from ik_node.ros.interactive import InteractiveTargets
 from ik_node.ros.solution_output import Send
@@ -41,11 +42,14 @@ class DragTargets:
 
     def set_robot(self, config: IkConfig, chain: Chain, q: np.ndarray,
                   six_dof: bool) -> None:
-        """Serve a marker at each tip of ``chain`` at ``q`` (``six_dof``: they also rotate)."""
+        """Serve a marker at each tip of ``chain`` at ``q`` (``six_dof``: they also rotate),
+        its handles scaled to the robot; a planar chain's tip moves in its plane only."""
         self._branched = config.branched
         tips_T = chain.fk_tips(q)
+        self.server.scale = markers.sizes_of(chain).handle_scale
         self.server.set_tips(config.base_link,
-                             [(tip, tips_T[tip], six_dof) for tip in config.tip_links])
+                             [(tip, tips_T[tip], six_dof, markers.planar_normal(chain, tip))
+                              for tip in config.tip_links])
 
     def clear(self) -> None:
         """No robot model: no markers, drags ignored."""

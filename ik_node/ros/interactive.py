@@ -66,6 +66,7 @@ class _Tip:
     position: np.ndarray
     quat_xyzw: np.ndarray
     six_dof: bool
+    plane_normal: Optional[np.ndarray] = None  # a planar chain's: the marker moves in the plane
     reached: Optional[bool] = None
     # The newest (position, quat_xyzw or None) a follow() left while no client listened: it is
     # normalised and applied when the tip is next read (_settle), not on every target.
@@ -115,23 +116,33 @@ class InteractiveTargets:
                                              callback_group=callback_group)
 
     # ------------------------------------------------------------------------ node-facing
-    def set_tips(self, base_frame: str, tips: Sequence[Tuple[str, object, bool]]) -> None:
-        """Serve a marker for each ``(tip, pose, six_dof)``; erase the markers of other tips.
+    def set_tips(self, base_frame: str, tips: Sequence[tuple]) -> None:
+        """Serve a marker for each ``(tip, pose, six_dof)`` or ``(tip, pose, six_dof,
+        plane_normal)``; erase the markers of other tips.
 
         ``pose`` is ``T_base_tip`` (4x4) or ``(position [m], quat_xyzw)`` in ``base_frame``.
         Every marker is sent in full (colour back to grey). A position-only marker takes the
-        identity orientation (its move axes are those of ``base_frame``).
+        identity orientation (its move axes are those of ``base_frame``); with a
+        ``plane_normal`` (a planar chain's, base frame) it moves in that plane only.
 
         Raises:
-            ValueError: a bad pose or a repeated tip name (nothing is changed).
+            ValueError: a bad pose, a zero or non-finite plane normal or a repeated tip name
+                (nothing is changed).
         """
         new: Dict[str, _Tip] = {}
-        for name, pose, six_dof in tips:
+        for name, pose, six_dof, *plane in tips:
             if name in new:
                 raise ValueError(f'tip {name!r} given twice')
             position, quat = pose_from_input(pose)
+            normal = plane[0] if plane else None
+            if normal is not None:
+                normal = np.array(finite_floats(normal, 3, f'plane normal of tip {name!r}'))
+                if float(np.linalg.norm(normal)) < 1e-9:
+                    raise ValueError(f'plane normal of tip {name!r} has zero length')
+                normal = normal / np.linalg.norm(normal)
             new[str(name)] = _Tip(str(name), position,
-                                  quat if six_dof else IDENTITY_XYZW.copy(), bool(six_dof))
+                                  quat if six_dof else IDENTITY_XYZW.copy(), bool(six_dof),
+                                  normal)
         with self._lock:
             erases = [name for name in self._tips if name not in new]
             self._tips, self._frame = new, str(base_frame)
@@ -185,7 +196,7 @@ class InteractiveTargets:
     def _marker(self, t: _Tip) -> InteractiveMarker:
         self._settle(t)
         return interactive_marker(t.name, self._frame, t.position, t.quat_xyzw, t.six_dof,
-                                  t.reached, self.scale)
+                                  t.reached, self.scale, t.plane_normal)
 
     def _settle(self, t: _Tip) -> None:
         """Apply the pose a follow() left pending (caller holds the lock)."""

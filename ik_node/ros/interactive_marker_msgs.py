@@ -1,21 +1,22 @@
 """The interactive target markers as messages: one ``InteractiveMarker`` per tip (no rclpy).
 
 :class:`ik_node.ros.interactive.InteractiveTargets` serves these; RViz's InteractiveMarkers
-display draws them. A 6-DOF marker moves and rotates on all three axes; a position-only one
-only moves (its axes fixed to the base frame). The body is coloured by the last solve: green
+display draws them. A 6-DOF marker moves and rotates on all three axes, its body showing the
+target's axes as arrows; a position-only one only moves (its axes fixed to the base frame), a
+planar chain's in the chain's plane only. The body is coloured by the last solve: green
 reached, red not, grey before any.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
-from geometry_msgs.msg import Pose, Quaternion
+from geometry_msgs.msg import Point, Pose, Quaternion
 from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, Marker
 
-from ik_node.ros.markers import GREEN, RED
+from ik_node.ros.markers import AXES_RGBA, GREEN, RED, plane_basis
 from ik_node.ros.messages import quat_xyzw_from_rotation
 
 DEFAULT_SCALE_M = 0.25
@@ -72,21 +73,55 @@ def pose_msg(position: np.ndarray, quat_xyzw: np.ndarray) -> Pose:
     return msg
 
 
-def _body(six_dof: bool, reached: Optional[bool], scale: float) -> Marker:
-    """The always-visible body: a cube (its rotation shows) for 6-DOF, else a sphere."""
-    body = Marker()
-    body.type = Marker.CUBE if six_dof else Marker.SPHERE
-    size = scale * (0.3 if six_dof else 0.35)
-    body.scale.x = body.scale.y = body.scale.z = size
-    body.pose.orientation.w = 1.0
-    r, g, b, a = GREY if reached is None else (GREEN if reached else RED)
-    body.color.r, body.color.g, body.color.b, body.color.a = r, g, b, a
-    return body
+def _quat_xyzw_x_onto(direction) -> Tuple[float, float, float, float]:
+    """The rotation (x, y, z, w) taking the x axis onto unit ``direction`` (a control acts
+    along or about its frame's x axis)."""
+    d = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+    axis = np.cross([1.0, 0.0, 0.0], d)
+    s, c = float(np.linalg.norm(axis)), float(d[0])
+    if s < 1e-12:
+        return (0.0, 0.0, 0.0, 1.0) if c > 0 else (0.0, 0.0, 1.0, 0.0)
+    half = 0.5 * math.atan2(s, c)
+    x, y, z = axis / s * math.sin(half)
+    return float(x), float(y), float(z), math.cos(half)
+
+
+def _coloured(marker: Marker, rgba) -> Marker:
+    marker.color.r, marker.color.g, marker.color.b, marker.color.a = (float(v) for v in rgba)
+    return marker
+
+
+def _body(six_dof: bool, reached: Optional[bool], scale: float) -> List[Marker]:
+    """The always-visible body, coloured by the last solve (its first marker).
+
+    6-DOF: a small sphere and the target's x, y, z axes as arrows (red, green, blue) out to
+    0.4 scale, inside the inner ends of the move arrows, so the orientation reads at a glance
+    and sticks out of the tool it sits in. Position-only: a sphere.
+    """
+    centre = Marker()
+    centre.type = Marker.SPHERE
+    centre.scale.x = centre.scale.y = centre.scale.z = scale * (0.25 if six_dof else 0.35)
+    centre.pose.orientation.w = 1.0
+    _coloured(centre, GREY if reached is None else (GREEN if reached else RED))
+    if not six_dof:
+        return [centre]
+    out = [centre]
+    for axis, rgba in zip(np.eye(3), AXES_RGBA):
+        arrow = Marker()
+        arrow.type = Marker.ARROW
+        arrow.pose.orientation.w = 1.0
+        arrow.points = [Point(), Point(x=float(0.4 * scale * axis[0]),
+                                       y=float(0.4 * scale * axis[1]),
+                                       z=float(0.4 * scale * axis[2]))]
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.05 * scale, 0.1 * scale, 0.1 * scale
+        out.append(_coloured(arrow, rgba))
+    return out
 
 
 def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw: np.ndarray,
                        six_dof: bool, reached: Optional[bool] = None,
-                       scale: float = DEFAULT_SCALE_M) -> InteractiveMarker:
+                       scale: float = DEFAULT_SCALE_M,
+                       plane_normal: Optional[np.ndarray] = None) -> InteractiveMarker:
     """The interactive marker of one tip target.
 
     Args:
@@ -96,6 +131,8 @@ def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw
         six_dof: move and rotate on x, y, z; else move only (axes fixed to ``frame_id``).
         reached: colour of the body: True green, False red, None grey.
         scale: size of the controls [m].
+        plane_normal: a planar chain's plane normal (base frame; position-only markers): the
+            marker moves in that plane only (its body and two arrows, ``move_u``, ``move_v``).
     """
     im = InteractiveMarker()
     im.header.frame_id = frame_id
@@ -103,18 +140,30 @@ def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw
     im.description = f'{name} target' + ('' if six_dof else ' (position only)')
     im.scale = float(scale)
     im.pose = pose_msg(position, quat_xyzw)
+    planar = plane_normal is not None and not six_dof
     body = InteractiveMarkerControl()
     body.name = 'body'
     body.always_visible = True
-    body.interaction_mode = InteractiveMarkerControl.MOVE_ROTATE_3D if six_dof else \
-        InteractiveMarkerControl.MOVE_3D
-    body.orientation.w = 1.0
-    body.markers.append(_body(six_dof, reached, scale))
+    if planar:
+        body.interaction_mode = InteractiveMarkerControl.MOVE_PLANE
+        body.orientation_mode = InteractiveMarkerControl.FIXED
+        x, y, z, w = _quat_xyzw_x_onto(plane_normal)
+        body.orientation = Quaternion(x=x, y=y, z=z, w=w)
+    else:
+        body.interaction_mode = InteractiveMarkerControl.MOVE_ROTATE_3D if six_dof else \
+            InteractiveMarkerControl.MOVE_3D
+        body.orientation.w = 1.0
+    body.markers.extend(_body(six_dof, reached, scale))
     im.controls.append(body)
+    if planar:
+        u, v = plane_basis(plane_normal)
+        axes = [('u', _quat_xyzw_x_onto(u)), ('v', _quat_xyzw_x_onto(v))]
+    else:
+        axes = list(_AXES)
     modes = [('move', InteractiveMarkerControl.MOVE_AXIS)]
     if six_dof:
         modes.append(('rotate', InteractiveMarkerControl.ROTATE_AXIS))
-    for axis, (x, y, z, w) in _AXES:
+    for axis, (x, y, z, w) in axes:
         for prefix, mode in modes:
             control = InteractiveMarkerControl()
             control.name = f'{prefix}_{axis}'

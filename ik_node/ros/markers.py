@@ -189,7 +189,7 @@ def _place(m: Marker, p) -> None:
     m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
 
 
-def _basis(normal) -> tuple:
+def plane_basis(normal) -> tuple:
     """Two unit vectors ``(u, v)`` with ``(u, v, normal)`` right-handed and orthonormal."""
     n = np.asarray(normal, dtype=float)
     n = n / np.linalg.norm(n)
@@ -201,7 +201,7 @@ def _basis(normal) -> tuple:
 
 def circle_points(center, normal, radius: float, segments: int = CIRCLE_SEGMENTS) -> np.ndarray:
     """``(segments + 1, 3)`` points of a closed circle [m] about ``normal`` (first == last)."""
-    u, v = _basis(normal)
+    u, v = plane_basis(normal)
     angles = np.linspace(0.0, 2.0 * math.pi, segments + 1)
     return np.asarray(center, dtype=float) + radius * (np.outer(np.cos(angles), u) +
                                                        np.outer(np.sin(angles), v))

@@ -42,7 +42,7 @@ from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat  # noqa
 from ik_node.errors import IkError, TargetError  # noqa: E402
 from ik_node.model.urdf_checks import check_description_size  # noqa: E402
 from ik_node.ros import messages as conv  # noqa: E402
-from ik_node.ros import run  # noqa: E402
+from ik_node.ros import planar_targets, run  # noqa: E402
 from ik_node.ros.diagnostics import StatusReports, model_name  # noqa: E402
 from ik_node.ros.drag_targets import DragTargets  # noqa: E402
 from ik_node.ros.inputs import NodeInputs  # noqa: E402
@@ -87,6 +87,7 @@ class IkNode(Node):
         # The queue between the target inputs and the solve: the newest target of each tip.
         self._targets = LatestTargets()
         self._solving = threading.Lock()  # held by the callback that drains the queue
+        self._planes: Dict[str, planar_targets.Plane] = {}  # planar tips: their plane
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -146,7 +147,7 @@ class IkNode(Node):
             config, chain = model.config, model.chain
             measured, seed_note = self._inputs.measured(chain)
             seed = self._q if measured is None else measured
-            goals = self._goals_in_base(batch, chain, seed, config.base_link)
+            goals, projected = self._goals_in_base(batch, chain, seed, config)
             if not goals:
                 return
             frame = ', '.join(sorted({batch[t].frame_id or config.base_link for t in goals}))
@@ -175,24 +176,29 @@ class IkNode(Node):
             self._drag.show(config, chain, batch, goals, self._known, result, q)
             extra = {'seed': seed_note, 'output': self._solution.kind,
                      'joint_state_stamp': out_stamp}
+            if projected:
+                extra['planar_projection_m'] = f'{max(projected.values()):.4g}'
         tip_stamps = {tip: batch[tip].stamp_text for tip in goals if tip}
         if self._status.solve(chain, config.solver, result, goals, q, frame, stamps, count,
                               extra, tip_stamps):
             self._publish_held_markers()  # markers go out with a status that does
 
     def _goals_in_base(self, batch: Mapping[Optional[str], conv.Target], chain, q: np.ndarray,
-                       base_link: str) -> Dict[Optional[str], tuple]:
-        """``{slot: (position [m], quat_xyzw or None)}`` in the base frame; a bad target is
-        reported (ERROR naming its stamp) and left out, with every other target of its message
-        when it came in one for all tips (``~/target_poses``: nothing of it is solved)."""
-        lookup = self._inputs.frame_lookup(base_link)
-        goals = {}
+                       config: IkConfig) -> tuple:
+        """``({slot: (position [m], quat_xyzw or None)}, {slot: distance moved [m]})`` in the
+        base frame. A bad target is reported (ERROR naming its stamp) and left out, with every
+        other target of its message when it came in one for all tips (``~/target_poses``:
+        nothing of it is solved); a point target near a planar chain's plane is moved onto it
+        (:mod:`ik_node.ros.planar_targets`)."""
+        lookup = self._inputs.frame_lookup(config.base_link)
+        goals, projected = {}, {}
         refused_stamps = set()
+        max_distance = float(self.get_parameter(planar_targets.PARAM).value)
         for tip, target in batch.items():
             if target.index is not None and target.stamp in refused_stamps:
                 continue
             try:
-                goals[tip] = conv.target_in_base(target, chain, q, lookup)
+                p, quat = conv.target_in_base(target, chain, q, lookup)
             except TargetError as exc:
                 if target.index is None:
                     where = f' for tip {tip}' if tip else ''
@@ -203,10 +209,18 @@ class IkNode(Node):
                 self._status.error(f'bad target_poses: pose {target.index} (tip '
                                    f'{tip or chain.tip_link}): {exc}; nothing of this message '
                                    'is solved', target.frame_id, target.stamp_text)
+                continue
+            plane = self._planes.get(tip or config.tip_link)
+            if quat is None and plane is not None:
+                p, moved = planar_targets.onto_plane(p, plane, max_distance)
+                if moved:
+                    projected[tip] = moved
+            goals[tip] = (p, quat)
         if refused_stamps:
             goals = {tip: goal for tip, goal in goals.items()
                      if batch[tip].index is None or batch[tip].stamp not in refused_stamps}
-        return goals
+            projected = {tip: d for tip, d in projected.items() if tip in goals}
+        return goals, projected
 
     def _solve(self, model: RobotModel, goals: Mapping[Optional[str], tuple], seed: np.ndarray):
         """The solver's result for ``goals``; a branched chain solves for the last goal of
@@ -254,12 +268,14 @@ class IkNode(Node):
             self._q = chain.clip(np.zeros(chain.n)) if measured is None else measured
             self._known, self._known_quats = {}, {}
             self._said_orientation_ignored = False
+            self._planes = planar_targets.tip_planes(chain)
             self._inputs.subscribe_targets(config.tip_links, config.branched)
         self._solution.use(model.plan)
         if self._solution.steady:
             self._solution.publish(self._q)
-        self._markers.envelope(chain, model.solver, config.base_link, reset=new_chain)
         graph = model.plan.graph
+        self._markers.set_thresholds(graph.singular_threshold, graph.limit_margin_threshold)
+        self._markers.envelope(chain, model.solver, config.base_link, reset=new_chain)
         self._reach.follow(chain, graph.reachability_samples, graph.reachability_voxel_size)
         self._drag.set_robot(config, chain, self._q,
                              six_dof=not config.branched and model.solver.supports_orientation)

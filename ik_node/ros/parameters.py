@@ -3,7 +3,8 @@ in their canonical form, read back as one flat mapping.
 
 Every parameter comes from a spec in :mod:`ik_node.config.node_config`,
 :mod:`ik_node.config.ros_graph`, a solver's ``param_specs()`` or
-:data:`ik_node.ros.interactive.INTERACTIVE_PARAMS`; validation happens there, not here. Changes
+:data:`ik_node.ros.interactive.INTERACTIVE_PARAMS` or
+:data:`ik_node.ros.planar_targets.PLANAR_PARAMS`; validation happens there, not here. Changes
 at run time go through :class:`ik_node.ros.parameter_changes.ParameterChanges`.
 """
 
@@ -22,6 +23,7 @@ from ik_node.config.node_config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DE
 from ik_node.errors import IkError
 from ik_node.config.ros_graph import GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS
 from ik_node.ros.interactive import INTERACTIVE_PARAMS
+from ik_node.ros.planar_targets import PLANAR_PARAMS
 from ik_node.solvers import SOLVERS, ParamSpec
 
 _INT64_MAX = 2 ** 63 - 1
@@ -46,7 +48,7 @@ class NodeParameters:
     def __init__(self, node: Node) -> None:
         self._node = node
         self.names = self._declare_parameters()
-        for name, spec in INTERACTIVE_PARAMS.items():
+        for name, spec in {**INTERACTIVE_PARAMS, **PLANAR_PARAMS}.items():
             self._declare_spec(name, spec)
         self._check_overrides()
         fixes = canonical_updates({name: self.value(name) for name in self.names})

@@ -1,0 +1,110 @@
+"""What the running node shows in RViz (issue 25), over real DDS: every miss and every fragility
+warning on screen, clicks on a planar arm solved on its plane, the interactive target scaled to
+the robot and, on a planar arm, moving in its plane."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E402
+
+from ik_node import Chain  # noqa: E402
+from ik_node.ros import markers  # noqa: E402
+from test_node import REPO, chain_of, harness, values  # noqa: E402,F401  (the fixture)
+
+#: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (WARN).
+Q_NEAR_HIP_YAW_LIMIT = np.array([1.196, 0.4, -0.9])
+
+
+def newest(probe, mark, predicate, what):
+    """The newest ADD marker after ``mark`` that ``predicate`` accepts (waits for one)."""
+    def find():
+        found = [m for a in probe.marker_arrays[mark[2]:] for m in a.markers
+                 if m.action == Marker.ADD and predicate(m)]
+        return found[-1] if found else None
+    return probe.wait_for(what, find)
+
+
+def test_a_fragile_solution_shows_its_warning_at_the_tip_and_the_joint_in_red(harness):  # noqa: F811
+    ik, probe = harness.start('leg3', reachability_samples=0)
+    leg = chain_of('leg3')
+    mark = probe.mark()
+    probe.send_point(leg.fk(Q_NEAR_HIP_YAW_LIMIT)[:3, 3])
+    status = probe.next_status(mark, what='the answer')
+    assert values(status)['reachable'] == 'true' and 'fragile: hip_yaw' in status.message
+    warning = newest(probe, mark, lambda m: m.id == 600, 'the warning label')
+    assert warning.type == Marker.TEXT_VIEW_FACING
+    assert warning.text == 'fragile: ' + status.message.split('fragile: ')[1]
+    ring = newest(probe, mark, lambda m: m.id == 200, "hip_yaw's ring")
+    assert (ring.color.r, ring.color.g) == (1.0, 0.0)
+    label = newest(probe, mark, lambda m: m.id == 500, "hip_yaw's label")
+    assert label.text == 'hip_yaw near its upper limit'
+    with probe.lock:
+        ids = [(m.id, m.action) for a in probe.marker_arrays[mark[2]:] for m in a.markers]
+    assert (400, Marker.DELETE) in ids  # reached: no miss label
+
+
+def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):  # noqa: F811
+    tips = ('left_hand', 'right_hand')
+    ik, probe = harness.start('twin_arm', tips=tips, reachability_samples=0)
+    twin = Chain.from_urdf_file(REPO / 'urdf' / 'twin_arm.urdf', 'base_link', list(tips))
+    mark = probe.mark()
+    probe.send_point([0.3, 1.3, 0.9], tip='left_hand')  # far out of the left hand's reach
+    status = probe.next_status(mark, what='the answer')
+    assert values(status)['left_hand.reachable'] == 'false'
+    error_mm = float(values(status)['left_hand.position_error_m']) * 1000.0
+    label = newest(probe, mark, lambda m: m.id == 400, "the left hand's miss label")
+    assert label.text.startswith(f'left_hand missed by {error_mm:.3g} mm (')
+    assert label.color.r > 0.9 and label.color.g < 0.5
+    # It stands over the left hand, where the node put it (the joint states it published).
+    state = probe.joint_states[-1]
+    q = np.array([state.position[list(state.name).index(n)] for n in twin.joint_names])
+    p_tip = twin.fk(q, 'left_hand')[:3, 3]
+    assert (label.pose.position.x, label.pose.position.y) == pytest.approx(p_tip[:2], abs=1e-6)
+
+
+@pytest.mark.parametrize('height,projected', [(0.006, True), (-0.03, True), (0.2, False)])
+def test_a_point_near_a_planar_arms_plane_is_solved_on_the_plane_and_the_status_says_so(
+        harness, height, projected):  # noqa: F811
+    ik, probe = harness.start('planar4', reachability_samples=0)
+    mark = probe.mark()
+    probe.send_point([0.5, 0.4, height])  # planar4 moves in z = 0
+    status = probe.next_status(mark, what='the answer')
+    v = values(status)
+    assert (v['reachable'] == 'true') == projected
+    if projected:
+        assert float(v['planar_projection_m']) == pytest.approx(abs(height))
+        assert "projected onto the chain's plane" in status.message
+        target = newest(probe, mark, lambda m: m.id == 10, 'the target sphere')
+        assert target.pose.position.z == pytest.approx(0.0, abs=1e-12)
+    else:
+        assert 'planar_projection_m' not in v and 'projected' not in status.message
+
+
+def test_the_planar_projection_can_be_turned_off(harness):  # noqa: F811
+    ik, probe = harness.start('planar4', reachability_samples=0,
+                              **{'target_point.planar_projection': 0.0})
+    mark = probe.mark()
+    probe.send_point([0.5, 0.4, 0.006])
+    v = values(probe.next_status(mark, what='the answer'))
+    assert v['reachable'] == 'false' and 'planar_projection_m' not in v
+
+
+@pytest.mark.parametrize('robot', ['leg3', 'planar4', 'arm6'])
+def test_the_interactive_target_is_scaled_to_the_robot_and_a_planar_one_moves_in_its_plane(
+        harness, robot):  # noqa: F811
+    ik, probe = harness.start(robot, reachability_samples=0)
+    server = ik._drag.server
+    chain = chain_of(robot)
+    assert server.scale == pytest.approx(markers.sizes_of(chain).handle_scale)
+    (marker,) = [server._marker(server._tips[t]) for t in server.tips]
+    modes = {c.name: c.interaction_mode for c in marker.controls}
+    if robot == 'planar4':
+        assert modes == {'body': InteractiveMarkerControl.MOVE_PLANE,
+                         'move_u': InteractiveMarkerControl.MOVE_AXIS,
+                         'move_v': InteractiveMarkerControl.MOVE_AXIS}
+    else:
+        assert 'move_z' in modes
