@@ -357,7 +357,7 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
             continue
         m = _marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
         m.text = '\n'.join(text)
-        m.scale.z = sizes.text_height
+        m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
         centre = offset + 0.5 * len(text) * sizes.text_height
         offset += len(text) * sizes.text_height
         _place(m, np.asarray(p_tip, dtype=float) +
@@ -402,7 +402,7 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
             label = _marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
             label.text = f'{joint.name} near its {side} limit'
-            label.scale.z = 0.7 * sizes.text_height
+            label.scale.x = label.scale.y = label.scale.z = 0.7 * sizes.text_height
             _place(label, origin + np.array([0.0, 0.0, -radius0 * (1.6 + 0.45 * nested)
                                              - 0.5 * label.scale.z]))
             out.append(label)
@@ -444,7 +444,7 @@ def reachability_markers(frame_id: str, stamp, maps,
         legend = _marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (0.9, 0.9, 0.9, 1.0), ns)
         legend.text = (f'{reach_map.tip_link} map, colour: {picture.scale.split(" (")[0]} '
                        f'(red low, green high)')
-        legend.scale.z = max(0.03, 0.4 * picture.spacing)
+        legend.scale.x = legend.scale.y = legend.scale.z = max(0.03, 0.4 * picture.spacing)
         top = picture.points.max(axis=0)
         middle = 0.5 * (picture.points.min(axis=0) + top)
         _place(legend, (middle[0], middle[1], top[2] + picture.spacing))

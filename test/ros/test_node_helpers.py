@@ -197,7 +197,9 @@ def test_envelope_of_the_leg_is_a_sphere_and_a_solver_can_refine_it(leg):
     env = markers.envelope_of(leg, Knows())
     assert (env.r_min, env.r_max) == (0.1, 0.58)
     outer, inner = markers.envelope_markers('base_link', stamp(), env)
-    assert outer.type == Marker.SPHERE and inner.scale.x == pytest.approx(0.2)
+    assert outer.type == inner.type == Marker.LINE_LIST  # great circles: lines, not a shell
+    radii = [math.dist((p.x, p.y, p.z), (0.0, 0.0, -0.05)) for p in inner.points]
+    assert radii == pytest.approx([0.1] * len(radii))
 
 
 def test_target_markers_are_green_when_reached_and_draw_a_line_when_not():
