@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip('visualization_msgs')
 
 from builtin_interfaces.msg import Time  # noqa: E402
-from visualization_msgs.msg import Marker  # noqa: E402
+from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E402
 
 from ik_node import Chain  # noqa: E402
 from ik_node.reachability import build_reachability_map, map_points  # noqa: E402
@@ -251,3 +251,71 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
     assert points.scale.x < 0.5 * spacing  # the robot shows between them
     assert legend.type == Marker.TEXT_VIEW_FACING and legend.ns == points.ns
     assert ('depth' in legend.text) == reach_map.position_only
+
+
+# ------------------------------------------------------------------ the interactive target
+def test_a_6dof_target_body_shows_its_axes_inside_the_move_handles():
+    from ik_node.ros.interactive_marker_msgs import interactive_marker
+    quat = np.array([0.0, 1.0, 0.0, 0.0])  # tool z pointing down
+    im = interactive_marker('tool0', 'base_link', np.array([0.4, 0.1, 0.3]), quat, True,
+                            True, scale=0.3)
+    body = next(c for c in im.controls if c.name == 'body')
+    centre, *arrows = body.markers
+    assert centre.type == Marker.SPHERE and centre.color.g > 0.5 > centre.color.r  # reached
+    assert [m.type for m in arrows] == [Marker.ARROW] * 3
+    for k, m in enumerate(arrows):  # in the marker's frame: along its x, y, z
+        start, end = xyz(m.points)
+        np.testing.assert_allclose(start, 0.0)
+        np.testing.assert_allclose(end / np.linalg.norm(end), np.eye(3)[k])
+        assert np.linalg.norm(end) < 0.5 * im.scale  # the move arrows start at 0.5 scale
+        assert (m.color.r, m.color.g, m.color.b) == pytest.approx(markers.AXES_RGBA[k][:3])
+
+
+@pytest.mark.parametrize('normal', [[0.0, 0.0, 1.0], [0.0, 0.6, 0.8], [-1.0, 0.0, 0.0]])
+def test_a_planar_chains_target_moves_in_the_plane_only(normal):
+    from transforms3d.quaternions import quat2mat
+    from ik_node.ros.interactive_marker_msgs import interactive_marker
+    im = interactive_marker('tip', 'base_link', np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]),
+                            False, None, plane_normal=np.array(normal))
+    modes = {c.name: c for c in im.controls}
+    assert set(modes) == {'body', 'move_u', 'move_v'}
+
+    def x_axis(control):
+        o = control.orientation
+        return quat2mat([o.w, o.x, o.y, o.z])[:, 0]
+    body = modes['body']
+    assert body.interaction_mode == InteractiveMarkerControl.MOVE_PLANE
+    np.testing.assert_allclose(x_axis(body), normal, atol=1e-12)  # the plane's normal
+    u, v = x_axis(modes['move_u']), x_axis(modes['move_v'])
+    assert abs(u @ normal) < 1e-12 and abs(v @ normal) < 1e-12 and abs(u @ v) < 1e-12
+    assert all(modes[n].orientation_mode == InteractiveMarkerControl.FIXED for n in modes)
+
+
+# --------------------------------------------------------------------- planar point targets
+def test_a_planar_chains_tip_moves_in_one_plane_and_a_spatial_ones_does_not():
+    from ik_node.ros.planar_targets import tip_planes
+    planes = tip_planes(chain('planar4'))
+    assert list(planes) == ['tip']
+    np.testing.assert_allclose(np.abs(planes['tip'].normal), [0, 0, 1])
+    assert planes['tip'].point[2] == pytest.approx(0.0)
+    for robot in ('leg3', 'arm6', 'twin_arm'):
+        assert tip_planes(chain(robot)) == {}
+
+
+def test_a_point_near_the_plane_is_projected_onto_it_and_a_far_one_kept():
+    from ik_node.ros.planar_targets import Plane, onto_plane
+    normal = np.array([0.0, 0.6, 0.8])
+    plane = Plane(np.array([1.0, 2.0, 3.0]), normal)
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        in_plane = plane.point + np.cross(normal, rng.normal(size=3))
+        offset = rng.uniform(-0.08, 0.08)
+        p, moved = onto_plane(in_plane + offset * normal, plane, 0.05)
+        if abs(offset) <= 0.05:
+            np.testing.assert_allclose(p, in_plane, atol=1e-12)
+            assert moved == pytest.approx(abs(offset))
+        else:
+            np.testing.assert_allclose(p, in_plane + offset * normal)
+            assert moved == 0.0
+    p, moved = onto_plane(plane.point + 0.01 * normal, plane, 0.0)  # 0: never
+    assert moved == 0.0
