@@ -122,7 +122,7 @@ class MarkerOutput:
             first = chain.joints_of_tip(tip)[:1]
             below = bool(first) and p_tip[2] < frames[first[0], 2, 3]
             out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, miss, warnings, sizes,
-                                                 below))
+                                                 below, p_target))
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes))
         self._send(self._pub, markers.marker_array(out))
 

@@ -339,15 +339,19 @@ def miss_text(tip: str, position_error_m: float, status: str,
 
 
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,
-                      warnings: Sequence[str], sizes: Sizes = Sizes(), below: bool = False
-                      ) -> Sequence[Marker]:
+                      warnings: Sequence[str], sizes: Sizes = Sizes(), below: bool = False,
+                      p_target: Optional[np.ndarray] = None) -> Sequence[Marker]:
     """Tip ``index``'s labels: the miss in red (id ``400 + index``) and next to it the
     warnings in amber (id ``600 + index``), each a delete when there is nothing to say.
 
-    They stack above the tip beyond the interactive target's upper move handle, or below it
-    beyond the lower one (``below``: for a tip below the robot's base, such as a foot, whose
-    space above is the robot's), the miss farthest out.
+    They stack over the tip, above both the tip and its target (``p_target``, where the
+    interactive target is) by the size of the target's handles, or below both (``below``: for a
+    tip below the robot's base, such as a foot, whose space above is the robot's), the miss
+    farthest out.
     """
+    heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
+    anchor = np.array([p_tip[0], p_tip[1], min(heights) if below else max(heights)],
+                      dtype=float)
     lines = [([miss] if miss else [], MISS_LABEL_ID, MISS_RGBA),
              (list(warnings), WARN_LABEL_ID, WARN_RGBA)]
     out, offset = [], sizes.handle_scale
@@ -360,8 +364,7 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
         m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
         centre = offset + 0.5 * len(text) * sizes.text_height
         offset += len(text) * sizes.text_height
-        _place(m, np.asarray(p_tip, dtype=float) +
-               np.array([0.0, 0.0, -centre if below else centre]))
+        _place(m, anchor + np.array([0.0, 0.0, -centre if below else centre]))
         out.append(m)
     return out[::-1]
 
@@ -371,8 +374,9 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
                   limit_threshold: float = 0.05, sizes: Sizes = Sizes()) -> Sequence[Marker]:
     """A ring about every joint's axis at its origin (ids ``200 + j``), coloured by its limit
     margin (green with room to move, red at a limit; continuous joints green), and a label
-    (ids ``500 + j``) under the ring of a joint within ``limit_threshold`` [rad or m] of a limit
-    (the tip's warning label says how near).
+    (ids ``500 + j``) beside the ring of a joint within ``limit_threshold`` [rad or m] of a
+    limit (the tip's warning label says how near): above it, on the side away from the rest of
+    the chain, where a joint hidden in a housing still shows its name.
 
     Rings cover neither the tool nor the target; joints whose origins coincide (a hip's yaw
     and pitch) get rings of growing radius, and each ring lies in its own axis's plane.
@@ -380,6 +384,8 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
     q = np.asarray(q, dtype=float)
     frames = chain.joint_frames(q)
     radius0 = sizes.ring_radius
+    centroid = np.vstack([frames[:, :3, 3], [T[:3, 3] for T in chain.fk_tips(q).values()]]
+                         ).mean(axis=0)
     out, origins = [], []
     for j, joint in enumerate(chain.joints):
         origin = frames[j, :3, 3]
@@ -402,13 +408,28 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
             label = _marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
             label.text = f'{joint.name} near its {side} limit'
-            label.scale.x = label.scale.y = label.scale.z = 0.7 * sizes.text_height
-            _place(label, origin + np.array([0.0, 0.0, -radius0 * (1.6 + 0.45 * nested)
-                                             - 0.5 * label.scale.z]))
+            height = label.scale.x = label.scale.y = label.scale.z = 0.7 * sizes.text_height
+            _place(label, _beside(origin, centroid, radius0 * (1.0 + 0.45 * nested),
+                                  TEXT_WIDTH_SHARE * height * len(label.text), height))
             out.append(label)
         else:
             out.append(_deleted(frame_id, stamp, JOINT_LABEL_ID + j))
     return out
+
+
+#: Width of a text marker's character as a share of its height (RViz's default font).
+TEXT_WIDTH_SHARE = 0.55
+
+
+def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float, width: float,
+            height: float) -> np.ndarray:
+    """Where a label of ``width`` x ``height`` [m] centred stands just clear of a ring of
+    ``radius`` about ``origin``: above it and out, horizontally away from ``centroid``."""
+    away = np.asarray(origin, dtype=float) - centroid
+    away[2] = 0.0
+    norm = float(np.linalg.norm(away))
+    away = away / norm if norm > 1e-9 else np.array([-1.0, 0.0, 0.0])
+    return origin + away * (radius + 0.5 * width) + np.array([0.0, 0.0, radius + 0.5 * height])
 
 
 # ------------------------------------------------------------------------------ reachability

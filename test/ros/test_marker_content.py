@@ -59,7 +59,8 @@ def solve_markers(ch: Chain, q, p_targets, reached, sizes):
         out += markers.target_markers('base_link', stamp(), k, p_targets[k], reached, p_tip,
                                       sizes)
         out += markers.tip_label_markers('base_link', stamp(), k, p_tip,
-                                         '' if reached else 'missed', ['fragile'], sizes)
+                                         '' if reached else 'missed', ['fragile'], sizes,
+                                         bool(k % 2), p_targets[k])
     out += markers.joint_markers('base_link', stamp(), ch, q, sizes=sizes)
     return out
 
@@ -87,9 +88,10 @@ def test_no_passive_marker_hides_the_handles_of_the_interactive_target(robot):
                     # The smallest body: 6-DOF cube of 0.3 scale (position-only: 0.35).
                     assert m.scale.x / 2 < 0.3 * min(sizes.handle_scale, DEFAULT_SCALE_M) / 2
                 elif m.type == Marker.TEXT_VIEW_FACING and m.id // 100 in (4, 6):
-                    tip = ch.tip_links[m.id % 100]
-                    gap = abs(m.pose.position.z - ch.fk_tips(q)[tip][2, 3]) - m.scale.z / 2
-                    assert gap >= sizes.handle_scale - 1e-12
+                    k = m.id % 100  # clear of the tip and of the target's handles
+                    for z in (ch.fk_tips(q)[ch.tip_links[k]][2, 3], targets[k][2]):
+                        gap = abs(m.pose.position.z - z) - m.scale.z / 2
+                        assert gap >= sizes.handle_scale - 1e-12
 
 
 @pytest.mark.parametrize('robot', sorted(ROBOTS))
@@ -140,6 +142,11 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     miss_bottom = miss.pose.position.z - miss.scale.z / 2 - p_tip[2]
     assert warn_bottom == pytest.approx(sizes.handle_scale)
     assert miss_bottom == pytest.approx(sizes.handle_scale + len(warnings) * sizes.text_height)
+    # A target above the tip: the labels clear it too.
+    high = p_tip + [0.0, 0.0, 0.2]
+    miss_up, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
+                                           sizes, p_target=high)
+    assert miss_up.pose.position.z == pytest.approx(miss.pose.position.z + 0.2)
     # Below the lower handle (a foot): mirrored.
     miss_below, warn_below = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text,
                                                        warnings, sizes, below=True)
@@ -169,7 +176,11 @@ def test_a_joint_near_its_limit_is_red_with_a_label_naming_it():
     assert ring.color.r == 1.0 and ring.color.g == 0.0
     label = out[(500, Marker.ADD)]
     assert label.text == 'hip_yaw near its upper limit'
-    assert label.pose.position.z < -ring.scale.x  # under its ring
+    # Above its ring and out, away from the rest of the leg (its knee and foot).
+    position = np.array([label.pose.position.x, label.pose.position.y, label.pose.position.z])
+    rest = np.vstack([leg.joint_frames(q)[:, :3, 3], leg.fk(q)[:3, 3]]).mean(axis=0)
+    assert position[2] > markers.Sizes().ring_radius
+    assert position[:2] @ rest[:2] < 0 and np.linalg.norm(position[:2]) > 0.1
     assert (501, Marker.DELETE) in out and (502, Marker.DELETE) in out
     free = out[(201, Marker.ADD)]  # hip_pitch at 0.3 of +-1.6: green-yellow
     assert free.color.g == 1.0 and free.color.r < 1.0
