@@ -273,7 +273,8 @@ def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path
     rviz_remappings: Tuple[Remapping, ...] = (('/clicked_point', f'{NODE_NAME}/target_point'),)
     if namespace:  # ik.rviz names absolute topics: bring them into the namespace
         rviz_remappings += (('/robot_description', 'robot_description'),
-                            (f'/{NODE_NAME}/markers', f'{NODE_NAME}/markers')) + tf
+                            (f'/{NODE_NAME}/markers', f'{NODE_NAME}/markers'),
+                            (f'/{NODE_NAME}/reachability', f'{NODE_NAME}/reachability')) + tf
     return LaunchPlan(namespace=namespace, robot_description=xml, description_source=source,
                       ik_node_parameters=params, robot_state_publisher=with_rsp, rviz=with_rviz,
                       fixed_frame=fixed_frame, state_publisher_remappings=tf,

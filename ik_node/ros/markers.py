@@ -442,16 +442,17 @@ REACH_POINT_SHARE = 0.15
 def reachability_markers(frame_id: str, stamp, maps,
                          max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Marker]:
     """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
-    of at most ``max_points`` points coloured red (low) to green (high), and a legend (id 1)
-    above it naming what the colour measures.
+    coloured red (low) to green (high), and a legend (id 1) above it naming what the colour
+    measures. ``max_points`` bounds the points of all maps together (shared evenly).
 
     Maps that bin approach directions are coloured by the reachability index, position-only
     maps by the depth inside the sampled workspace (:mod:`ik_node.reachability.map_points`).
     """
     out = list(delete_all(frame_id, stamp))
     out[0].ns = ''
-    for reach_map in maps:
-        picture = map_points(reach_map, max_points)
+    maps = list(maps)
+    for k, reach_map in enumerate(maps):
+        picture = map_points(reach_map, max(1, max_points // len(maps)))
         if not len(picture.points):
             continue
         ns = f'reachability/{reach_map.tip_link}'
@@ -466,8 +467,10 @@ def reachability_markers(frame_id: str, stamp, maps,
         legend.text = (f'{reach_map.tip_link} map, colour: {picture.scale.split(" (")[0]} '
                        f'(red low, green high)')
         legend.scale.x = legend.scale.y = legend.scale.z = max(0.03, 0.4 * picture.spacing)
-        top = picture.points.max(axis=0)
-        middle = 0.5 * (picture.points.min(axis=0) + top)
-        _place(legend, (middle[0], middle[1], top[2] + picture.spacing))
+        low, top = picture.points.min(axis=0), picture.points.max(axis=0)
+        middle = 0.5 * (low + top)
+        above = max(picture.spacing, 0.25 * float(np.max(top[:2] - low[:2])))
+        above += 1.5 * k * legend.scale.z  # one line per tip
+        _place(legend, (middle[0], middle[1], top[2] + above))  # over the robot in the middle
         out += [m, legend]
     return out

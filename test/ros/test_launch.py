@@ -598,7 +598,8 @@ def test_namespace_pushes_every_node_and_tf_into_it(ik_node_prefix, temporary_pa
     rviz_rules = started['rviz2'].expanded_remapping_rules
     for rule in (('/clicked_point', 'ik_node/target_point'),
                  ('/robot_description', 'robot_description'),
-                 ('/ik_node/markers', 'ik_node/markers'), ('/tf_static', 'tf_static')):
+                 ('/ik_node/markers', 'ik_node/markers'),
+                 ('/ik_node/reachability', 'ik_node/reachability'), ('/tf_static', 'tf_static')):
         assert rule in rviz_rules
     # The robot's config (an `ik_node:` block) still applies inside the namespace.
     parameters, _ = parameters_of(started['ik_node'], context)

@@ -330,3 +330,16 @@ def test_a_point_near_the_plane_is_projected_onto_it_and_a_far_one_kept():
             assert moved == 0.0
     p, moved = onto_plane(plane.point + 0.01 * normal, plane, 0.0)  # 0: never
     assert moved == 0.0
+
+
+def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_legend_line():
+    twin = chain('twin_arm')
+    maps = [build_reachability_map(twin, tip, samples=20_000, voxel_size=0.1, seed=5)
+            for tip in twin.tip_links]
+    out = markers.reachability_markers('base_link', stamp(), maps, max_points=500)
+    points = [m for m in out if m.type == Marker.POINTS]
+    assert [m.ns for m in points] == ['reachability/left_hand', 'reachability/right_hand']
+    assert sum(len(m.points) for m in points) <= 500
+    legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
+    gap = abs(legends[0].pose.position.z - legends[1].pose.position.z)
+    assert gap >= legends[0].scale.z  # one above the other, not on top of each other
