@@ -116,7 +116,7 @@ class MarkerOutput:
                 out.extend(markers.orientation_markers(frame, stamp, k, p_target, quat, sizes))
             miss = '' if reached else markers.miss_text(
                 tip, tip_result.position_error if tip_result else result.position_error,
-                result.status.value, None if tip_result or quat is None
+                _why_missed(result, tip_result), None if tip_result or quat is None
                 else result.orientation_error)
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)]
             first = chain.joints_of_tip(tip)[:1]
@@ -133,3 +133,20 @@ class MarkerOutput:
                                                  *self._thresholds))
         except Exception as exc:  # a picture never fails a solve
             return [f'not measured: {type(exc).__name__}: {exc}']
+
+
+#: Statuses that claim something of the target's reach: on a branched chain they belong to
+#: some tip, not necessarily this one.
+_REACH_CLAIMS = ('unreachable', 'joint_limited')
+
+
+def _why_missed(result, tip_result) -> str:
+    """Why a tip missed, claiming no more than is proven of that tip: the solve's status, but
+    on a branched chain a reach claim only with the tip's own positive lower bound."""
+    status = result.status.value
+    if tip_result is None or status not in _REACH_CLAIMS:
+        return status
+    bound = tip_result.min_residual
+    if bound is not None and bound > 0.0:
+        return f'at least {markers.length_text(bound)} out of reach'
+    return 'not reached'

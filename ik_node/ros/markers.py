@@ -325,17 +325,19 @@ def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
     return out
 
 
-def _length_text(metres: float) -> str:
+def length_text(metres: float) -> str:
+    """A length for a label: ``5.7 mm`` below a metre, ``1.25 m`` from one."""
     return f'{metres * 1000.0:.3g} mm' if abs(metres) < 1.0 else f'{metres:.3g} m'
 
 
-def miss_text(tip: str, position_error_m: float, status: str,
+def miss_text(tip: str, position_error_m: float, why: str,
               orientation_error_rad: Optional[float] = None) -> str:
-    """What a tip's label says when it misses: how far, and why the solver stopped."""
-    text = f'{tip} missed by {_length_text(position_error_m)}'
+    """What a tip's label says when it misses: how far, and why (the solver's status, or what
+    is proven of this tip)."""
+    text = f'{tip} missed by {length_text(position_error_m)}'
     if orientation_error_rad is not None:
         text += f', {math.degrees(orientation_error_rad):.3g} deg'
-    return f'{text} ({status})'
+    return f'{text} ({why})'
 
 
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,

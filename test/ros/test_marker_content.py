@@ -343,3 +343,20 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
     legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
     gap = abs(legends[0].pose.position.z - legends[1].pose.position.z)
     assert gap >= legends[0].scale.z  # one above the other, not on top of each other
+
+
+def test_a_hand_of_a_branched_chain_is_called_unreachable_only_on_its_own_bound():
+    from ik_node.ros.marker_output import _why_missed
+    from ik_node.solvers.base import IkStatus, TipResult
+
+    class Result:
+        def __init__(self, status):
+            self.status = status
+    unreachable, timeout = Result(IkStatus.UNREACHABLE), Result(IkStatus.TIMEOUT)
+    assert _why_missed(unreachable, None) == 'unreachable'  # a serial chain: the solve's claim
+    assert _why_missed(unreachable, TipResult(False, 0.0038, None)) == 'not reached'
+    assert _why_missed(unreachable, TipResult(False, 0.0038, 0.0)) == 'not reached'
+    assert _why_missed(unreachable, TipResult(False, 0.563, 0.561)) == \
+        'at least 561 mm out of reach'
+    assert _why_missed(Result(IkStatus.JOINT_LIMITED), TipResult(False, 0.01)) == 'not reached'
+    assert _why_missed(timeout, TipResult(False, 0.0057)) == 'timeout'
