@@ -16,7 +16,8 @@ import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion
 from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, Marker
 
-from ik_node.ros.markers import AXES_RGBA, GREEN, RED, plane_basis
+from ik_node.ros.marker_shapes import plane_basis
+from ik_node.ros.markers import AXES_RGBA, GREEN, RED
 from ik_node.ros.messages import quat_xyzw_from_rotation
 
 DEFAULT_SCALE_M = 0.25

@@ -1,4 +1,4 @@
-"""RViz markers of the node: targets, misses, warnings, joints, the reachable envelope, the map.
+"""RViz markers of the node: targets, misses, warnings, joints, the reachable envelope.
 
 Imports ``visualization_msgs`` but never rclpy: every builder is a plain function from values
 to messages. The passive markers are drawn light (lines, rings, small spheres, text) because
@@ -18,8 +18,8 @@ Marker ids (namespace ``ik``) are stable, so each update replaces the previous o
 500 + j        joint ``j``'s label when it is near a limit
 =============  ==================================================================
 
-The reachability map has its own namespaces (``reachability/<tip>``: the points, id 0, and the
-legend of their colours, id 1).
+The reachability map is drawn by :mod:`ik_node.ros.map_markers`, in its own namespaces
+(``reachability/<tip>``); the building blocks are in :mod:`ik_node.ros.marker_shapes`.
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
-from geometry_msgs.msg import Point
-from std_msgs.msg import ColorRGBA
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import Marker
 
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.reachability.map_points import DEFAULT_MAX_POINTS, map_points
+from ik_node.ros.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
+                                       delete_all, deleted, marker_array, new_marker, place,
+                                       plane_basis, point_msg, quat_xyzw_z_onto, ramp)
 
-NAMESPACE = 'ik'
 GREEN = (0.1, 0.8, 0.2, 0.55)
 RED = (0.9, 0.1, 0.1, 0.55)
 #: Labels: a miss, and a warning on a reached target.
@@ -48,8 +47,6 @@ INNER_RGBA = (1.0, 0.5, 0.1, 0.6)
 #: clicked point on it (RViz's Publish Point) lands on the plane within half of it.
 PLANAR_THICKNESS_M = 0.0005
 PLANAR_RGBA = (0.3, 0.6, 1.0, 0.12)
-#: Points per circle of the envelope outline and the joint rings.
-CIRCLE_SEGMENTS = 48
 #: Ids (see the module docstring).
 TARGET_ID, LINE_ID, RING_ID, AXES_ID, MISS_LABEL_ID, JOINT_LABEL_ID, WARN_LABEL_ID = \
     10, 100, 200, 300, 400, 500, 600
@@ -157,110 +154,24 @@ def planar_normal(chain: Chain, tip: Optional[str] = None) -> Optional[np.ndarra
     return None
 
 
-# -------------------------------------------------------------------------------- primitives
-def _marker(frame_id: str, stamp, mid: int, mtype: int, rgba, ns: str = NAMESPACE) -> Marker:
-    m = Marker()
-    m.header.frame_id = frame_id
-    m.header.stamp = stamp
-    m.ns = ns
-    m.id = mid
-    m.type = mtype
-    m.action = Marker.ADD
-    m.pose.orientation.w = 1.0
-    m.color.r, m.color.g, m.color.b, m.color.a = (float(c) for c in rgba)
-    return m
-
-
-def _deleted(frame_id: str, stamp, mid: int) -> Marker:
-    m = Marker()
-    m.header.frame_id = frame_id
-    m.header.stamp = stamp
-    m.ns = NAMESPACE
-    m.id = mid
-    m.action = Marker.DELETE
-    return m
-
-
-def _point(p) -> Point:
-    return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
-
-
-def _place(m: Marker, p) -> None:
-    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
-
-
-def plane_basis(normal) -> tuple:
-    """Two unit vectors ``(u, v)`` with ``(u, v, normal)`` right-handed and orthonormal."""
-    n = np.asarray(normal, dtype=float)
-    n = n / np.linalg.norm(n)
-    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = np.cross(helper, n)
-    u /= np.linalg.norm(u)
-    return u, np.cross(n, u)
-
-
-def circle_points(center, normal, radius: float, segments: int = CIRCLE_SEGMENTS) -> np.ndarray:
-    """``(segments + 1, 3)`` points of a closed circle [m] about ``normal`` (first == last)."""
-    u, v = plane_basis(normal)
-    angles = np.linspace(0.0, 2.0 * math.pi, segments + 1)
-    return np.asarray(center, dtype=float) + radius * (np.outer(np.cos(angles), u) +
-                                                       np.outer(np.sin(angles), v))
-
-
-def _quat_xyzw_z_onto(normal) -> tuple:
-    """The rotation (x, y, z, w) taking the z axis onto unit ``normal``."""
-    z = np.array([0.0, 0.0, 1.0])
-    n = np.asarray(normal, dtype=float) / np.linalg.norm(normal)
-    axis = np.cross(z, n)
-    s, c = float(np.linalg.norm(axis)), float(z @ n)
-    if s < 1e-12:
-        return (0.0, 0.0, 0.0, 1.0) if c > 0 else (1.0, 0.0, 0.0, 0.0)
-    half = 0.5 * math.atan2(s, c)
-    x, y, zq = axis / s * math.sin(half)
-    return float(x), float(y), float(zq), math.cos(half)
-
-
-def _ramp(x: float):
-    """Red (0) -> yellow (0.5) -> green (1)."""
-    x = min(max(float(x), 0.0), 1.0)
-    return (min(1.0, 2.0 * (1.0 - x)), min(1.0, 2.0 * x), 0.1)
-
-
-def marker_array(markers: Sequence[Marker]) -> MarkerArray:
-    """A ``visualization_msgs/MarkerArray`` of ``markers``."""
-    msg = MarkerArray()
-    msg.markers = list(markers)
-    return msg
-
-
-def delete_all(frame_id: str, stamp) -> Sequence[Marker]:
-    """One DELETEALL marker: RViz drops every marker of this publisher (e.g. a chain change)."""
-    m = Marker()
-    m.header.frame_id = frame_id
-    m.header.stamp = stamp
-    m.ns = NAMESPACE
-    m.action = Marker.DELETEALL
-    return [m]
-
-
 # ---------------------------------------------------------------------------------- envelope
 def _shell(frame_id: str, stamp, mid: int, env: Envelope, radius: float, rgba) -> Marker:
     """A planar chain's disc (thin, in its plane: clicks land there); else three great
     circles of the sphere (lines: they cover neither the robot nor the target's handles)."""
     if env.normal is not None:
-        m = _marker(frame_id, stamp, mid, Marker.CYLINDER, PLANAR_RGBA if mid == 0 else rgba)
+        m = new_marker(frame_id, stamp, mid, Marker.CYLINDER, PLANAR_RGBA if mid == 0 else rgba)
         m.scale.x = m.scale.y = 2.0 * radius
         m.scale.z = PLANAR_THICKNESS_M * (1.0 if mid == 0 else 1.2)
         o = m.pose.orientation
-        o.x, o.y, o.z, o.w = _quat_xyzw_z_onto(env.normal)  # a cylinder's axis is its z
-        _place(m, env.center)
+        o.x, o.y, o.z, o.w = quat_xyzw_z_onto(env.normal)  # a cylinder's axis is its z
+        place(m, env.center)
         return m
-    m = _marker(frame_id, stamp, mid, Marker.LINE_LIST, rgba)
+    m = new_marker(frame_id, stamp, mid, Marker.LINE_LIST, rgba)
     m.scale.x = 0.004
     for normal in np.eye(3):
         ring = circle_points(env.center, normal, radius)
         for a, b in zip(ring[:-1], ring[1:], strict=True):
-            m.points += [_point(a), _point(b)]
+            m.points += [point_msg(a), point_msg(b)]
     return m
 
 
@@ -269,10 +180,10 @@ def envelope_markers(frame_id: str, stamp, env: Optional[Envelope]) -> Sequence[
 
     A planar chain's is a thin disc in its plane, a spatial chain's three great circles."""
     if env is None:
-        return [_deleted(frame_id, stamp, 0), _deleted(frame_id, stamp, 1)]
+        return [deleted(frame_id, stamp, 0), deleted(frame_id, stamp, 1)]
     out = [_shell(frame_id, stamp, 0, env, env.r_max, ENVELOPE_RGBA)]
     out.append(_shell(frame_id, stamp, 1, env, env.r_min, INNER_RGBA) if env.r_min > 0.0
-               else _deleted(frame_id, stamp, 1))
+               else deleted(frame_id, stamp, 1))
     return out
 
 
@@ -284,15 +195,15 @@ def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reach
     The sphere is small: the interactive target's body around it stays in front, so the
     Interact tool grabs the handle, not the sphere."""
     rgba = GREEN if reached else (RED[0], RED[1], RED[2], 0.9)
-    sphere = _marker(frame_id, stamp, TARGET_ID + index, Marker.SPHERE, rgba)
+    sphere = new_marker(frame_id, stamp, TARGET_ID + index, Marker.SPHERE, rgba)
     sphere.scale.x = sphere.scale.y = sphere.scale.z = 2.0 * sizes.target_radius
-    _place(sphere, p_target)
+    place(sphere, p_target)
     if reached:
-        return [sphere, _deleted(frame_id, stamp, LINE_ID + index)]
+        return [sphere, deleted(frame_id, stamp, LINE_ID + index)]
     # Orange, not red: a pose target draws its x axis red from the same point.
-    line = _marker(frame_id, stamp, LINE_ID + index, Marker.LINE_LIST, (1.0, 0.55, 0.0, 1.0))
+    line = new_marker(frame_id, stamp, LINE_ID + index, Marker.LINE_LIST, (1.0, 0.55, 0.0, 1.0))
     line.scale.x = sizes.line_width
-    line.points = [_point(p_tip), _point(p_target)]
+    line.points = [point_msg(p_tip), point_msg(p_target)]
     return [sphere, line]
 
 
@@ -308,7 +219,7 @@ def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
     when the target has no orientation."""
     ids = [AXES_ID + 3 * index + a for a in range(3)]
     if quat_xyzw is None:
-        return [_deleted(frame_id, stamp, mid) for mid in ids]
+        return [deleted(frame_id, stamp, mid) for mid in ids]
     from transforms3d.quaternions import quat2mat
     x, y, z, w = (float(v) for v in quat_xyzw)
     R = quat2mat([w, x, y, z])
@@ -316,8 +227,8 @@ def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
     out = []
     for a, (mid, rgba) in enumerate(zip(ids, AXES_RGBA, strict=True)):
         length = sizes.axes_length * (1.0 if a == 2 else 0.7)
-        m = _marker(frame_id, stamp, mid, Marker.ARROW, rgba)
-        m.points = [_point(start), _point(start + length * R[:, a])]
+        m = new_marker(frame_id, stamp, mid, Marker.ARROW, rgba)
+        m.points = [point_msg(start), point_msg(start + length * R[:, a])]
         m.scale.x = 0.12 * sizes.axes_length  # shaft diameter
         m.scale.y = 0.25 * sizes.axes_length  # head diameter
         m.scale.z = 0.3 * sizes.axes_length   # head length
@@ -359,14 +270,14 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
     out, offset = [], sizes.handle_scale
     for text, mid, rgba in reversed(lines):  # from the tip outwards: warnings, then the miss
         if not text:
-            out.append(_deleted(frame_id, stamp, mid + index))
+            out.append(deleted(frame_id, stamp, mid + index))
             continue
-        m = _marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
+        m = new_marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
         m.text = '\n'.join(text)
         m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
         centre = offset + 0.5 * len(text) * sizes.text_height
         offset += len(text) * sizes.text_height
-        _place(m, anchor + np.array([0.0, 0.0, -centre if below else centre]))
+        place(m, anchor + np.array([0.0, 0.0, -centre if below else centre]))
         out.append(m)
     return out[::-1]
 
@@ -400,22 +311,22 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
                      else (math.inf, ''))
         margin = gap / (0.5 * (hi - lo)) if limited else 1.0
         near = gap < limit_threshold
-        r, g, b = _ramp(0.0 if near else margin)
-        ring = _marker(frame_id, stamp, RING_ID + j, Marker.LINE_STRIP, (r, g, b, 1.0))
+        r, g, b = ramp(0.0 if near else margin)
+        ring = new_marker(frame_id, stamp, RING_ID + j, Marker.LINE_STRIP, (r, g, b, 1.0))
         ring.scale.x = sizes.line_width * (1.6 if near else 0.8)
-        ring.points = [_point(p) for p in
+        ring.points = [point_msg(p) for p in
                        circle_points(origin, axis, radius0 * (1.0 + 0.45 * nested))]
         out.append(ring)
         if near:
-            label = _marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
+            label = new_marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
             label.text = f'{joint.name} near its {side} limit'
             height = label.scale.x = label.scale.y = label.scale.z = 0.7 * sizes.text_height
-            _place(label, _beside(origin, centroid, radius0 * (1.0 + 0.45 * nested),
+            place(label, _beside(origin, centroid, radius0 * (1.0 + 0.45 * nested),
                                   TEXT_WIDTH_SHARE * height * len(label.text), height))
             out.append(label)
         else:
-            out.append(_deleted(frame_id, stamp, JOINT_LABEL_ID + j))
+            out.append(deleted(frame_id, stamp, JOINT_LABEL_ID + j))
     return out
 
 
@@ -432,47 +343,3 @@ def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float, width: floa
     norm = float(np.linalg.norm(away))
     away = away / norm if norm > 1e-9 else np.array([-1.0, 0.0, 0.0])
     return origin + away * (radius + 0.5 * width) + np.array([0.0, 0.0, radius + 0.5 * height])
-
-
-# ------------------------------------------------------------------------------ reachability
-#: Map points: opaque enough to read the colour, small enough to see the robot between them.
-REACH_ALPHA = 0.8
-#: A point's side as a share of the distance between neighbouring points.
-REACH_POINT_SHARE = 0.15
-
-
-def reachability_markers(frame_id: str, stamp, maps,
-                         max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Marker]:
-    """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
-    coloured red (low) to green (high), and a legend (id 1) above it naming what the colour
-    measures. ``max_points`` bounds the points of all maps together (shared evenly).
-
-    Maps that bin approach directions are coloured by the reachability index, position-only
-    maps by the depth inside the sampled workspace (:mod:`ik_node.reachability.map_points`).
-    """
-    out = list(delete_all(frame_id, stamp))
-    out[0].ns = ''
-    maps = list(maps)
-    for k, reach_map in enumerate(maps):
-        picture = map_points(reach_map, max(1, max_points // len(maps)))
-        if not len(picture.points):
-            continue
-        ns = f'reachability/{reach_map.tip_link}'
-        m = _marker(frame_id, stamp, 0, Marker.POINTS, (1.0, 1.0, 1.0, REACH_ALPHA), ns)
-        m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
-        m.points = [_point(p) for p in picture.points]
-        m.colors = []
-        for value in picture.value:
-            r, g, b = _ramp(value)
-            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
-        legend = _marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (0.9, 0.9, 0.9, 1.0), ns)
-        legend.text = (f'{reach_map.tip_link} map, colour: {picture.scale.split(" (")[0]} '
-                       f'(red low, green high)')
-        legend.scale.x = legend.scale.y = legend.scale.z = max(0.03, 0.4 * picture.spacing)
-        low, top = picture.points.min(axis=0), picture.points.max(axis=0)
-        middle = 0.5 * (low + top)
-        above = max(picture.spacing, 0.25 * float(np.max(top[:2] - low[:2])))
-        above += 1.5 * k * legend.scale.z  # one line per tip
-        _place(legend, (middle[0], middle[1], top[2] + above))  # over the robot in the middle
-        out += [m, legend]
-    return out

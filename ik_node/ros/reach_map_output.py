@@ -16,7 +16,7 @@ import numpy as np
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros import markers
+from ik_node.ros import map_markers, markers
 from ik_node.model.chain import Chain
 from ik_node.reachability import ReachabilityBuilder, ReachabilityMap, nearest_reachable_distance
 from ik_node.ros.marker_output import LATCHED_QOS
@@ -56,7 +56,7 @@ class ReachabilityMaps:
             self._maps = {}
         self._cancel = threading.Event()
         stamp = self._node.get_clock().now().to_msg()
-        self._send(self._pub, markers.marker_array(markers.reachability_markers(
+        self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
             chain.base_link, stamp, [])))
         if samples <= 0:
             return
@@ -113,7 +113,7 @@ class ReachabilityMaps:
         with self._lock:
             self._maps = {m.tip_link: m for m in maps}
         stamp = self._node.get_clock().now().to_msg()
-        self._send(self._pub, markers.marker_array(markers.reachability_markers(
+        self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
             chain.base_link, stamp, maps)))
         log.info(f'reachability map published on {self._pub.topic_name}: '
                  f'{sum(len(m.index) for m in maps)} voxels in {time.monotonic() - start:.1f} s')

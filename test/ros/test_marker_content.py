@@ -17,7 +17,7 @@ from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E40
 
 from ik_node import Chain  # noqa: E402
 from ik_node.reachability import build_reachability_map, map_points  # noqa: E402
-from ik_node.ros import markers  # noqa: E402
+from ik_node.ros import map_markers, markers  # noqa: E402
 from ik_node.ros.interactive import DEFAULT_SCALE_M  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -252,7 +252,7 @@ def test_sizes_follow_the_robot_within_bounds():
 def test_the_map_is_bounded_points_whose_colours_vary(robot):
     ch = chain(robot)
     reach_map = build_reachability_map(ch, samples=20_000, voxel_size=0.1, seed=4)
-    out = markers.reachability_markers('base_link', stamp(), [reach_map], max_points=300)
+    out = map_markers.reachability_markers('base_link', stamp(), [reach_map], max_points=300)
     assert out[0].action == Marker.DELETEALL
     points, legend = out[1:]
     assert points.type == Marker.POINTS and points.ns == f'reachability/{ch.tip_link}'
@@ -336,7 +336,7 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
     twin = chain('twin_arm')
     maps = [build_reachability_map(twin, tip, samples=20_000, voxel_size=0.1, seed=5)
             for tip in twin.tip_links]
-    out = markers.reachability_markers('base_link', stamp(), maps, max_points=500)
+    out = map_markers.reachability_markers('base_link', stamp(), maps, max_points=500)
     points = [m for m in out if m.type == Marker.POINTS]
     assert [m.ns for m in points] == ['reachability/left_hand', 'reachability/right_hand']
     assert sum(len(m.points) for m in points) <= 500
