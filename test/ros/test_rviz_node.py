@@ -13,7 +13,7 @@ from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E40
 
 from ik_node import Chain  # noqa: E402
 from ik_node.ros import markers  # noqa: E402
-from test_node import REPO, chain_of, harness, values  # noqa: E402,F401  (the fixture)
+from harness import REPO, chain_of, values  # noqa: E402
 
 #: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (WARN).
 Q_NEAR_HIP_YAW_LIMIT = np.array([1.196, 0.4, -0.9])
@@ -28,7 +28,7 @@ def newest(probe, mark, predicate, what):
     return probe.wait_for(what, find)
 
 
-def test_a_fragile_solution_shows_its_warning_at_the_tip_and_the_joint_in_red(harness):  # noqa: F811
+def test_a_fragile_solution_shows_its_warning_at_the_tip_and_the_joint_in_red(harness):
     ik, probe = harness.start('leg3', reachability_samples=0)
     leg = chain_of('leg3')
     mark = probe.mark()
@@ -47,7 +47,7 @@ def test_a_fragile_solution_shows_its_warning_at_the_tip_and_the_joint_in_red(ha
     assert (400, Marker.DELETE) in ids  # reached: no miss label
 
 
-def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):  # noqa: F811
+def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     tips = ('left_hand', 'right_hand')
     ik, probe = harness.start('twin_arm', tips=tips, reachability_samples=0)
     twin = Chain.from_urdf_file(REPO / 'urdf' / 'twin_arm.urdf', 'base_link', list(tips))
@@ -68,7 +68,7 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):  # noqa: F81
 
 @pytest.mark.parametrize('height,projected', [(0.006, True), (-0.03, True), (0.2, False)])
 def test_a_point_near_a_planar_arms_plane_is_solved_on_the_plane_and_the_status_says_so(
-        harness, height, projected):  # noqa: F811
+        harness, height, projected):
     ik, probe = harness.start('planar4', reachability_samples=0)
     mark = probe.mark()
     probe.send_point([0.5, 0.4, height])  # planar4 moves in z = 0
@@ -84,7 +84,7 @@ def test_a_point_near_a_planar_arms_plane_is_solved_on_the_plane_and_the_status_
         assert 'planar_projection_m' not in v and 'projected' not in status.message
 
 
-def test_the_planar_projection_can_be_turned_off(harness):  # noqa: F811
+def test_the_planar_projection_can_be_turned_off(harness):
     ik, probe = harness.start('planar4', reachability_samples=0,
                               **{'target_point.planar_projection': 0.0})
     mark = probe.mark()
@@ -95,7 +95,7 @@ def test_the_planar_projection_can_be_turned_off(harness):  # noqa: F811
 
 @pytest.mark.parametrize('robot', ['leg3', 'planar4', 'arm6'])
 def test_the_interactive_target_is_scaled_to_the_robot_and_a_planar_one_moves_in_its_plane(
-        harness, robot):  # noqa: F811
+        harness, robot):
     ik, probe = harness.start(robot, reachability_samples=0)
     server = ik._drag.server
     chain = chain_of(robot)
