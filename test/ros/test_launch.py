@@ -134,10 +134,17 @@ def test_rviz_config_fixed_frame_is_base_link():
     assert rviz_config()['Visualization Manager']['Global Options']['Fixed Frame'] == 'base_link'
 
 
-def test_rviz_config_shows_grid_robot_model_tf_and_ik_markers():
+def test_rviz_config_shows_grid_robot_model_tf_and_ik_markers_and_the_map_one_click_away():
     displays = displays_by_class(rviz_config())
     assert {'Grid', 'RobotModel', 'TF', 'MarkerArray'} <= set(displays)
-    assert all(d.get('Enabled', True) and d.get('Value', True) for d in displays.values())
+    by_name = {d['Name']: d for d in rviz_config()['Visualization Manager']['Displays']}
+    # The map is there, unticked: it covers the robot and the target's handles when shown.
+    shown = {name: d.get('Enabled', True) and d.get('Value', True) for name, d in
+             by_name.items()}
+    assert shown.pop('Reachability map') is False
+    assert all(shown.values()), shown
+    # The interactive target's descriptions are off: the node's labels stand over the tips.
+    assert by_name['IK target (drag)']['Show Descriptions'] is False
     robot_model = displays['RobotModel']
     assert robot_model['Description Source'] == 'Topic'
     assert robot_model['Description Topic']['Value'] == '/robot_description'
