@@ -286,7 +286,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
 def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
                   limit_threshold: float = 0.05, sizes: Sizes = Sizes()) -> Sequence[Marker]:
     """A ring about every joint's axis at its origin (ids ``200 + j``), coloured by its limit
-    margin (green with room to move, red at a limit; continuous joints green), and a label
+    margin (green with room to move, red at a limit; continuous joints green; twice as wide and
+    thick near a limit, out of a housing it may sit in), and a label
     (ids ``500 + j``) beside the ring of a joint within ``limit_threshold`` [rad or m] of a
     limit (the tip's warning label says how near): above it, on the side away from the rest of
     the chain, where a joint hidden in a housing still shows its name.
@@ -314,22 +315,24 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
         r, g, b = ramp(0.0 if near else margin)
         ring = new_marker(frame_id, stamp, RING_ID + j, Marker.LINE_STRIP, (r, g, b, 1.0))
         ring.scale.x = sizes.line_width * (1.6 if near else 0.8)
-        ring.points = [point_msg(p) for p in
-                       circle_points(origin, axis, radius0 * (1.0 + 0.45 * nested))]
+        radius = radius0 * (1.0 + 0.45 * nested) * (NEAR_LIMIT_GROWTH if near else 1.0)
+        ring.points = [point_msg(p) for p in circle_points(origin, axis, radius)]
         out.append(ring)
         if near:
             label = new_marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
             label.text = f'{joint.name} near its {side} limit'
             height = label.scale.x = label.scale.y = label.scale.z = 0.7 * sizes.text_height
-            place(label, _beside(origin, centroid, radius0 * (1.0 + 0.45 * nested),
-                                  TEXT_WIDTH_SHARE * height * len(label.text), height))
+            place(label, _beside(origin, centroid, radius,
+                                 TEXT_WIDTH_SHARE * height * len(label.text), height))
             out.append(label)
         else:
             out.append(deleted(frame_id, stamp, JOINT_LABEL_ID + j))
     return out
 
 
+#: A joint near its limit gets a ring this many times wider, out of the housing it may sit in.
+NEAR_LIMIT_GROWTH = 2.0
 #: Width of a text marker's character as a share of its height (RViz's default font).
 TEXT_WIDTH_SHARE = 0.55
 
