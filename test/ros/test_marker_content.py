@@ -185,10 +185,8 @@ def test_a_joint_near_its_limit_is_red_with_a_label_naming_it():
     free = out[(201, Marker.ADD)]  # hip_pitch at 0.3 of +-1.6: green-yellow
     assert free.color.g == 1.0 and free.color.r < 1.0
     # The red ring is twice as wide, out of the base plate the hip yaw sits in.
-    frames = leg.joint_frames(q)
-    radius = [np.linalg.norm(xyz(m.points) - frames[j, :3, 3], axis=1).mean()
-              for j, m in ((0, ring), (1, free))]
-    assert radius[0] == pytest.approx(2.0 * radius[1])
+    radius = np.linalg.norm(xyz(ring.points) - leg.joint_frames(q)[0, :3, 3], axis=1)
+    np.testing.assert_allclose(radius, 2.0 * markers.Sizes().ring_radius)
     assert ring.scale.x == pytest.approx(2.0 * free.scale.x)
 
 
