@@ -13,8 +13,9 @@ from visualization_msgs.msg import Marker
 from ik_node.reachability.map_points import DEFAULT_MAX_POINTS, map_points
 from ik_node.ros.marker_shapes import delete_all, new_marker, place, point_msg, ramp
 
-#: Map points: opaque enough to read the colour, small enough to see the robot between them.
-REACH_ALPHA = 0.8
+#: Map points are opaque (no blending: cheaper to draw) and small enough to see the robot
+#: between them.
+REACH_ALPHA = 1.0
 #: A point's side as a share of the distance between neighbouring points.
 REACH_POINT_SHARE = 0.15
 
