@@ -67,8 +67,8 @@ def node_table() -> str:
 def graph_table() -> str:
     rows = [HEADER]
     for name, (default, meaning) in GRAPH_STRING_PARAMS.items():
-        valid = 'joint_states \\| position_command \\| joint_trajectory' if name == 'output' \
-            else 'topic'
+        valid = {'output': 'joint_states \\| position_command \\| joint_trajectory',
+                 'jump_guard': "'' \\| hold \\| limit \\| off"}.get(name, 'topic')
         rows.append(f'| `{name}` | string | {_default(default)} | | {valid} | {meaning} |')
     for name, (kind, meaning) in GRAPH_LIST_PARAMS.items():
         kind_text = 'string[]' if kind is str else 'double[]'

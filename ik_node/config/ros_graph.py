@@ -53,7 +53,17 @@ GRAPH_STRING_PARAMS: Dict[str, Tuple[str, str]] = {
     'description_topic': ('robot_description', 'topic the URDF is taken from (std_msgs/String, '
                           'transient local, as robot_state_publisher publishes it) when neither '
                           'robot_description nor urdf_file is set'),
+    'jump_guard': ('', 'what happens to an answer that moves a joint farther than '
+                   'jump_max_step, or than jump_velocity_scaling x its URDF velocity limit x the '
+                   'time since the last commanded answer: hold (not published, the last command '
+                   'stays, diagnostics ERROR name the joint and the move), limit (a step toward '
+                   'it within the bound is published, diagnostics WARN) or off; empty: hold for '
+                   'position_command and joint_trajectory, off for joint_states (see '
+                   'docs/continuity.md)'),
 }
+
+#: Values of ``jump_guard`` ('' is the default of the output, see the description).
+JUMP_GUARD_MODES = ('', 'hold', 'limit', 'off')
 
 #: List parameters: (element type, description).
 GRAPH_LIST_PARAMS: Dict[str, Tuple[type, str]] = {
@@ -90,6 +100,13 @@ GRAPH_NUMBER_PARAMS: Dict[str, ParamSpec] = {
     'limit_margin_threshold': ParamSpec(float, 0.05, 'a reached solution this close to a joint '
                                         'limit is near a limit (WARN)', 'rad or m', min=0.0,
                                         max=10.0),
+    'jump_max_step': ParamSpec(float, 0.5, 'jump guard: the largest move of any joint from the '
+                               'last commanded answer to the next', 'rad or m', min=0.0,
+                               max=100.0, min_inclusive=False),
+    'jump_velocity_scaling': ParamSpec(float, 1.0, 'jump guard: share of the URDF velocity '
+                                       'limits a joint may use between two commanded answers '
+                                       '(bound: share x velocity x time since the last command)',
+                                       '', min=0.0, max=1.0, min_inclusive=False),
 }
 
 GRAPH_KEYS = (*GRAPH_STRING_PARAMS, *GRAPH_LIST_PARAMS, *GRAPH_NUMBER_PARAMS)
@@ -113,11 +130,22 @@ class GraphConfig:
     reachability_voxel_size: float = 0.1
     singular_threshold: float = 0.01
     limit_margin_threshold: float = 0.05
+    jump_guard: str = ''
+    jump_max_step: float = 0.5
+    jump_velocity_scaling: float = 1.0
 
     @property
     def topic(self) -> str:
         """The output topic in force."""
         return self.output_topic or DEFAULT_OUTPUT_TOPICS[self.output]
+
+    @property
+    def guard(self) -> str:
+        """The jump guard in force: ``jump_guard``, or by default hold on the command outputs
+        and off on joint_states."""
+        if self.jump_guard:
+            return self.jump_guard
+        return 'off' if self.output == 'joint_states' else 'hold'
 
 
 def graph_config_from_flat(flat: Mapping[str, Any], source: str = 'parameters') -> GraphConfig:
@@ -139,6 +167,11 @@ def graph_config_from_flat(flat: Mapping[str, Any], source: str = 'parameters') 
         raise ConfigError(f'{source}: output {values["output"]!r} is not one of: '
                           f'{", ".join(OUTPUTS)}')
     values['output'] = output
+    guard = values['jump_guard'].lower()
+    if guard not in JUMP_GUARD_MODES:
+        raise ConfigError(f'{source}: jump_guard {values["jump_guard"]!r} is not one of: hold, '
+                          'limit, off (or empty: hold for commands, off for joint_states)')
+    values['jump_guard'] = guard
     for key, spec in GRAPH_NUMBER_PARAMS.items():
         value = flat.get(key, spec.default)
         try:

@@ -1,9 +1,10 @@
 """The one rule for string parameter values, in files, on the command line, through the API
 and in the node.
 
-Surrounding whitespace is removed; names from a fixed set (``solver``, ``output``, and solver
-parameters with choices such as ``damped_jacobian.method``) are also lower-cased; link names,
-joint names, topics and paths keep their case (URDF names are case sensitive);
+Surrounding whitespace is removed; names from a fixed set (``solver``, ``output``,
+``jump_guard``, and solver parameters with choices such as ``damped_jacobian.method``) are
+also lower-cased; link names, joint names, topics and paths keep their case (URDF names are
+case sensitive);
 ``robot_description`` is kept as given; lists of names (``tip_links``, ``command_joints``,
 ``hold_joint_names``) follow :mod:`ik_node.config.name_lists`. The canonical value is the one in
 force
@@ -36,7 +37,7 @@ def canonical_value(key: str, value: Any) -> Any:
         return stripped_names(value)
     if not isinstance(value, str) or key == 'robot_description':
         return value
-    if key in ('solver', 'output'):
+    if key in ('solver', 'output', 'jump_guard'):
         return value.strip().lower()
     if key in GRAPH_STRING_PARAMS:
         return value.strip()

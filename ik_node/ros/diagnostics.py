@@ -171,8 +171,12 @@ class StatusReports:
 
     def solve(self, chain: Chain, solver: str, result, goals: Mapping, q, frame: str,
               stamps: str, count: int, extra: Dict[str, str],
-              tip_stamps: Optional[Mapping[str, str]] = None) -> bool:
+              tip_stamps: Optional[Mapping[str, str]] = None, guard=None) -> bool:
         """Offer a solve's status to the rate gate; returns True if it went out.
+
+        ``guard``: the jump guard's :class:`~ik_node.ros.jump_guard.Verdict` on the answer. A
+        held answer is an ERROR, a limited one at least a WARN; the message leads with the
+        guard's line (which joint, how far, the bound).
 
         A solve of several tips also reports one status per targeted tip; ``tip_stamps`` names
         the target each tip answers (a tip solved again for its earlier target has none).
@@ -210,6 +214,9 @@ class StatusReports:
         level = conv.result_level(result)
         if level == conv.OK and measures()['fragile']:
             level = conv.WARN
+        guarded = guard is not None and guard.action != 'pass'
+        if guarded:
+            level = conv.ERROR if guard.action == 'hold' else max(level, conv.WARN)
 
         def summary() -> str:
             text = conv.result_summary(result, solver)
@@ -217,7 +224,8 @@ class StatusReports:
                 text += (f"; point target projected onto the chain's plane (moved "
                          f"{float(extra['planar_projection_m']):.3g} m)")
             fragile = measures()['fragile']
-            return f'{text}; fragile: {fragile}' if fragile else text
+            text = f'{text}; fragile: {fragile}' if fragile else text
+            return f'{guard.message}; {text}' if guarded else text
 
         def tip_statuses(name: str, hardware_id: str) -> List:
             return [conv.diagnostic_status(f'{name}: {tip}', hardware_id,

@@ -18,8 +18,10 @@ The path of a target, in the order of this file: a subscription (or a drag) call
 :class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip) and, if no solve is
 running, solves right there (no hand-over to another thread), then keeps solving the newest
 pending targets until none is left, so no backlog builds up however fast targets stream.
-:meth:`IkNode._solve_pending` puts the targets in the base frame, solves, checks the solution
-and publishes it, then reports its status. A lock keeps a solve, the timer and a parameter or
+:meth:`IkNode._solve_pending` puts the targets in the base frame, solves, checks the solution,
+passes it through the model's :class:`~ik_node.ros.jump_guard.JumpGuard` (which holds or limits
+an answer that would move a joint too far) and publishes what the guard lets through, then
+reports its status. A lock keeps a solve, the timer and a parameter or
 description change from overlapping, so no output ever mixes two chains.
 """
 
@@ -31,6 +33,7 @@ if __name__ == '__main__':  # run as a program: hold Ctrl-C back until the node 
 
 import sys  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 from typing import Any, Dict, List, Mapping, Optional  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -46,6 +49,7 @@ from ik_node.ros import planar_targets, run  # noqa: E402
 from ik_node.ros.diagnostics import StatusReports, model_name  # noqa: E402
 from ik_node.ros.drag_targets import DragTargets  # noqa: E402
 from ik_node.ros.inputs import NodeInputs  # noqa: E402
+from ik_node.ros.jump_guard import guard_values  # noqa: E402
 from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
 from ik_node.ros.marker_output import MarkerOutput  # noqa: E402
 from ik_node.ros.parameter_changes import ParameterChanges  # noqa: E402
@@ -168,19 +172,23 @@ class IkNode(Node):
                 self.get_logger().info(
                     f'solver {config.solver} solves positions only: the orientations of the '
                     'targets are ignored (said once; the diagnostics say so for every solve)')
-            self._q = q
+            verdict = model.guard.check(q, time.monotonic(), measured)
             count = self._status.count_solve()
             self._markers.hold(result, goals, dict(self._known), q)
-            out_stamp = self._solution.publish(q, seed)
+            out_stamp = ''
+            if verdict.q is not None:  # held: nothing goes out, the last command stays
+                self._q = np.array(verdict.q)
+                out_stamp = self._solution.publish(self._q, seed)
             self._answered(stamps, out_stamp, result)
             self._drag.show(config, chain, batch, goals, self._known, result, q)
             extra = {'seed': seed_note, 'output': self._solution.kind,
-                     'joint_state_stamp': out_stamp}
+                     'joint_state_stamp': out_stamp, 'jump_guard': verdict.action,
+                     **guard_values(verdict)}
             if projected:
                 extra['planar_projection_m'] = f'{max(projected.values()):.4g}'
         tip_stamps = {tip: batch[tip].stamp_text for tip in goals if tip}
         if self._status.solve(chain, config.solver, result, goals, q, frame, stamps, count,
-                              extra, tip_stamps):
+                              extra, tip_stamps, verdict):
             self._publish_held_markers()  # markers go out with a status that does
 
     def _goals_in_base(self, batch: Mapping[Optional[str], conv.Target], chain, q: np.ndarray,
@@ -261,6 +269,8 @@ class IkNode(Node):
         """Put a model in force (caller holds the lock or is the constructor)."""
         old = self._model
         new_chain = old is None or old.chain is not model.chain
+        # First, as it can fail (a topic rclpy refuses): then nothing else has changed.
+        self._solution.use(model.plan)
         self._model = model
         config, chain = model.config, model.chain
         if new_chain:
@@ -270,7 +280,6 @@ class IkNode(Node):
             self._said_orientation_ignored = False
             self._planes = planar_targets.tip_planes(chain)
             self._inputs.subscribe_targets(config.tip_links, config.branched)
-        self._solution.use(model.plan)
         if self._solution.steady:
             self._solution.publish(self._q)
         graph = model.plan.graph

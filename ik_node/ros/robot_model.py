@@ -1,4 +1,5 @@
-"""The robot model in force: configuration, chain, solver and output plan, swapped as a whole.
+"""The robot model in force: configuration, chain, solver, output plan and jump guard, swapped
+as a whole.
 
 The node holds one :class:`RobotModel` (or none while it waits for a description) and replaces
 it whole on a parameter or description change, so no solve ever mixes two chains.
@@ -7,10 +8,12 @@ it whole on a parameter or description change, so no solve ever mixes two chains
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Optional
 
 from ik_node.config.node_config import IkConfig, build_chain, build_solver
 from ik_node.config.ros_graph import GraphConfig, moving_joints
+from ik_node.ros.jump_guard import JumpGuard
 from ik_node.ros.solution_output import OutputPlan
 
 
@@ -23,12 +26,15 @@ class RobotModel:
         chain: the kinematic chain (:class:`ik_node.model.chain.Chain`).
         solver: the solver built for it.
         plan: how a solution becomes the output message.
+        guard: the jump guard between solve and publish (its last command carries over to the
+            next model of the same chain).
     """
 
     config: IkConfig
     chain: Any
     solver: Any
     plan: OutputPlan
+    guard: JumpGuard
 
 
 def build_robot_model(config: IkConfig, graph: GraphConfig, topic_xml: str,
@@ -46,5 +52,12 @@ def build_robot_model(config: IkConfig, graph: GraphConfig, topic_xml: str,
     else:
         chain = build_chain(effective)
     solver = build_solver(effective, chain)
-    plan = OutputPlan(graph, chain, moving_joints(chain.robot) if chain.robot else [])
-    return RobotModel(effective, chain, solver, plan)
+    joints = moving_joints(chain.robot) if chain.robot else []
+    plan = OutputPlan(graph, chain, joints)
+    velocity = {j.name: j.velocity for j in joints}
+    guard = JumpGuard(chain.joint_names, chain.lower.tolist(), chain.upper.tolist(),
+                      [velocity.get(name, math.inf) for name in chain.joint_names],
+                      graph.guard, graph.jump_max_step, graph.jump_velocity_scaling)
+    if current is not None and current.chain is chain:
+        guard.carry_over(current.guard)
+    return RobotModel(effective, chain, solver, plan, guard)

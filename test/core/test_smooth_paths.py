@@ -23,12 +23,15 @@ row space, where the solution is unique). So
     max_i |dq_i| <= |dq| <= SAFETY * (|J+ dx| + 2 ||J+|| tol_r),
 
 where ``SAFETY = 2`` covers the second-order remainder while it is no larger than the first-order
-term (steps here are <= 0.025 rad per joint; measured, no counted step of these solvers reached
-0.53 of the bound). FABRIK on a redundant task (more free joints than
-the Jacobian's rank) does not take the least-norm step: it also moves along the self-motion, by
-an amount the target step does not bound (measured: 0.44 rad for a 5 mm step, Panda joint 5). For
-it the bound adds ``SELF_MOTION_RAD = pi / 2``, an allowance stated rather than derived, 3.5 times
-the largest self-motion step measured.
+term (steps here are <= 0.025 rad per joint). On redundant chains damped_jacobian's first step on
+a stream also moves along the self-motion away from the joint limits (``null_space_gain``), by a
+fraction of the target's step: not a least-norm step, but within the safety factor on these
+paths (test_streaming.py bounds it on the real arms by the pull's own size).
+
+FABRIK on a redundant task (more free joints than the Jacobian's rank) does not take the least-norm
+step: it also moves along the self-motion, by an amount the target step does not bound (measured:
+0.44 rad for a 5 mm step, Panda joint 5). For it the bound adds ``SELF_MOTION_RAD = pi / 2``, an
+allowance stated rather than derived, 3.5 times the largest self-motion step measured.
 
 A full turn fails the check: a counted step's bound must be below pi, and a 2 pi jump on top of a
 legitimate step (<= bound) exceeds 2 pi - bound > bound. The test of the check itself injects one

@@ -383,6 +383,12 @@ BAD_PARAMS = {
     'base_link_unknown': ('base_link', 'torso', ['torso']),
     'robot_description_malformed': ('robot_description', '<robot name="r"><link name="a">',
                                     ['malformed']),
+    'jump_max_step_negative': ('jump_max_step', -0.1, ['jump_max_step']),
+    'jump_max_step_zero': ('jump_max_step', 0.0, ['jump_max_step']),
+    'jump_max_step_nan': ('jump_max_step', NAN, ['jump_max_step']),
+    'jump_velocity_scaling_zero': ('jump_velocity_scaling', 0.0, ['jump_velocity_scaling']),
+    'jump_guard_unknown': ('jump_guard', 'sometimes', ['jump_guard', 'hold', 'limit']),
+    'output_topic_invalid': ('output_topic', 'no spaces allowed', []),
 }
 
 
@@ -641,12 +647,14 @@ def _startup_cases(tmp: Path) -> Dict[str, tuple]:
                                    'tip_link: tool0'), ['axis']),
         'analytic_on_arm': (wrapped('urdf_file: arm6.urdf\ntip_link: tool0\n'
                                     'solver: analytic_hip_knee'), ['analytic_hip_knee']),
+        'zero_jump_max_step': (wrapped(base + '\noutput: position_command\njump_max_step: 0.0'),
+                               ['jump_max_step']),
     }
 
 
 STARTUP_ITEMS = ['malformed_yaml', 'wrong_type', 'unknown_solver', 'unknown_key',
                  'negative_tolerance', 'zero_step_size', 'zero_max_iterations', 'missing_urdf',
-                 'missing_tip', 'zero_axis_urdf', 'analytic_on_arm']
+                 'missing_tip', 'zero_axis_urdf', 'analytic_on_arm', 'zero_jump_max_step']
 
 
 def test_startup_item_list_covers_every_case(tmp_path):

@@ -345,6 +345,13 @@ def _lowest_cost(model, settings, target, candidates):
     return best
 
 
+def _cost(model, settings, target, q):
+    """The weighted 6D cost of ``q`` (:func:`_pose_cost`): the solver asks it of the seed to
+    tell a stream's step, whose descents run in Python."""
+    n = q.shape[0]
+    return _pose_cost(model, n, target, settings[_W2], q, _new_work(n))
+
+
 _KERNELS = {}
 
 
@@ -364,6 +371,7 @@ def _kernels():
         _trial = jit(_trial)
         _KERNELS['descend'] = jit(_descend)
         _KERNELS['lowest_cost'] = jit(_lowest_cost)
+        _KERNELS['cost'] = jit(_cost)
     return _KERNELS['descend'], _KERNELS['lowest_cost']
 
 
@@ -409,12 +417,14 @@ class CompiledDescent:
                                   max_iterations], dtype=float)
         self.n = n
         self.descend_kernel, self.lowest_cost_kernel = _kernels()
+        self.cost_kernel = _KERNELS['cost']
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the kernel now, not in the first solve."""
         run = self.start([0.0, 0.0, 0.0], np.eye(3), [0.0] * self.n)
         run.descend([0.0] * self.n, 0.1, 0.0, 0, -1, None)
         run.lowest_cost([[0.0] * self.n] * 2)
+        run.cost([0.0] * self.n)
 
     def start(self, p_target: Sequence[float], R_target: np.ndarray,
               q: Sequence[float]) -> 'DescentRun':
@@ -470,6 +480,12 @@ class DescentRun:
                 break
         self.best_cost = best_cost
         return code, q_array, iterations, last_blocked
+
+    def cost(self, q: Sequence[float]) -> float:
+        """The weighted 6D cost of ``q`` to the target [m^2]."""
+        kernel = self.kernel
+        return float(kernel.cost_kernel(kernel.model, kernel.settings, self.target,
+                                        np.asarray(q, dtype=float)))
 
     def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
         """The candidate configuration of lowest weighted 6D cost to the target (the first of

@@ -41,6 +41,16 @@ confirms the position out of reach, no restart can reach the pose either, and th
 so far is returned, status ``unreachable`` (the rule of the position search, not a proof: the
 message says so); when it reaches the position, the restarts go on.
 
+Streams (docs/continuity.md): a seed within ``STREAM_ERROR_M`` (weighted) of its target is one
+step of a stream away. Its descents start with a damping no larger than the error and are stuck
+only when the error has not fallen by ``_STREAM_STALL_FACTOR`` in ``_STALL_ITERATIONS`` (near a
+singularity a descent converges slowly rather than restarting); on a chain with more joints
+than the target has dimensions its first step also moves along the self-motion away from the
+joint limits (``null_space_gain``, :mod:`ik_node.solvers.null_space`); when stuck, the next
+starts are near the seed (``_NEAR_SEED_RADII``) before the mid or a random configuration, and
+an unconverged answer is the best one near the seed. A stream's descents run in Python (the
+compiled descent tells a stream's seed by its cost and hands over).
+
 ``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
 search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
 
@@ -72,10 +82,12 @@ from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.several_tips import TipTarget
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
-from ik_node.solvers.codegen import (MAX_STEP, damped_step_function, damped_trial_function,
-                                     limit_functions, normal_equations_function)
+from ik_node.solvers.codegen import (MAX_STEP, damped_solve_function, damped_step_function,
+                                     damped_trial_function, limit_functions, lower_index,
+                                     normal_equations_function)
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
+from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
@@ -115,6 +127,17 @@ _POSITION_CHECK_AFTER = 8
 # How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
 # position only, within tolerance of the proven bound.
 _GOOD_ENOUGH = -1
+# The null-space projector I - J+ J is computed as mu (H + mu I)^-1 with this relative damping
+# mu / (trace(H) / n): 1 on the null space, about mu / sigma^2 on the row space.
+_NULL_SPACE_DAMPING = 1e-9
+# A seed within STREAM_ERROR_M (weighted) of the target is one step of a stream away: its first
+# step pulls along the self-motion (redundant chains); when its descent is stuck, the next
+# starts are near the seed, within these radii [rad or m] (each the lowest-cost of
+# _RESTART_CANDIDATES), before the mid or a random configuration.
+_NEAR_SEED_RADII = (0.05, 0.15, 0.4, 1.0)
+# Near a stream's seed a descent is stuck only when its error has not fallen by this factor in
+# _STALL_ITERATIONS: near a singularity it converges slowly, and a restart may land far away.
+_STREAM_STALL_FACTOR = 0.7
 
 
 class DampedJacobianSolver(Solver):
@@ -163,6 +186,13 @@ class DampedJacobianSolver(Solver):
             list, (), 'a tree with a shared trunk: the weight of each tip\'s error in the '
             'stacked cost, in the order of the chain\'s tip_links (one number > 0 per tip); '
             'empty = all 1', 'unitless', min=0.0, min_inclusive=False),
+        'null_space_gain': ParamSpec(float, 0.5, 'on chains with more joints than the target '
+                                     'has dimensions, when the seed is within 5 cm (weighted) '
+                                     'of the target (a stream): the first step also moves '
+                                     'along the self-motion (the null space of the Jacobian) '
+                                     'away from the joint limits, by this gain times the '
+                                     "seed's error, more near a limit, so a stream does not "
+                                     'drift into one; 0: off', 'rad/m', min=0.0, max=100.0),
     }
 
     def __init__(self, chain: Chain, params=None):
@@ -204,6 +234,17 @@ class DampedJacobianSolver(Solver):
                 self._normals[with_orientation] = normal_equations_function(rows, chain.n)
                 self._steps[with_orientation] = damped_trial_function(
                     self._low, self._high, self._wraps, self._bounded)
+        # The null-space pull: per bounded joint (index, middle, 1 / half range), and the
+        # projector's solve for each target kind with more joints than error rows.
+        self._centring = centring_terms(self._low, self._high, self._bounded)
+        self._null_space = {}
+        if self.params['null_space_gain'] > 0.0 and self._centring:
+            for with_orientation in (False, True):
+                rows = 6 if with_orientation else 3
+                if chain.n > rows:
+                    self._null_space[with_orientation] = (
+                        damped_step_function(rows, chain.n) if self._normals[with_orientation]
+                        is None else damped_solve_function(chain.n))
         fast = chain.fast_kinematics
         self._pose_normal = None if fast is None else fast.pose_normal
         kinematics = fast if fast is not None else ChainKinematics(chain)
@@ -408,6 +449,16 @@ class DampedJacobianSolver(Solver):
         evaluate = None if with_orientation and self._compiled is not None else evaluator
         check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
         run = None if kernel is None else kernel.start(p_target, R_target, q)
+        q_seed = q
+        # Whether the next descent starts at or near a stream's seed (within STREAM_ERROR_M of
+        # the target): None, the seed's descent tells (it evaluates the seed anyway). A
+        # stream's descents run in Python, where its rules are (_descend): the compiled
+        # descent's cost of the seed tells here.
+        near: Optional[bool] = None
+        if run is not None and run.cost(q) <= STREAM_ERROR_M * STREAM_ERROR_M:
+            near, run = True, None
+        first_descent, stream = True, False
+        near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         while True:  # one descent from q per pass
             descent_start = iterations
             if run is not None:
@@ -417,9 +468,14 @@ class DampedJacobianSolver(Solver):
             else:
                 if evaluate is None:  # 6D, compiled descents, a history recorded
                     evaluate = evaluator()
-                end, q, best_q, best_cost, iterations, last_blocked = self._descend(
+                # Once a stream's near starts are spent, its best stays the best near the seed.
+                end, q, best_q, best_cost, iterations, last_blocked, near = self._descend(
                     evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
-                    floor, good_enough, budget, history)
+                    floor, good_enough, budget, history, near=near, pull=first_descent,
+                    keep_best=near is not False or not stream)
+                if first_descent and near:
+                    stream, near_seed_radii = True, list(_NEAR_SEED_RADII)
+            first_descent = False
             if end == compiled.CONVERGED:
                 return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
                                    history=history,
@@ -468,6 +524,15 @@ class DampedJacobianSolver(Solver):
                                        f'closest-pose search, {found.descents} descents); the '
                                        f'best pose of {restarts + 1} descents')
             restarts += 1
+            if near_seed_radii:  # a stream: stay near the seed before anything far
+                if rng is None:
+                    rng = random.Random(params['restart_seed'])
+                if cost_of is None:
+                    cost_of = make_cost_function()
+                q = min(self._near_candidates(rng, q_seed, near_seed_radii.pop(0)), key=cost_of)
+                near = True
+                continue
+            near = False
             if mid_next and last_blocked >= descent_start:
                 q, mid_next = self._mid, False
                 continue
@@ -484,10 +549,18 @@ class DampedJacobianSolver(Solver):
     def _descend(self, evaluate: Callable, q: List[float], best_q: List[float],
                  best_cost: float, iterations: int, last_blocked: int, with_orientation: bool,
                  floor: float, good_enough: float, budget: Budget,
-                 history: Optional[List[float]]) -> Tuple:
+                 history: Optional[List[float]], near: Optional[bool] = False,
+                 pull: bool = False, keep_best: bool = True) -> Tuple:
         """One descent from ``q`` in Python: ``(how it ended, its last iterate, the best
         configuration of the solve so far and its cost, the iterations of the solve, the last
-        iteration in which joints at a limit sat out a step)``.
+        iteration in which joints at a limit sat out a step, near)``.
+
+        ``near``: the descent starts at or near a stream's seed (None: it does when ``q``'s
+        weighted error is within ``STREAM_ERROR_M``). Then it starts with a damping no larger
+        than the error and is stuck only when its error has not fallen by
+        ``_STREAM_STALL_FACTOR`` in ``_STALL_ITERATIONS``, and with ``pull`` its first step
+        also moves along the self-motion away from the limits (:meth:`_null_space_shift`).
+        ``keep_best`` False: its configurations do not become the solve's best.
 
         Ends CONVERGED, STUCK, ITERATION_CAP (of the whole solve), TIMEOUT, _GOOD_ENOUGH
         (position only, within tolerance of the proven bound), or STUCK when the budget is spent
@@ -498,7 +571,17 @@ class DampedJacobianSolver(Solver):
         cost, position_error, angle_error, A, b = evaluate(q)
         if history is not None:
             history.append(position_error)
-        if cost < best_cost:
+        if near is None:
+            near = cost <= STREAM_ERROR_M * STREAM_ERROR_M
+        stall_factor = _STALL_FACTOR
+        null_pending = False
+        if near:
+            # A stream's step: the error is small, and a small damping lets a descent near a
+            # singularity converge instead of crawling into a restart.
+            lam = min(lam, max(cost, _LAMBDA_MIN))
+            stall_factor = _STREAM_STALL_FACTOR
+            null_pending = pull and with_orientation in self._null_space
+        if cost < best_cost and keep_best:
             best_q, best_cost = q, cost
         stall_cost, stall_iteration = cost, iterations
         end = compiled.STUCK
@@ -521,8 +604,12 @@ class DampedJacobianSolver(Solver):
                     else compiled.TIMEOUT
                 break
             iterations += 1
+            shifted = None
+            if null_pending:
+                null_pending = False
+                shifted = self._null_space_shift(q, A, cost, with_orientation)
             try:
-                q_new, blocked = step(q, A, b, lam)
+                q_new, blocked = step(q if shifted is None else shifted, A, b, lam)
             except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
                 q_new, blocked = None, ()
             if blocked:
@@ -531,9 +618,11 @@ class DampedJacobianSolver(Solver):
             if trial is not None and trial[0] < cost:  # accept; trust the model more
                 q = q_new
                 cost, position_error, angle_error, A, b = trial
-                if cost < best_cost:
+                if cost < best_cost and keep_best:
                     best_q, best_cost = q, cost
                 lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
+            elif shifted is not None:  # the pull spoilt the step: the plain one next
+                pass
             else:  # reject; damp more
                 lam *= _LAMBDA_UP
                 stuck = lam > _LAMBDA_MAX
@@ -542,9 +631,9 @@ class DampedJacobianSolver(Solver):
             if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
                                                 last_blocked > stall_iteration
                                                 else _STALL_ITERATIONS):
-                stuck = stuck or cost - floor > _STALL_FACTOR * (stall_cost - floor)
+                stuck = stuck or cost - floor > stall_factor * (stall_cost - floor)
                 stall_cost, stall_iteration = cost, iterations
-        return end, q, best_q, best_cost, iterations, last_blocked
+        return end, q, best_q, best_cost, iterations, last_blocked, near
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
@@ -589,6 +678,49 @@ class DampedJacobianSolver(Solver):
                     row[k] = 0.0
             dq = step(J, e, lam, weight)
         return self._advance(q, dq), blocked
+
+    def _null_space_shift(self, q: List[float], A, cost: float, with_orientation: bool
+                          ) -> Optional[List[float]]:
+        """``q + N d``: ``d`` pulls every bounded joint away from its limits
+        (:func:`~ik_node.solvers.null_space.limit_pull` with scale ``null_space_gain *
+        sqrt(cost)``), and ``N = I - J+ J`` keeps of it only the self-motion, which leaves the tip
+        where it is to first order. The damped step taken from the shifted point reaches the
+        target as it would from ``q``; the pull is proportional to the seed's error, so a
+        target that stays put (the seed within tolerance) moves nothing, and a stream's answers
+        move along the self-motion by a fraction of their own step.
+
+        ``A`` is what the step function of this target kind takes: the normal equations' flat
+        lower triangle ``H`` (then ``N d = mu (H + mu I)^-1 d``) or the Jacobian ``J`` (then
+        ``N d = d - J+ J d``, by the damped m x m solve). None when the projection fails
+        (round-off: not positive definite).
+        """
+        d = limit_pull(q, self._centring, self.params['null_space_gain'] * math.sqrt(cost))
+        n = len(q)
+        solve = self._null_space[with_orientation]
+        try:
+            if self._normals[with_orientation] is not None:  # A = H
+                trace = sum(A[lower_index(k, k)] for k in range(n))
+                mu = _NULL_SPACE_DAMPING * max(trace / n, 1e-12)
+                x = solve(A, d, mu)
+                return [v + mu * dv for v, dv in zip(q, x, strict=True)]
+            J = A
+            Jd = [sum(row[k] * d[k] for k in range(n)) for row in J]
+            trace = sum(v * v for row in J for v in row)
+            mu = _NULL_SPACE_DAMPING * max(trace / len(J), 1e-12)
+            r = solve(J, Jd, mu, self.params['orientation_weight'])
+            return [v + dv - rv for v, dv, rv in zip(q, d, r, strict=True)]
+        except (ValueError, ZeroDivisionError):
+            return None
+
+    def _near_candidates(self, rng: random.Random, q_seed: List[float],
+                         radius: float) -> List[List[float]]:
+        """A few random configurations within ``radius`` [rad or m] of ``q_seed`` per joint,
+        inside the limits; a near-seed start begins at the lowest-cost one."""
+        random_unit = rng.random
+        return [[min(max(v + radius * (2.0 * random_unit() - 1.0), lo), hi)
+                 for v, lo, hi in zip(q_seed, self._restart_low, self._restart_high,
+                                      strict=True)]
+                for _ in range(_RESTART_CANDIDATES)]
 
     def _restart_candidates(self, rng: random.Random) -> List[List[float]]:
         """A few uniformly random configurations; a restart begins at the lowest-cost one (the

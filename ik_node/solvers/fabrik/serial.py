@@ -18,10 +18,15 @@ import time
 from typing import List, Optional, Sequence, Tuple
 
 from ik_node.solvers.budget import StepPace
+from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 from ik_node.solvers.fabrik.tree import (_EPS_M, _EXTRAPOLATE_MAX_FACTOR, _EXTRAPOLATE_MIN_RATIO,
                                          _POLISH_DAMPING, _POLISH_DAMPING_MIN, _POLISH_RATIO,
                                          _POLISH_STUCK_RATIO, _SLOW_STEP_RATIO2, _SLOW_STEPS,
                                          _TIP_FIT_WEIGHT, FabrikRun, _angle_in_limits)
+
+# The null-space projector of the polish's pull, mu (A A^T + mu I)^-1 damped by this share of
+# trace(A A^T) / 3: exact on the null space, about mu / sigma^2 on the row space.
+_NULL_SPACE_DAMPING = 1e-9
 
 Vec = Tuple[float, float, float]
 Mat = Tuple[float, float, float, float, float, float, float, float, float]
@@ -83,6 +88,7 @@ class SerialFabrik:
                 self.align.append(('points', nodes))
         self.fallback = [list(range(i + 1, n + 1)) for i in range(n)]
         self.fit_weight = [1.0] * n + [_TIP_FIT_WEIGHT]
+        self.centring = centring_terms(self.lower, self.upper, range(n))
 
     # ---------------------------------------------------------------------------- geometry
     def _joint(self, i: int, q_i: float, R_parent: Optional[Mat], x_parent: Optional[Vec]
@@ -213,9 +219,16 @@ class SerialFabrik:
 
     # ------------------------------------------------------------------------------ polish
     def polish(self, q, x, R, target: Vec, tolerance: float, steps: int,
-               history: Optional[List[float]], deadline: float) -> Tuple[int, list, list]:
+               history: Optional[List[float]], deadline: float,
+               pull: float = 0.0) -> Tuple[int, list, list]:
         """Damped least-squares steps on the tip's position Jacobian (see FabrikTree.polish).
-        Returns (steps taken, x, R)."""
+        Returns (steps taken, x, R).
+
+        ``pull`` > 0 [rad/m x m]: the first step also moves along the self-motion away from the
+        joint limits, by :func:`~ik_node.solvers.null_space.limit_pull` with this scale
+        projected on the null space of the free joints' Jacobian (``d - J+ J d``); kept, as
+        every step, only if it lowers the error.
+        """
         n = self.n
         lower, upper = self.lower, self.upper
         tx, ty, tz = target
@@ -247,6 +260,17 @@ class SerialFabrik:
                 if not any(free):
                     dq = [0.0] * n
                     break
+            if pull > 0.0 and n > 3:
+                d = limit_pull(q, self.centring, pull)
+                d = [v if free[k] else 0.0 for k, v in enumerate(d)]
+                Jd = tuple(sum(cols[k][r] * d[k] for k in range(n)) for r in range(3))
+                trace = sum(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] for c in cols)
+                try:
+                    r = _damped_step(cols, free, Jd, _NULL_SPACE_DAMPING * max(trace / 3, 1e-12))
+                    dq = [a + b - c for a, b, c in zip(dq, d, r, strict=True)]
+                except (ValueError, ZeroDivisionError):  # not positive definite: no pull
+                    pass
+            pull = 0.0
             q_try = [min(max(q[k] + dq[k], lower[k]), upper[k]) for k in range(n)]
             x_try, R_try = self.rebuild(q_try)
             dx, dy, dz = tx - x_try[n][0], ty - x_try[n][1], tz - x_try[n][2]
@@ -272,9 +296,13 @@ class SerialFabrik:
     def run(self, q_seed, target: Sequence[float], tolerance: float, max_iterations: int,
             min_improvement: float, stall_iterations: int, extrapolate: bool = True,
             stretch: bool = False, record_history: bool = False, polish: int = 0,
-            deadline: float = math.inf) -> FabrikRun:
+            deadline: float = math.inf, null_space_gain: float = 0.0) -> FabrikRun:
         """FabrikTree.run for this chain's tip, without restarts and with ``stop_when_stuck``
-        (see there for the arguments); returns the same :class:`FabrikRun`."""
+        (see there for the arguments); returns the same :class:`FabrikRun`.
+
+        ``null_space_gain`` [rad/m]: when the seed is within ``STREAM_ERROR_M`` of the target (a
+        stream), the first polish step also pulls along the self-motion away from the joint
+        limits, by this gain times the seed's error (see :meth:`polish`)."""
         import numpy as np  # the result's arrays only
         n = self.n
         target = (float(target[0]), float(target[1]), float(target[2]))
@@ -287,6 +315,7 @@ class SerialFabrik:
             return math.sqrt((x[n][0] - tx) ** 2 + (x[n][1] - ty) ** 2 + (x[n][2] - tz) ** 2)
 
         err = error_of(x)
+        pull = null_space_gain * err if err <= STREAM_ERROR_M else 0.0
         history = [err] if record_history else None
         best_q, best_err = list(q), err
         best_obj = start_best = err
@@ -326,7 +355,8 @@ class SerialFabrik:
                     obj >= _POLISH_RATIO * obj_before and iterations < max_iterations):
                 taken, x, R = self.polish(q, x, R, target, tolerance,
                                           min(polish, max_iterations - iterations), history,
-                                          deadline)
+                                          deadline, pull)
+                pull = 0.0
                 iterations += taken
                 err = error_of(x)
                 obj_polished = err

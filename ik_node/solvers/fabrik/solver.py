@@ -102,6 +102,11 @@ class FabrikSolver(Solver):
             'less than half, up to this many damped least-squares steps on the targeted tips\' '
             'stacked position Jacobian, within the joint limits, each kept only if it lowers the '
             'error and counted as an iteration (0: FABRIK passes only)', '', min=0, max=1000),
+        'null_space_gain': ParamSpec(
+            float, 0.5, 'serial chains with more than 3 joints, when the seed is within 5 cm of '
+            'the target (a stream): the first polish step also moves along the self-motion (the '
+            'null space of the position Jacobian) away from the joint limits, by this gain '
+            'times the seed\'s error, more near a limit; 0: off', 'rad/m', min=0.0, max=100.0),
     }
 
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
@@ -196,7 +201,7 @@ class FabrikSolver(Solver):
                 params['min_improvement'], params['stall_iterations'],
                 extrapolate=params['extrapolate'], stretch=stretch is not None,
                 record_history=params['record_history'], polish=params['polish_iterations'],
-                deadline=deadline)
+                deadline=deadline, null_space_gain=params['null_space_gain'])
         else:
             run = self._tree.run(
                 q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
