@@ -388,8 +388,8 @@ class Solver(abc.ABC):
             off_plane = abs(nx * tx + ny * ty + nz * tz - offset)
             if min_residual is None or off_plane > min_residual:
                 min_residual = off_plane
-        if not reached and min_residual is not None and min_residual > tol_p:
-            status = IkStatus.UNREACHABLE
+        if not reached:
+            status = honest_status(status, min_residual, tol_p)
         history = raw.history
         return _new_result(
             q, self._joint_names, reached, status, pos_err, rot_err,
@@ -413,6 +413,18 @@ class FloatSolver(Solver):
         """:meth:`_solve_floats` on arrays (for a subclass that overrides :meth:`_solve` and
         calls ``super()``)."""
         return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
+
+def honest_status(status: IkStatus, min_residual: Optional[float],
+                  tolerance: float) -> IkStatus:
+    """The status of a result that missed its target: ``unreachable`` exactly when the proven
+    lower bound ``min_residual`` [m] exceeds ``tolerance`` [m]; a solver's own ``unreachable``
+    without that proof (its search found no closer pose, or stopped at the measured reach)
+    becomes ``not_reached``."""
+    if min_residual is not None and min_residual > tolerance:
+        return IkStatus.UNREACHABLE
+    if status is IkStatus.UNREACHABLE:
+        return IkStatus.NOT_REACHED
+    return status
 
 
 def _defined_last(cls: type, names: Tuple[str, ...]) -> Optional[str]:
