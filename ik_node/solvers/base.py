@@ -96,6 +96,7 @@ class Solver(abc.ABC):
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
         self.chain = chain
         self.params = self.validate_params(params)
+        check_every_tip_moves(chain)
         self._several_tips = len(chain.tip_links) > 1
         self._tip_index = {tip: k for k, tip in enumerate(chain.tip_links)}
         for key in self.PER_TIP_PARAMS:
@@ -413,6 +414,19 @@ class FloatSolver(Solver):
         """:meth:`_solve_floats` on arrays (for a subclass that overrides :meth:`_solve` and
         calls ``super()``)."""
         return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
+
+def check_every_tip_moves(chain: Chain) -> None:
+    """Refuse a chain with several tips when one of them has no moving joint between the base
+    and it (:class:`ChainError` naming it): no solver can bring it to a target, and its targets
+    would only ever miss."""
+    if len(chain.tip_links) < 2:
+        return
+    fixed = [tip for tip in chain.tip_links if not chain.joints_of_tip(tip)]
+    if fixed:
+        raise ChainError(f'tip(s) {", ".join(fixed)} of {chain.base_link!r} have no moving '
+                         'joint between the base and them (fixed to the base): no solver can '
+                         f'move them. Leave them out of tip_links ({", ".join(chain.tip_links)})')
+
 
 def honest_status(status: IkStatus, min_residual: Optional[float],
                   tolerance: float) -> IkStatus:

@@ -121,7 +121,8 @@ def test_panda_mimic_finger_is_reported_not_usable_and_the_other_finger_is_prism
     assert (finger.type, finger.lower, finger.upper) == ('prismatic', 0.0, 0.04)
     assert len(chain_to(result, 'panda_hand_tcp').joints) == 7
     assert result.tree.tips == ('panda_hand_tcp', 'panda_leftfinger')
-    assert result.tree.solvers == ('damped_jacobian', 'fabrik')
+    assert result.tree.solvers == ('damped_jacobian',)  # the finger slides: fabrik refuses
+    assert 'prismatic' in result.tree.unfit['fabrik']
 
 
 def test_kinova_continuous_joints_are_unbounded_in_json_and_text(shared_robot, capsys):
@@ -144,7 +145,8 @@ def test_baxter_right_arm_chain_has_its_seven_joints(shared_robot):
     arm = chain_to(result, 'right_gripper')
     assert [j.name for j in arm.joints] == ['right_s0', 'right_s1', 'right_e0', 'right_e1',
                                             'right_w0', 'right_w1', 'right_w2']
-    assert len(result.tree.tips) > 2 and result.tree.solvers == ('damped_jacobian', 'fabrik')
+    assert len(result.tree.tips) > 2 and result.tree.solvers == ('damped_jacobian',)
+    assert 'prismatic' in result.tree.unfit['fabrik']  # the gripper's fingers slide
 
 
 def test_iiwa_with_drake_extensions_lists_both_flange_frames(shared_robot):
