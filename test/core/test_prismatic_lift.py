@@ -89,4 +89,5 @@ def test_ik_solve_chains_lists_fabrik_as_unfit_for_the_lift_with_the_reason(tmp_
     arm = next(c for c in data['chains'] if c.get('tip') == 'arm_tool_link')
     assert arm['solvers'] == ['damped_jacobian']
     assert 'prismatic' in arm['unfit']['fabrik'] and 'torso_lift_joint' in arm['unfit']['fabrik']
-    assert 'fabrik' not in data['tree']['solvers']
+    assert data['suggested']['tip'] == 'arm_tool_link'
+    assert data['suggested']['solvers'] == ['damped_jacobian']
