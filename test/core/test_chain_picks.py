@@ -35,7 +35,7 @@ def test_the_panda_is_suggested_to_its_tcp_with_no_tree_of_fingers(shared_robot)
 def test_a_legged_robots_tree_is_its_four_feet(shared_robot, robot, base, feet):
     result = chains_of(shared_robot(f'{robot}.urdf'))
     assert (result.tree.base, result.tree.tips) == (base, feet)
-    assert result.tree.solvers == ('fabrik',)
+    assert 'fabrik' in result.tree.solvers and 'damped_jacobian' in result.tree.solvers
     assert result.suggested.tips[0] in feet
     text = '\n'.join(human_lines(result, f'{robot}.urdf'))
     assert 'tree of the feet or hands' in text and 'rotor' not in text.split('tree of')[1]
