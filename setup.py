@@ -30,10 +30,17 @@ def install_requires():
     package.xml's ``urdfdom_py`` key: the module ``urdf_parser_py`` then belongs to the
     distribution ``urdfdom_py`` (Debian's python3-urdfdom-py), and requiring the PyPI name
     ``urdf_parser_py`` would make setuptools' entry-point scripts refuse to start. So the PyPI
-    name is required only where no other distribution provides the module."""
+    name is required only where no other distribution provides the module. The same for
+    ament_index_python (rosdep key ``ament_index_python``), which xacro's ``$(find pkg)``
+    needs."""
     requires = ['setuptools', 'numpy>=1.21', 'transforms3d>=0.3.1', 'PyYAML', 'lxml', 'xacro']
     if not _provided_by_another_distribution('urdf_parser_py', 'urdf_parser_py'):
         requires.append('urdf_parser_py')
+    # xacro's $(find pkg) imports ament_index_python (rosdep key ament_index_python): pure
+    # Python, the only ROS wheel a plain install takes, and only where ROS does not provide it.
+    if not _provided_by_another_distribution('ament_index_python',
+                                             'ros-jazzy-ament-index-python'):
+        requires.append('ros-jazzy-ament-index-python')
     return requires
 
 

@@ -8,8 +8,10 @@ Lists the root link, the end links (links without children), the links where the
 the serial chain from the root to every end link with its moving joints (name, type, limits), and
 the solvers that fit each chain. A solver fits when it can be built on the chain: the check is the
 solver's own (``analytic_hip_knee`` accepts only the leg or planar 2-link structure it solves in
-closed form). When several end links move independently, the tree of all of them is listed too,
-with the solvers that solve several tips at once. Exit status: 0, or 2 with one line on stderr.
+closed form). When the robot has two or more feet or hands, the tree of them is listed too, with
+the solvers that solve several tips at once; and one serial chain is suggested: from the robot's
+base link (below a ``world`` stub) to its best-named end effector, never a wheel, caster, rotor
+or sensor (:mod:`ik_node.cli.chain_picks`). Exit status: 0, or 2 with one line on stderr.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ik_node.model.chain import Chain
+from ik_node.cli import chain_picks
 from ik_node.cli.common import PROG, Parser, fail
+from ik_node.model.chain import Chain
 from ik_node.errors import ChainError, IkError
 from ik_node.solvers import SOLVERS, make_solver
 from ik_node.model.urdf_reading import _urdf_from_string
@@ -83,9 +86,12 @@ class RobotChains:
         leaves: end links (links with no child), depth first from the root.
         branching: links with several children -> those children.
         chains: one serial chain from the root to each end link, in the order of ``leaves``.
-        tree: the chain from the root to every end link that has a moving joint of its own
-            (None when fewer than two such end links exist).
+        tree: the chain from the robot's base link to its feet or hands (the end links worth
+            solving for, see :mod:`ik_node.cli.chain_picks`; None when fewer than two).
         link_count: number of links.
+        base_link: the robot's base link (the root, or below a world stub such as ``world``).
+        suggested: the serial chain to suggest, from ``base_link`` to the best-named end
+            effector that a solver fits (never a wheel, caster, rotor or sensor); None if none.
     """
 
     name: str
@@ -95,13 +101,17 @@ class RobotChains:
     chains: Tuple[ChainInfo, ...]
     tree: Optional[ChainInfo]
     link_count: int
+    base_link: str = ''
+    suggested: Optional[ChainInfo] = None
 
     def as_dict(self) -> Dict[str, Any]:
         """JSON-ready fields."""
-        return {'robot': self.name, 'root': self.root, 'leaves': list(self.leaves),
+        return {'robot': self.name, 'root': self.root, 'base_link': self.base_link,
+                'leaves': list(self.leaves),
                 'branching_links': {k: list(v) for k, v in self.branching.items()},
                 'chains': [c.as_dict() for c in self.chains],
                 'tree': None if self.tree is None else self.tree.as_dict(),
+                'suggested': None if self.suggested is None else self.suggested.as_dict(),
                 'link_count': self.link_count}
 
 
@@ -170,10 +180,12 @@ def robot_chains_from_urdf(xml: str) -> RobotChains:
     robot = _urdf_from_string(xml)
     links = [link.name for link in robot.links]
     children: Dict[str, List[str]] = {name: [] for name in links}
+    typed: Dict[str, List[Tuple[str, str]]] = {name: [] for name in links}
     has_parent = set()
     for joint in robot.joints:
         if joint.parent in children:
             children[joint.parent].append(joint.child)
+            typed[joint.parent].append((joint.child, joint.type))
         has_parent.add(joint.child)
     roots = [name for name in links if name not in has_parent]
     if len(roots) != 1:
@@ -190,13 +202,32 @@ def robot_chains_from_urdf(xml: str) -> RobotChains:
     branching = {name: tuple(kids) for name, kids in children.items() if len(kids) > 1}
     xml = _kinematic_skeleton(xml)
     chains = tuple(chain_info(xml, root, [leaf]) for leaf in leaves)
-    # One end link per last moving joint: tips that move together add nothing to a tree.
-    tree_tips: Dict[str, str] = {}
+    by_tip = {info.tips[0]: info for info in chains}
+    base = chain_picks.robot_base(root, typed)
+    parent = {child: link for link, kids in children.items() for child in kids}
+    ends_in = []  # end links; a finger's hand (where its fingers branch) in its place
     for info in chains:
-        if info.joints and not info.error:
-            tree_tips.setdefault(info.joints[-1].name, info.tips[0])
-    tree = chain_info(xml, root, list(tree_tips.values())) if len(tree_tips) > 1 else None
-    return RobotChains(robot.name or '', root, tuple(leaves), branching, chains, tree, len(links))
+        if info.error:
+            continue
+        if chain_picks.has_token(info.tips[0], chain_picks.FINGER_TOKENS):
+            hand = parent.get(info.tips[0])
+            while hand in parent and len(children[hand]) < 2:
+                hand = parent[hand]
+            if hand is not None and hand != root:
+                info = chain_info(xml, root, [hand])
+                if info.error or any(name == hand for name, _ in ends_in):
+                    continue
+        ends_in.append((info.tips[0], tuple(j.name for j in info.joints)))
+        by_tip[info.tips[0]] = info
+    ends = chain_picks.end_effector_leaves(ends_in)
+    tips = chain_picks.tree_tips(ends)
+    tree = chain_info(xml, base, tips) if len(tips) > 1 else None
+    pick = chain_picks.serial_pick(
+        [(name, joints, any(j.type == 'prismatic' for j in by_tip[name].joints))
+         for name, joints in ends if by_tip[name].solvers])
+    suggested = None if pick is None else chain_info(xml, base, [pick])
+    return RobotChains(robot.name or '', root, tuple(leaves), branching, chains, tree,
+                       len(links), base, suggested)
 
 
 # ----------------------------------------------------------------------------- text output
@@ -248,13 +279,11 @@ def human_lines(result: RobotChains, source: str, xacro_args: str = '') -> List[
     for members in groups.values():
         lines += _chain_lines(members[0], [m.tips[0] for m in members])
     if result.tree is not None:
-        lines += ['', 'tree of the independently moving end links (tip_links):']
+        lines += ['', f'tree of the {"feet or hands" if _limbs(result.tree.tips) else "end links"}'
+                  ' (tip_links):']
         lines += _chain_lines(result.tree, result.tree.tips, tree=True)
-    usable = [c for c in result.chains if c.solvers]
-    if usable:
-        # A suggestion: the longest chain without prismatic joints (fingers), first on ties.
-        pick = max(usable, key=lambda c: (not any(j.type == 'prismatic' for j in c.joints),
-                                          len(c.joints)))
+    pick = result.suggested
+    if pick is not None and pick.solvers:
         q = shlex.quote
         args = f' --xacro-args {q(xacro_args)}' if xacro_args else ''
         launch_args = f' {q("xacro_args:=" + xacro_args)}' if xacro_args else ''
@@ -265,6 +294,10 @@ def human_lines(result: RobotChains, source: str, xacro_args: str = '') -> List[
                   f'{launch_args} base_link:={q(pick.base)} tip_link:={q(pick.tips[0])}',
                   '(--json lists why the other solvers do not fit)']
     return lines
+
+
+def _limbs(tips: Sequence[str]) -> bool:
+    return all(chain_picks.has_token(t, chain_picks.LIMB_END_TOKENS) for t in tips)  # no finger
 
 
 # ------------------------------------------------------------------------------ entry point

@@ -15,10 +15,12 @@ from ik_node.solvers import SOLVERS
 PROG = 'ik-solve'
 EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
 #: Subcommands, ``ik-solve <name> ...``: name -> module with ``main(argv) -> int``, imported
-#: when used (``ik-solve`` with no subcommand name is ``solve``).
+#: when used (``ik-solve`` with no subcommand name is ``solve``). ``target`` talks to a running
+#: node over ROS 2: its module is in ``ik_node.ros`` (the only package that imports rclpy).
 SUBCOMMANDS: Dict[str, str] = {
     'chains': 'ik_node.cli.chains',
     'reach-map': 'ik_node.cli.reach_map',
+    'target': 'ik_node.ros.target_client',
 }
 
 

@@ -91,14 +91,18 @@ class Chain:
     @classmethod
     def from_urdf_file(cls, path: Union[str, Path], base_link: str,
                        tip_link: Union[str, Sequence[str]],
-                       max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES) -> 'Chain':
+                       max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES,
+                       xacro_args=None) -> 'Chain':
         """Read a chain from a URDF file (see :meth:`from_urdf_string`).
 
         ``path`` is a file, or a bare name of a packaged robot (``'leg3.urdf'``, ``'arm6'``) as
-        the CLI and the node take it; a ``.xacro`` file is expanded (needs the xacro package).
+        the CLI and the node take it; a ``.xacro`` file is expanded (needs the xacro package)
+        with ``xacro_args``: ``'prefix:=left_ use_gripper:=true'``, a list of such items or a
+        mapping (:func:`ik_node.model.description.xacro_mappings_from`). ``$(find pkg)`` in a
+        xacro file finds ``pkg`` on ``AMENT_PREFIX_PATH``.
         """
-        return cls.from_urdf_string(urdf_xml_from_file(path, max_bytes), base_link, tip_link,
-                                    max_bytes)
+        return cls.from_urdf_string(urdf_xml_from_file(path, max_bytes, xacro_args), base_link,
+                                    tip_link, max_bytes)
 
     @classmethod
     def from_urdf_string(cls, xml: str, base_link: str, tip_link: Union[str, Sequence[str]],

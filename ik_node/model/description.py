@@ -126,10 +126,51 @@ def _expand_xacro(path: Path, mappings: Dict[str, str]) -> str:
         try:
             doc = xacro.process_file(str(path.resolve()), mappings=dict(mappings))
         except Exception as exc:  # XacroException, ExpatError, NameError, OSError, ...
-            reason = _one_line(str(exc)) or type(exc).__name__
+            reason = xacro_failure_reason(exc)
             where = _innermost_file(xacro, path)
             raise ConfigError(f'xacro failed on {str(path)!r}{where}: {reason}') from None
     return doc.toprettyxml(indent='  ')
+
+
+#: What ``$(find pkg)`` needs, said when it fails.
+FIND_NEEDS_PACKAGE = ('$(find ...) needs the Python package ament_index_python: pip install '
+                      'ros-jazzy-ament-index-python (with ROS: rosdep key ament_index_python)')
+FIND_NEEDS_PREFIX = ('$(find ...) looks packages up on AMENT_PREFIX_PATH, which is not set: '
+                     'source your ROS 2 workspace (install/setup.bash), or set '
+                     'AMENT_PREFIX_PATH to the install prefix whose share/<package> holds it')
+
+
+def xacro_failure_reason(exc: BaseException) -> str:
+    """One line saying why xacro failed, each part once.
+
+    xacro wraps the exception it met (``XacroException.exc``) and prints both messages, often
+    the same text twice; ``$(find pkg)`` fails without ament_index_python (a plain pip install)
+    or without ``AMENT_PREFIX_PATH`` (outside a sourced ROS 2 workspace): those say what to
+    install or set.
+    """
+    inner = getattr(exc, 'exc', None)
+    if isinstance(inner, ImportError) and 'ament_index_python' in str(inner):
+        return FIND_NEEDS_PACKAGE
+    if isinstance(inner, OSError) and 'AMENT_PREFIX_PATH' in str(inner):
+        return FIND_NEEDS_PREFIX
+    if type(inner).__name__ == 'PackageNotFoundError':
+        return (f'$(find ...): {_one_line(str(inner))}; add the install prefix whose '
+                'share/<package> holds it to AMENT_PREFIX_PATH')
+    if isinstance(inner, OSError) and inner.filename:
+        return f'{inner.strerror or "cannot read"}: {inner.filename}'
+    message = _one_line(str(exc.args[0])) if exc.args and exc.args[0] else ''
+    detail = _one_line(str(inner)) if inner is not None else ''
+    if detail and detail not in message:
+        message = f'{message} {detail}'.strip()
+    return _without_repeat(message or _one_line(str(exc))) or type(exc).__name__
+
+
+def _without_repeat(text: str) -> str:
+    """``text`` with a second copy of itself removed (``'a b a b'`` -> ``'a b'``)."""
+    half = len(text) // 2
+    if len(text) % 2 and text[:half] == text[half + 1:]:
+        return text[:half]
+    return text
 
 
 def _one_line(text: str) -> str:

@@ -97,22 +97,24 @@ def _urdf_from_string(xml: str, max_bytes: int = urdf_checks.DEFAULT_MAX_DESCRIP
 
 
 def urdf_xml_from_file(path: Union[str, Path],
-                       max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES) -> str:
-    """The URDF text of a file, or of a bare name of a packaged robot; a .xacro one expanded.
+                       max_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES,
+                       xacro_args=None) -> str:
+    """The URDF text of a file, or of a bare name of a packaged robot; a .xacro one expanded
+    with ``xacro_args`` (see :func:`ik_node.model.description.xacro_mappings_from`).
 
     Raises:
         ChainError: the file is not found, cannot be read, is larger than ``max_bytes``, or its
-            xacro expansion fails.
+            xacro expansion fails; xacro arguments for a file that is not xacro.
     """
+    from ik_node.model.description import description_from_file
     from ik_node.model.resources import urdf_path
     try:
         path = urdf_path(path)
     except ConfigError as exc:
         raise ChainError(str(exc)) from None
-    if str(path).endswith('.xacro'):
-        from ik_node.model.description import description_from_file
+    if str(path).endswith('.xacro') or xacro_args:
         try:
-            return description_from_file(path)
+            return description_from_file(path, xacro_args)
         except ConfigError as exc:
             raise ChainError(str(exc)) from None
     try:

@@ -165,23 +165,65 @@ def tf_available() -> bool:
 class TfFrames:
     """Places frames outside the URDF in the chain's base frame through TF.
 
+    The listener is made only when the first target names such a frame (targets in the base
+    frame or a link of the URDF never need TF): until then the node does not subscribe to
+    ``/tf`` and ``/tf_static``, which on a real robot carry the whole TF stream. tf2_ros's
+    listener spins the node in a thread of its own (a lookup waits up to ``tf_timeout`` while
+    that thread keeps the buffer filling, which the node's own executor could not while it runs
+    the waiting callback); :meth:`close` stops that thread and drops the subscriptions before
+    the node is destroyed and the context shut down, where that thread's executor would
+    otherwise end with an ``ExternalShutdownException`` traceback (tf2_ros before ros2/geometry2
+    #930 does not catch it).
+
     Without tf2_ros (a pip install) every lookup is refused with a message saying so.
     """
 
     def __init__(self, node: Node) -> None:
         self._node = node
         self._buffer = self._listener = None
+        self._lock = threading.Lock()
         try:
             import tf2_ros
         except ImportError:
+            self._tf2 = None
             return
         self._tf2 = tf2_ros
-        self._buffer = tf2_ros.Buffer()
-        self._listener = tf2_ros.TransformListener(self._buffer, node, spin_thread=True)
 
     @property
     def available(self) -> bool:
-        return self._buffer is not None
+        """True where tf2_ros can be imported."""
+        return self._tf2 is not None
+
+    @property
+    def listening(self) -> bool:
+        """True once a listener exists (a target named a frame outside the URDF)."""
+        return self._listener is not None
+
+    def _buffer_listening(self):
+        """The buffer, its listener made on first use."""
+        with self._lock:
+            if self._buffer is None:
+                buffer = self._tf2.Buffer()
+                self._listener = self._tf2.TransformListener(buffer, self._node,
+                                                             spin_thread=True)
+                self._buffer = buffer
+            return self._buffer
+
+    def close(self) -> None:
+        """Stop the listener's thread and drop its subscriptions (before the node is destroyed
+        and the context shut down); a lookup after this makes a new listener."""
+        with self._lock:
+            listener, self._listener, self._buffer = self._listener, None, None
+        if listener is None:
+            return
+        thread = getattr(listener, 'dedicated_listener_thread', None)
+        executor = getattr(listener, 'executor', None)
+        if executor is not None:
+            executor.shutdown()
+        if thread is not None:
+            thread.join(timeout=5.0)
+            del listener.dedicated_listener_thread  # its __del__ would stop it again
+        listener.unregister()
 
     def lookup(self, base_frame: str, frame: str, stamp: Tuple[int, int],
                timeout_s: float) -> np.ndarray:
@@ -190,15 +232,16 @@ class TfFrames:
         Raises:
             TargetError: tf2_ros missing, a frame TF does not know, no transform in time.
         """
-        if self._buffer is None:
+        if self._tf2 is None:
             raise TargetError(f'target frame {frame!r} is not a link of the URDF, and frames '
                               'outside the URDF need tf2_ros (source a ROS 2 install); send the '
                               'target in a link frame of the URDF')
+        buffer = self._buffer_listening()
         when = Time() if stamp == (0, 0) else Time(seconds=stamp[0], nanoseconds=stamp[1])
         from rclpy.duration import Duration
         try:
-            tf = self._buffer.lookup_transform(base_frame, frame, when,
-                                               timeout=Duration(seconds=timeout_s))
+            tf = buffer.lookup_transform(base_frame, frame, when,
+                                         timeout=Duration(seconds=timeout_s))
         except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
             raise TargetError(f'no TF transform from {frame!r} to {base_frame!r} at '
                               f'{conv.stamp_text(stamp)}: {type(exc).__name__}: '
@@ -283,6 +326,16 @@ class NodeInputs:
             return None, 'last solution'
         q, note = self._state.seed(chain.joint_names, self._state_timeout_s)
         return (None, f'last solution ({note})') if q is None else (chain.clip(q), note)
+
+    @property
+    def tf_listening(self) -> bool:
+        """True once the TF listener exists (a target named a frame outside the URDF)."""
+        return self._tf.listening
+
+    def close(self) -> None:
+        """Stop what runs beside the node's executor (the TF listener's thread): call before the
+        node is destroyed."""
+        self._tf.close()
 
     def frame_lookup(self, base_frame: str) -> Optional[conv.FrameLookup]:
         """``lookup(frame, stamp) -> T_base_frame`` through TF, None without tf2_ros."""

@@ -347,6 +347,7 @@ class IkNode(Node):
 
     def destroy_node(self) -> None:
         self._reach.stop()
+        self._inputs.close()  # the TF listener's thread, before the context goes
         super().destroy_node()
 
 

@@ -96,6 +96,7 @@ class Solver(abc.ABC):
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
         self.chain = chain
         self.params = self.validate_params(params)
+        check_every_tip_moves(chain)
         self._several_tips = len(chain.tip_links) > 1
         self._tip_index = {tip: k for k, tip in enumerate(chain.tip_links)}
         for key in self.PER_TIP_PARAMS:
@@ -388,8 +389,8 @@ class Solver(abc.ABC):
             off_plane = abs(nx * tx + ny * ty + nz * tz - offset)
             if min_residual is None or off_plane > min_residual:
                 min_residual = off_plane
-        if not reached and min_residual is not None and min_residual > tol_p:
-            status = IkStatus.UNREACHABLE
+        if not reached:
+            status = honest_status(status, min_residual, tol_p)
         history = raw.history
         return _new_result(
             q, self._joint_names, reached, status, pos_err, rot_err,
@@ -413,6 +414,31 @@ class FloatSolver(Solver):
         """:meth:`_solve_floats` on arrays (for a subclass that overrides :meth:`_solve` and
         calls ``super()``)."""
         return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
+
+def check_every_tip_moves(chain: Chain) -> None:
+    """Refuse a chain with several tips when one of them has no moving joint between the base
+    and it (:class:`ChainError` naming it): no solver can bring it to a target, and its targets
+    would only ever miss."""
+    if len(chain.tip_links) < 2:
+        return
+    fixed = [tip for tip in chain.tip_links if not chain.joints_of_tip(tip)]
+    if fixed:
+        raise ChainError(f'tip(s) {", ".join(fixed)} of {chain.base_link!r} have no moving '
+                         'joint between the base and them (fixed to the base): no solver can '
+                         f'move them. Leave them out of tip_links ({", ".join(chain.tip_links)})')
+
+
+def honest_status(status: IkStatus, min_residual: Optional[float],
+                  tolerance: float) -> IkStatus:
+    """The status of a result that missed its target: ``unreachable`` exactly when the proven
+    lower bound ``min_residual`` [m] exceeds ``tolerance`` [m]; a solver's own ``unreachable``
+    without that proof (its search found no closer pose, or stopped at the measured reach)
+    becomes ``not_reached``."""
+    if min_residual is not None and min_residual > tolerance:
+        return IkStatus.UNREACHABLE
+    if status is IkStatus.UNREACHABLE:
+        return IkStatus.NOT_REACHED
+    return status
 
 
 def _defined_last(cls: type, names: Tuple[str, ...]) -> Optional[str]:

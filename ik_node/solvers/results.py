@@ -17,7 +17,8 @@ class IkStatus(enum.Enum):
     """Why a solve stopped. ``.value`` is the string shown in diagnostics and JSON."""
 
     CONVERGED = 'converged'            # measured error within tolerance
-    UNREACHABLE = 'unreachable'        # provably out of reach: best effort returned
+    UNREACHABLE = 'unreachable'        # provably out of reach (min_residual > tolerance)
+    NOT_REACHED = 'not_reached'        # the closest pose found, out of reach not proven
     JOINT_LIMITED = 'joint_limited'    # geometrically reachable but not within joint limits
     MAX_ITERATIONS = 'max_iterations'  # ran out of iterations above tolerance
     TIMEOUT = 'timeout'                # ran out of time above tolerance
@@ -26,15 +27,16 @@ class IkStatus(enum.Enum):
 
 #: The status of a solve of several tips, from its tips' statuses: the first of these that a
 #: tip has (a tip proven out of reach makes the set of targets out of reach), else converged.
-_COMBINED_ORDER = (IkStatus.UNREACHABLE, IkStatus.JOINT_LIMITED, IkStatus.TIMEOUT,
-                   IkStatus.MAX_ITERATIONS, IkStatus.DEGENERATE)
+_COMBINED_ORDER = (IkStatus.UNREACHABLE, IkStatus.NOT_REACHED, IkStatus.JOINT_LIMITED,
+                   IkStatus.TIMEOUT, IkStatus.MAX_ITERATIONS, IkStatus.DEGENERATE)
 
 
 def combined_status(statuses: Iterable[IkStatus]) -> IkStatus:
     """The status of a solve of several tips given each targeted tip's status.
 
     ``converged`` only when every tip converged; a tip proven out of reach makes the whole set
-    ``unreachable`` (the proof holds for the set); then joint limits, time, iterations; a
+    ``unreachable`` (the proof holds for the set); then a tip's closest pose found
+    (``not_reached``), joint limits, time, iterations; a
     ``degenerate`` tip among reached ones makes the set ``degenerate``.
     """
     present = set(statuses)

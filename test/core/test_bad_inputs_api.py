@@ -378,11 +378,12 @@ def test_prismatic_joint_makes_a_working_chain_and_stays_within_its_limits():
         _joint('j2', 'l1', 'l2', xyz='0.3 0 0', axis='0 1 0'),
         _joint('tip_fixed', 'l2', 'tip', jtype='fixed', xyz='0.25 0 0', axis=None),
     ])
-    _, results = _check_solvable_chain(xml, 'base', 'tip', [0.33, 0.7, -0.6])
+    _, results = _check_solvable_chain(xml, 'base', 'tip', [0.33, 0.7, -0.6],
+                                       solvers=('damped_jacobian',))
     assert results['damped_jacobian'].reachable
     # And a target far above the slider's range: best effort, honest, still within limits.
     chain = Chain.from_urdf_string(xml, 'base', 'tip')
-    for name in ('damped_jacobian', 'fabrik'):
+    for name in ('damped_jacobian',):  # fabrik refuses prismatic joints (test_fabrik.py)
         result = make_solver(name, chain).solve([0.0, 0.0, 3.0])
         assert_honest(result, chain, xml, [0.0, 0.0, 3.0], 1e-5)
         assert not result.reachable

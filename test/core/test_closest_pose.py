@@ -169,13 +169,14 @@ def test_search_stops_as_soon_as_its_rule_allows_and_counts_its_descents():
     # A tight proven bound: the first descent reaching it ends the search.
     tight = run(bound)
     assert (tight.stop, tight.descents) == ('proven', 1)
-    # A bound that is not tight, or none: a second descent must agree; the stretched arm
-    # presses no joint against a limit, so the mid configuration stretched from the base (the
-    # 2nd start) may confirm it.
+    # A bound that is not tight, or none: a descent from a random start must agree (the
+    # stretched mid configurations, from the base and from the tip, are the 1st and 2nd starts;
+    # random ones follow, and the flips of joints that ended near a limit).
     loose = run(bound - 0.01)
     unproven = run(None)
     for found in (loose, unproven):
-        assert (found.stop, found.descents, found.pressed) == ('confirmed', 2, ())
+        assert (found.stop, found.pressed) == ('confirmed', ())
+        assert 3 <= found.descents <= 3 + chain.n
     for found in (tight, loose, unproven):
         assert found.error == pytest.approx(bound, abs=2 * closest_pose.NEWTON_DECREMENT_M)
 

@@ -46,3 +46,27 @@ def test_only_the_node_and_its_ros_side_import_rclpy():
     assert importers, 'the node imports rclpy somewhere'
     assert all(p.startswith('ik_node/ros/') for p in importers), \
         importers
+
+
+def test_ik_solve_target_is_dispatched_by_name_and_its_help_needs_no_rclpy():
+    # The subcommand's module lives in ik_node/ros (it talks to the node over DDS); ik-solve
+    # names it in a table and imports it only when used, and rclpy only once it sends.
+    script = textwrap.dedent('''
+        import contextlib, io, sys
+        import ik_node.cli
+        from ik_node.cli.common import SUBCOMMANDS
+        assert SUBCOMMANDS['target'] == 'ik_node.ros.target_client'
+        assert 'ik_node.ros.target_client' not in sys.modules
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            try:
+                ik_node.cli.main(['target', '--help'])
+            except SystemExit as exc:
+                assert exc.code == 0
+        assert '--point' in out.getvalue() and '--node' in out.getvalue()
+        loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'rclpy')
+        print('ROS:', loaded)
+    ''')
+    proc = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'ROS: []' in proc.stdout

@@ -144,6 +144,14 @@ def test_planar4_position_targets_are_all_reached(planar4):
     assert _solve_random_targets(planar4, 200, orientation=False, rng_seed=4) == 1.0
 
 
+def test_planar4_position_targets_across_the_first_joints_limit_are_reached(planar4):
+    # The 21st of these targets lies across joint1's +-3.14159 rad limit from the seed (the
+    # range falls 1e-5 rad short of a full turn, so it does not wrap): the Gauss-Newton descent
+    # and a random restart stop with joint1 pressed against the limit 4.4 mm away. The
+    # closest-pose search takes the way round from the other end of the range (a flip).
+    assert _solve_random_targets(planar4, 200, orientation=False, rng_seed=5) == 1.0
+
+
 def test_leg3_position_targets_are_all_reached(leg3):
     assert _solve_random_targets(leg3, 200, orientation=False, rng_seed=5) == 1.0
 

@@ -177,6 +177,82 @@ def test_without_the_xacro_package_the_error_says_how_to_install_it(arm_xacro, m
     assert description_from_file(REPO / 'urdf' / 'leg3.urdf')
 
 
+# ------------------------------------------------------------------- $(find pkg) and failures
+def find_xacro(tmp_path) -> Path:
+    """A package ``arm_parts`` installed under ``tmp_path / 'prefix'`` (its ament index marker
+    and ``share/arm_parts/urdf/arm.xacro``), and a top file including it by ``$(find ...)``."""
+    prefix = tmp_path / 'prefix'
+    (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages').mkdir(parents=True)
+    (prefix / 'share' / 'ament_index' / 'resource_index' / 'packages' / 'arm_parts').touch()
+    (prefix / 'share' / 'arm_parts' / 'urdf').mkdir(parents=True)
+    (prefix / 'share' / 'arm_parts' / 'urdf' / 'arm.xacro').write_text(
+        ARM_XACRO.split('\n', 1)[1])
+    top = tmp_path / 'robot.urdf.xacro'
+    top.write_text('<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="r">'
+                   '<xacro:include filename="$(find arm_parts)/urdf/arm.xacro"/></robot>')
+    return top
+
+
+def test_find_expands_a_package_on_the_ament_prefix_path(tmp_path, monkeypatch):
+    top = find_xacro(tmp_path)
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(tmp_path / 'prefix'))
+    np.testing.assert_allclose(tip_at_zero(description_from_file(top, 'upper:=0.25')),
+                               [0.55, 0, 0], atol=1e-12)
+
+
+def test_find_without_ament_prefix_path_says_in_one_line_what_to_set(tmp_path, monkeypatch):
+    top = find_xacro(tmp_path)
+    monkeypatch.delenv('AMENT_PREFIX_PATH', raising=False)
+    with pytest.raises(ConfigError) as info:
+        description_from_file(top)
+    message = str(info.value)
+    assert '\n' not in message and 'robot.urdf.xacro' in message
+    assert message.count('AMENT_PREFIX_PATH') == 2  # what is missing, and what to set
+    assert 'source your ROS 2 workspace' in message
+
+
+def test_find_of_a_package_not_on_the_path_is_said_once(tmp_path, monkeypatch):
+    top = find_xacro(tmp_path)
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(tmp_path))  # not the prefix
+    with pytest.raises(ConfigError) as info:
+        description_from_file(top)
+    message = str(info.value)
+    assert message.count("package 'arm_parts' not found") == 1, message
+    assert 'AMENT_PREFIX_PATH' in message
+
+
+def test_find_without_ament_index_python_says_what_to_install(tmp_path, monkeypatch):
+    top = find_xacro(tmp_path)
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(tmp_path / 'prefix'))
+    for name in ('ament_index_python', 'ament_index_python.packages'):
+        monkeypatch.setitem(sys.modules, name, None)  # a plain install without it
+    with pytest.raises(ConfigError) as info:
+        description_from_file(top)
+    message = str(info.value)
+    assert 'pip install ros-jazzy-ament-index-python' in message
+    assert 'rosdep key ament_index_python' in message and '\n' not in message
+
+
+def test_a_missing_include_is_reported_once(tmp_path):
+    path = tmp_path / 'bad.urdf.xacro'
+    path.write_text('<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="r">'
+                    f'<xacro:include filename="{tmp_path / "gone.xacro"}"/></robot>')
+    with pytest.raises(ConfigError) as info:
+        description_from_file(path)
+    assert str(info.value).count('gone.xacro') == 1, str(info.value)
+
+
+def test_chain_from_urdf_file_takes_xacro_arguments(arm_xacro):
+    from ik_node import Chain
+    chain = Chain.from_urdf_file(arm_xacro, 'base', 'left_tip',
+                                 xacro_args={'prefix': 'left_', 'upper': 0.2})
+    np.testing.assert_allclose(chain.fk(np.zeros(chain.n))[:3, 3], [0.5, 0, 0], atol=1e-12)
+    from ik_node.errors import ChainError
+    with pytest.raises(ChainError, match='not a xacro file'):
+        Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot',
+                             xacro_args='prefix:=x')
+
+
 def test_importing_the_description_and_config_modules_imports_neither_xacro_nor_ros():
     script = textwrap.dedent('''
         import sys
@@ -248,3 +324,14 @@ def test_package_xml_is_well_formed_and_declares_xacro():
 def test_setup_py_installs_xacro_from_pypi(tmp_path):
     from test_setup_requires import requires_in
     assert 'xacro' in requires_in(tmp_path)
+
+
+def test_a_plain_install_gets_ament_index_python_for_find_unless_ros_provides_it(tmp_path):
+    from test_setup_requires import fake_distribution, requires_in
+    assert 'ros-jazzy-ament-index-python' in requires_in(tmp_path / 'plain')
+    fake_distribution(tmp_path / 'ros', 'ament_index_python', 'ament_index_python')
+    assert 'ros-jazzy-ament-index-python' not in requires_in(tmp_path / 'ros')
+    import xml.dom.minidom
+    manifest = xml.dom.minidom.parse(str(REPO / 'package.xml'))
+    depends = [e.firstChild.data for e in manifest.getElementsByTagName('exec_depend')]
+    assert 'ament_index_python' in depends

@@ -172,7 +172,7 @@ CASES = {
     'mixed damped_jacobian transpose': (MIXED_URDF, 'l0', 'tip', 'damped_jacobian',
                                         {'method': 'transpose', 'max_iterations': 300}, False),
     'arm6 fabrik': ('arm6.urdf', 'base_link', 'tool0', 'fabrik', {}, False),
-    'mixed fabrik': (MIXED_URDF, 'l0', 'tip', 'fabrik', {}, False),
+    # (fabrik refuses the mixed chain's prismatic joint; arm6's +-2 pi joints test it)
     'tree fabrik branched': (TREE_URDF, 'base', ['l_hand', 'r_hand'], 'fabrik', {}, False),
     'planar2 analytic_hip_knee': (PLANAR2_URDF, 'l0', 'tip', 'analytic_hip_knee', {}, False),
 }

@@ -32,9 +32,10 @@ def test_every_stop_of_the_search_has_exactly_one_status():
     assert _stops_the_search_sets() == set(STOP_STATUS)
 
 
-def test_only_a_bound_the_measured_reach_or_agreeing_descents_claim_unreachable():
+def test_only_a_proven_bound_claims_unreachable_the_reach_and_agreeing_descents_not_reached():
     unreachable = {s for s, status in STOP_STATUS.items() if status is IkStatus.UNREACHABLE}
-    assert unreachable == {'proven', 'reach', 'confirmed'}
+    assert unreachable == {'proven'}
+    assert STOP_STATUS['reach'] is STOP_STATUS['confirmed'] is IkStatus.NOT_REACHED
     assert STOP_STATUS['converged'] is IkStatus.CONVERGED
     assert STOP_STATUS['timeout'] is IkStatus.TIMEOUT
 

@@ -260,8 +260,11 @@ def test_no_solver_raises_and_every_answer_is_finite_in_limits_and_honest(case):
     for name, params in SOLVER_CONFIGS:
         try:
             solver = make_solver(name, chain, params)
-        except ChainError:
-            assert name == 'analytic_hip_knee'  # only the analytic solver picks its chains
+        except ChainError as exc:
+            # the analytic solver picks its chains; fabrik refuses prismatic joints, naming them
+            assert name == 'analytic_hip_knee' or (
+                name == 'fabrik' and 'prismatic' in str(exc) and
+                any(j.type == 'prismatic' for j in gen.joints)), exc
             continue
         result = solver.solve(target, seed=seed)
         check_honest(gen, result, target, solver.params['position_tolerance'])
@@ -287,7 +290,7 @@ def test_orientation_errors_are_measured_on_the_normalised_quaternion(case, quat
 
 @pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)
-@given(chains_and_targets())
+@given(chains_and_targets(allow_prismatic=False))
 def test_fabrik_targets_mapping_answers_like_the_single_target_call(case):
     gen, target, seed = case
     solver = make_solver('fabrik', gen.chain(), {'max_iterations': 50})

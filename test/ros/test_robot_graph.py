@@ -386,6 +386,47 @@ def test_a_target_in_a_tf_frame_is_transformed_into_the_base(graph, tmp_path):
         stop(proc)
 
 
+def test_the_node_listens_to_tf_only_once_a_target_names_a_frame_outside_the_urdf(
+        graph, tmp_path):
+    """Where tf2_ros is importable: targets in the base frame and in a link of the URDF need no
+    TF, so the node does not subscribe to /tf and /tf_static (on a real robot, the whole TF
+    stream); the first target in a TF frame makes the listener, and the node still exits
+    without a traceback (its listener's thread stops before the context)."""
+    tf2_ros = pytest.importorskip('tf2_ros', reason='tf2_ros comes with a ROS 2 install; the '
+                                  'PyPI wheels do not have it')
+    from geometry_msgs.msg import TransformStamped
+    params = write_params(tmp_path, 'leg', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
+                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee',
+                                            'tf_timeout': 1.0})
+    diags = graph.diagnostics('ik_node')
+    broadcaster = tf2_ros.StaticTransformBroadcaster(graph.node)
+    tf = TransformStamped()
+    tf.header.frame_id, tf.child_frame_id = 'world', 'base_link'
+    tf.transform.translation.z = 1.0
+    tf.transform.rotation.w = 1.0
+    broadcaster.sendTransform(tf)
+
+    def tf_topics():
+        found = graph.node.get_subscriber_names_and_types_by_node('ik_node', '/')
+        return sorted(name for name, _ in found if name in ('/tf', '/tf_static'))
+    proc = start_node(params)
+    try:
+        graph.wait_for('the node', lambda: diags, procs=[proc])
+        for frame, p in (('base_link', [0.1, 0.05, -0.45]), ('', [0.1, 0.05, -0.45]),
+                         ('hip_link', [0.1, 0.05, -0.4])):
+            key = graph.send_point('/ik_node/target_point', frame, p)
+            assert values(graph.answer(diags, key, procs=[proc]))['status'] != 'error'
+        graph.wait_for('the node\'s target subscription in the graph', lambda: any(
+            name == '/ik_node/target_point' for name, _ in
+            graph.node.get_subscriber_names_and_types_by_node('ik_node', '/')))
+        assert tf_topics() == []
+        key = graph.send_point('/ik_node/target_point', 'world', [0.1, 0.05, 0.55])
+        assert values(graph.answer(diags, key, procs=[proc]))['reachable'] == 'true'
+        graph.wait_for('the TF subscriptions', lambda: tf_topics() == ['/tf', '/tf_static'])
+    finally:
+        stop(proc)  # exit 0, no traceback
+
+
 def test_swaps_under_a_1khz_stream_never_mix_two_chains(graph, shared_robot, tmp_path):
     """Description swaps (UR5 <-> arm6), solver switches and chain changes while targets stream
     at 1 kHz from this process into the node's process: every JointState is one model's whole

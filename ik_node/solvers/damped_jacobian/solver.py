@@ -517,8 +517,8 @@ class DampedJacobianSolver(Solver):
                                      restarts, None, None)
                 iterations += found.iterations
                 budget.mark()
-                if STOP_STATUS[found.stop] is IkStatus.UNREACHABLE:
-                    return RawSolution(np.array(best_q), IkStatus.UNREACHABLE, iterations,
+                if found.stop in ('proven', 'reach', 'confirmed'):  # the position: not reached
+                    return RawSolution(np.array(best_q), STOP_STATUS[found.stop], iterations,
                                        history=history, message=f'position out of reach: the '
                                        f'closest position is {found.error:.3g} m away (the '
                                        f'closest-pose search, {found.descents} descents); the '

@@ -5,8 +5,10 @@ chain is the one-tip case). The passes themselves are in :mod:`ik_node.solvers.f
 
 Joint handling: revolute joints are limited in the backward pass (the bone is projected on the
 plane normal to the joint's hinge axis and its angle clamped to the joint's limits); continuous
-joints are unbounded; **prismatic joints are held at their seed value** (FABRIK has no notion of
-a bone changing length). Joints that move no targeted tip keep their seed value.
+joints are unbounded. **Chains with a prismatic joint are refused** when the solver is built,
+naming the joints: FABRIK keeps every bone's length, so it could only hold such a joint at its
+seed value (a lift that never moves: TIAGo's torso), and damped_jacobian moves it. Joints that
+move no targeted tip keep their seed value.
 
 Beyond the paper, each documented where it is done: joints above non-planar subtrees or offset
 links fit points instead of bones (where the classic rule does not converge); a stall at
@@ -18,8 +20,8 @@ least-squares steps on the targeted tips' stacked position Jacobian (``polish_it
 reachable target Gauss-Newton steps cut far more, out of reach they crawl, and the stall handling
 takes over). What each addition gains on the packaged and reference robots:
 ``benchmarks/results/design-notes.md``.
-``min_residual`` is a proven lower bound on a tip's error, given only for tips whose joints are
-all revolute or continuous; None otherwise or when it is 0.
+``min_residual`` is a proven lower bound on a tip's error (None when nothing positive is
+proven).
 
 One target on a serial chain of revolute joints (the common case) runs the same passes in plain
 floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code), and
@@ -43,7 +45,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import numpy as np
 
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.errors import ConfigError
+from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.several_tips import TipTarget
@@ -109,6 +111,15 @@ class FabrikSolver(Solver):
             'times the seed\'s error, more near a limit; 0: off', 'rad/m', min=0.0, max=100.0),
     }
 
+    def check_chain(self, chain: Chain) -> None:
+        """Refuse a chain with prismatic joints (FABRIK keeps bone lengths: it cannot move them),
+        naming them and the solver that moves them."""
+        prismatic = [j.name for j in chain.joints if j.is_prismatic]
+        if prismatic:
+            raise ChainError(f'fabrik cannot move prismatic joint(s) {", ".join(prismatic)}: '
+                             'FABRIK keeps every bone\'s length, so it would hold them at their '
+                             'seed values; use damped_jacobian, which moves them')
+
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
         super().__init__(chain, params)
         weights = self.params['weights']
@@ -118,27 +129,22 @@ class FabrikSolver(Solver):
                               f'{", ".join(chain.tip_links)}')
         self._weights = np.array(weights if weights else [1.0] * len(chain.tip_links))
         self._tree = FabrikTree(chain)
-        # A tip's error is provably at least (distance from its first joint - total bone length)
-        # when every joint on its path is revolute: the first joint never moves and revolute
-        # joints keep the bone lengths (tightened by the first joint's arc, see ReachBound).
-        # Prismatic joints change lengths: no bound then. A tip with no moving joint is fixed:
-        # its distance is exact.
+        # A tip's error is provably at least (distance from its first joint - total bone length):
+        # the first joint never moves and revolute joints keep the bone lengths (tightened by
+        # the first joint's arc, see ReachBound). A tip with no moving joint (a chain without
+        # any: check_every_tip_moves refuses such a tip of a tree) is fixed: its distance is
+        # exact.
         self._bounds: list = []
         for k, tip in enumerate(chain.tip_links):
-            joints = self._tree.path_to_tip(k)[:-1]
-            if any(chain.joints[j].is_prismatic for j in joints):
-                self._bounds.append(None)
-            elif not joints:
+            if not self._tree.path_to_tip(k)[:-1]:
                 self._bounds.append(chain.fk(np.zeros(chain.n), tip)[:3, 3].copy())
             else:
                 self._bounds.append(reach_bound(chain, tip))
         # Serial chains: a single-target solve that FABRIK leaves above tolerance is finished by
-        # the closest-pose search (not FABRIK; see ik_node.solvers.out_of_reach.closest_pose). Not
-        # with
-        # prismatic joints, which FABRIK holds at their seed values.
+        # the closest-pose search (not FABRIK; see ik_node.solvers.out_of_reach.closest_pose).
         fast = chain.fast_kinematics
         self._closest = self._serial = None
-        if fast is not None and not any(j.is_prismatic for j in chain.joints):
+        if fast is not None:
             self._serial = SerialFabrik(self._tree)  # the same passes in floats
             low, high = chain.lower.tolist(), chain.upper.tolist()
             self._closest = ClosestPose(

@@ -33,8 +33,8 @@ damped least squares on the stacked position Jacobian of the targeted tips, trie
 iteration crawls. When it crawls too, the run counts as stalled (a local minimum, usually at a
 joint limit) and restarts at once instead of creeping on.
 
-Prismatic joints are held at their seed value; joints that move no targeted tip keep their
-value (an untargeted tip keeps its configuration relative to its branch).
+Joints that move no targeted tip keep their value (an untargeted tip keeps its configuration
+relative to its branch). Chains with prismatic joints never get here: the solver refuses them.
 """
 
 from __future__ import annotations

@@ -24,19 +24,22 @@ singular configuration instead of arriving. Here:
 
 **The restart rule.** A restart is spent only while the best stationary point found is not yet
 *confirmed*: confirmed when two descents from different starts ended at it (errors within
-``agreement``) and either one of the two started from a random configuration, or the point is
-a minimum (the Hessian is positive definite on the free joints, not a saddle) with no joint
-pressed against a limit. The structured starts are biased where limits are involved: near the
-base they fold the chain against the same limits, mirror images of each other, and on arms
-with lopsided limits (Jaco2, Baxter) the seed's and the stretched mid configuration's descents
-can agree on a pose far worse than the best; a random start is independent evidence there.
-Structured descents confirm only free minima: letting them confirm any point misses closest
-poses on such arms, while free minima confirmed by two structured descents halve the descents
-on arms whose closest poses press no limit (the figures: ``benchmarks/results/design-notes.md``).
-The search also stops when the best error is within ``agreement`` of the proven lower bound
-(nothing can be closer; see :mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent
-reaches the target, and at the time, iteration or restart limits
-(:mod:`ik_node.solvers.budget`).
+``agreement``), one of the two from a random configuration, and every *flip* queued so far has
+been descended from. A flip (:meth:`ClosestPose._flips`) is a stationary point with the joints
+that a limit stopped moved to the other ends of their ranges: the way round to the other side of
+the target, which the structured starts never take. The structured starts share a bias: near
+the base they fold the chain against the same limits, mirror images of each other; on arms with
+lopsided limits (Jaco2, Baxter) the seed's and the stretched mid configuration's descents can
+agree on a pose far worse than the best; next to a folded knee (Solo 12) FABRIK's last
+configuration and the stretched mid configuration agree on a free local minimum beside a
+reachable target; behind a leg's limits (Go1, ANYmal C) random starts too agree on the near
+side of a limit while the closest pose is on the far one (the figures:
+``benchmarks/results/closest_legs.md``). The search also stops when the best error is within
+``agreement`` of the proven lower bound (nothing can be closer; see
+:mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent reaches the target, and at the
+time, iteration or restart limits (:mod:`ik_node.solvers.budget`). A confirmed point is the
+closest pose found, not a proof: the solvers report it as ``not_reached`` unless the proven
+bound exceeds the tolerance (:mod:`ik_node.solvers.out_of_reach.outcome`).
 
 **The measured reach** (:mod:`ik_node.solvers.out_of_reach.measured_reach`, measured once when
 a solver is built): a target outside the range of the tip's distances from a centre on the first
@@ -90,6 +93,9 @@ NEWTON_DECREMENT_M = 1e-7
 #: such as an arm stretched short of a target in front of it curves by about -|e| times a
 #: bone length, 1e-3 m^2 or more.
 _MINIMUM_DAMPING = 1e-6
+#: A flip (see :meth:`ClosestPose._flips`) also moves a free joint whose range exceeds a half
+#: turn when it ends within this fraction of its span from a limit.
+NEAR_LIMIT = 0.05
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
 
@@ -152,6 +158,7 @@ class ClosestPose:
         self._wraps, self._prismatic = list(wraps), list(prismatic)
         bounded = [k for k in range(n) if not wraps[k] and math.isfinite(low[k]) and
                    math.isfinite(high[k])]
+        self._bounded = bounded
         self._advance, self._pressed = limit_functions(self._low, self._high, self._wraps,
                                                        bounded)
         self._solve = damped_solve_function(n)
@@ -372,8 +379,14 @@ class ClosestPose:
         agreeing = iterations = descents = 0
         random_agrees = False
         stop = 'restarts'
-        for make_start, is_random, is_own in self._starts(target, q_own,
-                                                          rng or random.Random(0)):
+        starts = self._starts(target, q_own, rng or random.Random(0))
+        flips: List[List[float]] = []  # stationary points with joints moved to their other ends
+        flipped: set = set()           # the flips queued so far: ((joint, end), ...)
+        while True:
+            if flips:
+                make_start, is_random, is_own = flips.pop().copy, False, False
+            else:
+                make_start, is_random, is_own = next(starts)
             if descents > max_restarts:
                 break
             if iterations >= max_iterations:
@@ -391,7 +404,10 @@ class ClosestPose:
                              tolerance, history)
             iterations += d.iterations
             descents += 1
-            if best is None or d.error < best.error - agreement:
+            if d.stationary:
+                flips.extend(self._flips(d, flipped))
+            if best is None or d.error < best.error - agreement or (
+                    d.error <= tolerance < best.error):  # (a reached target is never "the same")
                 best, agreeing, random_agrees = d, int(d.stationary), is_random
             elif d.stationary and d.error <= best.error + agreement:
                 # The same minimum (or its mirror image): the first found is kept, so the
@@ -407,7 +423,7 @@ class ClosestPose:
             if best.stationary and best.error <= reach_gap + agreement:
                 stop = 'reach'  # as far out as the measured reach: no pose is nearer
                 break
-            if agreeing >= 2 and (random_agrees or (best.minimum and not best.pressed)):
+            if agreeing >= 2 and random_agrees and not flips:
                 stop = 'confirmed'
                 break
             if not d.stationary:
@@ -420,6 +436,35 @@ class ClosestPose:
             return Search(list(q_own), error, 0, 0, False, False, stop, ())
         return Search(best.q, best.error, iterations, descents, stop == 'confirmed',
                       stop == 'proven', stop, best.pressed)
+
+    def _flips(self, d: Descent, flipped: set) -> List[List[float]]:
+        """Starts on the far side of the limits that stopped a descent: its stationary point with
+        the joints pressed against a limit (and the free joints whose range exceeds a half turn
+        ending within ``NEAR_LIMIT`` of their span from a limit) moved to the other ends of their
+        ranges, all of them at once and each alone; only those not queued before, at most n per
+        search. A limit blocks the way round to the other side of the target, where the closest
+        pose may lie (Go1's thigh turning up over its back to 4.5 rad, ANYmal's hip abduction at
+        its other limit); the structured starts never aim there and random ones seldom do."""
+        low, high = self._low, self._high
+        ends = []
+        for k in self._bounded:
+            span = high[k] - low[k]
+            if k in d.pressed or (span > math.pi and
+                                  min(d.q[k] - low[k], high[k] - d.q[k]) <= NEAR_LIMIT * span):
+                mid = 0.5 * (low[k] + high[k])
+                ends.append((k, low[k] if d.q[k] >= mid else high[k]))
+        groups = [tuple(ends)] + ([(end,) for end in ends] if len(ends) > 1 else [])
+        out = []
+        for group in groups:
+            if group in flipped or len(flipped) >= self.n:
+                continue
+            flipped.add(group)
+            q = list(d.q)
+            for k, value in group:
+                q[k] = value
+            out.append(q)
+        out.reverse()  # popped from the end: all flipped first
+        return out
 
     def _starts(self, target, q_own, rng: random.Random):
         """``(make_start, is_random, is_own)`` in order; a start after the second is computed

@@ -10,16 +10,19 @@ stop           status             why
 converged      ``converged``      a descent reached the target (within the tolerance)
 proven         ``unreachable``    the best stationary point is within ``agreement`` of the
                                   proven lower bound: nothing can be closer
-reach          ``unreachable``    the best stationary point is at the measured reach
-confirmed      ``unreachable``    two descents from different starts ended at the best point
-                                  (the restart rule of the search, not a proof)
+reach          ``not_reached``    the best stationary point is at the measured reach (a
+                                  measurement, not a proof)
+confirmed      ``not_reached``    two descents from different starts, one random, ended at
+                                  the best point and every flip was tried (the restart rule
+                                  of the search, not a proof)
 timeout        ``timeout``        out of time before a rule above stopped it
 iterations     ``max_iterations`` out of iterations
 restarts       ``max_iterations`` out of restarts
 =============  =================  ===========================================================
 
-:meth:`~ik_node.solvers.base.Solver.solve` still measures the answer: ``unreachable`` stays only
-where the measured error is above the tolerance.
+:meth:`~ik_node.solvers.base.Solver.solve` still measures the answer, and a missed target is
+``unreachable`` exactly when its proven ``min_residual`` exceeds the tolerance
+(:func:`~ik_node.solvers.base.honest_status`), whatever the stop.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ AT_REACH_MESSAGE = ('out of reach: the closest pose, stretched as far toward the
 STOP_STATUS: Dict[str, IkStatus] = {
     'converged': IkStatus.CONVERGED,
     'proven': IkStatus.UNREACHABLE,
-    'reach': IkStatus.UNREACHABLE,
-    'confirmed': IkStatus.UNREACHABLE,
+    'reach': IkStatus.NOT_REACHED,
+    'confirmed': IkStatus.NOT_REACHED,
     'timeout': IkStatus.TIMEOUT,
     'iterations': IkStatus.MAX_ITERATIONS,
     'restarts': IkStatus.MAX_ITERATIONS,
@@ -67,7 +70,7 @@ def search_outcome(search: Search, joint_names: Sequence[str], iterations: int, 
         pressed = ', '.join(joint_names[k] for k in search.pressed)
         at_limits = f'; pressed against the limits: {pressed}' if pressed else ''
         message = (f'closest pose found: {search.descents} descents, two from different starts '
-                   f'ended at this stationary point and none lower{at_limits}')
+                   f'(one random) ended at this stationary point and none lower{at_limits}')
     elif stop == 'timeout':
         message = f'timeout {timeout_s:g} s after {restarts} restarts ({iterations} iterations)'
     elif stop == 'iterations':
