@@ -1,5 +1,8 @@
 """Fast forward kinematics and Jacobian of a serial chain, as generated straight-line Python.
 
+Why one file of this size: the code generator and the class that compiles and holds the
+generated functions are read together (the generator is the one place to read).
+
 For 6-7 joints, numpy's per-call overhead (a fixed cost per small-array operation) dominates FK;
 plain Python floats are faster. This module turns a serial :class:`~ik_node.model.chain.Chain` into
 one Python function per query, with the chain's constants written into the code, so products with

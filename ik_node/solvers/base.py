@@ -1,6 +1,10 @@
 """The solver contract: what a solver implements, the result type and the honest wrap around a
 solve.
 
+Why one file of this size: the contract, the float fast path and the honest wrap (validation,
+measured errors, status) are the one path every solve takes; the result types are in
+results.py and the input checks in input_checks.py.
+
 A solver subclasses :class:`Solver` (its target and seed arrive as arrays, ``_solve``) or
 :class:`FloatSolver` (as lists of floats, ``_solve_floats``: for a closed-form solver whose whole
 solve costs a few small-array operations); both are abstract, so a class that implements

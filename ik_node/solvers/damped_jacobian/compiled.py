@@ -1,5 +1,8 @@
 """Optional compiled descent of damped_jacobian: one 6D Levenberg-Marquardt descent in numba.
 
+Why one file of this size: the numba kernel must see its helper functions in one module to
+compile them together; it mirrors the Python descent in solver.py step for step.
+
 The pure-Python solver (:mod:`ik_node.solvers.damped_jacobian.solver`) is complete without this
 module. Where `numba <https://numba.pydata.org>`_ is installed (``pip install numba``; rosdep key
 ``python3-numba``), a pose target on a serial chain runs each descent's iterations here: the

@@ -1,5 +1,10 @@
 """Damped least squares (Levenberg-Marquardt) IK, and the Jacobian-transpose teaching baseline.
 
+Why one file of this size: the restart loop, the descents, the stream rules and the hand-over
+to the closest-pose search share the solver's state and one wall-time budget; the pure parts
+live beside it (residuals.py, tree.py, compiled.py, ../codegen.py, ../null_space.py). Split
+the restart loop from the descents next if it grows.
+
 ``method: dls`` minimises the weighted squared error ``|p_t - p|^2 + w^2 |omega|^2`` (``omega``
 is the rotation vector taking the tip orientation to the target's, in the base frame; ``w`` the
 ``orientation_weight``), or ``|p_t - p|^2`` for a position-only target. Each iteration solves the

@@ -1,5 +1,8 @@
 """FABRIK on a serial chain of revolute joints with one target, in plain floats.
 
+Why one file of this size: the serial FABRIK run is the tree's passes unrolled in plain floats
+for speed; it stays one piece so it can be read against tree.py line by line.
+
 The same iteration as :meth:`ik_node.solvers.fabrik.tree.FabrikTree.run` for the one-tip case,
 without restarts (the caller's closest-pose search restarts instead): forward pass, backward
 pass with the 'bones' or 'points' fit of each joint (see :mod:`ik_node.solvers.fabrik.tree`), the

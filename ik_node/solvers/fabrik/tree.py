@@ -1,5 +1,9 @@
 """The FABRIK passes over a kinematic tree (a serial chain is the one-tip case).
 
+Why one file of this size: the forward and backward passes, the sub-base ordering and the
+centroid rule of a tree are one algorithm over one precomputed geometry; splitting them would
+scatter the indices they share.
+
 Numpy only. :class:`FabrikTree` precomputes the geometry of a
 :class:`~ik_node.model.chain.Chain` once; :meth:`FabrikTree.run` iterates forward and backward
 passes for one set of targets.

@@ -1,6 +1,9 @@
 """The closest pose to a position target the tip cannot reach: stationary points of the tip
 distance within the joint limits, and the rule that decides when no restart can do better.
 
+Why one file of this size: the Newton descent, the stretch sweep and the stopping rule share the
+search's generated functions and its record of stationary points.
+
 Out of reach, ``f(q) = |t - p(q)|^2`` has a positive minimum, often several local ones (a limb
 folded the wrong way at a limit, a flipped wrist), and the Gauss-Newton model of a least-squares
 solver misses the curvature that the residual itself contributes, so it crawls toward a stretched,
