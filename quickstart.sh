@@ -5,6 +5,8 @@
 #
 #   ./quickstart.sh demo   the node on the default robot, fed scripted targets over ROS 2 topics
 #   ./quickstart.sh test   lint and the whole test suite
+#   ./quickstart.sh test-fast   the solver tests again with the optional numba accelerator, in a
+#                          second environment (IK_NODE_FAST_VENV, default .venv-fast)
 #   ./quickstart.sh env    only set up; prints the venv's python
 #
 # Environment: IK_NODE_VENV (default .venv beside this script), PYTHON (interpreter to use).
@@ -56,6 +58,13 @@ case "$cmd" in
     setup_env
     "$venv/bin/python" -m ruff check .
     exec "$venv/bin/python" -m pytest -q -p no:cacheprovider test "$@" ;;
+  test-fast)
+    venv="${IK_NODE_FAST_VENV:-$here/.venv-fast}"
+    setup_env
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check numba
+    exec "$venv/bin/python" -m pytest -q -p no:cacheprovider test/core/test_compiled_descent.py \
+      test/core/test_damped_jacobian.py test/core/test_pose_position_check.py \
+      test/core/test_streaming.py "$@" ;;
   *)
-    echo "usage: ./quickstart.sh [demo|test|env] [args...]" >&2; exit 2 ;;
+    echo "usage: ./quickstart.sh [demo|test|test-fast|env] [args...]" >&2; exit 2 ;;
 esac

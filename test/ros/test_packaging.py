@@ -17,9 +17,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-IGNORED = shutil.ignore_patterns('.git', '.venv', 'build', 'install', 'log', '__pycache__',
-                                 '*.egg-info', '.pytest_cache', '.ruff_cache', '.hypothesis',
-                                 'demo_output')
+IGNORED = shutil.ignore_patterns('.git', '.venv', '.venv-fast', 'build', 'install', 'log',
+                                 '__pycache__', '*.egg-info', '.pytest_cache', '.ruff_cache',
+                                 '.hypothesis', 'demo_output')
 
 
 def _colcon() -> str:
