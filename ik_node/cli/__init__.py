@@ -9,6 +9,7 @@ Each subcommand is a module with ``main(argv) -> int``, imported only when it is
 """
 
 import importlib
+import os
 import sys
 from typing import List, Optional
 
@@ -19,9 +20,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``ik-solve``: a subcommand's ``main``, or one solve. Returns the exit
     status."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in SUBCOMMANDS:
-        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
-    return importlib.import_module('ik_node.cli.solve').main(argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+        return importlib.import_module('ik_node.cli.solve').main(argv)
+    except BrokenPipeError:  # `ik-solve ... | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not raise again
+        return 1
 
 
 __all__ = ['main']

@@ -140,3 +140,14 @@ def test_bad_config_file_exits_two(tmp_path):
                    '    solver: fabrik\n    fabrik: {max_iterations: -5}\n')
     assert_clean_error(run('--config', str(bad), '--target', '0', '0', '-0.4'),
                        'bad.yaml', 'fabrik.max_iterations', '-5')
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """``ik-solve ... | head -c 0``: the reader closes the pipe before the answer is written."""
+    proc = subprocess.Popen([sys.executable, '-m', 'ik_node.cli', '--config', 'leg3', '--target',
+                             '0.1', '0.05', '-0.45'], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=REPO, text=True)
+    proc.stdout.close()  # long before the solve's output (the import alone takes ~0.3 s)
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert 'Traceback' not in err and 'BrokenPipeError' not in err, err
