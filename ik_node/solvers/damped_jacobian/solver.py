@@ -91,30 +91,22 @@ from ik_node.solvers.codegen import (MAX_STEP, damped_solve_function, damped_ste
                                      damped_trial_function, limit_functions, lower_index,
                                      normal_equations_function)
 from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
+from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
+from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
+from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
+from ik_node.solvers.damped_jacobian.settings import \
+    STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
+from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 
-# Damping stays within [_LAMBDA_MIN, _LAMBDA_MAX] [m^2]; past the maximum no step lowers the
-# error: the descent is at a local minimum.
-_LAMBDA_MIN = 1e-9
-_LAMBDA_MAX = 1e6
-_LAMBDA_DOWN = 0.25
-_LAMBDA_UP = 10.0
-# A descent is stuck when its cost has not dropped below _STALL_FACTOR times its value
-# _STALL_ITERATIONS iterations earlier, or _STALL_ITERATIONS_BLOCKED when joints at a limit sat
-# out a step in that window: descents pressed against a limit (most failed Panda descents) are
-# given up sooner (fewer iterations on the Panda; benchmarks/results/design-notes.md).
-_STALL_ITERATIONS = 5
-_STALL_ITERATIONS_BLOCKED = 2
-_STALL_FACTOR = 0.25
-# Converged when the errors are below this fraction of the tolerances (a margin for the
-# round-off of the FK that base.py measures independently).
-_TOLERANCE_MARGIN = 0.5
-# A restart starts from the lowest-cost of this many random configurations.
-_RESTART_CANDIDATES = 4
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
 # a stationary point. The solve returns the best after the seed's descent and this many

@@ -41,21 +41,20 @@ from ik_node.model.chain import Chain
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.damped_jacobian.residuals import error_function
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
+from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
+from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
+from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
+from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
+from ik_node.solvers.damped_jacobian.settings import \
+    STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
+from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.results import IkStatus, RawSolution
 from ik_node.solvers.several_tips import TipTarget
 
-_LAMBDA_MIN = 1e-9
-_LAMBDA_MAX = 1e6
-_LAMBDA_DOWN = 0.25
-_LAMBDA_UP = 10.0
-_STALL_ITERATIONS = 5
-_STALL_ITERATIONS_BLOCKED = 2
-_STALL_FACTOR = 0.25
-#: Converged when every tip's errors are below this fraction of the tolerances (a margin for
-#: the round-off of the FK that the base class measures independently).
-_TOLERANCE_MARGIN = 0.5
-_RESTART_CANDIDATES = 4
 #: A tip provably out of reach: the best after the first descent and this many restarts.
 _OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
