@@ -251,6 +251,11 @@ def miss_text(tip: str, position_error_m: float, why: str,
     return f'{text} ({why})'
 
 
+#: Where an interactive marker's description ends above it, in its scales: RViz draws the
+#: description (interactive_markers' makeTitle) 1.4 scales above the marker, 0.15 scales tall.
+TITLE_HEIGHT_SCALES = 1.5
+
+
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,
                       warnings: Sequence[str], sizes: Sizes = Sizes(), below: bool = False,
                       p_target: Optional[np.ndarray] = None) -> Sequence[Marker]:
@@ -258,16 +263,17 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
     warnings in amber (id ``600 + index``), each a delete when there is nothing to say.
 
     They stack over the tip, above both the tip and its target (``p_target``, where the
-    interactive target is) by the size of the target's handles, or below both (``below``: for a
-    tip below the robot's base, such as a foot, whose space above is the robot's), the miss
-    farthest out.
+    interactive target is) and over the target's description, which RViz draws
+    ``TITLE_HEIGHT_SCALES`` handle sizes above it, or below both by the size of the target's
+    handles (``below``: for a tip below the robot's base, such as a foot, whose space above is
+    the robot's), the miss farthest out.
     """
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
     anchor = np.array([p_tip[0], p_tip[1], min(heights) if below else max(heights)],
                       dtype=float)
     lines = [([miss] if miss else [], MISS_LABEL_ID, MISS_RGBA),
              (list(warnings), WARN_LABEL_ID, WARN_RGBA)]
-    out, offset = [], sizes.handle_scale
+    out, offset = [], sizes.handle_scale * (1.0 if below else TITLE_HEIGHT_SCALES)
     for text, mid, rgba in reversed(lines):  # from the tip outwards: warnings, then the miss
         if not text:
             out.append(deleted(frame_id, stamp, mid + index))

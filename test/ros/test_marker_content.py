@@ -137,21 +137,25 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     assert (warn.id, warn.type, warn.text) == (601, Marker.TEXT_VIEW_FACING,
                                                '\n'.join(warnings))
     assert warn.color.r > 0.9 and warn.color.g > 0.6 and warn.color.b < 0.3  # amber
-    # Stacked above the upper handle: the warnings' two lines, then the miss above them.
+    # Stacked above the target's description (RViz: 1.4 scales above, 0.15 tall): the
+    # warnings' two lines, then the miss above them.
     warn_bottom = warn.pose.position.z - len(warnings) * warn.scale.z / 2 - p_tip[2]
     miss_bottom = miss.pose.position.z - miss.scale.z / 2 - p_tip[2]
-    assert warn_bottom == pytest.approx(sizes.handle_scale)
-    assert miss_bottom == pytest.approx(sizes.handle_scale + len(warnings) * sizes.text_height)
+    assert warn_bottom >= (1.4 + 0.15 / 2) * sizes.handle_scale
+    assert warn_bottom == pytest.approx(markers.TITLE_HEIGHT_SCALES * sizes.handle_scale)
+    assert miss_bottom == pytest.approx(warn_bottom + len(warnings) * sizes.text_height)
     # A target above the tip: the labels clear it too.
     high = p_tip + [0.0, 0.0, 0.2]
     miss_up, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
                                            sizes, p_target=high)
     assert miss_up.pose.position.z == pytest.approx(miss.pose.position.z + 0.2)
-    # Below the lower handle (a foot): mirrored.
+    # Below the lower handle (a foot; the description is above): mirrored, from the handles.
     miss_below, warn_below = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text,
                                                        warnings, sizes, below=True)
-    assert p_tip[2] - warn_below.pose.position.z == pytest.approx(warn.pose.position.z - p_tip[2])
-    assert p_tip[2] - miss_below.pose.position.z == pytest.approx(miss.pose.position.z - p_tip[2])
+    warn_top = p_tip[2] - (warn_below.pose.position.z + len(warnings) * warn.scale.z / 2)
+    assert warn_top == pytest.approx(sizes.handle_scale)
+    assert miss_below.pose.position.z - warn_below.pose.position.z == pytest.approx(
+        -(miss.pose.position.z - warn.pose.position.z))
     reached = markers.tip_label_markers('base_link', stamp(), 1, p_tip, '', [], sizes)
     assert [(m.id, m.action) for m in reached] == [(401, Marker.DELETE), (601, Marker.DELETE)]
 
