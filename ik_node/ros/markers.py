@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 from visualization_msgs.msg import Marker
@@ -251,6 +251,21 @@ def miss_text(tip: str, position_error_m: float, why: str,
     return f'{text} ({why})'
 
 
+#: A label line longer than this [characters] is broken before its bracket: a label is centred
+#: on its tip, and a long line runs off the screen beside a tip near its edge.
+LABEL_LINE_CHARS = 32
+
+
+def wrapped(lines: Sequence[str]) -> List[str]:
+    """``lines`` with each one longer than ``LABEL_LINE_CHARS`` broken before its first ``(``
+    (``tool0 missed by 387 mm, 9.21 deg`` / ``(unreachable)``)."""
+    out = []
+    for line in lines:
+        head, bracket, rest = line.partition(' (')
+        out += [head, f'({rest}'] if len(line) > LABEL_LINE_CHARS and bracket and head else [line]
+    return out
+
+
 #: Where an interactive marker's description ends above it, in its scales: RViz draws the
 #: description (interactive_markers' makeTitle) 1.4 scales above the marker, 0.15 scales tall.
 TITLE_HEIGHT_SCALES = 1.5
@@ -271,8 +286,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
     anchor = np.array([p_tip[0], p_tip[1], min(heights) if below else max(heights)],
                       dtype=float)
-    lines = [([miss] if miss else [], MISS_LABEL_ID, MISS_RGBA),
-             (list(warnings), WARN_LABEL_ID, WARN_RGBA)]
+    lines = [(wrapped([miss] if miss else []), MISS_LABEL_ID, MISS_RGBA),
+             (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
     out, offset = [], sizes.handle_scale * (1.0 if below else TITLE_HEIGHT_SCALES)
     for text, mid, rgba in reversed(lines):  # from the tip outwards: warnings, then the miss
         if not text:

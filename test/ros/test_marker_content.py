@@ -132,15 +132,20 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     p_tip = np.array([0.1, 0.2, 0.3])
     miss, warn = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
                                            sizes)
-    assert (miss.id, miss.type, miss.text) == (401, Marker.TEXT_VIEW_FACING, text)
+    assert (miss.id, miss.type, miss.text) == (401, Marker.TEXT_VIEW_FACING,
+                                               'right_hand missed by 5.7 mm\n(timeout)')
     assert miss.color.r > 0.9 and miss.color.g < 0.5  # red
     assert (warn.id, warn.type, warn.text) == (601, Marker.TEXT_VIEW_FACING,
                                                '\n'.join(warnings))
+    # Lines beyond LABEL_LINE_CHARS are broken before their bracket (a label is centred on
+    # its tip: beside a tip near the screen's edge a long line runs off it).
+    assert len(text) > markers.LABEL_LINE_CHARS
+    assert all(len(line) <= markers.LABEL_LINE_CHARS for line in miss.text.split('\n'))
     assert warn.color.r > 0.9 and warn.color.g > 0.6 and warn.color.b < 0.3  # amber
     # Stacked above the target's description (RViz: 1.4 scales above, 0.15 tall): the
     # warnings' two lines, then the miss above them.
     warn_bottom = warn.pose.position.z - len(warnings) * warn.scale.z / 2 - p_tip[2]
-    miss_bottom = miss.pose.position.z - miss.scale.z / 2 - p_tip[2]
+    miss_bottom = miss.pose.position.z - 2 * miss.scale.z / 2 - p_tip[2]  # two lines
     assert warn_bottom >= (1.4 + 0.15 / 2) * sizes.handle_scale
     assert warn_bottom == pytest.approx(markers.TITLE_HEIGHT_SCALES * sizes.handle_scale)
     assert miss_bottom == pytest.approx(warn_bottom + len(warnings) * sizes.text_height)

@@ -37,7 +37,8 @@ def test_a_fragile_solution_shows_its_warning_at_the_tip_and_the_joint_in_red(ha
     assert values(status)['reachable'] == 'true' and 'fragile: hip_yaw' in status.message
     warning = newest(probe, mark, lambda m: m.id == 600, 'the warning label')
     assert warning.type == Marker.TEXT_VIEW_FACING
-    assert warning.text == 'fragile: ' + status.message.split('fragile: ')[1]
+    assert warning.text == '\n'.join(markers.wrapped(['fragile: ' +
+                                                      status.message.split('fragile: ')[1]]))
     ring = newest(probe, mark, lambda m: m.id == 200, "hip_yaw's ring")
     assert (ring.color.r, ring.color.g) == (1.0, 0.0)
     label = newest(probe, mark, lambda m: m.id == 500, "hip_yaw's label")
@@ -57,7 +58,7 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     assert values(status)['left_hand.reachable'] == 'false'
     error_mm = float(values(status)['left_hand.position_error_m']) * 1000.0
     label = newest(probe, mark, lambda m: m.id == 400, "the left hand's miss label")
-    assert label.text.startswith(f'left_hand missed by {error_mm:.3g} mm (')
+    assert label.text.startswith(f'left_hand missed by {error_mm:.3g} mm\n(')  # wrapped
     assert label.color.r > 0.9 and label.color.g < 0.5
     # It stands over the left hand, where the node put it (the joint states it published).
     state = probe.joint_states[-1]
