@@ -98,7 +98,6 @@ class MarkerOutput:
         sizes = self._sizes
         out = list(markers.envelope_markers(frame, stamp, self._envelope))
         tips_T: Dict[str, np.ndarray] = chain.fk_tips(result.joint_positions)
-        frames = chain.joint_frames(np.asarray(result.joint_positions, dtype=float))
         position_only = result.orientation_ignored or \
             all(quat is None for _, quat in goals.values())
         if branched:
@@ -119,10 +118,8 @@ class MarkerOutput:
                 _why_missed(result, tip_result), None if tip_result or quat is None
                 else result.orientation_error)
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)]
-            first = chain.joints_of_tip(tip)[:1]
-            below = bool(first) and p_tip[2] < frames[first[0], 2, 3]
             out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, miss, warnings, sizes,
-                                                 below, p_target))
+                                                 p_target))
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes))
         self._send(self._pub, markers.marker_array(out))
 

@@ -266,30 +266,23 @@ def wrapped(lines: Sequence[str]) -> List[str]:
     return out
 
 
-#: Where an interactive marker's description ends above it, in its scales: RViz draws the
-#: description (interactive_markers' makeTitle) 1.4 scales above the marker, 0.15 scales tall.
-TITLE_HEIGHT_SCALES = 1.5
-
-
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,
-                      warnings: Sequence[str], sizes: Sizes = Sizes(), below: bool = False,
+                      warnings: Sequence[str], sizes: Sizes = Sizes(),
                       p_target: Optional[np.ndarray] = None) -> Sequence[Marker]:
-    """Tip ``index``'s labels: the miss in red (id ``400 + index``) and next to it the
-    warnings in amber (id ``600 + index``), each a delete when there is nothing to say.
+    """Tip ``index``'s labels: the miss in red (id ``400 + index``) and under it the warnings
+    in amber (id ``600 + index``), each a delete when there is nothing to say.
 
-    They stack over the tip, above both the tip and its target (``p_target``, where the
-    interactive target is) and over the target's description, which RViz draws
-    ``TITLE_HEIGHT_SCALES`` handle sizes above it, or below both by the size of the target's
-    handles (``below``: for a tip below the robot's base, such as a foot, whose space above is
-    the robot's), the miss farthest out.
+    They hang below both the tip and its target (``p_target``, where the interactive target
+    is), beyond the target's lower move handle: above the target RViz draws its description
+    (1.4 scales up), above a foot is the robot, and in the usual view from above the space under
+    a tool reaching out stays in sight.
     """
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
-    anchor = np.array([p_tip[0], p_tip[1], min(heights) if below else max(heights)],
-                      dtype=float)
+    anchor = np.array([p_tip[0], p_tip[1], min(heights)], dtype=float)
     lines = [(wrapped([miss] if miss else []), MISS_LABEL_ID, MISS_RGBA),
              (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
-    out, offset = [], sizes.handle_scale * (1.0 if below else TITLE_HEIGHT_SCALES)
-    for text, mid, rgba in reversed(lines):  # from the tip outwards: warnings, then the miss
+    out, offset = [], sizes.handle_scale
+    for text, mid, rgba in lines:  # from the tip down: the miss, then the warnings
         if not text:
             out.append(deleted(frame_id, stamp, mid + index))
             continue
@@ -298,9 +291,9 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
         m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
         centre = offset + 0.5 * len(text) * sizes.text_height
         offset += len(text) * sizes.text_height
-        place(m, anchor + np.array([0.0, 0.0, -centre if below else centre]))
+        place(m, anchor - np.array([0.0, 0.0, centre]))
         out.append(m)
-    return out[::-1]
+    return out
 
 
 # ------------------------------------------------------------------------------------ joints

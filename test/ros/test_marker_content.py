@@ -60,7 +60,7 @@ def solve_markers(ch: Chain, q, p_targets, reached, sizes):
                                       sizes)
         out += markers.tip_label_markers('base_link', stamp(), k, p_tip,
                                          '' if reached else 'missed', ['fragile'], sizes,
-                                         bool(k % 2), p_targets[k])
+                                         p_targets[k])
     out += markers.joint_markers('base_link', stamp(), ch, q, sizes=sizes)
     return out
 
@@ -70,7 +70,7 @@ def test_no_passive_marker_hides_the_handles_of_the_interactive_target(robot):
     """The Interact tool grabs the first object under the cursor. The only filled markers are
     the target spheres, inside the interactive marker's body, and a planar chain's envelope
     disc, thinner than a millimetre in the chain's plane; everything else is lines or text,
-    and text sits beyond the upper move handle."""
+    and text hangs beyond the lower move handle."""
     ch = chain(robot)
     sizes = markers.sizes_of(ch)
     rng = np.random.default_rng(11)
@@ -142,25 +142,20 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     assert len(text) > markers.LABEL_LINE_CHARS
     assert all(len(line) <= markers.LABEL_LINE_CHARS for line in miss.text.split('\n'))
     assert warn.color.r > 0.9 and warn.color.g > 0.6 and warn.color.b < 0.3  # amber
-    # Stacked above the target's description (RViz: 1.4 scales above, 0.15 tall): the
-    # warnings' two lines, then the miss above them.
-    warn_bottom = warn.pose.position.z - len(warnings) * warn.scale.z / 2 - p_tip[2]
-    miss_bottom = miss.pose.position.z - 2 * miss.scale.z / 2 - p_tip[2]  # two lines
-    assert warn_bottom >= (1.4 + 0.15 / 2) * sizes.handle_scale
-    assert warn_bottom == pytest.approx(markers.TITLE_HEIGHT_SCALES * sizes.handle_scale)
-    assert miss_bottom == pytest.approx(warn_bottom + len(warnings) * sizes.text_height)
-    # A target above the tip: the labels clear it too.
-    high = p_tip + [0.0, 0.0, 0.2]
-    miss_up, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
-                                           sizes, p_target=high)
-    assert miss_up.pose.position.z == pytest.approx(miss.pose.position.z + 0.2)
-    # Below the lower handle (a foot; the description is above): mirrored, from the handles.
-    miss_below, warn_below = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text,
-                                                       warnings, sizes, below=True)
-    warn_top = p_tip[2] - (warn_below.pose.position.z + len(warnings) * warn.scale.z / 2)
-    assert warn_top == pytest.approx(sizes.handle_scale)
-    assert miss_below.pose.position.z - warn_below.pose.position.z == pytest.approx(
-        -(miss.pose.position.z - warn.pose.position.z))
+    # Hung below the lower handle (above the target RViz draws its description): the miss's
+    # two lines, then the warnings' two under them.
+    miss_top = p_tip[2] - (miss.pose.position.z + 2 * miss.scale.z / 2)
+    warn_top = p_tip[2] - (warn.pose.position.z + len(warnings) * warn.scale.z / 2)
+    assert miss_top == pytest.approx(sizes.handle_scale)
+    assert warn_top == pytest.approx(sizes.handle_scale + 2 * sizes.text_height)
+    # A target below the tip: the labels clear it too; one above changes nothing.
+    low = p_tip - [0.0, 0.0, 0.2]
+    miss_low, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
+                                            sizes, p_target=low)
+    assert miss_low.pose.position.z == pytest.approx(miss.pose.position.z - 0.2)
+    miss_high, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
+                                             sizes, p_target=p_tip + [0.0, 0.0, 0.2])
+    assert miss_high.pose.position.z == pytest.approx(miss.pose.position.z)
     reached = markers.tip_label_markers('base_link', stamp(), 1, p_tip, '', [], sizes)
     assert [(m.id, m.action) for m in reached] == [(401, Marker.DELETE), (601, Marker.DELETE)]
 
