@@ -256,6 +256,10 @@ def miss_text(tip: str, position_error_m: float, why: str,
 LABEL_LINE_CHARS = 32
 
 
+#: RViz's lines of text are this many text heights apart (measured in the rviz1 shots: 1.3).
+LINE_PITCH = 1.35
+
+
 def wrapped(lines: Sequence[str]) -> List[str]:
     """``lines`` with each one longer than ``LABEL_LINE_CHARS`` broken before its first ``(``
     (``tool0 missed by 387 mm, 9.21 deg`` / ``(unreachable)``)."""
@@ -289,8 +293,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
         m = new_marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
         m.text = '\n'.join(text)
         m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
-        centre = offset + 0.5 * len(text) * sizes.text_height
-        offset += len(text) * sizes.text_height
+        block = len(text) * LINE_PITCH * sizes.text_height
+        centre, offset = offset + 0.5 * block, offset + block
         place(m, anchor - np.array([0.0, 0.0, centre]))
         out.append(m)
     return out

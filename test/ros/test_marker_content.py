@@ -144,10 +144,12 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     assert warn.color.r > 0.9 and warn.color.g > 0.6 and warn.color.b < 0.3  # amber
     # Hung below the lower handle (above the target RViz draws its description): the miss's
     # two lines, then the warnings' two under them.
-    miss_top = p_tip[2] - (miss.pose.position.z + 2 * miss.scale.z / 2)
-    warn_top = p_tip[2] - (warn.pose.position.z + len(warnings) * warn.scale.z / 2)
+    pitch = markers.LINE_PITCH * sizes.text_height  # RViz's distance between lines
+    assert markers.LINE_PITCH >= 1.3  # measured in RViz: multi-line blocks overlapped at 1
+    miss_top = p_tip[2] - (miss.pose.position.z + 2 * pitch / 2)
+    warn_top = p_tip[2] - (warn.pose.position.z + len(warnings) * pitch / 2)
     assert miss_top == pytest.approx(sizes.handle_scale)
-    assert warn_top == pytest.approx(sizes.handle_scale + 2 * sizes.text_height)
+    assert warn_top == pytest.approx(sizes.handle_scale + 2 * pitch)
     # A target below the tip: the labels clear it too; one above changes nothing.
     low = p_tip - [0.0, 0.0, 0.2]
     miss_low, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
