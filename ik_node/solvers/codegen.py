@@ -3,7 +3,7 @@
 Each function writes straight-line Python for one chain size (or one chain's limits), compiles
 it once and returns the function: for 6-7 joints an unrolled Cholesky factorisation in plain
 floats is several times faster than numpy, whose per-call overhead dominates arrays this small.
-Used by :mod:`ik_node.solvers.damped_jacobian.solver` and
+Used by :mod:`ik_node.solvers.damped_jacobian.descent` and
 :mod:`ik_node.solvers.out_of_reach.closest_pose`.
 
 The generators here are the one place to read and to change: the generated code is never

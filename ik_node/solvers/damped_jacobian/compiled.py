@@ -1,7 +1,7 @@
 """Optional compiled descent of damped_jacobian: one 6D Levenberg-Marquardt descent in numba.
 
 Why one file of this size: the numba kernel must see its helper functions in one module to
-compile them together; it mirrors the Python descent in solver.py step for step.
+compile them together; it mirrors the Python descent in descent.py step for step.
 
 The pure-Python solver (:mod:`ik_node.solvers.damped_jacobian.solver`) is complete without this
 module. Where `numba <https://numba.pydata.org>`_ is installed (``pip install numba``; rosdep key
@@ -264,7 +264,7 @@ def _descend(model, settings, target, q, best_q, best_cost, lam, floor, iteratio
     """Up to ``steps`` iterations of one descent from ``q`` (updated in place, as ``best_q``
     when a configuration of lower cost than ``best_cost`` is found).
 
-    The loop of ``DampedJacobianSolver._descend``. At the start of a descent (``fresh``) the
+    The loop of ``descent.PythonDescent.descend``. At the start of a descent (``fresh``) the
     stall reference is set here. Returns ``(code, best_cost, lam, iterations, last_blocked,
     stall_cost, stall_iteration)``, code CONVERGED, STUCK, ITERATION_CAP or CHUNK_DONE (call
     again with the values returned to go on).

@@ -1,73 +1,37 @@
-"""Damped least squares (Levenberg-Marquardt) IK, and the Jacobian-transpose teaching baseline.
+"""Damped least squares (Levenberg-Marquardt) IK: the solver, its restart loop and its
+hand-over to the closest-pose search.
 
-Why one file of this size: the restart loop, the descents, the stream rules and the hand-over
-to the closest-pose search share the solver's state and one wall-time budget; the pure parts
-live beside it (residuals.py, tree.py, compiled.py, ../codegen.py, ../null_space.py). Split
-the restart loop from the descents next if it grows.
-
-``method: dls`` minimises the weighted squared error ``|p_t - p|^2 + w^2 |omega|^2`` (``omega``
-is the rotation vector taking the tip orientation to the target's, in the base frame; ``w`` the
-``orientation_weight``), or ``|p_t - p|^2`` for a position-only target. Each iteration solves the
-damped normal equations ``(J^T J + lambda I) dq = J^T e`` and tries ``q + dq`` brought into the
-joint limits: a step that lowers the error is accepted and ``lambda`` shrinks, one that does not
-is rejected and ``lambda`` grows (adaptive damping, as KDL's ``ChainIkSolverPos_LMA`` does). So
-the error never rises within a descent (no jitter at unreachable targets), and a singular start
-still moves: the damped system is always solvable, and where the gradient ``J^T e`` vanishes
-(a stretched arm, target straight ahead) a descent that stalls restarts from a random
-configuration. Restarts continue within ``timeout`` and ``restarts``; the best configuration of
-all descents is returned.
-
-Joint limits: a revolute joint whose range spans a full turn (UR5's +-2 pi) wraps by whole turns
-instead of being clipped (the same pose, so the limit costs nothing); other joints are clipped,
-and a joint already at a limit whose step points outwards sits out that step, so the rest get a
-full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
-the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
-limit sat out a step meanwhile), or no damping finds a lower error.
+The solver's parts: one descent (:mod:`.descent`, or the compiled kernel of :mod:`.compiled` for
+a pose target where numba is installed: the same iterations either way), where restarts begin
+(:mod:`.starts`), the shared settings (:mod:`.settings`), the error functions
+(:mod:`.residuals`), trees with a shared trunk (:mod:`.tree`) and the ``method: transpose``
+baseline (:mod:`.transpose`). Here: the parameters, construction, and the restart loop that
+runs the descents within one wall-time budget (``timeout``) and ``restarts``; the best
+configuration of all descents is returned.
 
 Position targets: a descent stuck above tolerance, or a target out of reach from the start
 (provably, or beyond the chain's measured reach), goes to the closest-pose search
 (:mod:`ik_node.solvers.out_of_reach.closest_pose`): Newton descents with the exact Hessian to
-stationary
-points of the error within the limits, restarted only until two descents from different starts
-agree on the best one (one of them from a random start), or it reaches the proven bound or the
-measured reach. The answer is then the closest pose, status ``unreachable``.
+stationary points of the error within the limits, restarted only until two descents from
+different starts agree on the best one (one of them from a random start), or it reaches the
+proven bound or the measured reach. The answer is then the closest pose, status ``unreachable``.
 
 Pose (6D) targets: the first descent begins at the seed; with ``first_start: lower_cost``, at the
 seed or the mid configuration, whichever has the lower weighted error (faster on 7-joint arms,
 but the answer may leave the seed's branch). For the first restart after a descent in which
 joints at a limit sat out a step, the descent begins at the mid configuration (far from every
-limit); the others begin at
-the lowest-error of 4 random configurations. When the position is provably out of reach, no
-restart can reach the pose and the descents crawl (Gauss-Newton misses the curvature of a large
-residual): the best of 2 descents is returned, status ``unreachable``. Otherwise, once two
-descents are stuck (eight when the position lies within the measured reach: there the search is
-costly and usually wasted), the closest-pose search on the position alone runs once: when it
-confirms the position out of reach, no restart can reach the pose either, and the best pose found
-so far is returned, status ``unreachable`` (the rule of the position search, not a proof: the
-message says so); when it reaches the position, the restarts go on.
+limit); the others begin at the lowest-error of 4 random configurations. When the position is
+provably out of reach, no restart can reach the pose and the descents crawl (Gauss-Newton misses
+the curvature of a large residual): the best of 2 descents is returned, status ``unreachable``.
+Otherwise, once two descents are stuck (eight when the position lies within the measured reach:
+there the search is costly and usually wasted), the closest-pose search on the position alone
+runs once: when it confirms the position out of reach, no restart can reach the pose either,
+and the best pose found so far is returned, status ``unreachable`` (the rule of the position
+search, not a proof: the message says so); when it reaches the position, the restarts go on.
 
-Streams (docs/continuity.md): a seed within ``STREAM_ERROR_M`` (weighted) of its target is one
-step of a stream away. Its descents start with a damping no larger than the error and are stuck
-only when the error has not fallen by ``_STREAM_STALL_FACTOR`` in ``_STALL_ITERATIONS`` (near a
-singularity a descent converges slowly rather than restarting); on a chain with more joints
-than the target has dimensions its first step also moves along the self-motion away from the
-joint limits (``null_space_gain``, :mod:`ik_node.solvers.null_space`); when stuck, the next
-starts are near the seed (``_NEAR_SEED_RADII``) before the mid or a random configuration, and
-an unconverged answer is the best one near the seed. A stream's descents run in Python (the
-compiled descent tells a stream's seed by its cost and hands over).
-
-``method: transpose`` is plain gradient descent ``q <- clip(q + step_size * J^T e)``: no line
-search, no scaling, no restarts, stopping only at the tolerance or ``max_iterations``.
-
-Speed: serial chains use the generated pure-Python kinematics of
-:mod:`ik_node.model.fast_kinematics`, and the damped systems are solved by generated, unrolled
-Cholesky
-factorisations: for 6-7 joints both are several times faster than numpy, whose per-call overhead
-dominates arrays this small. For 6D targets the n x n normal equations ``J^T J``, ``J^T e`` are
-built once per accepted iterate and every damping and every set of joints sitting out a step
-reuses them; position only, the 3 x 3 system ``J J^T + lambda I`` is cheaper to build for each
-trial. The n x n trial step (solve, joints sitting out, limits) is one generated function, not
-four Python calls (the generators are in :mod:`ik_node.solvers.codegen`).
+Streams (docs/continuity.md): when the descent from a stream's seed (within ``STREAM_ERROR_M``,
+weighted, of its target) is stuck, the next starts are near the seed (:mod:`.starts`) before the
+mid or a random configuration, and an unconverged answer is the best one near the seed.
 """
 
 from __future__ import annotations
@@ -75,37 +39,38 @@ from __future__ import annotations
 import functools
 import math
 import random
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ik_node.model.chain import Chain, chain_lengths
 from ik_node.errors import ChainError
+from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
 from ik_node.solvers.budget import Budget
-from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
-from ik_node.solvers.codegen import (MAX_STEP, damped_solve_function, damped_step_function,
-                                     damped_trial_function, limit_functions, lower_index,
-                                     normal_equations_function)
+from ik_node.solvers.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.damped_jacobian.descent import GOOD_ENOUGH, PythonDescent
+from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
-from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
 from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
 from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
 from ik_node.solvers.damped_jacobian.settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
-from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
-from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
+from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candidates,
+                                                    restart_candidates)
+from ik_node.solvers.damped_jacobian.transpose import solve_transpose
+from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
+from ik_node.solvers.null_space import STREAM_ERROR_M
+from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.params import FloatListSpec
+from ik_node.solvers.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
@@ -121,21 +86,6 @@ _TWO_PI = 2.0 * math.pi
 # benchmarks/results/design-notes.md).
 _POSITION_CHECK_BEYOND_REACH = 2
 _POSITION_CHECK_AFTER = 8
-# How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
-# position only, within tolerance of the proven bound.
-_GOOD_ENOUGH = -1
-# The null-space projector I - J+ J is computed as mu (H + mu I)^-1 with this relative damping
-# mu / (trace(H) / n): 1 on the null space, about mu / sigma^2 on the row space.
-_NULL_SPACE_DAMPING = 1e-9
-# A seed within STREAM_ERROR_M (weighted) of the target is one step of a stream away: its first
-# step pulls along the self-motion (redundant chains); when its descent is stuck, the next
-# starts are near the seed, within these radii [rad or m] (each the lowest-cost of
-# _RESTART_CANDIDATES), before the mid or a random configuration.
-_NEAR_SEED_RADII = (0.05, 0.15, 0.4, 1.0)
-# Near a stream's seed a descent is stuck only when its error has not fallen by this factor in
-# _STALL_ITERATIONS: near a singularity it converges slowly, and a restart may land far away.
-_STREAM_STALL_FACTOR = 0.7
-
 
 class DampedJacobianSolver(Solver):
     """Damped least squares with adaptive damping and random restarts; or Jacobian transpose.
@@ -209,44 +159,14 @@ class DampedJacobianSolver(Solver):
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
         self._restart_spans = [(lo, hi - lo) for lo, hi in
                                zip(self._restart_low, self._restart_high, strict=True)]
-        # Per with_orientation: (normal, step); normal(J, e, w) -> (A, b) is what
-        # step(q, A, b, lam) -> (q_new, joints that sat out the step) takes. Measured on
-        # UR5/Panda: the n x n normal equations, built once per iterate and reused by every
-        # damping and every set of blocked joints tried from it, beat the m x m system for 6D;
-        # position only (3 rows), the 3 x 3 system built for each trial is cheaper (A, b = J, e).
-        # The n x n step is one generated function (solve, blocked joints, limits).
-        weight = self.params['orientation_weight']
-        self._steps = {}
-        self._normals = {}
-        if chain.n:
-            self._advance, self._blocked_joints = limit_functions(
-                self._low, self._high, self._wraps, self._bounded)
-        for with_orientation in (False, True) if chain.n else ():
-            rows = 6 if with_orientation else 3
-            if 2 * rows <= chain.n:
-                self._normals[with_orientation] = None
-                self._steps[with_orientation] = functools.partial(
-                    self._trial_dual, damped_step_function(rows, chain.n), weight)
-            else:
-                self._normals[with_orientation] = normal_equations_function(rows, chain.n)
-                self._steps[with_orientation] = damped_trial_function(
-                    self._low, self._high, self._wraps, self._bounded)
-        # The null-space pull: per bounded joint (index, middle, 1 / half range), and the
-        # projector's solve for each target kind with more joints than error rows.
-        self._centring = centring_terms(self._low, self._high, self._bounded)
-        self._null_space = {}
-        if self.params['null_space_gain'] > 0.0 and self._centring:
-            for with_orientation in (False, True):
-                rows = 6 if with_orientation else 3
-                if chain.n > rows:
-                    self._null_space[with_orientation] = (
-                        damped_step_function(rows, chain.n) if self._normals[with_orientation]
-                        is None else damped_solve_function(chain.n))
         fast = chain.fast_kinematics
-        self._pose_normal = None if fast is None else fast.pose_normal
         kinematics = fast if fast is not None else ChainKinematics(chain)
         self._pose_jacobian = kinematics.pose_jacobian
         self._position_jacobian = kinematics.position_jacobian
+        # The Python descents: their step functions, built once per chain.
+        self._descent = None if not chain.n else PythonDescent(
+            chain.n, self._low, self._high, self._wraps, self._bounded, kinematics,
+            fast is not None, self.params)
         self._pose = kinematics.pose
         # Position targets whose descent ends above tolerance: the closest-pose search.
         self._closest = None if not chain.n else ClosestPose(
@@ -255,11 +175,6 @@ class DampedJacobianSolver(Solver):
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
         self._compiled = self._compiled_descent(chain, fast)
-        params = self.params
-        # (iteration cap, tolerances with their margin, initial damping) of every descent
-        self._descent_constants = (
-            params['max_iterations'], _TOLERANCE_MARGIN * params['position_tolerance'],
-            _TOLERANCE_MARGIN * params['orientation_tolerance'], params['damping'])
         if self._closest is not None and self._reach is not None and fast is not None:
             # Once per solver, with the generated kinematics of a serial chain (the cost:
             # benchmarks/results/design-notes.md).
@@ -284,8 +199,8 @@ class DampedJacobianSolver(Solver):
         """The compiled 6D descent (:mod:`.compiled`) where numba is installed and the chain
         is serial with the n x n normal equations; else None (the Python descent serves)."""
         params = self.params
-        if not compiled.available() or fast is None or self._normals.get(True) is None or \
-                params['method'] != 'dls':
+        if not compiled.available() or fast is None or self._descent is None or \
+                self._descent.normals[True] is None or params['method'] != 'dls':
             return None
         kernel = compiled.CompiledDescent(
             fast.joint_transforms, fast.tip_transform, [j.is_prismatic for j in chain.joints],
@@ -304,56 +219,24 @@ class DampedJacobianSolver(Solver):
         if self.chain.n == 0:  # nothing to move: the measured error is the answer
             return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
                                message='the chain has no moving joints')
-        if self.params['method'] == 'transpose':
-            raw = self._solve_transpose(self._error_function(p_target, R_target),
-                                        q_seed.tolist())
+        params = self.params
+        if params['method'] == 'transpose':
+            raw = solve_transpose(
+                self._error_function(p_target, R_target), q_seed.tolist(), params['step_size'],
+                params['max_iterations'], (_TOLERANCE_MARGIN * params['position_tolerance'],
+                                           _TOLERANCE_MARGIN * params['orientation_tolerance']),
+                self._low, self._high, self._wraps, params['record_history'])
         else:
-            raw = self._solve_dls(self._dls_evaluator(p_target, R_target)
+            evaluator = self._descent.evaluator
+            raw = self._solve_dls(evaluator(p_target, R_target)
                                   if R_target is None or self._compiled is None else
-                                  functools.partial(self._dls_evaluator, p_target, R_target),
+                                  functools.partial(evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,
-                                                    R_target, self.params['orientation_weight']),
+                                                    R_target, params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
                                   p_target, R_target)
         raw.min_residual = min_residual
         return raw
-
-    def _dls_evaluator(self, p_target: np.ndarray, R_target: Optional[np.ndarray]) -> Callable:
-        """``evaluate(q) -> (cost, position error [m], angle error [rad], A, b)``, where
-        ``(A, b)`` is what the step function of this target kind takes: the normal equations
-        ``(H, g)``, or ``(J, e)`` when the smaller m x m system is built for each trial.
-
-        6D on a serial chain: one generated function (:meth:`SerialKinematics.pose_normal`)
-        computes the error and the normal equations without packing a Jacobian.
-        """
-        with_orientation = R_target is not None
-        if with_orientation and self._pose_normal is not None and \
-                self._normals[True] is not None:
-            target = tuple(p_target.tolist()) + tuple(R_target.ravel().tolist())
-            # H, g are not built at an iterate within the tolerances of _solve_dls: its loop
-            # returns there before any step (the same comparisons on the same floats).
-            tolerances = (_TOLERANCE_MARGIN * self.params['position_tolerance'],
-                          _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
-            return functools.partial(self._pose_normal, target,
-                                     self.params['orientation_weight'] ** 2, tolerances)
-        normal = self._normals[with_orientation]
-        if not with_orientation and normal is None and self._pose_normal is not None:
-            # J, e are not built within the position tolerance of _solve_dls (see above).
-            return functools.partial(self.chain.fast_kinematics.position_residual,
-                                     tuple(p_target.tolist()),
-                                     _TOLERANCE_MARGIN * self.params['position_tolerance'])
-        evaluate = self._error_function(p_target, R_target)
-        if normal is None:
-            def evaluate_dual(q):
-                cost, position_error, angle_error, e, J = evaluate(q)
-                return cost, position_error, angle_error, J, e
-            return evaluate_dual
-        weight = self.params['orientation_weight']
-
-        def evaluate_normal(q):
-            cost, position_error, angle_error, e, J = evaluate(q)
-            return (cost, position_error, angle_error) + normal(J, e, weight)
-        return evaluate_normal
 
     def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
                         ) -> Callable:
@@ -361,50 +244,17 @@ class DampedJacobianSolver(Solver):
         return error_function(self._pose_jacobian, self._position_jacobian, p_target, R_target,
                               self.params['orientation_weight'])
 
-    def _reached(self, position_error: float, angle_error: float) -> bool:
-        return (position_error <= _TOLERANCE_MARGIN * self.params['position_tolerance'] and
-                angle_error <= _TOLERANCE_MARGIN * self.params['orientation_tolerance'])
-
-    def _clip(self, q: Sequence[float]) -> List[float]:
-        """``q`` within the limits: wrapped by whole turns where the joint allows a full turn
-        (the same pose), else clipped."""
-        out = []
-        for v, lo, hi, wraps in zip(q, self._low, self._high, self._wraps, strict=True):
-            if v < lo:
-                v = v + _TWO_PI * math.ceil((lo - v) / _TWO_PI) if wraps else lo
-            elif v > hi:
-                v = v - _TWO_PI * math.ceil((v - hi) / _TWO_PI) if wraps else hi
-            out.append(v)
-        return out
-
-    def _solve_transpose(self, evaluate: Callable, q: List[float]) -> RawSolution:
-        eta = self.params['step_size']
-        history: Optional[List[float]] = [] if self.params['record_history'] else None
-        iterations = 0
-        while True:
-            _, position_error, angle_error, e, J = evaluate(q)
-            if history is not None:
-                history.append(position_error)
-            if self._reached(position_error, angle_error):
-                return RawSolution(np.array(q), IkStatus.CONVERGED, iterations, history=history)
-            if iterations >= self.params['max_iterations']:
-                return RawSolution(np.array(q), IkStatus.MAX_ITERATIONS, iterations,
-                                   history=history, message=f'transpose: {iterations} '
-                                   f'iterations with step size {eta:g}')
-            gradient = np.asarray(e) @ np.asarray(J)  # J^T e
-            q = self._clip((np.asarray(q) + eta * gradient).tolist())
-            iterations += 1
-
     def _solve_dls(self, evaluator: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float],
                    p_target: np.ndarray, R_target: Optional[np.ndarray] = None) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
         against the mid configuration (built when first needed). ``evaluator`` is the
-        ``evaluate(q)`` of :meth:`_dls_evaluator` for the Python descents, or (a pose target
-        where the compiled descents serve) a function making it. Each descent runs in
-        :meth:`_descend`, or in the compiled kernel (:mod:`.compiled`) for a pose target where
-        numba is installed: the same iterations either way."""
+        ``evaluate(q)`` of :meth:`.descent.PythonDescent.evaluator` for the Python descents, or
+        (a pose target where the compiled descents serve) a function making it. Each descent
+        runs in :meth:`.descent.PythonDescent.descend`, or in the compiled kernel
+        (:mod:`.compiled`) for a pose target where numba is installed: the same iterations
+        either way."""
         params = self.params
         budget = Budget(params['timeout'])
         history: Optional[List[float]] = [] if params['record_history'] else None
@@ -449,13 +299,14 @@ class DampedJacobianSolver(Solver):
         q_seed = q
         # Whether the next descent starts at or near a stream's seed (within STREAM_ERROR_M of
         # the target): None, the seed's descent tells (it evaluates the seed anyway). A
-        # stream's descents run in Python, where its rules are (_descend): the compiled
+        # stream's descents run in Python, where its rules are (descent.py): the compiled
         # descent's cost of the seed tells here.
         near: Optional[bool] = None
         if run is not None and run.cost(q) <= STREAM_ERROR_M * STREAM_ERROR_M:
             near, run = True, None
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
+        descend = self._descent.descend
         while True:  # one descent from q per pass
             descent_start = iterations
             if run is not None:
@@ -466,18 +317,18 @@ class DampedJacobianSolver(Solver):
                 if evaluate is None:  # 6D, compiled descents, a history recorded
                     evaluate = evaluator()
                 # Once a stream's near starts are spent, its best stays the best near the seed.
-                end, q, best_q, best_cost, iterations, last_blocked, near = self._descend(
+                end, q, best_q, best_cost, iterations, last_blocked, near = descend(
                     evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
                     floor, good_enough, budget, history, near=near, pull=first_descent,
                     keep_best=near is not False or not stream)
                 if first_descent and near:
-                    stream, near_seed_radii = True, list(_NEAR_SEED_RADII)
+                    stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False
             if end == compiled.CONVERGED:
                 return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
                                    history=history,
                                    message=f'converged after {restarts} restarts')
-            if end == _GOOD_ENOUGH:
+            if end == GOOD_ENOUGH:
                 return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message='out of reach: the closest '
                                    'configuration found is within tolerance of the bound')
@@ -526,7 +377,8 @@ class DampedJacobianSolver(Solver):
                     rng = random.Random(params['restart_seed'])
                 if cost_of is None:
                     cost_of = make_cost_function()
-                q = min(self._near_candidates(rng, q_seed, near_seed_radii.pop(0)), key=cost_of)
+                q = min(near_candidates(rng, q_seed, near_seed_radii.pop(0), self._restart_low,
+                                        self._restart_high), key=cost_of)
                 near = True
                 continue
             near = False
@@ -537,107 +389,17 @@ class DampedJacobianSolver(Solver):
             if rng is None:
                 rng = random.Random(params['restart_seed'])
             if run is not None:  # the candidates' costs in the kernel, one call
-                q = run.lowest_cost(self._restart_candidates(rng))
+                q = run.lowest_cost(restart_candidates(rng, self._restart_spans))
                 continue
             if cost_of is None:
                 cost_of = make_cost_function()
-            q = min(self._restart_candidates(rng), key=cost_of)
-
-    def _descend(self, evaluate: Callable, q: List[float], best_q: List[float],
-                 best_cost: float, iterations: int, last_blocked: int, with_orientation: bool,
-                 floor: float, good_enough: float, budget: Budget,
-                 history: Optional[List[float]], near: Optional[bool] = False,
-                 pull: bool = False, keep_best: bool = True) -> Tuple:
-        """One descent from ``q`` in Python: ``(how it ended, its last iterate, the best
-        configuration of the solve so far and its cost, the iterations of the solve, the last
-        iteration in which joints at a limit sat out a step, near)``.
-
-        ``near``: the descent starts at or near a stream's seed (None: it does when ``q``'s
-        weighted error is within ``STREAM_ERROR_M``). Then it starts with a damping no larger
-        than the error and is stuck only when its error has not fallen by
-        ``_STREAM_STALL_FACTOR`` in ``_STALL_ITERATIONS``, and with ``pull`` its first step
-        also moves along the self-motion away from the limits (:meth:`_null_space_shift`).
-        ``keep_best`` False: its configurations do not become the solve's best.
-
-        Ends CONVERGED, STUCK, ITERATION_CAP (of the whole solve), TIMEOUT, _GOOD_ENOUGH
-        (position only, within tolerance of the proven bound), or STUCK when the budget is spent
-        on a position target with enough left to hand it to the closest-pose search.
-        """
-        max_iterations, tol_p, tol_r, lam = self._descent_constants
-        step = self._steps[with_orientation]
-        cost, position_error, angle_error, A, b = evaluate(q)
-        if history is not None:
-            history.append(position_error)
-        if near is None:
-            near = cost <= STREAM_ERROR_M * STREAM_ERROR_M
-        stall_factor = _STALL_FACTOR
-        null_pending = False
-        if near:
-            # A stream's step: the error is small, and a small damping lets a descent near a
-            # singularity converge instead of crawling into a restart.
-            lam = min(lam, max(cost, _LAMBDA_MIN))
-            stall_factor = _STREAM_STALL_FACTOR
-            null_pending = pull and with_orientation in self._null_space
-        if cost < best_cost and keep_best:
-            best_q, best_cost = q, cost
-        stall_cost, stall_iteration = cost, iterations
-        end = compiled.STUCK
-        stuck = False
-        while not stuck:
-            if position_error <= tol_p and angle_error <= tol_r:
-                end = compiled.CONVERGED
-                break
-            if position_error <= good_enough:
-                end = _GOOD_ENOUGH
-                break
-            if iterations >= max_iterations:
-                end = compiled.ITERATION_CAP
-                break
-            if not budget.allows():
-                # Position only: the next step is paced by the slowest while there is only
-                # one: after a stall of the machine in the first, the search's Newton steps
-                # may still fit (it paces its own steps).
-                end = compiled.STUCK if not with_orientation and budget.can_hand_over() \
-                    else compiled.TIMEOUT
-                break
-            iterations += 1
-            shifted = None
-            if null_pending:
-                null_pending = False
-                shifted = self._null_space_shift(q, A, cost, with_orientation)
-            try:
-                q_new, blocked = step(q if shifted is None else shifted, A, b, lam)
-            except (ValueError, ZeroDivisionError):  # not positive definite (round-off)
-                q_new, blocked = None, ()
-            if blocked:
-                last_blocked = iterations
-            trial = None if q_new is None else evaluate(q_new)
-            if trial is not None and trial[0] < cost:  # accept; trust the model more
-                q = q_new
-                cost, position_error, angle_error, A, b = trial
-                if cost < best_cost and keep_best:
-                    best_q, best_cost = q, cost
-                lam = max(lam * _LAMBDA_DOWN, _LAMBDA_MIN)
-            elif shifted is not None:  # the pull spoilt the step: the plain one next
-                pass
-            else:  # reject; damp more
-                lam *= _LAMBDA_UP
-                stuck = lam > _LAMBDA_MAX
-            if history is not None:
-                history.append(position_error)
-            if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
-                                                last_blocked > stall_iteration
-                                                else _STALL_ITERATIONS):
-                stuck = stuck or cost - floor > stall_factor * (stall_cost - floor)
-                stall_cost, stall_iteration = cost, iterations
-        return end, q, best_q, best_cost, iterations, last_blocked, near
+            q = min(restart_candidates(rng, self._restart_spans), key=cost_of)
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
                       history: Optional[List[float]]) -> RawSolution:
         """The closest-pose search (:mod:`ik_node.solvers.out_of_reach.closest_pose`) from ``q``,
-        within what
-        is left of the solve's time, iterations and restarts."""
+        within what is left of the solve's time, iterations and restarts."""
         params = self.params
         search = self._search(p_target, q, budget, iterations, restarts, min_residual, history)
         iterations += search.iterations
@@ -657,75 +419,6 @@ class DampedJacobianSolver(Solver):
             p_target.tolist(), q, budget, params['max_iterations'] - iterations,
             params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance, tolerance,
             min_residual, random.Random(params['restart_seed']), history)
-
-    def _trial_dual(self, step: Callable, weight: float, q: List[float], J, e, lam: float
-                    ) -> Tuple[List[float], Sequence[int]]:
-        """The step of :func:`~ik_node.solvers.codegen.damped_trial_function` for fewer
-        error rows than joints (position only): the m x m system ``J J^T + lam I`` is the
-        smaller one, built again for each trial. Joints at a limit whose step points outwards
-        sit out the step (their Jacobian columns are zeroed). Raises ``ValueError`` or
-        ``ZeroDivisionError`` if the system is not positive definite (round-off).
-        """
-        dq = step(J, e, lam, weight)
-        blocked = self._blocked_joints(q, dq)
-        if blocked:
-            J = [list(row) for row in J]
-            for row in J:
-                for k in blocked:
-                    row[k] = 0.0
-            dq = step(J, e, lam, weight)
-        return self._advance(q, dq), blocked
-
-    def _null_space_shift(self, q: List[float], A, cost: float, with_orientation: bool
-                          ) -> Optional[List[float]]:
-        """``q + N d``: ``d`` pulls every bounded joint away from its limits
-        (:func:`~ik_node.solvers.null_space.limit_pull` with scale ``null_space_gain *
-        sqrt(cost)``), and ``N = I - J+ J`` keeps of it only the self-motion, which leaves the tip
-        where it is to first order. The damped step taken from the shifted point reaches the
-        target as it would from ``q``; the pull is proportional to the seed's error, so a
-        target that stays put (the seed within tolerance) moves nothing, and a stream's answers
-        move along the self-motion by a fraction of their own step.
-
-        ``A`` is what the step function of this target kind takes: the normal equations' flat
-        lower triangle ``H`` (then ``N d = mu (H + mu I)^-1 d``) or the Jacobian ``J`` (then
-        ``N d = d - J+ J d``, by the damped m x m solve). None when the projection fails
-        (round-off: not positive definite).
-        """
-        d = limit_pull(q, self._centring, self.params['null_space_gain'] * math.sqrt(cost))
-        n = len(q)
-        solve = self._null_space[with_orientation]
-        try:
-            if self._normals[with_orientation] is not None:  # A = H
-                trace = sum(A[lower_index(k, k)] for k in range(n))
-                mu = _NULL_SPACE_DAMPING * max(trace / n, 1e-12)
-                x = solve(A, d, mu)
-                return [v + mu * dv for v, dv in zip(q, x, strict=True)]
-            J = A
-            Jd = [sum(row[k] * d[k] for k in range(n)) for row in J]
-            trace = sum(v * v for row in J for v in row)
-            mu = _NULL_SPACE_DAMPING * max(trace / len(J), 1e-12)
-            r = solve(J, Jd, mu, self.params['orientation_weight'])
-            return [v + dv - rv for v, dv, rv in zip(q, d, r, strict=True)]
-        except (ValueError, ZeroDivisionError):
-            return None
-
-    def _near_candidates(self, rng: random.Random, q_seed: List[float],
-                         radius: float) -> List[List[float]]:
-        """A few random configurations within ``radius`` [rad or m] of ``q_seed`` per joint,
-        inside the limits; a near-seed start begins at the lowest-cost one."""
-        random_unit = rng.random
-        return [[min(max(v + radius * (2.0 * random_unit() - 1.0), lo), hi)
-                 for v, lo, hi in zip(q_seed, self._restart_low, self._restart_high,
-                                      strict=True)]
-                for _ in range(_RESTART_CANDIDATES)]
-
-    def _restart_candidates(self, rng: random.Random) -> List[List[float]]:
-        """A few uniformly random configurations; a restart begins at the lowest-cost one (the
-        first of equals)."""
-        random_unit = rng.random
-        # lo + span * random() is what rng.uniform(lo, hi) computes, without its call.
-        return [[lo + span * random_unit() for lo, span in self._restart_spans]
-                for _ in range(_RESTART_CANDIDATES)]
 
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
