@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """A/B in one process: damped_jacobian of this checkout against the same solver at a git ref.
 
-The solver module of the ref (``ik_node/solvers/damped_jacobian/solver.py`` at ``--ref``, by
-``git show``) is loaded beside this checkout's and run on the same targets, interleaved target by
+The solver's modules of the ref (``solver.py`` and, where the ref has them, ``descent.py``,
+``starts.py`` and ``transpose.py`` of ``ik_node/solvers/damped_jacobian`` at ``--ref``, by ``git
+show``) are loaded beside this checkout's and run on the same targets, interleaved target by
 target (the order alternates), each call timed as the lesser of its wall and process CPU time.
-The rest of ik_node (kinematics, the closest-pose search) is this checkout's for both: the A/B
-isolates the solver module. Reported per robot and kind: how many answers are the same (status,
-iterations, joints within 1e-9), the medians and 95th percentiles and their ratios (this checkout
-over the ref).
+The rest of ik_node (kinematics, the closest-pose search, the compiled descent) is this
+checkout's for both: the A/B isolates the solver's modules. Reported per robot and kind: how
+many answers are the same (status, iterations, joints within 1e-9), the medians and 95th
+percentiles and their ratios (this checkout over the ref).
 
 Kinds: ``position`` (FK targets, position only), ``beyond`` (the same positions pushed out to
 1.6 times their distance from the base: many beyond the reach, the closest-pose search), and
@@ -40,17 +41,32 @@ import numpy as np  # noqa: E402
 
 import bench_solvers  # noqa: E402
 
-MODULE = 'ik_node/solvers/damped_jacobian/solver.py'
+PACKAGE = 'ik_node.solvers.damped_jacobian'
+#: The solver's modules taken from the ref, each after those it imports (solver.py last).
+MODULES = ('descent', 'starts', 'transpose', 'solver')
 
 
 def load_ref_solver(ref: str):
-    """The DampedJacobianSolver class of ``MODULE`` at git ``ref``."""
-    source = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:{MODULE}'],
-                            capture_output=True, text=True, check=True).stdout
-    spec = importlib.util.spec_from_loader(f'ref_solver_{ref}', loader=None)
-    module = importlib.util.module_from_spec(spec)
-    exec(compile(source, f'{ref}:{MODULE}', 'exec'), module.__dict__)
-    return module.DampedJacobianSolver
+    """The DampedJacobianSolver class of ``MODULES`` at git ``ref``: each module the ref has is
+    loaded under its own name, and the ref's imports of the others are pointed at them."""
+    loaded = {}
+    for name in MODULES:
+        path = f'{PACKAGE.replace(".", "/")}/{name}.py'
+        shown = subprocess.run(['git', '-C', str(REPO), 'show', f'{ref}:{path}'],
+                               capture_output=True, text=True)
+        if shown.returncode != 0 and name != 'solver':
+            continue  # a ref from before the module was split out of solver.py
+        shown.check_returncode()
+        source = shown.stdout
+        for other, module_name in loaded.items():
+            source = source.replace(f'{PACKAGE}.{other} ', f'{module_name} ')
+        module_name = f'ref_{name}_{ref}'.replace('/', '_').replace('-', '_').replace('.', '_')
+        module = importlib.util.module_from_spec(
+            importlib.util.spec_from_loader(module_name, loader=None))
+        sys.modules[module_name] = module
+        exec(compile(source, f'{ref}:{path}', 'exec'), module.__dict__)
+        loaded[name] = module_name
+    return sys.modules[loaded['solver']].DampedJacobianSolver
 
 
 def timed(solver, position, quat, seed):
