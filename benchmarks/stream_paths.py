@@ -40,17 +40,9 @@ for folder in (REPO, REPO / 'test' / 'core'):
 from ik_node.config.node_config import build_chain, load_config  # noqa: E402
 from ik_node.model.chain import Chain  # noqa: E402
 from test_smooth_paths import joint_curve, step_bound, stream  # noqa: E402
+# name -> (file, base, tip); arm6 is the packaged arm (its config/arm6.yaml chain).
+from test_streaming import ARMS  # noqa: E402
 
-#: name -> (file, base, tip); arm6 is the packaged arm (its config/arm6.yaml chain).
-ARMS = {
-    'ur5': ('ur5.urdf', 'base_link', 'tool0'),
-    'ur10': ('ur10.urdf', 'base_link', 'tool0'),
-    'panda': ('panda.urdf', 'panda_link0', 'panda_hand_tcp'),
-    'iiwa14': ('iiwa14.urdf', 'iiwa_link_0', 'iiwa_link_ee'),
-    'kinova': ('kinova_j2s6s200.urdf', 'j2s6s200_link_base', 'j2s6s200_end_effector'),
-    'baxter': ('baxter.urdf', 'base', 'right_hand_link'),
-    'arm6': None,
-}
 
 
 def arm_chain(name: str) -> Chain:
