@@ -28,6 +28,11 @@ from ik_node.model.chain import Chain, rotation_from_quat_xyzw
 from ik_node.ros import messages as conv
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+# How long a lookup may wait after the TF listener is made, whatever tf_timeout says: its new
+# subscriptions must be discovered by the TF publishers before any transform arrives. Measured
+# with Fast DDS on one host: 20 ms once the node has run a few seconds, 1.3-3 s right after its
+# start (a target sent as soon as the node answers).
+TF_WARM_UP_S = 5.0
 #: As robot_state_publisher publishes ``robot_description``: latched.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -170,10 +175,17 @@ class TfFrames:
     ``/tf`` and ``/tf_static``, which on a real robot carry the whole TF stream. tf2_ros's
     listener spins the node in a thread of its own (a lookup waits up to ``tf_timeout`` while
     that thread keeps the buffer filling, which the node's own executor could not while it runs
-    the waiting callback); :meth:`close` stops that thread and drops the subscriptions before
-    the node is destroyed and the context shut down, where that thread's executor would
-    otherwise end with an ``ExternalShutdownException`` traceback (tf2_ros before ros2/geometry2
-    #930 does not catch it).
+    the waiting callback).
+
+    Until :data:`TF_WARM_UP_S` after the listener is made, a lookup waits up to that long, not
+    only ``tf_timeout``: the buffer stays empty until DDS has matched the new subscriptions with
+    the TF publishers, and the first target would otherwise be refused for a transform that is
+    being published.
+
+    :meth:`close` stops that thread and drops the subscriptions before the node is destroyed and
+    the context shut down, where that thread's executor would otherwise end with an
+    ``ExternalShutdownException`` traceback (tf2_ros before ros2/geometry2 #930 does not catch
+    it).
 
     Without tf2_ros (a pip install) every lookup is refused with a message saying so.
     """
@@ -181,6 +193,7 @@ class TfFrames:
     def __init__(self, node: Node) -> None:
         self._node = node
         self._buffer = self._listener = None
+        self._made_at = -math.inf
         self._lock = threading.Lock()
         try:
             import tf2_ros
@@ -207,6 +220,7 @@ class TfFrames:
                 self._listener = self._tf2.TransformListener(buffer, self._node,
                                                              spin_thread=True)
                 self._buffer = buffer
+                self._made_at = time.monotonic()
             return self._buffer
 
     def close(self) -> None:
@@ -237,6 +251,7 @@ class TfFrames:
                               'outside the URDF need tf2_ros (source a ROS 2 install); send the '
                               'target in a link frame of the URDF')
         buffer = self._buffer_listening()
+        timeout_s = max(timeout_s, self._made_at + TF_WARM_UP_S - time.monotonic())
         when = Time() if stamp == (0, 0) else Time(seconds=stamp[0], nanoseconds=stamp[1])
         from rclpy.duration import Duration
         try:

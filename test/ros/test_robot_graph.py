@@ -355,13 +355,15 @@ def test_targets_in_a_frame_outside_the_urdf_are_refused_without_tf2_or_looked_u
 
 def test_a_target_in_a_tf_frame_is_transformed_into_the_base(graph, tmp_path):
     """Where tf2_ros is importable (a ROS 2 install): a static transform world -> base_link,
-    a target in world, and the foot lands where the transform puts it."""
+    a target in world sent as soon as the node answers, and the foot lands where the transform
+    puts it. With the default tf_timeout (0.05 s): the listener made by this first target waits
+    for DDS to match its subscriptions (1-3 s right after the node's start) instead of refusing
+    the target (it did, in 1 run of 4, with tf_timeout 1 s)."""
     tf2_ros = pytest.importorskip('tf2_ros', reason='tf2_ros comes with a ROS 2 install; the '
                                   'PyPI wheels do not have it')
     from geometry_msgs.msg import TransformStamped
     params = write_params(tmp_path, 'leg', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
-                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee',
-                                            'tf_timeout': 1.0})
+                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee'})
     diags = graph.diagnostics('ik_node')
     js = graph.listen(JointState, '/joint_states')
     broadcaster = tf2_ros.StaticTransformBroadcaster(graph.node)
@@ -386,6 +388,53 @@ def test_a_target_in_a_tf_frame_is_transformed_into_the_base(graph, tmp_path):
         stop(proc)
 
 
+LOOKUP_AT_ONCE = """
+import json, sys
+import rclpy
+from ik_node.config.ros_graph import GraphConfig
+from ik_node.ros.inputs import TfFrames
+rclpy.init()
+node = rclpy.create_node('ik_side_' + sys.argv[1])
+tf_frames = TfFrames(node)
+try:
+    T = tf_frames.lookup('base_link', 'world', (0, 0), GraphConfig().tf_timeout)
+    print(json.dumps(T.tolist()))
+finally:
+    tf_frames.close()
+    node.destroy_node()
+    rclpy.shutdown()
+"""
+
+
+def test_the_first_tf_lookup_waits_for_discovery_not_only_tf_timeout(tmp_path):
+    """Where tf2_ros is importable: a TF publisher just made, and the node's TF side in a new
+    process (a launch file starting both together) looking up at once with the default
+    tf_timeout of 0.05 s. Discovering the new participant and matching the listener's new
+    subscriptions takes DDS longer than that; the lookup waits for it (up to TF_WARM_UP_S) and
+    returns the published transform instead of refusing it."""
+    tf2_ros = pytest.importorskip('tf2_ros', reason='tf2_ros comes with a ROS 2 install; the '
+                                  'PyPI wheels do not have it')
+    import json
+    import subprocess
+    import sys
+    from geometry_msgs.msg import TransformStamped
+    publisher_side = Ros()
+    try:
+        broadcaster = tf2_ros.StaticTransformBroadcaster(publisher_side.node('tf_publisher'))
+        tf = TransformStamped()
+        tf.header.frame_id, tf.child_frame_id = 'world', 'base_link'
+        tf.transform.translation.x, tf.transform.translation.z = 0.5, 1.0
+        tf.transform.rotation.w = 1.0
+        broadcaster.sendTransform(tf)
+        run = subprocess.run([sys.executable, '-c', LOOKUP_AT_ONCE, tmp_path.name], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0 and 'Traceback' not in run.stderr, run.stderr
+        T = np.array(json.loads(run.stdout.strip().splitlines()[-1]))
+        assert np.allclose(T[:3, 3], [-0.5, 0.0, -1.0]) and np.allclose(T[:3, :3], np.eye(3))
+    finally:
+        publisher_side.close()
+
+
 def test_the_node_listens_to_tf_only_once_a_target_names_a_frame_outside_the_urdf(
         graph, tmp_path):
     """Where tf2_ros is importable: targets in the base frame and in a link of the URDF need no
@@ -396,8 +445,7 @@ def test_the_node_listens_to_tf_only_once_a_target_names_a_frame_outside_the_urd
                                   'PyPI wheels do not have it')
     from geometry_msgs.msg import TransformStamped
     params = write_params(tmp_path, 'leg', {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
-                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee',
-                                            'tf_timeout': 1.0})
+                                            'tip_link': 'foot', 'solver': 'analytic_hip_knee'})
     diags = graph.diagnostics('ik_node')
     broadcaster = tf2_ros.StaticTransformBroadcaster(graph.node)
     tf = TransformStamped()
