@@ -82,7 +82,8 @@ GRAPH_NUMBER_PARAMS: Dict[str, ParamSpec] = {
                                'seed (the last solution is, and diagnostics say so)', 's',
                                min=0.0, max=3600.0, min_inclusive=False),
     'tf_timeout': ParamSpec(float, 0.05, 'longest wait for the TF transform of a target in a '
-                            'frame outside the URDF', 's', min=0.0, max=10.0),
+                            'frame outside the URDF (in the first 5 s after the node starts '
+                            'listening to TF: until their end)', 's', min=0.0, max=10.0),
     'trajectory_velocity_scaling': ParamSpec(float, 1.0, 'joint_trajectory output: share of '
                                              'the URDF velocity limits the point is timed with',
                                              '', min=0.0, max=1.0, min_inclusive=False),
