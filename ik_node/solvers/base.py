@@ -43,7 +43,8 @@ from ik_node.errors import ChainError, ConfigError, TargetError
 from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
                                     rotation_from_input, target_from_input, target_values)
 from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
-from ik_node.solvers.results import IkResult, IkStatus, RawSolution, TipResult  # noqa: F401
+from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult,  # noqa: F401
+                                     new_result)
 from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
                                           shared_text, tip_targets_from_input)
 
@@ -396,10 +397,10 @@ class Solver(abc.ABC):
         if not reached:
             status = honest_status(status, min_residual, tol_p)
         history = raw.history
-        return _new_result(
+        return new_result(
             q, self._joint_names, reached, status, pos_err, rot_err,
             min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
-            None if history is None else tuple(float(e) for e in history))
+            None if history is None else tuple(float(e) for e in history), None)
 
 
 class FloatSolver(Solver):
@@ -479,31 +480,6 @@ def _clip(values: List[float], lower: List[float], upper: List[float]) -> Option
         else:  # NaN: compares false with everything
             return None
     return out
-
-
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-
-
-def _new_result(joint_positions: np.ndarray, joint_names: Tuple[str, ...], reachable: bool,
-                status: IkStatus, position_error: float, orientation_error: Optional[float],
-                min_residual: Optional[float], iterations: int, solve_time: float,
-                message: str, orientation_ignored: bool,
-                history: Optional[Tuple[float, ...]]) -> IkResult:
-    """``IkResult(...)`` with every field given, built without the frozen dataclass's
-    ``__init__``: that one calls ``object.__setattr__`` once per field, a noticeable share of
-    a closed-form solve.
-
-    The same object: ``test_base.py`` checks it equals the one ``IkResult(...)`` builds.
-    """
-    result = _new_object(IkResult)
-    _set_attribute(result, '__dict__', {
-        'joint_positions': joint_positions, 'joint_names': joint_names, 'reachable': reachable,
-        'status': status, 'position_error': position_error,
-        'orientation_error': orientation_error, 'min_residual': min_residual,
-        'iterations': iterations, 'solve_time': solve_time, 'message': message,
-        'orientation_ignored': orientation_ignored, 'history': history, 'tips': None})
-    return result
 
 
 def _motion_plane(chain: Chain):

@@ -32,10 +32,6 @@ TAB_RED = np.array([0.839, 0.153, 0.157])
 TAB_GREEN = np.array([0.173, 0.627, 0.173])
 
 
-@pytest.fixture(scope='module')
-def leg():
-    return Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
-
 
 @pytest.fixture(scope='module')
 def arm():

@@ -29,14 +29,6 @@ MIXED_URDF = '''<robot name="mixed">
 </robot>'''
 
 
-@pytest.fixture(scope='module')
-def leg():
-    return Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
-
-
-@pytest.fixture(scope='module')
-def arm6():
-    return Chain.from_urdf_file(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0')
 
 
 @pytest.fixture(scope='module')

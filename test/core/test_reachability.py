@@ -24,14 +24,6 @@ HIP_PITCH_M = np.array([0.0, 0.0, -0.05])  # urdf/leg3.urdf, read by hand
 LEG_REACH_M = 0.30 + 0.28
 
 
-@pytest.fixture(scope='module')
-def leg():
-    return Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
-
-
-@pytest.fixture(scope='module')
-def arm6():
-    return Chain.from_urdf_file(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0')
 
 
 @pytest.fixture(scope='module')
