@@ -202,17 +202,6 @@ def test_envelope_of_the_leg_is_a_sphere_and_a_solver_can_refine_it(leg):
     assert radii == pytest.approx([0.1] * len(radii))
 
 
-def test_target_markers_are_green_when_reached_and_draw_a_line_when_not():
-    reached = markers.target_markers('base_link', stamp(), 0, np.array([1, 2, 3.0]), True,
-                                     np.array([1, 2, 3.0]))
-    assert reached[0].color.g > 0.5 and reached[1].action == Marker.DELETE
-    missed = markers.target_markers('base_link', stamp(), 1, np.array([1, 2, 3.0]), False,
-                                    np.array([0, 0, 0.0]))
-    assert missed[0].color.r > 0.5 and missed[0].id == 11
-    assert missed[1].type == Marker.LINE_LIST and missed[1].id == 101
-    assert [(p.x, p.y, p.z) for p in missed[1].points] == [(0, 0, 0), (1, 2, 3)]
-
-
 def stamp():
     from builtin_interfaces.msg import Time
     return Time()
