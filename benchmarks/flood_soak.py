@@ -56,6 +56,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / 'test' / 'core'))
+from test_bad_inputs_api import urdf_limits  # noqa: E402  (read straight from the URDF)
 
 TIPS = {'leg3': 'foot', 'planar4': 'tip', 'arm6': 'tool0'}
 GRID_M = 1e-3          # cell of the sent-target lookup grid [m]
@@ -146,14 +148,6 @@ def percentile(values: List[float], p: float) -> float:
     return float(np.percentile(values, p)) if values else math.nan
 
 
-def urdf_limits(xml: str, names):
-    from urdf_parser_py.urdf import URDF
-    joints = {j.name: j for j in URDF.from_xml_string(xml).joints}
-    lower = [-math.inf if joints[n].type == 'continuous' else joints[n].limit.lower
-             for n in names]
-    upper = [math.inf if joints[n].type == 'continuous' else joints[n].limit.upper
-             for n in names]
-    return np.array(lower), np.array(upper)
 
 
 class Monitor:

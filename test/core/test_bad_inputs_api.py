@@ -63,7 +63,7 @@ def _arm3(**second_joint):
     ])
 
 
-def _urdf_limits(xml: str, names):
+def urdf_limits(xml: str, names):
     """(lower, upper) of the named joints read straight from the URDF (inf for continuous)."""
     robot = URDF.from_xml_string(xml)
     by_name = {j.name: j for j in robot.joints}
@@ -85,7 +85,7 @@ def assert_honest(result, chain, xml, p_target, tolerance):
     q = np.asarray(result.joint_positions, dtype=float)
     assert q.shape == (len(result.joint_names),)
     assert np.all(np.isfinite(q)), q
-    lower, upper = _urdf_limits(xml, result.joint_names)
+    lower, upper = urdf_limits(xml, result.joint_names)
     assert np.all(q >= lower - 1e-9) and np.all(q <= upper + 1e-9), (q, lower, upper)
     measured = float(np.linalg.norm(chain.fk(q)[:3, 3] - np.asarray(p_target, dtype=float)))
     assert math.isfinite(result.position_error)
@@ -685,7 +685,7 @@ def test_cli_singular_or_unreachable_target_is_answered_honestly(models, target)
     out = _cli_json(*LEG_ARGS, '--solver', 'analytic_hip_knee', '--target', *target)
     q = np.array(out['joint_positions'])
     assert np.all(np.isfinite(q))
-    lower, upper = _urdf_limits(xml, out['joint_names'])
+    lower, upper = urdf_limits(xml, out['joint_names'])
     assert np.all(q >= lower - 1e-9) and np.all(q <= upper + 1e-9)
     error = float(np.linalg.norm(chain.fk(q)[:3, 3] - target))
     assert out['position_error'] == pytest.approx(error, abs=1e-9)

@@ -36,11 +36,11 @@ rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from urdf_parser_py.urdf import URDF  # noqa: E402
 
 from harness import (REPO, TIPS, Probe, Ros, output_tail, params_file, process_env,  # noqa: E402
                      start_process, stop_process, unique, values)
 from ik_node import Chain  # noqa: E402
+from test_bad_inputs_api import urdf_limits  # noqa: E402
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow
@@ -50,13 +50,6 @@ OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.E
 NAN, INF = float('nan'), float('inf')
 
 
-def urdf_limits(xml: str, names):
-    joints = {j.name: j for j in URDF.from_xml_string(xml).joints}
-    lower = [-math.inf if joints[n].type == 'continuous' else joints[n].limit.lower
-             for n in names]
-    upper = [math.inf if joints[n].type == 'continuous' else joints[n].limit.upper
-             for n in names]
-    return np.array(lower), np.array(upper)
 
 
 def subprocess_env() -> Dict[str, str]:
