@@ -21,6 +21,8 @@ primary tips reached, then the primary error (while some miss), then the seconda
 from __future__ import annotations
 
 import math
+import random
+import time
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -37,13 +39,18 @@ from ik_node.solvers.tree_residuals import TipPath, stacked_residual
 _DAMPING = 0.1
 #: Damping [m^2] of the primary task's pseudo-inverse: directions that move the primary tips
 #: by less than about its square root [m/rad] count as its null space.
-_PRIMARY_DAMPING = 1e-10
+_PRIMARY_DAMPING = 1e-6
 #: Newton steps of the primary task alone after each step, to bring the primary tips back onto
 #: their targets (the null space is curved: a step along it drifts off them to second order).
 _CORRECTIONS = 3
 #: The descent stops when the secondary error [m, weighted] has fallen by less than this in
 #: ``STALL_ITERATIONS`` steps.
 _MIN_GAIN_M = 1e-7
+#: The phase starts from the solver's answer, then from random configurations, until two starts
+#: agree on the least secondary error (within ``_AGREE_M`` [m], the primary tips reached) or
+#: after this many starts.
+_MOST_STARTS = 8
+_AGREE_M = 1e-5
 
 
 class PrioritySplit(NamedTuple):
@@ -121,7 +128,7 @@ def prioritised_descent(x: Sequence[float], evaluate: Callable, primary_tips: in
     stall_error, stall_step = math.sqrt(key[2]), 0
     while steps < max_steps and budget.allows():
         steps += 1
-        dq = _priority_step(J, e, primary_rows, x_best, low_a, high_a, lam)
+        dq = _priority_step(J, e, primary_rows, x_best, low_a, high_a, lam, key[0] != -primary_tips)
         x_try = np.minimum(np.maximum(x_best + dq, low_a), high_a)
         trial = evaluate(x_try.tolist())
         for _ in range(_CORRECTIONS):  # back onto the primary targets
@@ -178,12 +185,15 @@ def _limited(step: Callable[[np.ndarray], np.ndarray], x: np.ndarray, low: np.nd
 
 
 def _priority_step(J: np.ndarray, e: np.ndarray, m1: int, x: np.ndarray, low: np.ndarray,
-                   high: np.ndarray, lam: float) -> np.ndarray:
-    """``J1+ e1 + N1 (J2 N1)+ (e2 - J2 J1+ e1)``, ``(J2 N1)+`` damped by ``lam``."""
+                   high: np.ndarray, lam: float, primary_missed: bool) -> np.ndarray:
+    """``J1+ e1 + N1 (J2 N1)+ (e2 - J2 J1+ e1)``, ``(J2 N1)+`` damped by ``lam``; without
+    the primary terms ``J1+ e1`` while the primary tips are within tolerance (near a singular
+    primary Jacobian, its pseudo-inverse turns their error below tolerance into a large step
+    that no damping of the secondary step shrinks)."""
     def step(free: np.ndarray) -> np.ndarray:
         J1, J2 = J[:m1, free], J[m1:, free]
         pinv = _primary_pinv(J1)
-        dq1 = pinv @ e[:m1]
+        dq1 = pinv @ e[:m1] if primary_missed else np.zeros(J1.shape[1])
         N1 = np.eye(J1.shape[1]) - pinv @ J1
         J2N = J2 @ N1
         rest = e[m1:] - J2 @ dq1
@@ -222,34 +232,49 @@ def solve_with_priority(split: PrioritySplit, raw: RawSolution, paths: Sequence[
             solver on the primary targets alone from ``q_start``.
     """
     iterations = raw.iterations
-    if iterations >= max_iterations or not budget.allows():
-        return raw
-    budget.mark()
-    primary = solve_primary(split.primary, np.asarray(raw.q, dtype=float),
-                            max_iterations - iterations)
-    iterations += primary.iterations
-    budget.mark()
     targets = split.ordered
     active = sorted({j for t in targets for j in paths[t.index].joints})
     evaluate = stacked_residual(paths, weights, targets, active, orientation_weight)
     primary_tips = len(split.primary)
     primary_rows = sum(3 if t.R is None else 6 for t in split.primary)
-    run = prioritised_descent(
-        [float(primary.q[j]) for j in active], evaluate, primary_tips, primary_rows, tol_p,
-        tol_r, [low[j] for j in active], [high[j] for j in active], budget,
-        max(max_iterations - iterations, 0))
-    iterations += run.steps
+    low_active, high_active = [low[j] for j in active], [high[j] for j in active]
 
     def key(x: List[float]) -> Tuple[int, float, float]:
         _, errors, e, _ = evaluate(x)
         return rank(errors, e, primary_tips, primary_rows, tol_p, tol_r)
 
     q = np.array(raw.q, dtype=float)
-    if key(run.x) >= key([float(q[j]) for j in active]):
-        raw.iterations = iterations
+    best_x = [float(q[j]) for j in active]
+    best_key = raw_key = key(best_x)
+    start = q.copy()
+    rng = random.Random(0)
+    for _ in range(_MOST_STARTS):
+        if iterations >= max_iterations or time.perf_counter() >= budget.deadline:
+            break
+        budget.mark()
+        primary = solve_primary(split.primary, start, max_iterations - iterations)
+        iterations += primary.iterations
+        budget.mark()
+        run = prioritised_descent(
+            [float(primary.q[j]) for j in active], evaluate, primary_tips, primary_rows, tol_p,
+            tol_r, low_active, high_active, budget, max(max_iterations - iterations, 0))
+        iterations += run.steps
+        run_key = key(run.x)
+        agree = run_key[:2] == best_key[:2] == (-primary_tips, 0.0) and \
+            abs(math.sqrt(run_key[2]) - math.sqrt(best_key[2])) <= _AGREE_M
+        if run_key < best_key:
+            best_x, best_key = run.x, run_key
+        if agree:
+            break
+        for c, j in enumerate(active):  # the next start: random within the limits
+            lo = low_active[c] if math.isfinite(low_active[c]) else -math.pi
+            hi = high_active[c] if math.isfinite(high_active[c]) else math.pi
+            start[j] = lo + (hi - lo) * rng.random()
+    raw.iterations = iterations
+    if best_key >= raw_key:
         return raw
-    q[active] = run.x
-    reached = key(run.x)[0] == -primary_tips
+    q[active] = best_x
+    reached = best_key[0] == -primary_tips
     message = ('task priority: every tip not proven out of reach on its target, the others '
                'as close as that allows' if reached else
                f'task priority: tips not proven out of reach missed ({raw.message})')

@@ -131,7 +131,9 @@ class FabrikSolver(Solver):
                               f'{", ".join(chain.tip_links)}')
         self._weights = np.array(weights if weights else [1.0] * len(chain.tip_links))
         self._tree = FabrikTree(chain)
-        self._tip_paths: Optional[list] = None  # built for the first task-priority phase
+        # A tree solved whole: each tip's serial path for the task-priority phase.
+        self._tip_paths = [TipPath(chain, tip) for tip in chain.tip_links] \
+            if self._several_tips and self.legs is None else None
         # A tip's error is provably at least (distance from its first joint - total bone length):
         # the first joint never moves and revolute joints keep the bone lengths (tightened by
         # the first joint's arc, see ReachBound). A tip with no moving joint (a chain without
@@ -183,8 +185,6 @@ class FabrikSolver(Solver):
         raw = run(targets, q_seed, params['max_iterations'], 0 if split else params['restarts'])
         if split is None or raw.status is IkStatus.CONVERGED:
             return raw
-        if self._tip_paths is None:
-            self._tip_paths = [TipPath(self.chain, tip) for tip in self.chain.tip_links]
         return solve_with_priority(
             split, raw, self._tip_paths, self._weights.tolist(), 1.0, self._tree.lower,
             self._tree.upper, _TOLERANCE_MARGIN * tolerance, params['orientation_tolerance'],
@@ -251,7 +251,8 @@ class FabrikSolver(Solver):
                 restarts=params['restarts'] if restarts is None else restarts,
                 extrapolate=params['extrapolate'],
                 stretch_tip=stretch, record_history=params['record_history'],
-                polish=params['polish_iterations'], deadline=deadline)
+                polish=params['polish_iterations'], deadline=deadline,
+                stop_when_stuck=restarts == 0)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
