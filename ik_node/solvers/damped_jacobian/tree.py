@@ -40,7 +40,6 @@ import numpy as np
 from ik_node.model.chain import Chain
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.codegen import damped_solve_function, limit_functions
-from ik_node.solvers.damped_jacobian.residuals import error_function
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
@@ -51,24 +50,14 @@ from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_
 from ik_node.solvers.damped_jacobian.settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.results import IkStatus, RawSolution
 from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.task_priority import solve_with_priority, split_by_proof
+from ik_node.solvers.tree_residuals import TipPath, stacked_residual
 
 #: A tip provably out of reach: the best after the first descent and this many restarts.
 _OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
-
-
-class _TipPath:
-    """One tip's serial path: its joints (indices into the tree's q) and generated kinematics."""
-
-    def __init__(self, chain: Chain, tip: str):
-        self.joints: List[int] = chain.joints_of_tip(tip)
-        kinematics = chain.serial_chain(tip).fast_kinematics
-        self.pose_jacobian = kinematics.pose_jacobian
-        self.position_jacobian = kinematics.position_jacobian
-        self.bound = reach_bound(chain, tip)
 
 
 class TreeDampedLeastSquares:
@@ -84,7 +73,7 @@ class TreeDampedLeastSquares:
     def __init__(self, chain: Chain, params: Dict):
         self.chain = chain
         self.params = params
-        self._paths = [_TipPath(chain, tip) for tip in chain.tip_links]
+        self._paths = [TipPath(chain, tip) for tip in chain.tip_links]
         weights = params['weights']
         self._weights = list(weights) if weights else [1.0] * len(chain.tip_links)
         low, high = chain.lower.tolist(), chain.upper.tolist()
@@ -124,55 +113,41 @@ class TreeDampedLeastSquares:
 
     def bound(self, k: int, position: Sequence[float]) -> Optional[float]:
         """Proven lower bound [m] of tip ``k``'s position error, when positive; else None."""
-        bound = self._paths[k].bound
-        if bound is None:
-            return None
-        gap = bound.lower_bound(list(position))
-        return gap if gap > 0.0 else None
+        return self._paths[k].lower_bound(position)
 
     def _evaluator(self, targets: Sequence[TipTarget], active: List[int]) -> Callable:
-        """``evaluate(x) -> (cost, errors, e, J)`` on the active joints ``x``: the weighted
-        stacked residual and its Jacobian (numpy), and each tip's (position [m], angle [rad])
-        errors."""
-        column = {j: c for c, j in enumerate(active)}
-        w_o = self.params['orientation_weight']
-        parts = []
-        rows = 0
-        for t in targets:
-            path = self._paths[t.index]
-            evaluate = error_function(path.pose_jacobian, path.position_jacobian,
-                                      np.array(t.position), t.R, w_o)
-            m = 3 if t.R is None else 6
-            w = self._weights[t.index]
-            scale = np.full(m, w)
-            scale[3:] *= w_o
-            parts.append((evaluate, [column[j] for j in path.joints], rows, rows + m, scale,
-                          w * w))
-            rows += m
-        n = len(active)
-
-        def evaluate(x: List[float]):
-            J = np.zeros((rows, n))
-            e = np.empty(rows)
-            cost = 0.0
-            errors = []
-            for tip_evaluate, columns, r0, r1, scale, w2 in parts:
-                tip_cost, position_error, angle_error, tip_e, tip_J = tip_evaluate(
-                    [x[c] for c in columns])
-                cost += w2 * tip_cost
-                e[r0:r1] = tip_e
-                e[r0:r1] *= scale
-                J[r0:r1, columns] = np.asarray(tip_J) * scale[:, None]
-                errors.append((position_error, angle_error))
-            return cost, errors, e, J
-        return evaluate
+        """:func:`~ik_node.solvers.tree_residuals.stacked_residual` of ``targets`` on the active
+        joints, with the tips' weights."""
+        return stacked_residual(self._paths, self._weights, targets, active,
+                                self.params['orientation_weight'])
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
-        """Every target of ``targets`` at once from ``q_seed`` (within the limits)."""
+        """Every target of ``targets`` at once from ``q_seed`` (within the limits); when that
+        misses and some tips are proven out of reach while others are not, the better of that
+        answer and the task-priority one (:mod:`ik_node.solvers.task_priority`: the others on
+        their targets first)."""
         params = self.params
         budget = Budget(params['timeout'])
-        max_iterations = params['max_iterations']
+        raw = self._descents(targets, q_seed, budget, params['max_iterations'])
+        if raw.status is IkStatus.CONVERGED:
+            return raw
+        split = split_by_proof(targets, [self.bound(t.index, t.position) for t in targets],
+                               params['position_tolerance'])
+        if split is None:
+            return raw
+        return solve_with_priority(
+            split, raw, self._paths, self._weights, params['orientation_weight'], self._low,
+            self._high, _TOLERANCE_MARGIN * params['position_tolerance'],
+            _TOLERANCE_MARGIN * params['orientation_tolerance'], budget,
+            params['max_iterations'],
+            lambda primary, q, most: self._descents(primary, q, budget, most))
+
+    def _descents(self, targets: Sequence[TipTarget], q_seed: np.ndarray, budget: Budget,
+                  max_iterations: int) -> RawSolution:
+        """The descents and restarts of :meth:`solve` within ``budget`` and
+        ``max_iterations``."""
+        params = self.params
         tol_p = _TOLERANCE_MARGIN * params['position_tolerance']
         tol_r = _TOLERANCE_MARGIN * params['orientation_tolerance']
         tips = tuple(t.index for t in targets)

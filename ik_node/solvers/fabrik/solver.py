@@ -49,6 +49,8 @@ from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.task_priority import solve_with_priority, split_by_proof
+from ik_node.solvers.tree_residuals import TipPath
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
@@ -129,6 +131,9 @@ class FabrikSolver(Solver):
                               f'{", ".join(chain.tip_links)}')
         self._weights = np.array(weights if weights else [1.0] * len(chain.tip_links))
         self._tree = FabrikTree(chain)
+        # A tree solved whole: each tip's serial path for the task-priority phase.
+        self._tip_paths = [TipPath(chain, tip) for tip in chain.tip_links] \
+            if self._several_tips and self.legs is None else None
         # A tip's error is provably at least (distance from its first joint - total bone length):
         # the first joint never moves and revolute joints keep the bone lengths (tightened by
         # the first joint's arc, see ReachBound). A tip with no moving joint (a chain without
@@ -158,9 +163,33 @@ class FabrikSolver(Solver):
 
     # ------------------------------------------------------------------------------ solving
     def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
-        """The FABRIK passes over the whole tree for every target at once (positions only)."""
-        return self._run([t.index for t in targets], np.array([t.position for t in targets]),
-                         q_seed)
+        """The FABRIK passes over the whole tree for every target at once (positions only).
+
+        When some tips are proven out of reach and others are not, the passes run without
+        restarts (no restart reaches a tip out of reach), and an answer that misses is followed
+        by the task-priority phase (:mod:`ik_node.solvers.task_priority`, not FABRIK: the tips
+        not proven out of reach on their targets first, by FABRIK on them alone, then the others
+        as close as that allows); the better answer is returned.
+        """
+        params = self.params
+        tolerance = params['position_tolerance']
+        split = split_by_proof(targets, [self.min_residual(t.index, np.array(t.position))
+                                         for t in targets], tolerance)
+        budget = Budget(params['timeout'])
+
+        def run(some: Sequence[TipTarget], q: np.ndarray, max_iterations: int,
+                restarts: int) -> RawSolution:
+            return self._run([t.index for t in some], np.array([t.position for t in some]), q,
+                             budget, max_iterations, restarts)
+
+        raw = run(targets, q_seed, params['max_iterations'], 0 if split else params['restarts'])
+        if split is None or raw.status is IkStatus.CONVERGED:
+            return raw
+        return solve_with_priority(
+            split, raw, self._tip_paths, self._weights.tolist(), 1.0, self._tree.lower,
+            self._tree.upper, _TOLERANCE_MARGIN * tolerance, params['orientation_tolerance'],
+            budget, params['max_iterations'],
+            lambda primary, q, most: run(primary, q, most, params['restarts']))
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -182,12 +211,19 @@ class FabrikSolver(Solver):
             excess = float(np.linalg.norm(p_target - bound))
         return excess if excess > 0.0 else None
 
-    def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray,
-             q_seed: np.ndarray) -> RawSolution:
+    def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray, q_seed: np.ndarray,
+             budget: Optional[Budget] = None, max_iterations: Optional[int] = None,
+             restarts: Optional[int] = None) -> RawSolution:
+        """FABRIK for ``p_targets`` of the tips ``tip_indices`` from ``q_seed``, within
+        ``budget`` (a new one of ``timeout``), ``max_iterations`` and ``restarts`` (tree
+        passes; None: the parameters)."""
         residuals = [self.min_residual(k, p) for k, p in zip(tip_indices, p_targets, strict=True)]
         stretch = tip_indices[0] if len(tip_indices) == 1 and residuals[0] is not None else None
         params = self.params
-        budget = Budget(params['timeout'])
+        if budget is None:
+            budget = Budget(params['timeout'])
+        if max_iterations is None:
+            max_iterations = params['max_iterations']
         deadline = budget.deadline
         tolerance = params['position_tolerance']
         # A single target on a serial chain: FABRIK alone, handing a stall above tolerance to
@@ -203,7 +239,7 @@ class FabrikSolver(Solver):
                                       tip_indices)
         if search:
             run = self._serial.run(
-                q_seed, p_targets[0], tolerance, params['max_iterations'],
+                q_seed, p_targets[0], tolerance, max_iterations,
                 params['min_improvement'], params['stall_iterations'],
                 extrapolate=params['extrapolate'], stretch=stretch is not None,
                 record_history=params['record_history'], polish=params['polish_iterations'],
@@ -211,14 +247,16 @@ class FabrikSolver(Solver):
         else:
             run = self._tree.run(
                 q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
-                params['max_iterations'], params['min_improvement'], params['stall_iterations'],
-                restarts=params['restarts'], extrapolate=params['extrapolate'],
+                max_iterations, params['min_improvement'], params['stall_iterations'],
+                restarts=params['restarts'] if restarts is None else restarts,
+                extrapolate=params['extrapolate'],
                 stretch_tip=stretch, record_history=params['record_history'],
-                polish=params['polish_iterations'], deadline=deadline)
+                polish=params['polish_iterations'], deadline=deadline,
+                stop_when_stuck=restarts == 0)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
-        elif search and run.iterations < params['max_iterations'] and (
+        elif search and run.iterations < max_iterations and (
                 not run.timed_out or budget.can_hand_over()):
             # Also after a run that stopped for time: its iterations are paced by the slowest
             # so far, and the search's Newton steps may still fit (one FABRIK iteration
