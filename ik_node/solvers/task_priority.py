@@ -248,8 +248,10 @@ def solve_with_priority(split: PrioritySplit, raw: RawSolution, paths: Sequence[
     best_key = raw_key = key(best_x)
     start = q.copy()
     rng = random.Random(0)
+    start_cost = 0.0  # the longest start so far [s]: no start begins that would end late
     for _ in range(_MOST_STARTS):
-        if iterations >= max_iterations or time.perf_counter() >= budget.deadline:
+        began = time.perf_counter()
+        if iterations >= max_iterations or began + start_cost >= budget.deadline:
             break
         budget.mark()
         primary = solve_primary(split.primary, start, max_iterations - iterations)
@@ -260,6 +262,7 @@ def solve_with_priority(split: PrioritySplit, raw: RawSolution, paths: Sequence[
             tol_r, low_active, high_active, budget, max(max_iterations - iterations, 0))
         iterations += run.steps
         run_key = key(run.x)
+        start_cost = max(start_cost, time.perf_counter() - began)
         agree = run_key[:2] == best_key[:2] == (-primary_tips, 0.0) and \
             abs(math.sqrt(run_key[2]) - math.sqrt(best_key[2])) <= _AGREE_M
         if run_key < best_key:
