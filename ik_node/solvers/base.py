@@ -222,15 +222,19 @@ class Solver(abc.ABC):
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
             R_target = None
-        if self._takes_floats:
-            start = time.perf_counter()
-            raw = self._solve_floats(p_list, R_target, q_seed_list)
-        else:
-            p_target, q_seed = np.array(p_list), np.array(q_seed_list)
-            start = time.perf_counter()
-            raw = self._solve(p_target, R_target, q_seed)
+        start = time.perf_counter()
+        raw = self._raw_solution(p_list, R_target, q_seed_list)
         elapsed = time.perf_counter() - start
         return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+
+    def _raw_solution(self, p_list: List[float], R_target: Optional[np.ndarray],
+                      q_seed_list: List[float]) -> RawSolution:
+        """The solver's own answer to checked inputs (``R_target`` None for a position-only
+        solver), before :meth:`_measured`: ``_solve_floats`` on the lists, or ``_solve`` on
+        arrays."""
+        if self._takes_floats:
+            return self._solve_floats(p_list, R_target, q_seed_list)
+        return self._solve(np.array(p_list), R_target, np.array(q_seed_list))
 
     def _solve_targets(self, targets, target_position, target_orientation, seed) -> IkResult:
         """``solve(targets=...)``: one tip, independent legs, or a tree solved whole."""
@@ -347,10 +351,27 @@ class Solver(abc.ABC):
     def _finish(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                 elapsed: float, orientation_ignored: bool, q_seed: List[float]) -> IkResult:
         """The result of ``raw``: joints clipped into the limits and turned nearest the seed,
-        then every error measured by FK on exactly those joints.
+        then every error measured by FK on exactly those joints (:meth:`_measured`)."""
+        q_list, reached, status, pos_err, rot_err, min_residual = self._measured(
+            raw, p_target, R_target, q_seed)
+        history = raw.history
+        return new_result(
+            np.array(q_list, FLOAT64), self._joint_names, reached, status, pos_err, rot_err,
+            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
+            None if history is None else tuple(float(e) for e in history), None)
+
+    def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
+                  q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,
+                                                Optional[float], Optional[float]]:
+        """``(q_list, reached, status, position_error, orientation_error, min_residual)`` of
+        ``raw``: its joints clipped into the limits and turned nearest ``q_seed`` (a list), then
+        the errors measured by FK on exactly those joints, and the status they allow. A NaN
+        from the solver resets the joints to the mid configuration and says so in
+        ``raw.status`` and ``raw.message``.
 
         Plain floats throughout: for 2-7 joints each small numpy operation would cost about as
-        much as the whole float computation (this runs after every solve).
+        much as the whole float computation (this runs after every solve, and after every leg of
+        :class:`~ik_node.solvers.several_tips.Legs`).
         """
         tol_p, tol_r = self._tol_p, self._tol_r
         q_raw = raw.q
@@ -363,12 +384,12 @@ class Solver(abc.ABC):
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
         if self._turn_joints:
-            q_list = self._near_seed(q_list, q_seed)
-        q = np.array(q_list, FLOAT64)
+            q_list = nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
+                                   self._turn_joints)
         fast = self._fast_kinematics
         R = None
         if fast is None:
-            T = self.chain.fk(q)
+            T = self.chain.fk(np.array(q_list, FLOAT64))
             p = T[:3, 3].tolist()
             R = T[:3, :3].tolist()
         elif R_target is None:  # serial chain, position only: the tip position in floats
@@ -396,11 +417,7 @@ class Solver(abc.ABC):
                 min_residual = off_plane
         if not reached:
             status = honest_status(status, min_residual, tol_p)
-        history = raw.history
-        return new_result(
-            q, self._joint_names, reached, status, pos_err, rot_err,
-            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
-            None if history is None else tuple(float(e) for e in history), None)
+        return q_list, reached, status, pos_err, rot_err, min_residual
 
 
 class FloatSolver(Solver):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ik_node.errors import ChainError, TargetError
 from ik_node.model.chain import Chain
-from ik_node.solvers.input_checks import rotation_from_input, target_values
+from ik_node.solvers.input_checks import FLOAT64, rotation_from_input, target_values
 from ik_node.solvers.results import (IkResult, IkStatus, TipResult, combined_status,
                                      new_result, new_tip_result)
 
@@ -116,11 +116,21 @@ def shared_text(shared: Mapping[Tuple[str, str], List[str]]) -> str:
 
 @dataclass(frozen=True)
 class Leg:
-    """One independent leg: its tip, its joints' indices in the tree and its solver."""
+    """One independent leg: its tip, its joints' indices in the tree, its solver, and
+    ``span``, the slice of the tree's joints that holds exactly its joints when they are
+    consecutive (depth-first order makes them so), else None."""
 
     tip: str
     joints: Tuple[int, ...]
     solver: Any  # a Solver on the leg's serial chain
+    span: Optional[slice] = None
+
+
+def leg_span(joints: Sequence[int]) -> Optional[slice]:
+    """``slice(first, last + 1)`` when ``joints`` are consecutive ascending indices, else None."""
+    if joints and list(joints) == list(range(joints[0], joints[0] + len(joints))):
+        return slice(joints[0], joints[0] + len(joints))
+    return None
 
 
 class Legs:
@@ -143,13 +153,19 @@ class Legs:
             except ChainError as exc:
                 joints = ', '.join(chain.joint_names[i] for i in chain.joints_of_tip(tip))
                 raise ChainError(f'leg {tip!r} (joints {joints or "none"}): {exc}') from None
-            self.legs.append(Leg(tip, tuple(chain.joints_of_tip(tip)), solver))
+            joints = tuple(chain.joints_of_tip(tip))
+            self.legs.append(Leg(tip, joints, solver, leg_span(joints)))
         self._timed = 'timeout' in self.legs[0].solver.params if self.legs else False
+        self._joint_names = tuple(chain.joint_names)
 
     def solve(self, targets: Sequence[TipTarget], q_seed: List[float], timeout: Optional[float]
               ) -> IkResult:
         """Each targeted leg solved from its joints of ``q_seed`` (within the limits); the other
         joints keep their seed values.
+
+        Each leg's answer is exactly its own solver's (``solver.solve`` on the leg's serial chain
+        from the same seed): the same solve and the same measurement
+        (:meth:`~ik_node.solvers.base.Solver._measured`), without building a result per leg.
 
         ``timeout`` [s] (None: the legs' solvers take none) is shared: each leg gets what is
         left of it divided by the legs still to solve, so a quick leg leaves time to the next,
@@ -162,23 +178,30 @@ class Legs:
         tips: Dict[str, TipResult] = {}
         iterations = 0
         ignored = False
+        timed = self._timed and timeout is not None
         count = len(targets)
+        legs = self.legs
         for i, target in enumerate(targets):
-            leg = self.legs[target.index]
+            leg = legs[target.index]
             solver = leg.solver
-            if self._timed and timeout is not None:
+            if timed:
                 left = timeout - (time.perf_counter() - start)
                 solver.params['timeout'] = max(left / (count - i), timeout / count)
-            result = solver._solve_values(target.position, target.R,
-                                          [q_seed[j] for j in leg.joints])
-            for j, v in zip(leg.joints, result.joint_positions.tolist()):
-                q[j] = v
-            tips[leg.tip] = new_tip_result(result.reachable, result.position_error,
-                                           result.min_residual, result.status,
-                                           result.orientation_error, result.message)
-            iterations += result.iterations
-            ignored = ignored or result.orientation_ignored
-        return result_of_tips(np.array(q), tuple(self.chain.joint_names), tips, iterations,
+            span = leg.span
+            seed = q_seed[span] if span is not None else [q_seed[j] for j in leg.joints]
+            position, R = target.position, target.R
+            if R is not None and not solver.supports_orientation:
+                R, ignored = None, True
+            raw = solver._raw_solution(position, R, seed)
+            q_leg, reached, status, error, angle, bound = solver._measured(raw, position, R, seed)
+            if span is not None:
+                q[span] = q_leg
+            else:
+                for j, v in zip(leg.joints, q_leg):
+                    q[j] = v
+            tips[leg.tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
+            iterations += int(raw.iterations)
+        return result_of_tips(np.array(q, FLOAT64), self._joint_names, tips, iterations,
                               time.perf_counter() - start, '', ignored)
 
 
