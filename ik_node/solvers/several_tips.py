@@ -25,6 +25,7 @@ from ik_node.solvers.input_checks import FLOAT64, rotation_from_input, target_va
 from ik_node.solvers.results import (IkResult, IkStatus, TipResult, combined_status,
                                      new_result, new_tip_result)
 
+_CONVERGED = IkStatus.CONVERGED
 
 
 class TipTarget(NamedTuple):
@@ -68,11 +69,16 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str],
                           f'(position, quat_xyzw), got {targets!r}. Tips: '
                           f'{", ".join(tip_links)}')
     out = []
+    ordered = True  # the targets come in the order of tip_links (the common case: no sort)
+    last = -1
     for tip, value in targets.items():
         index = tip_index.get(tip) if isinstance(tip, str) else None
         if index is None:
             raise TargetError(f'{tip!r} is not a tip of this chain. Tips: '
                               f'{", ".join(tip_links)}')
+        if index < last:
+            ordered = False
+        last = index
         quat = None
         position = value
         if isinstance(value, (tuple, list)) and len(value) == 2:
@@ -82,12 +88,15 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str],
             R = None if quat is None else rotation_from_input(quat)
         except TargetError as exc:
             raise TargetError(f'target of tip {tip!r}: {exc}') from None
-        out.append(TipTarget(index, tip, p,
-                             None if quat is None else tuple(np.asarray(quat, float).tolist()),
-                             R))
-    if len(out) > 1:
+        out.append(_new_tip_target((index, tip, p, None if quat is None else
+                                    tuple(np.asarray(quat, float).tolist()), R)))
+    if not ordered:
         out.sort(key=_index_of)
     return tuple(out)
+
+
+#: ``TipTarget`` of a tuple of its five fields, without the keyword handling of ``__new__``.
+_new_tip_target = TipTarget._make
 
 
 def _index_of(target: TipTarget) -> int:
@@ -210,18 +219,36 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
                    history: Optional[Tuple[float, ...]] = None) -> IkResult:
     """One :class:`IkResult` for a solve of several tips: reached when every tip is; the largest
     errors and proven bound; the status from the tips' (:func:`combined_status`); the message
-    names each tip that missed its target, with its status and its own message."""
-    position_error = max(t.position_error for t in tips.values())
-    angles = [t.orientation_error for t in tips.values() if t.orientation_error is not None]
-    bounds = [t.min_residual for t in tips.values() if t.min_residual is not None]
-    missed = [f'{tip} {t.status.value if t.status else "not reached"}, '
-              f'{t.position_error:.6g} m' + (f' ({t.message})' if t.message else '')
-              for tip, t in tips.items() if not t.reachable]
-    if missed:
+    names each tip that missed its target, with its status and its own message.
+
+    One pass over the tips (this runs after every four-foot solve); the message and
+    :func:`combined_status` only when some tip did not converge.
+    """
+    position_error = angle = bound = None
+    reachable = converged = True
+    for t in tips.values():
+        e = t.position_error
+        if position_error is None or e > position_error:
+            position_error = e
+        a = t.orientation_error
+        if a is not None and (angle is None or a > angle):
+            angle = a
+        b = t.min_residual
+        if b is not None and (bound is None or b > bound):
+            bound = b
+        if not t.reachable:
+            reachable = False
+        if t.status is not _CONVERGED:
+            converged = False
+    if converged:
+        status = _CONVERGED
+    else:
+        status = combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values())
+    if not reachable:
+        missed = [f'{tip} {t.status.value if t.status else "not reached"}, '
+                  f'{t.position_error:.6g} m' + (f' ({t.message})' if t.message else '')
+                  for tip, t in tips.items() if not t.reachable]
         message = (f'tips missing their targets: {"; ".join(missed)}' +
                    (f'; {message}' if message else ''))
-    return new_result(
-        q, joint_names, all(t.reachable for t in tips.values()),
-        combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values()),
-        position_error, max(angles) if angles else None, max(bounds) if bounds else None,
-        int(iterations), solve_time, message, orientation_ignored, history, tips)
+    return new_result(q, joint_names, reachable, status, position_error, angle, bound,
+                      int(iterations), solve_time, message, orientation_ignored, history, tips)
