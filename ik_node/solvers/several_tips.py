@@ -166,6 +166,11 @@ class Legs:
             self.legs.append(Leg(tip, joints, solver, leg_span(joints)))
         self._timed = 'timeout' in self.legs[0].solver.params if self.legs else False
         self._joint_names = tuple(chain.joint_names)
+        # What solve() reads of each leg, by tip index, with the solver's hooks bound once.
+        self._plan = [(leg.tip, leg.span, leg.joints, leg.solver,
+                       leg.solver._solve_floats if leg.solver._takes_floats else
+                       leg.solver._raw_solution, leg.solver._measured,
+                       leg.solver.supports_orientation) for leg in self.legs]
 
     def solve(self, targets: Sequence[TipTarget], q_seed: List[float], timeout: Optional[float]
               ) -> IkResult:
@@ -189,26 +194,24 @@ class Legs:
         ignored = False
         timed = self._timed and timeout is not None
         count = len(targets)
-        legs = self.legs
+        plan = self._plan
         for i, target in enumerate(targets):
-            leg = legs[target.index]
-            solver = leg.solver
+            tip, span, joints, solver, raw_solution, measured, orientation = plan[target.index]
             if timed:
                 left = timeout - (time.perf_counter() - start)
                 solver.params['timeout'] = max(left / (count - i), timeout / count)
-            span = leg.span
-            seed = q_seed[span] if span is not None else [q_seed[j] for j in leg.joints]
+            seed = q_seed[span] if span is not None else [q_seed[j] for j in joints]
             position, R = target.position, target.R
-            if R is not None and not solver.supports_orientation:
+            if R is not None and not orientation:
                 R, ignored = None, True
-            raw = solver._raw_solution(position, R, seed)
-            q_leg, reached, status, error, angle, bound = solver._measured(raw, position, R, seed)
+            raw = raw_solution(position, R, seed)
+            q_leg, reached, status, error, angle, bound = measured(raw, position, R, seed)
             if span is not None:
                 q[span] = q_leg
             else:
-                for j, v in zip(leg.joints, q_leg):
+                for j, v in zip(joints, q_leg):
                     q[j] = v
-            tips[leg.tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
+            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
             iterations += int(raw.iterations)
         return result_of_tips(np.array(q, FLOAT64), self._joint_names, tips, iterations,
                               time.perf_counter() - start, '', ignored)
