@@ -48,6 +48,11 @@ from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult,
 from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
                                           shared_text, tip_targets_from_input)
 
+# The statuses _measured reads on every solve, once: an Enum class attribute costs about ten
+# times a module global.
+_CONVERGED, _DEGENERATE, _MAX_ITERATIONS = (IkStatus.CONVERGED, IkStatus.DEGENERATE,
+                                            IkStatus.MAX_ITERATIONS)
+
 
 class Solver(abc.ABC):
     """The contract of a solver: what a subclass declares, what it implements, what it may add.
@@ -403,10 +408,10 @@ class Solver(abc.ABC):
         rot_err = None if R_target is None else rotation_error(R, R_target)
         reached = pos_err <= tol_p and (rot_err is None or rot_err <= tol_r)
         status = raw.status
-        if reached and status is not IkStatus.DEGENERATE:
-            status = IkStatus.CONVERGED
-        elif not reached and (status is IkStatus.CONVERGED or status is IkStatus.DEGENERATE):
-            status = IkStatus.MAX_ITERATIONS
+        if reached and status is not _DEGENERATE:
+            status = _CONVERGED
+        elif not reached and (status is _CONVERGED or status is _DEGENERATE):
+            status = _MAX_ITERATIONS
         min_residual = raw.min_residual
         if not reached and self._plane is not None:
             # Every joint turns about parallel axes: the tip never leaves its plane, so the
