@@ -133,6 +133,9 @@ class Solver(abc.ABC):
         self._q_mid = chain.mid_configuration()
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
+        # Limits so small that every sum of values within them is finite: a value _clip keeps
+        # is then finite, and only a NaN (_clip's None) needs the reset.
+        self._bounded = float(np.sum(np.abs(chain.lower)) + np.sum(np.abs(chain.upper))) < 1e300
         self._shape = (chain.n,)
         self._fast_kinematics = chain.fast_kinematics  # None for a tree
         self._takes_floats = _defined_last(type(self), ('_solve_floats', '_solve')) == \
@@ -385,7 +388,8 @@ class Solver(abc.ABC):
         elif type(q_raw) is not list:
             q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
         q_list = _clip(q_raw, self._lower_list, self._upper_list)
-        if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
+        # A solver bug never gets out (a NaN, or an inf within an infinite limit).
+        if q_list is None or (not self._bounded and not math.isfinite(sum(q_list))):
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
         if self._turn_joints:
