@@ -381,12 +381,13 @@ class Solver(abc.ABC):
         much as the whole float computation (this runs after every solve, and after every leg of
         :class:`~ik_node.solvers.several_tips.Legs`).
         """
-        tol_p, tol_r = self._tol_p, self._tol_r
+        tol_p = self._tol_p
         q_raw = raw.q
-        if type(q_raw) is np.ndarray and q_raw.dtype is FLOAT64:
-            q_raw = q_raw.tolist()
-        elif type(q_raw) is not list:
-            q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
+        if type(q_raw) is not list:
+            if type(q_raw) is np.ndarray and q_raw.dtype is FLOAT64:
+                q_raw = q_raw.tolist()
+            else:
+                q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
         q_list = _clip(q_raw, self._lower_list, self._upper_list)
         # A solver bug never gets out (a NaN, or an inf within an infinite limit).
         if q_list is None or (not self._bounded and not math.isfinite(sum(q_list))):
@@ -406,11 +407,16 @@ class Solver(abc.ABC):
         else:  # serial chain: FK in floats, no 4x4 array
             p, R_flat = fast.pose(q_list)
             R = [R_flat[0:3], R_flat[3:6], R_flat[6:9]]
+        px, py, pz = p
         tx, ty, tz = p_target
-        dx, dy, dz = p[0] - tx, p[1] - ty, p[2] - tz
+        dx, dy, dz = px - tx, py - ty, pz - tz
         pos_err = math.sqrt(dx * dx + dy * dy + dz * dz)
-        rot_err = None if R_target is None else rotation_error(R, R_target)
-        reached = pos_err <= tol_p and (rot_err is None or rot_err <= tol_r)
+        if R_target is None:
+            rot_err = None
+            reached = pos_err <= tol_p
+        else:
+            rot_err = rotation_error(R, R_target)
+            reached = pos_err <= tol_p and rot_err <= self._tol_r
         status = raw.status
         if reached and status is not _DEGENERATE:
             status = _CONVERGED

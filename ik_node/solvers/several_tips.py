@@ -88,15 +88,16 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str],
             R = None if quat is None else rotation_from_input(quat)
         except TargetError as exc:
             raise TargetError(f'target of tip {tip!r}: {exc}') from None
-        out.append(_new_tip_target((index, tip, p, None if quat is None else
-                                    tuple(np.asarray(quat, float).tolist()), R)))
+        out.append(_new_tuple(TipTarget, (index, tip, p, None if quat is None else
+                                          tuple(np.asarray(quat, float).tolist()), R)))
     if not ordered:
         out.sort(key=_index_of)
     return tuple(out)
 
 
-#: ``TipTarget`` of a tuple of its five fields, without the keyword handling of ``__new__``.
-_new_tip_target = TipTarget._make
+#: ``_new_tuple(TipTarget, fields)``: a TipTarget of its five fields without the argument
+#: handling of ``TipTarget.__new__`` (what ``TipTarget._make`` does, less its length check).
+_new_tuple = tuple.__new__
 
 
 def _index_of(target: TipTarget) -> int:
