@@ -52,6 +52,7 @@ from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, share
 # times a module global.
 _CONVERGED, _DEGENERATE, _MAX_ITERATIONS = (IkStatus.CONVERGED, IkStatus.DEGENERATE,
                                             IkStatus.MAX_ITERATIONS)
+_PI = math.pi
 
 
 class Solver(abc.ABC):
@@ -393,9 +394,11 @@ class Solver(abc.ABC):
         if q_list is None or (not self._bounded and not math.isfinite(sum(q_list))):
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        if self._turn_joints:
-            q_list = nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
-                                   self._turn_joints)
+        for i in self._turn_joints:  # nearest_turns where a joint is not nearest its seed
+            if not -_PI <= q_seed[i] - q_list[i] <= _PI:
+                q_list = nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
+                                       self._turn_joints)
+                break
         fast = self._fast_kinematics
         R = None
         if fast is None:
