@@ -226,8 +226,9 @@ class Solver(abc.ABC):
     def _solve_values(self, p_list: List[float], R_target: Optional[np.ndarray],
                       q_seed_list: List[float]) -> IkResult:
         """:meth:`solve` on inputs already checked: the position as 3 floats [m], the rotation
-        (3x3) or None, the seed as n floats within the limits (each leg of
-        :class:`~ik_node.solvers.several_tips.Legs` is solved through this)."""
+        (3x3) or None, the seed as n floats within the limits. Each leg of
+        :class:`~ik_node.solvers.several_tips.Legs` takes the same two steps,
+        :meth:`_raw_solution` then :meth:`_measured`, without the result object."""
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
             R_target = None
@@ -447,7 +448,7 @@ class FloatSolver(Solver):
     def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
                       q_seed: List[float]) -> RawSolution:
         """:meth:`Solver._solve` with the target position and the seed as lists of floats. The
-        lists are read, never changed: :meth:`Solver._finish` uses the same seed afterwards."""
+        lists are read, never changed: :meth:`Solver._measured` uses the same seed afterwards."""
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
