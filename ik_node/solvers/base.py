@@ -48,6 +48,12 @@ from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult,
 from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
                                           shared_text, tip_targets_from_input)
 
+# The statuses _measured reads on every solve, once: an Enum class attribute costs about ten
+# times a module global.
+_CONVERGED, _DEGENERATE, _MAX_ITERATIONS = (IkStatus.CONVERGED, IkStatus.DEGENERATE,
+                                            IkStatus.MAX_ITERATIONS)
+_PI = math.pi
+
 
 class Solver(abc.ABC):
     """The contract of a solver: what a subclass declares, what it implements, what it may add.
@@ -128,6 +134,9 @@ class Solver(abc.ABC):
         self._q_mid = chain.mid_configuration()
         self._lower_list = chain.lower.tolist()
         self._upper_list = chain.upper.tolist()
+        # Limits so small that every sum of values within them is finite: a value _clip keeps
+        # is then finite, and only a NaN (_clip's None) needs the reset.
+        self._bounded = float(np.sum(np.abs(chain.lower)) + np.sum(np.abs(chain.upper))) < 1e300
         self._shape = (chain.n,)
         self._fast_kinematics = chain.fast_kinematics  # None for a tree
         self._takes_floats = _defined_last(type(self), ('_solve_floats', '_solve')) == \
@@ -217,20 +226,25 @@ class Solver(abc.ABC):
     def _solve_values(self, p_list: List[float], R_target: Optional[np.ndarray],
                       q_seed_list: List[float]) -> IkResult:
         """:meth:`solve` on inputs already checked: the position as 3 floats [m], the rotation
-        (3x3) or None, the seed as n floats within the limits (each leg of
-        :class:`~ik_node.solvers.several_tips.Legs` is solved through this)."""
+        (3x3) or None, the seed as n floats within the limits. Each leg of
+        :class:`~ik_node.solvers.several_tips.Legs` takes the same two steps,
+        :meth:`_raw_solution` then :meth:`_measured`, without the result object."""
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
             R_target = None
-        if self._takes_floats:
-            start = time.perf_counter()
-            raw = self._solve_floats(p_list, R_target, q_seed_list)
-        else:
-            p_target, q_seed = np.array(p_list), np.array(q_seed_list)
-            start = time.perf_counter()
-            raw = self._solve(p_target, R_target, q_seed)
+        start = time.perf_counter()
+        raw = self._raw_solution(p_list, R_target, q_seed_list)
         elapsed = time.perf_counter() - start
         return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+
+    def _raw_solution(self, p_list: List[float], R_target: Optional[np.ndarray],
+                      q_seed_list: List[float]) -> RawSolution:
+        """The solver's own answer to checked inputs (``R_target`` None for a position-only
+        solver), before :meth:`_measured`: ``_solve_floats`` on the lists, or ``_solve`` on
+        arrays."""
+        if self._takes_floats:
+            return self._solve_floats(p_list, R_target, q_seed_list)
+        return self._solve(np.array(p_list), R_target, np.array(q_seed_list))
 
     def _solve_targets(self, targets, target_position, target_orientation, seed) -> IkResult:
         """``solve(targets=...)``: one tip, independent legs, or a tree solved whole."""
@@ -347,28 +361,49 @@ class Solver(abc.ABC):
     def _finish(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                 elapsed: float, orientation_ignored: bool, q_seed: List[float]) -> IkResult:
         """The result of ``raw``: joints clipped into the limits and turned nearest the seed,
-        then every error measured by FK on exactly those joints.
+        then every error measured by FK on exactly those joints (:meth:`_measured`)."""
+        q_list, reached, status, pos_err, rot_err, min_residual = self._measured(
+            raw, p_target, R_target, q_seed)
+        history = raw.history
+        return new_result(
+            np.array(q_list, FLOAT64), self._joint_names, reached, status, pos_err, rot_err,
+            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
+            None if history is None else tuple(float(e) for e in history), None)
+
+    def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
+                  q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,
+                                                Optional[float], Optional[float]]:
+        """``(q_list, reached, status, position_error, orientation_error, min_residual)`` of
+        ``raw``: its joints clipped into the limits and turned nearest ``q_seed`` (a list), then
+        the errors measured by FK on exactly those joints, and the status they allow. A NaN
+        from the solver resets the joints to the mid configuration and says so in
+        ``raw.status`` and ``raw.message``.
 
         Plain floats throughout: for 2-7 joints each small numpy operation would cost about as
-        much as the whole float computation (this runs after every solve).
+        much as the whole float computation (this runs after every solve, and after every leg of
+        :class:`~ik_node.solvers.several_tips.Legs`).
         """
-        tol_p, tol_r = self._tol_p, self._tol_r
+        tol_p = self._tol_p
         q_raw = raw.q
-        if type(q_raw) is np.ndarray and q_raw.dtype is FLOAT64:
-            q_raw = q_raw.tolist()
-        elif type(q_raw) is not list:
-            q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
+        if type(q_raw) is not list:
+            if type(q_raw) is np.ndarray and q_raw.dtype is FLOAT64:
+                q_raw = q_raw.tolist()
+            else:
+                q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
         q_list = _clip(q_raw, self._lower_list, self._upper_list)
-        if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
+        # A solver bug never gets out (a NaN, or an inf within an infinite limit).
+        if q_list is None or (not self._bounded and not math.isfinite(sum(q_list))):
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        if self._turn_joints:
-            q_list = self._near_seed(q_list, q_seed)
-        q = np.array(q_list, FLOAT64)
+        for i in self._turn_joints:  # nearest_turns where a joint is not nearest its seed
+            if not -_PI <= q_seed[i] - q_list[i] <= _PI:
+                q_list = nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
+                                       self._turn_joints)
+                break
         fast = self._fast_kinematics
         R = None
         if fast is None:
-            T = self.chain.fk(q)
+            T = self.chain.fk(np.array(q_list, FLOAT64))
             p = T[:3, 3].tolist()
             R = T[:3, :3].tolist()
         elif R_target is None:  # serial chain, position only: the tip position in floats
@@ -376,16 +411,21 @@ class Solver(abc.ABC):
         else:  # serial chain: FK in floats, no 4x4 array
             p, R_flat = fast.pose(q_list)
             R = [R_flat[0:3], R_flat[3:6], R_flat[6:9]]
+        px, py, pz = p
         tx, ty, tz = p_target
-        dx, dy, dz = p[0] - tx, p[1] - ty, p[2] - tz
+        dx, dy, dz = px - tx, py - ty, pz - tz
         pos_err = math.sqrt(dx * dx + dy * dy + dz * dz)
-        rot_err = None if R_target is None else rotation_error(R, R_target)
-        reached = pos_err <= tol_p and (rot_err is None or rot_err <= tol_r)
+        if R_target is None:
+            rot_err = None
+            reached = pos_err <= tol_p
+        else:
+            rot_err = rotation_error(R, R_target)
+            reached = pos_err <= tol_p and rot_err <= self._tol_r
         status = raw.status
-        if reached and status is not IkStatus.DEGENERATE:
-            status = IkStatus.CONVERGED
-        elif not reached and (status is IkStatus.CONVERGED or status is IkStatus.DEGENERATE):
-            status = IkStatus.MAX_ITERATIONS
+        if reached and status is not _DEGENERATE:
+            status = _CONVERGED
+        elif not reached and (status is _CONVERGED or status is _DEGENERATE):
+            status = _MAX_ITERATIONS
         min_residual = raw.min_residual
         if not reached and self._plane is not None:
             # Every joint turns about parallel axes: the tip never leaves its plane, so the
@@ -396,11 +436,7 @@ class Solver(abc.ABC):
                 min_residual = off_plane
         if not reached:
             status = honest_status(status, min_residual, tol_p)
-        history = raw.history
-        return new_result(
-            q, self._joint_names, reached, status, pos_err, rot_err,
-            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
-            None if history is None else tuple(float(e) for e in history), None)
+        return q_list, reached, status, pos_err, rot_err, min_residual
 
 
 class FloatSolver(Solver):
@@ -412,7 +448,7 @@ class FloatSolver(Solver):
     def _solve_floats(self, p_target: List[float], R_target: Optional[np.ndarray],
                       q_seed: List[float]) -> RawSolution:
         """:meth:`Solver._solve` with the target position and the seed as lists of floats. The
-        lists are read, never changed: :meth:`Solver._finish` uses the same seed afterwards."""
+        lists are read, never changed: :meth:`Solver._measured` uses the same seed afterwards."""
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:

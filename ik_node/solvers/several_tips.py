@@ -21,10 +21,11 @@ import numpy as np
 
 from ik_node.errors import ChainError, TargetError
 from ik_node.model.chain import Chain
-from ik_node.solvers.input_checks import rotation_from_input, target_values
+from ik_node.solvers.input_checks import FLOAT64, rotation_from_input, target_values
 from ik_node.solvers.results import (IkResult, IkStatus, TipResult, combined_status,
                                      new_result, new_tip_result)
 
+_CONVERGED = IkStatus.CONVERGED
 
 
 class TipTarget(NamedTuple):
@@ -68,11 +69,16 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str],
                           f'(position, quat_xyzw), got {targets!r}. Tips: '
                           f'{", ".join(tip_links)}')
     out = []
+    ordered = True  # the targets come in the order of tip_links (the common case: no sort)
+    last = -1
     for tip, value in targets.items():
         index = tip_index.get(tip) if isinstance(tip, str) else None
         if index is None:
             raise TargetError(f'{tip!r} is not a tip of this chain. Tips: '
                               f'{", ".join(tip_links)}')
+        if index < last:
+            ordered = False
+        last = index
         quat = None
         position = value
         if isinstance(value, (tuple, list)) and len(value) == 2:
@@ -82,12 +88,16 @@ def tip_targets_from_input(targets: Any, tip_links: Sequence[str],
             R = None if quat is None else rotation_from_input(quat)
         except TargetError as exc:
             raise TargetError(f'target of tip {tip!r}: {exc}') from None
-        out.append(TipTarget(index, tip, p,
-                             None if quat is None else tuple(np.asarray(quat, float).tolist()),
-                             R))
-    if len(out) > 1:
+        out.append(_new_tuple(TipTarget, (index, tip, p, None if quat is None else
+                                          tuple(np.asarray(quat, float).tolist()), R)))
+    if not ordered:
         out.sort(key=_index_of)
     return tuple(out)
+
+
+#: ``_new_tuple(TipTarget, fields)``: a TipTarget of its five fields without the argument
+#: handling of ``TipTarget.__new__`` (what ``TipTarget._make`` does, less its length check).
+_new_tuple = tuple.__new__
 
 
 def _index_of(target: TipTarget) -> int:
@@ -116,11 +126,21 @@ def shared_text(shared: Mapping[Tuple[str, str], List[str]]) -> str:
 
 @dataclass(frozen=True)
 class Leg:
-    """One independent leg: its tip, its joints' indices in the tree and its solver."""
+    """One independent leg: its tip, its joints' indices in the tree, its solver, and
+    ``span``, the slice of the tree's joints that holds exactly its joints when they are
+    consecutive (depth-first order makes them so), else None."""
 
     tip: str
     joints: Tuple[int, ...]
     solver: Any  # a Solver on the leg's serial chain
+    span: Optional[slice] = None
+
+
+def leg_span(joints: Sequence[int]) -> Optional[slice]:
+    """``slice(first, last + 1)`` when ``joints`` are consecutive ascending indices, else None."""
+    if joints and list(joints) == list(range(joints[0], joints[0] + len(joints))):
+        return slice(joints[0], joints[0] + len(joints))
+    return None
 
 
 class Legs:
@@ -143,13 +163,24 @@ class Legs:
             except ChainError as exc:
                 joints = ', '.join(chain.joint_names[i] for i in chain.joints_of_tip(tip))
                 raise ChainError(f'leg {tip!r} (joints {joints or "none"}): {exc}') from None
-            self.legs.append(Leg(tip, tuple(chain.joints_of_tip(tip)), solver))
+            joints = tuple(chain.joints_of_tip(tip))
+            self.legs.append(Leg(tip, joints, solver, leg_span(joints)))
         self._timed = 'timeout' in self.legs[0].solver.params if self.legs else False
+        self._joint_names = tuple(chain.joint_names)
+        # What solve() reads of each leg, by tip index, with the solver's hooks bound once.
+        self._plan = [(leg.tip, leg.span, leg.joints, leg.solver,
+                       leg.solver._solve_floats if leg.solver._takes_floats else
+                       leg.solver._raw_solution, leg.solver._measured,
+                       leg.solver.supports_orientation) for leg in self.legs]
 
     def solve(self, targets: Sequence[TipTarget], q_seed: List[float], timeout: Optional[float]
               ) -> IkResult:
         """Each targeted leg solved from its joints of ``q_seed`` (within the limits); the other
         joints keep their seed values.
+
+        Each leg's answer is exactly its own solver's (``solver.solve`` on the leg's serial chain
+        from the same seed): the same solve and the same measurement
+        (:meth:`~ik_node.solvers.base.Solver._measured`), without building a result per leg.
 
         ``timeout`` [s] (None: the legs' solvers take none) is shared: each leg gets what is
         left of it divided by the legs still to solve, so a quick leg leaves time to the next,
@@ -162,23 +193,28 @@ class Legs:
         tips: Dict[str, TipResult] = {}
         iterations = 0
         ignored = False
+        timed = self._timed and timeout is not None
         count = len(targets)
+        plan = self._plan
         for i, target in enumerate(targets):
-            leg = self.legs[target.index]
-            solver = leg.solver
-            if self._timed and timeout is not None:
+            tip, span, joints, solver, raw_solution, measured, orientation = plan[target.index]
+            if timed:
                 left = timeout - (time.perf_counter() - start)
                 solver.params['timeout'] = max(left / (count - i), timeout / count)
-            result = solver._solve_values(target.position, target.R,
-                                          [q_seed[j] for j in leg.joints])
-            for j, v in zip(leg.joints, result.joint_positions.tolist()):
-                q[j] = v
-            tips[leg.tip] = new_tip_result(result.reachable, result.position_error,
-                                           result.min_residual, result.status,
-                                           result.orientation_error, result.message)
-            iterations += result.iterations
-            ignored = ignored or result.orientation_ignored
-        return result_of_tips(np.array(q), tuple(self.chain.joint_names), tips, iterations,
+            seed = q_seed[span] if span is not None else [q_seed[j] for j in joints]
+            position, R = target.position, target.R
+            if R is not None and not orientation:
+                R, ignored = None, True
+            raw = raw_solution(position, R, seed)
+            q_leg, reached, status, error, angle, bound = measured(raw, position, R, seed)
+            if span is not None:
+                q[span] = q_leg
+            else:
+                for j, v in zip(joints, q_leg):
+                    q[j] = v
+            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
+            iterations += int(raw.iterations)
+        return result_of_tips(np.array(q, FLOAT64), self._joint_names, tips, iterations,
                               time.perf_counter() - start, '', ignored)
 
 
@@ -187,18 +223,36 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
                    history: Optional[Tuple[float, ...]] = None) -> IkResult:
     """One :class:`IkResult` for a solve of several tips: reached when every tip is; the largest
     errors and proven bound; the status from the tips' (:func:`combined_status`); the message
-    names each tip that missed its target, with its status and its own message."""
-    position_error = max(t.position_error for t in tips.values())
-    angles = [t.orientation_error for t in tips.values() if t.orientation_error is not None]
-    bounds = [t.min_residual for t in tips.values() if t.min_residual is not None]
-    missed = [f'{tip} {t.status.value if t.status else "not reached"}, '
-              f'{t.position_error:.6g} m' + (f' ({t.message})' if t.message else '')
-              for tip, t in tips.items() if not t.reachable]
-    if missed:
+    names each tip that missed its target, with its status and its own message.
+
+    One pass over the tips (this runs after every four-foot solve); the message and
+    :func:`combined_status` only when some tip did not converge.
+    """
+    position_error = angle = bound = None
+    reachable = converged = True
+    for t in tips.values():
+        e = t.position_error
+        if position_error is None or e > position_error:
+            position_error = e
+        a = t.orientation_error
+        if a is not None and (angle is None or a > angle):
+            angle = a
+        b = t.min_residual
+        if b is not None and (bound is None or b > bound):
+            bound = b
+        if not t.reachable:
+            reachable = False
+        if t.status is not _CONVERGED:
+            converged = False
+    if converged:
+        status = _CONVERGED
+    else:
+        status = combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values())
+    if not reachable:
+        missed = [f'{tip} {t.status.value if t.status else "not reached"}, '
+                  f'{t.position_error:.6g} m' + (f' ({t.message})' if t.message else '')
+                  for tip, t in tips.items() if not t.reachable]
         message = (f'tips missing their targets: {"; ".join(missed)}' +
                    (f'; {message}' if message else ''))
-    return new_result(
-        q, joint_names, all(t.reachable for t in tips.values()),
-        combined_status(t.status or IkStatus.MAX_ITERATIONS for t in tips.values()),
-        position_error, max(angles) if angles else None, max(bounds) if bounds else None,
-        int(iterations), solve_time, message, orientation_ignored, history, tips)
+    return new_result(q, joint_names, reachable, status, position_error, angle, bound,
+                      int(iterations), solve_time, message, orientation_ignored, history, tips)

@@ -97,7 +97,6 @@ class HipKneeSolver(FloatSolver):
         self._centre = g.centre
         self._rows = g.rows
         self._yaw_limits = g.first_limits
-        self._lateral, self._abs_lateral = g.lateral, abs(g.lateral)
         self._roles = (g.role, 'hip pitch', 'knee') if g.n == 3 else ('first joint',
                                                                       'second joint')
         self._kind = _PLANAR if g.n == 2 else (_OFFSET_LEG if g.axis_offset else _LEG)
@@ -106,6 +105,12 @@ class HipKneeSolver(FloatSolver):
             self._offset_leg = OffsetLeg(g, self._pref_forward, self._pref_backward)
         self._axis_note = (f'target on the {g.role} axis: {g.role_short} is free, kept the '
                            f'seed\'s {g.role_short}')
+        core = g.core
+        # What _solve_leg reads on every solve, in one tuple (one load instead of twelve).
+        self._leg_constants = (
+            *g.first_limits, g.lateral, abs(g.lateral), core.r_inner, core.r_outer, core.lower1,
+            core.upper1, core.lower2, core.upper2, _NOT_PREFERRED if self._pref_forward else 0.0,
+            _NOT_PREFERRED if self._pref_backward else 0.0)
 
     def reach_envelope(self, tip: Optional[str] = None) -> Tuple[np.ndarray, float, float]:
         """The geometric reach: ``(centre, r_min, r_max)`` [m].
@@ -180,11 +185,10 @@ class HipKneeSolver(FloatSolver):
         """
         core = self._core
         s0, s1, s2 = seed
-        lo0, hi0 = self._yaw_limits
-        h = self._lateral
+        lo0, hi0, h, ah, r_inner, r_outer, lo1, hi1, lo2, hi2, pref_f, pref_b = \
+            self._leg_constants
         rho = math.hypot(e1, e2)
         if h:
-            ah = self._abs_lateral
             if rho < ah:  # nearer the first axis than the foot ever comes
                 return self._solve_offset_leg(x, e1, e2, seed)
             m = math.sqrt((rho - ah) * (rho + ah))
@@ -192,7 +196,7 @@ class HipKneeSolver(FloatSolver):
         else:
             m, tilt = rho, 0.0
         r = math.hypot(x, m)
-        r_inner, r_outer = core.r_inner, core.r_outer  # annulus_distance, inline
+        # annulus_distance, inline
         miss = r - r_outer if r > r_outer else (r_inner - r if r < r_inner else 0.0)
         if h and miss > TIE_M:  # out of reach: the nearest pose is not a stretched leg
             return self._solve_offset_leg(x, e1, e2, seed)
@@ -217,16 +221,14 @@ class HipKneeSolver(FloatSolver):
                 phi, beta = math.atan2(e2, e1), math.atan2(m, x)
                 planes = ((phi - tilt, beta - psi - a1, beta + psi - a1),
                           (phi + math.pi + tilt, -beta - psi - a1, -beta + psi - a1))
-        lo1, hi1, lo2, hi2 = core.lower1, core.upper1, core.lower2, core.upper2
         # near_angle inline where the value is within half a turn of the seed and within the
         # limits (the common case; same result), the function otherwise.
         d = s2 - q2f
         n2f = q2f if -_PI <= d <= _PI and lo2 <= q2f <= hi2 else near_angle(q2f, s2, lo2, hi2)
         d = s2 - q2b
         n2b = q2b if -_PI <= d <= _PI and lo2 <= q2b <= hi2 else near_angle(q2b, s2, lo2, hi2)
-        # A branch that is not the preferred one ranks after every preferred one.
-        pref_f = _NOT_PREFERRED if self._pref_forward else 0.0
-        pref_b = _NOT_PREFERRED if self._pref_backward else 0.0
+        # A branch that is not the preferred one (pref_f, pref_b: _NOT_PREFERRED) ranks after
+        # every preferred one.
         best = None  # (rank: preference + squared distance to the seed, q0, q1, q2)
         for yaw, q1f, q1b in planes:
             d = s0 - yaw
