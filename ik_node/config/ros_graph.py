@@ -82,8 +82,9 @@ GRAPH_NUMBER_PARAMS: Dict[str, ParamSpec] = {
                                'seed (the last solution is, and diagnostics say so)', 's',
                                min=0.0, max=3600.0, min_inclusive=False),
     'tf_timeout': ParamSpec(float, 0.05, 'longest wait for the TF transform of a target in a '
-                            'frame outside the URDF (in the first 5 s after the node starts '
-                            'listening to TF: until their end)', 's', min=0.0, max=10.0),
+                            'frame outside the URDF (for 5 s after the node starts listening to '
+                            'TF, such a target is kept and tried again every 0.1 s instead)', 's',
+                            min=0.0, max=10.0),
     'trajectory_velocity_scaling': ParamSpec(float, 1.0, 'joint_trajectory output: share of '
                                              'the URDF velocity limits the point is timed with',
                                              '', min=0.0, max=1.0, min_inclusive=False),

@@ -28,11 +28,18 @@ from ik_node.model.chain import Chain, rotation_from_quat_xyzw
 from ik_node.ros import messages as conv
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-# How long a lookup may wait after the TF listener is made, whatever tf_timeout says: its new
-# subscriptions must be discovered by the TF publishers before any transform arrives. Measured
-# with Fast DDS on one host: 20 ms once the node has run a few seconds, 1.3-3 s right after its
-# start (a target sent as soon as the node answers).
+# How long after the TF listener is made a target whose transform is not there yet is kept and
+# tried again, not refused: the listener's new subscriptions must be discovered by the TF
+# publishers before any transform arrives. Measured with Fast DDS on one host: 20 ms once the
+# node has run a few seconds, 1.3-3 s right after its start (a target sent as soon as the node
+# answers).
 TF_WARM_UP_S = 5.0
+
+
+class TfWarmingUp(TargetError):
+    """No transform yet for a target's frame while the TF listener is new (see
+    :data:`TF_WARM_UP_S`): keep the target and try it again, do not refuse it."""
+
 #: As robot_state_publisher publishes ``robot_description``: latched.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -167,6 +174,16 @@ def tf_available() -> bool:
     return True
 
 
+def _spin_until_shutdown(executor) -> None:
+    """The TF listener's thread: spin until :meth:`TfFrames.close` shuts ``executor`` down (or
+    the context ends)."""
+    from rclpy.executors import ExternalShutdownException
+    try:
+        executor.spin()
+    except (ExternalShutdownException, Exception):  # shutdown while spinning
+        pass
+
+
 class TfFrames:
     """Places frames outside the URDF in the chain's base frame through TF.
 
@@ -177,10 +194,14 @@ class TfFrames:
     that thread keeps the buffer filling, which the node's own executor could not while it runs
     the waiting callback).
 
-    Until :data:`TF_WARM_UP_S` after the listener is made, a lookup waits up to that long, not
-    only ``tf_timeout``: the buffer stays empty until DDS has matched the new subscriptions with
-    the TF publishers, and the first target would otherwise be refused for a transform that is
-    being published.
+    Until :data:`TF_WARM_UP_S` after the listener is made, a lookup that fails raises
+    :class:`TfWarmingUp` instead of a plain :class:`TargetError`: the buffer stays empty until
+    DDS has matched the new subscriptions with the TF publishers, and the node keeps such a
+    target and tries it again (without blocking its executor) instead of refusing a transform
+    that is being published.
+
+    The listener's thread spins an executor of the node's own context (tf2_ros's
+    ``spin_thread`` makes one of the default context, which fails for a node of another).
 
     :meth:`close` stops that thread and drops the subscriptions before the node is destroyed and
     the context shut down, where that thread's executor would otherwise end with an
@@ -194,6 +215,7 @@ class TfFrames:
         self._node = node
         self._buffer = self._listener = None
         self._made_at = -math.inf
+        self._executor = self._thread = None
         self._lock = threading.Lock()
         try:
             import tf2_ros
@@ -216,9 +238,16 @@ class TfFrames:
         """The buffer, its listener made on first use."""
         with self._lock:
             if self._buffer is None:
+                from rclpy.executors import SingleThreadedExecutor
                 buffer = self._tf2.Buffer()
                 self._listener = self._tf2.TransformListener(buffer, self._node,
-                                                             spin_thread=True)
+                                                             spin_thread=False)
+                executor = SingleThreadedExecutor(context=self._node.context)
+                executor.add_node(self._node)
+                self._thread = threading.Thread(target=_spin_until_shutdown, args=(executor,),
+                                                name='ik_node_tf', daemon=True)
+                self._executor = executor
+                self._thread.start()
                 self._buffer = buffer
                 self._made_at = time.monotonic()
             return self._buffer
@@ -228,15 +257,14 @@ class TfFrames:
         and the context shut down); a lookup after this makes a new listener."""
         with self._lock:
             listener, self._listener, self._buffer = self._listener, None, None
+            executor, thread = self._executor, self._thread
+            self._executor = self._thread = None
         if listener is None:
             return
-        thread = getattr(listener, 'dedicated_listener_thread', None)
-        executor = getattr(listener, 'executor', None)
         if executor is not None:
             executor.shutdown()
         if thread is not None:
             thread.join(timeout=5.0)
-            del listener.dedicated_listener_thread  # its __del__ would stop it again
         listener.unregister()
 
     def lookup(self, base_frame: str, frame: str, stamp: Tuple[int, int],
@@ -244,6 +272,7 @@ class TfFrames:
         """``T_base_frame`` (4x4) at ``stamp`` (the latest transform for a zero stamp).
 
         Raises:
+            TfWarmingUp: no transform yet, within :data:`TF_WARM_UP_S` of the listener's start.
             TargetError: tf2_ros missing, a frame TF does not know, no transform in time.
         """
         if self._tf2 is None:
@@ -251,16 +280,17 @@ class TfFrames:
                               'outside the URDF need tf2_ros (source a ROS 2 install); send the '
                               'target in a link frame of the URDF')
         buffer = self._buffer_listening()
-        timeout_s = max(timeout_s, self._made_at + TF_WARM_UP_S - time.monotonic())
         when = Time() if stamp == (0, 0) else Time(seconds=stamp[0], nanoseconds=stamp[1])
         from rclpy.duration import Duration
         try:
             tf = buffer.lookup_transform(base_frame, frame, when,
                                          timeout=Duration(seconds=timeout_s))
         except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
-            raise TargetError(f'no TF transform from {frame!r} to {base_frame!r} at '
-                              f'{conv.stamp_text(stamp)}: {type(exc).__name__}: '
-                              f'{" ".join(str(exc).split())}') from None
+            young = time.monotonic() < self._made_at + TF_WARM_UP_S
+            error = TfWarmingUp if young else TargetError
+            raise error(f'no TF transform from {frame!r} to {base_frame!r} at '
+                        f'{conv.stamp_text(stamp)}: {type(exc).__name__}: '
+                        f'{" ".join(str(exc).split())}') from None
         t, r = tf.transform.translation, tf.transform.rotation
         T = np.eye(4)
         T[:3, :3] = rotation_from_quat_xyzw([r.x, r.y, r.z, r.w])

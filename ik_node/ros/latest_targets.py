@@ -7,7 +7,7 @@ solving, so this holds one per tip (never a backlog) and counts the ones overwri
 from __future__ import annotations
 
 import threading
-from typing import Dict, Hashable
+from typing import Dict, Hashable, Tuple
 
 from ik_node.ros.messages import Target
 
@@ -22,6 +22,7 @@ class LatestTargets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: Dict[Hashable, Target] = {}
+        self._arrivals: Dict[Hashable, int] = {}  # targets put into each slot, ever
         self.skipped = 0
 
     def put(self, slot: Hashable, target: Target) -> None:
@@ -30,6 +31,7 @@ class LatestTargets:
             if slot in self._pending:
                 self.skipped += 1
             self._pending[slot] = target
+            self._arrivals[slot] = self._arrivals.get(slot, 0) + 1
 
     def put_all(self, targets: Dict[Hashable, Target]) -> None:
         """Store every ``{slot: target}`` at once (the targets of one message): whoever takes
@@ -39,6 +41,30 @@ class LatestTargets:
                 if slot in self._pending:
                     self.skipped += 1
                 self._pending[slot] = target
+                self._arrivals[slot] = self._arrivals.get(slot, 0) + 1
+
+    def arrivals(self, slots) -> Dict[Hashable, int]:
+        """``{slot: how many targets were ever put into it}`` for ``slots``."""
+        with self._lock:
+            return {slot: self._arrivals.get(slot, 0) for slot in slots}
+
+    def put_back(self, targets: Dict[Hashable, Target], arrivals: Dict[Hashable, int]) -> bool:
+        """Store ``targets`` again (taken, to be tried once more) unless a newer target came
+        into any of their slots since ``arrivals`` (:meth:`arrivals` when they were taken):
+        all or none, and never one older than a target already taken. True if stored; else they
+        count as skipped."""
+        with self._lock:
+            if any(self._arrivals.get(slot, 0) != arrivals.get(slot) for slot in targets):
+                self.skipped += len(targets)
+                return False
+            self._pending.update(targets)
+            return True
+
+    def take_counted(self) -> Tuple[Dict[Hashable, Target], Dict[Hashable, int]]:
+        """:meth:`take`, with the :meth:`arrivals` of the slots taken at that moment."""
+        with self._lock:
+            out, self._pending = self._pending, {}
+            return out, {slot: self._arrivals.get(slot, 0) for slot in out}
 
     def take(self) -> Dict[Hashable, Target]:
         """Every pending target (and forget them); empty when none."""

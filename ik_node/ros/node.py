@@ -48,7 +48,7 @@ from ik_node.ros import messages as conv  # noqa: E402
 from ik_node.ros import planar_targets, run  # noqa: E402
 from ik_node.ros.diagnostics import StatusReports, model_name  # noqa: E402
 from ik_node.ros.drag_targets import DragTargets  # noqa: E402
-from ik_node.ros.inputs import NodeInputs  # noqa: E402
+from ik_node.ros.inputs import NodeInputs, TfWarmingUp  # noqa: E402
 from ik_node.ros.jump_guard import guard_values  # noqa: E402
 from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
 from ik_node.ros.marker_output import MarkerOutput  # noqa: E402
@@ -59,6 +59,9 @@ from ik_node.ros.robot_model import RobotModel, build_robot_model  # noqa: E402
 from ik_node.ros.solution_output import SolutionOutput, send_unless_shut_down  # noqa: E402
 
 __all__ = ['IkNode', 'main']
+
+#: How often a target kept for a new TF listener's first transforms is tried again [s].
+TF_RETRY_S = 0.1
 
 
 class IkNode(Node):
@@ -91,6 +94,10 @@ class IkNode(Node):
         # The queue between the target inputs and the solve: the newest target of each tip.
         self._targets = LatestTargets()
         self._solving = threading.Lock()  # held by the callback that drains the queue
+        # Targets waiting for a new TF listener's first transforms, tried again by a timer.
+        self._deferred: Dict = {}
+        self._deferred_arrivals: Dict = {}
+        self._retry_timer = None
         self._planes: Dict[str, planar_targets.Plane] = {}  # planar tips: their plane
         # Outputs.
         send = send_unless_shut_down(self.context)
@@ -124,14 +131,18 @@ class IkNode(Node):
             self._targets.put(targets[0].tip, targets[0])
         else:  # every tip's target of one message: taken together
             self._targets.put_all({target.tip: target for target in targets})
+        self._solve_all_pending()
+
+    def _solve_all_pending(self) -> None:
+        """Solve pending targets unless another callback already is."""
         while self._targets.pending and self._solving.acquire(blocking=False):
             try:
                 while True:
-                    batch = self._targets.take()
+                    batch, arrivals = self._targets.take_counted()
                     if not batch:
                         break
                     try:
-                        self._solve_pending(batch)
+                        self._solve_pending(batch, arrivals)
                     except Exception as exc:  # a bug must not stop the node
                         if self.context.ok():
                             self._status.error(f'internal error: {type(exc).__name__}: {exc}',
@@ -139,9 +150,11 @@ class IkNode(Node):
             finally:
                 self._solving.release()
 
-    def _solve_pending(self, batch: Dict[Optional[str], conv.Target]) -> None:
+    def _solve_pending(self, batch: Dict[Optional[str], conv.Target],
+                       arrivals: Dict[Optional[str], int]) -> None:
         """Solve the targets of ``batch`` (by slot: a tip, or None for a serial chain) and
-        publish the solution, then its status."""
+        publish the solution, then its status. A target in a TF frame whose transform has not
+        arrived yet while the TF listener is new is kept and tried again (:meth:`_defer`)."""
         stamps = ','.join(dict.fromkeys(t.stamp_text for t in batch.values()))
         with self._lock:
             model = self._model
@@ -151,7 +164,11 @@ class IkNode(Node):
             config, chain = model.config, model.chain
             measured, seed_note = self._inputs.measured(chain)
             seed = self._q if measured is None else measured
-            goals, projected = self._goals_in_base(batch, chain, seed, config)
+            try:
+                goals, projected = self._goals_in_base(batch, chain, seed, config)
+            except TfWarmingUp:
+                self._defer(batch, arrivals)
+                return
             if not goals:
                 return
             frame = ', '.join(sorted({batch[t].frame_id or config.base_link for t in goals}))
@@ -207,6 +224,8 @@ class IkNode(Node):
                 continue
             try:
                 p, quat = conv.target_in_base(target, chain, q, lookup)
+            except TfWarmingUp:
+                raise
             except TargetError as exc:
                 if target.index is None:
                     where = f' for tip {tip}' if tip else ''
@@ -229,6 +248,28 @@ class IkNode(Node):
                      if batch[tip].index is None or batch[tip].stamp not in refused_stamps}
             projected = {tip: d for tip, d in projected.items() if tip in goals}
         return goals, projected
+
+    def _defer(self, batch: Dict[Optional[str], conv.Target],
+               arrivals: Dict[Optional[str], int]) -> None:
+        """Keep ``batch`` (lock held) to try again in ``TF_RETRY_S``: the TF listener is new
+        and DDS has not brought its first transforms yet (:class:`TfWarmingUp`). The node goes
+        on solving other targets meanwhile; a newer target of any of its slots drops it."""
+        self._deferred.update(batch)
+        self._deferred_arrivals.update(arrivals)
+        if self._retry_timer is None:
+            self._retry_timer = self.create_timer(TF_RETRY_S, self._retry_deferred)
+
+    def _retry_deferred(self) -> None:
+        """The timer of :meth:`_defer`: the kept targets back into the queue (unless newer
+        ones came), then solved."""
+        with self._lock:
+            if self._retry_timer is not None:
+                self.destroy_timer(self._retry_timer)
+                self._retry_timer = None
+            batch, arrivals = self._deferred, self._deferred_arrivals
+            self._deferred, self._deferred_arrivals = {}, {}
+        if batch and self._targets.put_back(batch, arrivals):
+            self._solve_all_pending()
 
     def _solve(self, model: RobotModel, goals: Mapping[Optional[str], tuple], seed: np.ndarray):
         """The solver's result for ``goals``; a branched chain solves for the last goal of

@@ -104,6 +104,21 @@ def test_latest_targets_keeps_only_the_newest_and_counts_the_rest():
     assert box.take() == {}
 
 
+def test_a_target_put_back_never_overtakes_a_newer_one_of_its_slots():
+    """What the node does with a target kept while TF warms up: put back all or nothing, and
+    nothing once a newer target came into any of its slots (even if that one was solved)."""
+    box = LatestTargets()
+    box.put('left', conv.Target(np.array([1.0, 0.0, 0.0]), None, 'world'))
+    box.put('right', conv.Target(np.array([2.0, 0.0, 0.0]), None, 'world'))
+    kept, arrivals = box.take_counted()
+    assert arrivals == {'left': 1, 'right': 1}
+    assert box.put_back(kept, arrivals) and box.take() == kept  # nothing newer: back in
+    box.put('right', conv.Target(np.array([3.0, 0.0, 0.0]), None, ''))
+    assert box.take()['right'].position[0] == 3.0  # the newer one, solved
+    assert not box.put_back(kept, arrivals) and not box.pending  # the kept pair is dropped
+    assert box.skipped == 2
+
+
 def test_latest_targets_is_safe_across_threads():
     box = LatestTargets()
 
