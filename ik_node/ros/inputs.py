@@ -176,11 +176,11 @@ def tf_available() -> bool:
 
 def _spin_until_shutdown(executor) -> None:
     """The TF listener's thread: spin until :meth:`TfFrames.close` shuts ``executor`` down (or
-    the context ends)."""
-    from rclpy.executors import ExternalShutdownException
+    the context ends: rclpy's ExternalShutdownException, and any error of a shutdown while
+    spinning, end the thread quietly)."""
     try:
         executor.spin()
-    except (ExternalShutdownException, Exception):  # shutdown while spinning
+    except Exception:
         pass
 
 
@@ -189,10 +189,11 @@ class TfFrames:
 
     The listener is made only when the first target names such a frame (targets in the base
     frame or a link of the URDF never need TF): until then the node does not subscribe to
-    ``/tf`` and ``/tf_static``, which on a real robot carry the whole TF stream. tf2_ros's
-    listener spins the node in a thread of its own (a lookup waits up to ``tf_timeout`` while
-    that thread keeps the buffer filling, which the node's own executor could not while it runs
-    the waiting callback).
+    ``/tf`` and ``/tf_static``, which on a real robot carry the whole TF stream. The listener's
+    subscriptions are spun in a thread of their own, by an executor of the node's own context
+    (tf2_ros's ``spin_thread`` makes one of the default context, which fails for a node of
+    another): a lookup waits up to ``tf_timeout`` while that thread keeps the buffer filling,
+    which the node's own executor could not while it runs the waiting callback.
 
     Until :data:`TF_WARM_UP_S` after the listener is made, a lookup that fails raises
     :class:`TfWarmingUp` instead of a plain :class:`TargetError`: the buffer stays empty until
@@ -200,13 +201,9 @@ class TfFrames:
     target and tries it again (without blocking its executor) instead of refusing a transform
     that is being published.
 
-    The listener's thread spins an executor of the node's own context (tf2_ros's
-    ``spin_thread`` makes one of the default context, which fails for a node of another).
-
     :meth:`close` stops that thread and drops the subscriptions before the node is destroyed and
-    the context shut down, where that thread's executor would otherwise end with an
-    ``ExternalShutdownException`` traceback (tf2_ros before ros2/geometry2 #930 does not catch
-    it).
+    the context shut down (tf2_ros's own thread, before ros2/geometry2 #930, ended there with an
+    ``ExternalShutdownException`` traceback).
 
     Without tf2_ros (a pip install) every lookup is refused with a message saying so.
     """
