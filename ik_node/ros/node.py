@@ -318,6 +318,7 @@ class IkNode(Node):
             measured, _ = self._inputs.measured(chain)
             self._q = chain.clip(np.zeros(chain.n)) if measured is None else measured
             self._known, self._known_quats = {}, {}
+            self._deferred, self._deferred_arrivals = {}, {}  # targets meant for the old chain
             self._said_orientation_ignored = False
             self._planes = planar_targets.tip_planes(chain)
             self._inputs.subscribe_targets(config.tip_links, config.branched)
