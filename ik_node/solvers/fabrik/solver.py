@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -173,14 +173,14 @@ class FabrikSolver(Solver):
         """
         params = self.params
         tolerance = params['position_tolerance']
-        split = split_by_proof(targets, [self.min_residual(t.index, np.array(t.position))
-                                         for t in targets], tolerance)
+        bounds = {t.index: self.min_residual(t.index, np.array(t.position)) for t in targets}
+        split = split_by_proof(targets, [bounds[t.index] for t in targets], tolerance)
         budget = Budget(params['timeout'])
 
         def run(some: Sequence[TipTarget], q: np.ndarray, max_iterations: int,
                 restarts: int) -> RawSolution:
             return self._run([t.index for t in some], np.array([t.position for t in some]), q,
-                             budget, max_iterations, restarts)
+                             budget, max_iterations, restarts, [bounds[t.index] for t in some])
 
         raw = run(targets, q_seed, params['max_iterations'], 0 if split else params['restarts'])
         if split is None or raw.status is IkStatus.CONVERGED:
@@ -213,11 +213,15 @@ class FabrikSolver(Solver):
 
     def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray, q_seed: np.ndarray,
              budget: Optional[Budget] = None, max_iterations: Optional[int] = None,
-             restarts: Optional[int] = None) -> RawSolution:
+             restarts: Optional[int] = None,
+             residuals: Optional[List[Optional[float]]] = None) -> RawSolution:
         """FABRIK for ``p_targets`` of the tips ``tip_indices`` from ``q_seed``, within
         ``budget`` (a new one of ``timeout``), ``max_iterations`` and ``restarts`` (tree
-        passes; None: the parameters)."""
-        residuals = [self.min_residual(k, p) for k, p in zip(tip_indices, p_targets, strict=True)]
+        passes; None: the parameters); ``residuals``: the targets' :meth:`min_residual` when
+        the caller has them."""
+        if residuals is None:
+            residuals = [self.min_residual(k, p)
+                         for k, p in zip(tip_indices, p_targets, strict=True)]
         stretch = tip_indices[0] if len(tip_indices) == 1 and residuals[0] is not None else None
         params = self.params
         if budget is None:
