@@ -36,6 +36,15 @@ _Loader.add_implicit_resolver(
     list('-+0123456789'))
 
 
+def _sequence(loader: yaml.SafeLoader, node: yaml.Node) -> list:
+    return loader.construct_sequence(node, deep=True)
+
+
+# launch_ros writes list parameters (``tip_links``) as ``!!python/tuple`` sequences into the
+# parameters file it hands the node; rcl's parser reads them as plain sequences, and so do we.
+_Loader.add_constructor('tag:yaml.org,2002:python/tuple', _sequence)
+
+
 def parse_scalar(text: str) -> Any:
     """A command-line value as YAML: ``'1e-4'`` -> 1e-4, ``'true'`` -> True, ``'dls'`` -> 'dls'."""
     try:

@@ -135,6 +135,20 @@ def test_malformed_yaml_names_the_line():
         load_yaml('a: 1\nb: [1, 2\nc: 3\n', 'bad.yaml')
 
 
+def test_launch_ros_tuple_lists_are_read_as_lists(tmp_path):
+    # launch_ros dumps list parameters with PyYAML's default dumper: a tuple gets the python tag.
+    import yaml
+    text = yaml.dump({'/**': {'ros__parameters': {
+        'tip_links': ('FL_foot', 'FR_foot'), 'base_link': 'base_link', 'solver': 'fabrik',
+        'robot_description': (REPO / 'urdf' / 'quad12.urdf').read_text()}}})
+    assert '!!python/tuple' in text
+    path = tmp_path / 'launch_params_abc'
+    path.write_text(text)
+    config = load_config(path)
+    assert list(config.tip_links) == ['FL_foot', 'FR_foot']
+    assert list(build_chain(config).tip_links) == ['FL_foot', 'FR_foot']
+
+
 def test_load_config_of_a_missing_file_lists_the_packaged_ones():
     with pytest.raises(ConfigError, match='nope.*Available: .*leg3.yaml'):
         load_config('nope')
