@@ -46,7 +46,7 @@ def test_help_names_every_option():
 
 @pytest.mark.slow
 def test_urdf_flags_write_the_npz_png_and_ply_and_print_json(tmp_path):
-    pytest.importorskip('matplotlib', reason='the PNG picture needs matplotlib (python3-matplotlib)')
+    pytest.importorskip('matplotlib', reason='the PNG needs matplotlib (python3-matplotlib)')
     proc = run('--urdf', 'urdf/arm6.urdf', '--base-link', 'base_link', '--tip-link', 'tool0',
                *SMALL, '--out', str(tmp_path / 'maps'), '--ply', '--json')
     assert proc.returncode == 0, proc.stderr
