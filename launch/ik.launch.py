@@ -9,7 +9,8 @@
 
 ik_node publishes joint states, robot_state_publisher turns them into TF, and RViz shows the
 model and the node's markers. In RViz, the Publish Point tool sends a clicked point to the node
-(/clicked_point is remapped to ik_node/target_point).
+(/clicked_point is remapped to ik_node/target_point). robot_state_publisher or RViz asked for
+but not installed is left out with a warning naming the package to install.
 
 What starts with which parameters is worked out by ik_node.config.launch_plan.plan_from_arguments
 (a plain function, tested without ROS launch): a xacro file is expanded there, and the URDF XML is
@@ -18,8 +19,10 @@ config/<robot>.yaml, then params_file, then the arguments below that are set. Wi
 every node (and TF) moves into it: /r1/joint_states, /r1/tf, /r1/ik_node/target_pose, ...
 """
 
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.logging import get_logger
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -33,12 +36,23 @@ OUTPUTS = ['', 'joint_states', 'position_command', 'joint_trajectory']
 BOOLEANS = ['true', 'false']
 
 
+def _installed(package):
+    """True when the ROS package is found on the ament prefix path."""
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 def _nodes(context):
     """The nodes, once the arguments are known (see ik_node.config.launch_plan)."""
     share = FindPackageShare('ik_node').perform(context)
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENT_DEFAULTS}
-    plan = plan_from_arguments(arguments, share)
+    plan = plan_from_arguments(arguments, share, installed=_installed)
     namespace = plan.namespace or None
+    for note in plan.notes:
+        get_logger('ik.launch.py').warning(note)
 
     ik_parameters = dict(plan.ik_node_parameters)
     if plan.robot_description:
