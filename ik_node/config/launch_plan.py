@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from ik_node.config.node_config import (DEFAULT_SOLVER, IGNORED_KEYS, NODE_NAME, NODE_PARAMS,
                                         STRING_PARAMS, build_chain, build_solver,
                                         config_from_flat, load_yaml, parameters_of_file)
+from ik_node.config.ros_graph import graph_config_from_flat
 from ik_node.model.description import description_from_file
 from ik_node.errors import ConfigError, IkError
 from ik_node.model.resources import urdf_path
@@ -193,14 +194,16 @@ def link_list(text: str) -> List[str]:
 def _validate(params: Mapping[str, Any], robot_description: str) -> None:
     """Check the parameters ik_node will get as ik_node does; the chain too when the URDF is known.
 
-    Parameters this version of the config does not know (``output``, ``state_topic``, QoS
-    overrides) are left to the node.
+    The graph parameters (``output``, ``state_topic``, ...) are checked as the node checks them,
+    a state topic that is the node's own output included. Names the configuration tables do not
+    hold (the RViz target's, QoS overrides) are left to the node.
     """
     known = {k: v for k, v in params.items()
              if k in STRING_PARAMS or k in NODE_PARAMS or k in IGNORED_KEYS or k == 'tip_links'
              or k.split('.', 1)[0] in SOLVERS}
     known['robot_description'] = robot_description or _PLACEHOLDER_URDF
     config = config_from_flat(known, source='ik_node parameters')
+    graph_config_from_flat(params, source='ik_node parameters')
     if robot_description:
         build_solver(config, build_chain(config))
 

@@ -326,6 +326,8 @@ def test_bad_arguments_are_refused_naming_them(arguments, words):
     ({'robot': 'arm6', 'solver': 'analytic_hip_knee'}, ['analytic_hip_knee', 'arm6.urdf']),
     ({'description_file': 'planar4.urdf'}, ['tip_link', 'ik-solve chains']),
     ({'robot': 'leg3', 'base_link': 'foot', 'tip_link': 'base_link'}, ['no path']),
+    ({'robot': 'leg3', 'state_topic': 'joint_states'},
+     ['state_topic', 'its own output', 'output: position_command']),
 ])
 def test_what_ik_node_would_refuse_is_refused_before_any_node_starts(arguments, words):
     with pytest.raises(ConfigError) as info:
@@ -426,6 +428,13 @@ def test_namespace_moves_tf_and_rvizs_absolute_topics_into_it(namespace):
 
 def test_nested_namespaces_are_accepted():
     assert plan(namespace='arms/left').namespace == 'arms/left'
+
+
+def test_a_state_topic_that_is_not_the_nodes_output_is_accepted():
+    assert plan(robot='leg3', state_topic='/robot/joint_states') \
+        .ik_node_parameters['state_topic'] == '/robot/joint_states'
+    assert plan(robot='leg3', state_topic='joint_states', output='position_command') \
+        .ik_node_parameters['state_topic'] == 'joint_states'
 
 
 def test_output_and_state_topic_are_passed_only_when_set():

@@ -237,3 +237,15 @@ def test_robot_state_publisher_off_without_a_robot_is_refused_saying_what_to_add
     for words in ('robot:=', 'description_file:=', 'tip_link:='):
         assert words in log, (words, log)
     assert 'no tip link' not in log and 'Traceback' not in log, log
+
+
+def test_a_parameter_the_node_refuses_stops_the_launch_with_an_error_status(launches, tmp_path):
+    mine = tmp_path / 'mine.yaml'
+    mine.write_text('ik_node:\n  ros__parameters:\n    publish_rat: 5.0\n')  # publish_rate
+    launch = launches(robot='arm6', rviz='false', params_file=str(mine))
+    launch.started('ik_node')
+    status = launch.wait()
+    log = launch.text()
+    assert status != 0, log
+    assert 'publish_rat' in log and 'ik_node ended with exit status' in log, log
+    assert 'Traceback' not in log, log
