@@ -57,3 +57,33 @@ def test_a_quick_run_never_writes_the_committed_results(tmp_path):
     assert (results.read_bytes() if results.is_file() else None) == before
     assert 'bench_quick_' in proc.stdout + proc.stderr  # says where it wrote
     assert list(tmp_path.glob('bench_quick_*/*')), 'the quick run wrote nothing to its temp folder'
+
+
+def test_benchmark_scripts_import_each_other_without_a_circle():
+    """The scripts import their sibling modules by name (benchmarks/ is on sys.path); the graph
+    of those imports, inside functions too, has no circle."""
+    import ast
+    folder = SCRIPT.parent
+    local = {p.stem for p in folder.glob('*.py')}
+    edges = {}
+    for path in folder.glob('*.py'):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split('.')[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split('.')[0])
+        edges[path.stem] = names & local - {path.stem}
+    assert edges['peers'] and edges['compiled_peers'], 'the test reads no imports'
+    circles = []
+
+    def visit(module, stack):
+        if module in stack:
+            circles.append(stack[stack.index(module):] + [module])
+            return
+        for imported in sorted(edges[module]):
+            visit(imported, stack + [module])
+
+    for module in sorted(edges):
+        visit(module, [])
+    assert not circles, circles[:5]
