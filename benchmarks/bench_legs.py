@@ -204,13 +204,13 @@ def all_feet(path: Path, base: str, feet, n: int, rng: np.random.Generator):
             continue
         times, reached, seed = [], 0, tree.mid_configuration()
         try:
-            for goal in targets:
+            for feet_targets in targets:
                 start = time.perf_counter()
-                result = s.solve(targets=goal, seed=seed)
+                result = s.solve(targets=feet_targets, seed=seed)
                 times.append(time.perf_counter() - start)
                 seed = result.joint_positions
                 worst = max(float(np.linalg.norm(tree.fk(seed, foot)[:3, 3] - p))
-                            for foot, p in goal.items())
+                            for foot, p in feet_targets.items())
                 reached += worst <= SUCCESS_M and tree.within_limits(seed)
         except (IkError, TypeError) as exc:
             out[name] = {'refused': f'{type(exc).__name__}: {exc}'.split(';')[0]}
