@@ -9,6 +9,9 @@ import target_checks
 from target_checks import check as _check
 
 IK_NODE_FIRST = ('damped_jacobian', 'fabrik', 'analytic_hip_knee')
+#: The heading of each task's blocks.
+TASK_TITLES = {'6d': '6D pose', 'position': 'position only',
+               'tracik': "TRAC-IK's protocol (6D, 1e-5 m and 1e-5 rad)"}
 #: TRAC-IK's README (v1.5.1): success within 5 ms with its protocol (random in-limit joint
 #: vectors, mid-limit seed, 1e-5), C++, 0.28-0.37 ms mean over these arms.
 TRACIK_PUBLISHED_PCT = {'ur5': 99.17, 'ur10': 99.33, 'panda': 99.88, 'iiwa14': 99.92,
@@ -272,7 +275,7 @@ def markdown(results) -> str:
         groups.setdefault((b['robot'], b['task'], b['dof']), []).append(b)
     lines += _overview(results)
     for (robot, task, dof), blocks in groups.items():
-        lines += [f'## {robot} ({dof} DOF), {"6D pose" if task == "6d" else "position only"}',
+        lines += [f'## {robot} ({dof} DOF), {TASK_TITLES.get(task, task)}',
                   '',
                   '| solver | seed | success % | accurate % | in limits % | <= budget % | '
                   'median ms | mean ms | p95 ms | iterations* | core ms* |',
