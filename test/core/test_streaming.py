@@ -42,8 +42,8 @@ ARMS = {
     'baxter': ('baxter.urdf', 'base', 'right_hand_link'),
     'arm6': None,
 }
-#: Paths (RNG seeds of joint_curve) per arm: those that jumped before (6D, no clock), and path 0
-#: where none did.
+#: Paths (RNG seeds of joint_curve) per arm: those that jump without the stream rules (6D, no
+#: clock), and path 0 where none does.
 PATHS = {'ur5': (4,), 'ur10': (0,), 'panda': (3, 9, 14), 'iiwa14': (4, 6),
          'kinova': (0,), 'baxter': (2, 5, 19), 'arm6': (4,)}
 
