@@ -22,7 +22,7 @@ leave no nearer value (a joint driven past its limit reappears a turn away, at t
 Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only
 (a plain target would not say which tip it is for). Independent legs (no moving joint shared
 between two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this
-solver on the leg's serial chain (:class:`~ik_node.solvers.several_tips.Legs`); a tree whose
+solver on the leg's serial chain (:class:`~ik_node.solvers.trees.several_tips.Legs`); a tree whose
 tips share joints (a trunk) is solved whole by the solvers that set ``solves_trees`` and refused
 at construction by the others, with the shared joints named.
 """
@@ -45,7 +45,7 @@ from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, rotation_er
 from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
 from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult,  # noqa: F401
                                      new_result)
-from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
+from ik_node.solvers.trees.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
                                           shared_text, tip_targets_from_input)
 
 # The statuses _measured reads on every solve, once: an Enum class attribute costs about ten
@@ -227,7 +227,7 @@ class Solver(abc.ABC):
                       q_seed_list: List[float]) -> IkResult:
         """:meth:`solve` on inputs already checked: the position as 3 floats [m], the rotation
         (3x3) or None, the seed as n floats within the limits. Each leg of
-        :class:`~ik_node.solvers.several_tips.Legs` takes the same two steps,
+        :class:`~ik_node.solvers.trees.several_tips.Legs` takes the same two steps,
         :meth:`_raw_solution` then :meth:`_measured`, without the result object."""
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
@@ -381,7 +381,7 @@ class Solver(abc.ABC):
 
         Plain floats throughout: for 2-7 joints each small numpy operation would cost about as
         much as the whole float computation (this runs after every solve, and after every leg of
-        :class:`~ik_node.solvers.several_tips.Legs`).
+        :class:`~ik_node.solvers.trees.several_tips.Legs`).
         """
         tol_p = self._tol_p
         q_raw = raw.q

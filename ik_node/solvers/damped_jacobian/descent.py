@@ -23,7 +23,8 @@ Streams (docs/continuity.md): a descent that starts at or near a stream's seed (
 is stuck only when the error has not fallen by ``STREAM_STALL_FACTOR`` in ``STALL_ITERATIONS``
 (near a singularity a descent converges slowly rather than restarting); on a chain with more
 joints than the target has dimensions, the first step of the seed's descent also moves along the
-self-motion away from the joint limits (``null_space_gain``, :mod:`ik_node.solvers.null_space`).
+self-motion away from the joint limits (``null_space_gain``,
+:mod:`ik_node.solvers.numerics.null_space`).
 A stream's descents run here, in Python (the compiled descent tells a stream's seed by its cost
 and hands over).
 
@@ -34,7 +35,7 @@ overhead dominates arrays this small. For 6D targets the n x n normal equations 
 ``J^T e`` are built once per accepted iterate and every damping and every set of joints sitting
 out a step reuses them; position only, the 3 x 3 system ``J J^T + lambda I`` is cheaper to build
 for each trial. The n x n trial step (solve, joints sitting out, limits) is one generated
-function, not four Python calls (the generators are in :mod:`ik_node.solvers.codegen`).
+function, not four Python calls (the generators are in :mod:`ik_node.solvers.numerics.codegen`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import (damped_solve_function, damped_step_function,
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import (damped_solve_function, damped_step_function,
                                      damped_trial_function, limit_functions, lower_index,
                                      normal_equations_function)
 from ik_node.solvers.damped_jacobian import compiled
@@ -60,7 +61,7 @@ from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_
 from ik_node.solvers.damped_jacobian.settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
-from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
+from ik_node.solvers.numerics.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 
 #: How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
 #: position only, within tolerance of the proven bound.
@@ -261,7 +262,7 @@ class PythonDescent:
     def null_space_shift(self, q: List[float], A, cost: float, with_orientation: bool
                          ) -> Optional[List[float]]:
         """``q + N d``: ``d`` pulls every bounded joint away from its limits
-        (:func:`~ik_node.solvers.null_space.limit_pull` with scale ``null_space_gain *
+        (:func:`~ik_node.solvers.numerics.null_space.limit_pull` with scale ``null_space_gain *
         sqrt(cost)``), and ``N = I - J+ J`` keeps of it only the self-motion, which leaves the tip
         where it is to first order. The damped step taken from the shifted point reaches the
         target as it would from ``q``; the pull is proportional to the seed's error, so a
@@ -294,11 +295,11 @@ class PythonDescent:
 
 def trial_dual(step: Callable, weight: float, blocked_joints: Callable, advance: Callable,
                q: List[float], J, e, lam: float) -> Tuple[List[float], Sequence[int]]:
-    """The step of :func:`~ik_node.solvers.codegen.damped_trial_function` for fewer error rows
-    than joints (position only): the m x m system ``J J^T + lam I`` is the smaller one, built
-    again for each trial. Joints at a limit whose step points outwards sit out the step (their
+    """The step of :func:`~ik_node.solvers.numerics.codegen.damped_trial_function` for fewer
+    error rows than joints (position only): the m x m system ``J J^T + lam I`` is the smaller
+    one, built again for each trial. Joints at a limit whose step points outwards sit out the step (their
     Jacobian columns are zeroed). ``blocked_joints`` and ``advance`` are the chain's
-    :func:`~ik_node.solvers.codegen.limit_functions`. Raises ``ValueError`` or
+    :func:`~ik_node.solvers.numerics.codegen.limit_functions`. Raises ``ValueError`` or
     ``ZeroDivisionError`` if the system is not positive definite (round-off).
     """
     dq = step(J, e, lam, weight)

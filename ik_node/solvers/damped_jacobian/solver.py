@@ -46,8 +46,8 @@ import numpy as np
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import MAX_STEP
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.descent import GOOD_ENOUGH, PythonDescent
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
@@ -64,13 +64,13 @@ from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candid
                                                     restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.null_space import STREAM_ERROR_M
+from ik_node.solvers.numerics.null_space import STREAM_ERROR_M
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at

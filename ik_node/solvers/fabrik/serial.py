@@ -20,8 +20,8 @@ import math
 import time
 from typing import List, Optional, Sequence, Tuple
 
-from ik_node.solvers.budget import StepPace
-from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
+from ik_node.solvers.numerics.budget import StepPace
+from ik_node.solvers.numerics.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 from ik_node.solvers.fabrik.tree import (_EPS_M, _EXTRAPOLATE_MAX_FACTOR, _EXTRAPOLATE_MIN_RATIO,
                                          _POLISH_DAMPING, _POLISH_DAMPING_MIN, _POLISH_RATIO,
                                          _POLISH_STUCK_RATIO, _SLOW_STEP_RATIO2, _SLOW_STEPS,
@@ -228,7 +228,7 @@ class SerialFabrik:
         Returns (steps taken, x, R).
 
         ``pull`` > 0 [rad/m x m]: the first step also moves along the self-motion away from the
-        joint limits, by :func:`~ik_node.solvers.null_space.limit_pull` with this scale
+        joint limits, by :func:`~ik_node.solvers.numerics.null_space.limit_pull` with this scale
         projected on the null space of the free joints' Jacobian (``d - J+ J d``); kept, as
         every step, only if it lowers the error.
         """

@@ -48,10 +48,10 @@ from ik_node.model.chain import Chain, chain_lengths
 from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
-from ik_node.solvers.task_priority import solve_with_priority, split_by_proof
-from ik_node.solvers.tree_residuals import TipPath
-from ik_node.solvers.budget import Budget
+from ik_node.solvers.trees.several_tips import TipTarget
+from ik_node.solvers.trees.task_priority import solve_with_priority, split_by_proof
+from ik_node.solvers.trees.residuals import TipPath
+from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import search_outcome
@@ -167,7 +167,7 @@ class FabrikSolver(Solver):
 
         When some tips are proven out of reach and others are not, the passes run without
         restarts (no restart reaches a tip out of reach), and an answer that misses is followed
-        by the task-priority phase (:mod:`ik_node.solvers.task_priority`, not FABRIK: the tips
+        by the task-priority phase (:mod:`ik_node.solvers.trees.task_priority`, not FABRIK: the tips
         not proven out of reach on their targets first, by FABRIK on them alone, then the others
         as close as that allows); the better answer is returned.
         """

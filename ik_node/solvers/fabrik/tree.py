@@ -51,7 +51,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.solvers.budget import StepPace
+from ik_node.solvers.numerics.budget import StepPace
 
 TWO_PI = 2.0 * math.pi
 #: Below this a projected bone [m] (or a squared fit moment [m^2]) counts as degenerate.
@@ -347,7 +347,7 @@ class FabrikTree:
         in a row. ``q``, ``x`` and ``R`` are updated in place and stay equal
         to FK of ``q``. Returns the number of steps taken (each counts as an iteration); no step
         starts that would end after ``deadline`` (``time.perf_counter`` seconds), judged by
-        the pace of the steps so far (:class:`~ik_node.solvers.budget.StepPace`: the
+        the pace of the steps so far (:class:`~ik_node.solvers.numerics.budget.StepPace`: the
         second-slowest, so one stalled step does not end the polish).
         """
         cols = plan.polish_joints
@@ -444,7 +444,7 @@ class FabrikTree:
                 counts as stalled and restarts at once. 0: FABRIK passes only.
             deadline: no iteration starts that would end after this ``time.perf_counter()``
                 [s], judged by the pace of the iterations so far (the second-slowest:
-                :class:`~ik_node.solvers.budget.StepPace`); the run then ends with
+                :class:`~ik_node.solvers.numerics.budget.StepPace`); the run then ends with
                 ``timed_out``.
             stop_when_stuck: when FABRIK and the polish both crawl, end the run as stalled
                 even without a restart left (the caller finishes it another way).

@@ -27,13 +27,13 @@ from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import MAX_STEP
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN, LAMBDA_MAX, LAMBDA_MIN, \
     LAMBDA_UP, STALL_ITERATIONS
 from ik_node.solvers.results import IkStatus, RawSolution
-from ik_node.solvers.several_tips import TipTarget
-from ik_node.solvers.tree_residuals import TipPath, stacked_residual
+from ik_node.solvers.trees.several_tips import TipTarget
+from ik_node.solvers.trees.residuals import TipPath, stacked_residual
 
 #: Initial damping [m^2] of the secondary task's steps (adapted as in the damped least squares).
 _DAMPING = 0.1
@@ -90,7 +90,7 @@ def rank(errors: Sequence[Tuple[float, float]], e: np.ndarray, primary_tips: int
     """The order of two answers (lower is better): minus the number of primary tips within
     tolerance, the primary task's cost while some miss (else 0), the secondary task's cost.
 
-    ``errors`` and ``e`` as :func:`~ik_node.solvers.tree_residuals.stacked_residual` gives them
+    ``errors`` and ``e`` as :func:`~ik_node.solvers.trees.residuals.stacked_residual` gives them
     for the targets of :attr:`PrioritySplit.ordered`.
     """
     reached = sum(p <= tol_p and a <= tol_r for p, a in errors[:primary_tips])
@@ -107,7 +107,7 @@ def prioritised_descent(x: Sequence[float], evaluate: Callable, primary_tips: in
         x: the active joints' values [rad or m] (within ``low`` .. ``high``).
         evaluate: ``evaluate(x) -> (cost, errors, e, J)`` of the targets of
             :attr:`PrioritySplit.ordered`
-            (:func:`~ik_node.solvers.tree_residuals.stacked_residual`).
+            (:func:`~ik_node.solvers.trees.residuals.stacked_residual`).
         primary_tips, primary_rows: how many of the targets, and of the rows of ``e``, are the
             primary task's (they come first).
         tol_p, tol_r: a primary tip is on its target within these [m], [rad].
