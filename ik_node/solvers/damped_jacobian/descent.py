@@ -295,9 +295,9 @@ class PythonDescent:
 
 def trial_dual(step: Callable, weight: float, blocked_joints: Callable, advance: Callable,
                q: List[float], J, e, lam: float) -> Tuple[List[float], Sequence[int]]:
-    """The step of :func:`~ik_node.solvers.numerics.codegen.damped_trial_function` for fewer
-    error rows than joints (position only): the m x m system ``J J^T + lam I`` is the smaller
-    one, built again for each trial. Joints at a limit whose step points outwards sit out the step (their
+    """The step of :func:`~ik_node.solvers.numerics.codegen.damped_trial_function` for fewer error
+    rows than joints (position only): the m x m system ``J J^T + lam I`` is the smaller one, built
+    again for each trial. Joints at a limit whose step points outwards sit out the step (their
     Jacobian columns are zeroed). ``blocked_joints`` and ``advance`` are the chain's
     :func:`~ik_node.solvers.numerics.codegen.limit_functions`. Raises ``ValueError`` or
     ``ZeroDivisionError`` if the system is not positive definite (round-off).
