@@ -167,3 +167,16 @@ def new_result(joint_positions: np.ndarray, joint_names: Tuple[str, ...], reacha
         'iterations': iterations, 'solve_time': solve_time, 'message': message,
         'orientation_ignored': orientation_ignored, 'history': history, 'tips': tips})
     return result
+
+
+def honest_status(status: IkStatus, min_residual: Optional[float],
+                  tolerance: float) -> IkStatus:
+    """The status of a result that missed its target: ``unreachable`` exactly when the proven
+    lower bound ``min_residual`` [m] exceeds ``tolerance`` [m]; a solver's own ``unreachable``
+    without that proof (its search found no closer pose, or stopped at the measured reach)
+    becomes ``not_reached``."""
+    if min_residual is not None and min_residual > tolerance:
+        return IkStatus.UNREACHABLE
+    if status is IkStatus.UNREACHABLE:
+        return IkStatus.NOT_REACHED
+    return status
