@@ -56,12 +56,15 @@ from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
+from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
 
 #: The closest-pose search counts the target reached below this fraction of the tolerance (a
 #: margin for the round-off of the FK that base.py measures independently).
 _TOLERANCE_MARGIN = 0.5
+#: The weights of a serial run's one target.
+_ONE_WEIGHT = np.ones(1)
 
 
 class FabrikSolver(Solver):
@@ -241,22 +244,19 @@ class FabrikSolver(Solver):
             return self._closest_pose(q_seed, 0, [] if params['record_history'] else None,
                                       p_targets[0], residuals[0], budget, residuals,
                                       tip_indices)
+        settings = FabrikSettings(
+            tolerance, max_iterations, params['min_improvement'], params['stall_iterations'],
+            params['extrapolate'], params['polish_iterations'], params['record_history'],
+            params['null_space_gain'])
         if search:
-            run = self._serial.run(
-                q_seed, p_targets[0], tolerance, max_iterations,
-                params['min_improvement'], params['stall_iterations'],
-                extrapolate=params['extrapolate'], stretch=stretch is not None,
-                record_history=params['record_history'], polish=params['polish_iterations'],
-                deadline=deadline, null_space_gain=params['null_space_gain'])
+            run = self._serial.run(FabrikProblem(
+                q_seed, tuple(tip_indices), p_targets, _ONE_WEIGHT, stretch,
+                stop_when_stuck=True, deadline=deadline), settings)
         else:
-            run = self._tree.run(
-                q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
-                max_iterations, params['min_improvement'], params['stall_iterations'],
-                restarts=params['restarts'] if restarts is None else restarts,
-                extrapolate=params['extrapolate'],
-                stretch_tip=stretch, record_history=params['record_history'],
-                polish=params['polish_iterations'], deadline=deadline,
-                stop_when_stuck=restarts == 0)
+            run = self._tree.run(FabrikProblem(
+                q_seed, tuple(tip_indices), p_targets, self._weights[list(tip_indices)], stretch,
+                params['restarts'] if restarts is None else restarts, restarts == 0, deadline),
+                settings)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
