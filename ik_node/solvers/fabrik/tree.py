@@ -30,9 +30,10 @@ rule alone does not converge; the 'points' fit does (the figures:
 ``benchmarks/results/design-notes.md``).
 
 After the passes, optionally, a finishing step that is not FABRIK
-(:meth:`~ik_node.solvers.fabrik.tree_passes.TreePasses.polish`): damped least squares on the stacked position Jacobian of the targeted tips, tried when a FABRIK
-iteration crawls. When it crawls too, the run counts as stalled (a local minimum, usually at a
-joint limit) and restarts at once instead of creeping on.
+(:meth:`~ik_node.solvers.fabrik.tree_passes.TreePasses.polish`): damped least squares on the stacked
+position Jacobian of the targeted tips, tried when a FABRIK iteration crawls. When it crawls too,
+the run counts as stalled (a local minimum, usually at a joint limit) and restarts at once instead
+of creeping on.
 
 Joints that move no targeted tip keep their value (an untargeted tip keeps its configuration
 relative to its branch). Chains with prismatic joints never get here: the solver refuses them.
