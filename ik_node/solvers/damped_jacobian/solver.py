@@ -49,7 +49,8 @@ from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.damped_jacobian.descent import GOOD_ENOUGH, PythonDescent
+from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
+                                                    DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
@@ -307,6 +308,7 @@ class DampedJacobianSolver(Solver):
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         descend = self._descent.descend
+        problem: Optional[DescentProblem] = None  # the Python descents', built when first needed
         while True:  # one descent from q per pass
             descent_start = iterations
             if run is not None:
@@ -314,13 +316,17 @@ class DampedJacobianSolver(Solver):
                     q, params['damping'], floor, iterations, last_blocked, budget)
                 best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
             else:
-                if evaluate is None:  # 6D, compiled descents, a history recorded
-                    evaluate = evaluator()
+                if problem is None:
+                    if evaluate is None:  # 6D, compiled descents, a history recorded
+                        evaluate = evaluator()
+                    problem = DescentProblem(evaluate, with_orientation, floor, good_enough,
+                                             budget, history)
+                progress = DescentProgress(best_q, best_cost, iterations, last_blocked)
                 # Once a stream's near starts are spent, its best stays the best near the seed.
-                end, q, best_q, best_cost, iterations, last_blocked, near = descend(
-                    evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
-                    floor, good_enough, budget, history, near=near, pull=first_descent,
-                    keep_best=near is not False or not stream)
+                end, q, near = descend(problem, progress, q, near=near, pull=first_descent,
+                                       keep_best=near is not False or not stream)
+                best_q, best_cost = progress.best_q, progress.best_cost
+                iterations, last_blocked = progress.iterations, progress.last_blocked
                 if first_descent and near:
                     stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False
