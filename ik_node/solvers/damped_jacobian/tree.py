@@ -52,7 +52,8 @@ from ik_node.solvers.damped_jacobian.settings import \
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.results import IkStatus, RawSolution
 from ik_node.solvers.trees.several_tips import TipTarget
-from ik_node.solvers.trees.task_priority import solve_with_priority, split_by_proof
+from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priority,
+                                                 split_by_proof)
 from ik_node.solvers.trees.residuals import TipPath, stacked_residual
 
 #: A tip provably out of reach: the best after the first descent and this many restarts.
@@ -136,11 +137,11 @@ class TreeDampedLeastSquares:
                                params['position_tolerance'])
         if split is None:
             return raw
+        task = PriorityTask(self._paths, self._weights, params['orientation_weight'], self._low,
+                            self._high, _TOLERANCE_MARGIN * params['position_tolerance'],
+                            _TOLERANCE_MARGIN * params['orientation_tolerance'])
         return solve_with_priority(
-            split, raw, self._paths, self._weights, params['orientation_weight'], self._low,
-            self._high, _TOLERANCE_MARGIN * params['position_tolerance'],
-            _TOLERANCE_MARGIN * params['orientation_tolerance'], budget,
-            params['max_iterations'],
+            split, raw, task, budget, params['max_iterations'],
             lambda primary, q, most: self._descents(primary, q, budget, most))
 
     def _descents(self, targets: Sequence[TipTarget], q_seed: np.ndarray, budget: Budget,

@@ -49,7 +49,8 @@ from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.trees.several_tips import TipTarget
-from ik_node.solvers.trees.task_priority import solve_with_priority, split_by_proof
+from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priority,
+                                                 split_by_proof)
 from ik_node.solvers.trees.residuals import TipPath
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
@@ -188,10 +189,11 @@ class FabrikSolver(Solver):
         raw = run(targets, q_seed, params['max_iterations'], 0 if split else params['restarts'])
         if split is None or raw.status is IkStatus.CONVERGED:
             return raw
+        task = PriorityTask(self._tip_paths, self._weights.tolist(), 1.0, self._tree.lower,
+                            self._tree.upper, _TOLERANCE_MARGIN * tolerance,
+                            params['orientation_tolerance'])
         return solve_with_priority(
-            split, raw, self._tip_paths, self._weights.tolist(), 1.0, self._tree.lower,
-            self._tree.upper, _TOLERANCE_MARGIN * tolerance, params['orientation_tolerance'],
-            budget, params['max_iterations'],
+            split, raw, task, budget, params['max_iterations'],
             lambda primary, q, most: run(primary, q, most, params['restarts']))
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
