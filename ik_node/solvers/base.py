@@ -292,7 +292,9 @@ class Solver(abc.ABC):
         if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        q_list = self._near_seed(q_list, q_seed)
+        if self._turn_joints:  # whole turns nearest the seed
+            q_list = nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
+                                   self._turn_joints)
         q = np.array(q_list, FLOAT64)
         tips = measured_tips(self.chain.fk_tips(q), targets, raw, self._tol_p, self._tol_r)
         history = None if raw.history is None else tuple(float(e) for e in raw.history)
@@ -307,10 +309,6 @@ class Solver(abc.ABC):
                q_seed: np.ndarray) -> RawSolution:
         """The solve proper: target position (3,) [m], rotation (3, 3) or None, seed (n,),
         both within the checks of :meth:`solve`. Errors are measured afterwards."""
-
-    def _seed_from_input(self, seed) -> np.ndarray:
-        """The seed as an (n,) array within the limits, or :class:`TargetError`."""
-        return np.array(self._seed_values(seed))
 
     def _seed_values(self, seed) -> List[float]:
         """The seed as a list of n floats within the limits (clipped), or :class:`TargetError`.
@@ -335,16 +333,6 @@ class Solver(abc.ABC):
             raise TargetError(f'seed contains NaN or inf: {values}')
         return clip_values(values, self._lower_list, self._upper_list)
 
-    def _near_seed(self, q_list: list, q_seed) -> list:
-        """``q_list`` (finite, within limits) with whole turns chosen nearest ``q_seed`` (a list
-        of floats or an array)."""
-        if not self._turn_joints:
-            return q_list
-        if isinstance(q_seed, np.ndarray):
-            q_seed = q_seed.tolist()
-        return nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
-                             self._turn_joints)
-
     def _finish(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                 elapsed: float, orientation_ignored: bool, q_seed: List[float]) -> IkResult:
         """The result of ``raw``: joints clipped into the limits and turned nearest the seed,
@@ -353,9 +341,11 @@ class Solver(abc.ABC):
             raw, p_target, R_target, q_seed)
         history = raw.history
         return new_result(
-            np.array(q_list, FLOAT64), self._joint_names, reached, status, pos_err, rot_err,
-            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
-            None if history is None else tuple(float(e) for e in history), None)
+            joint_positions=np.array(q_list, FLOAT64), joint_names=self._joint_names,
+            reachable=reached, status=status, position_error=pos_err, orientation_error=rot_err,
+            min_residual=min_residual, iterations=int(raw.iterations), solve_time=elapsed,
+            message=raw.message, orientation_ignored=orientation_ignored,
+            history=None if history is None else tuple(float(e) for e in history), tips=None)
 
     def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                   q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,

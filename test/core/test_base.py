@@ -210,7 +210,7 @@ def test_the_fast_result_constructor_builds_the_dataclass_one():
                   status=IkStatus.DEGENERATE, position_error=1e-6, orientation_error=None,
                   min_residual=0.0, iterations=3, solve_time=1e-5, message='m',
                   orientation_ignored=True, history=(0.5, 1e-6))
-    fast, slow = new_result(*fields.values(), None), IkResult(**fields)
+    fast, slow = new_result(**fields, tips=None), IkResult(**fields)
     assert type(fast) is IkResult
     assert [f.name for f in dataclasses.fields(IkResult)] == [*fields, 'tips']
     assert repr(fast) == repr(slow)

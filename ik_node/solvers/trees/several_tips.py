@@ -197,5 +197,8 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
                   for tip, t in tips.items() if not t.reachable]
         message = (f'tips missing their targets: {"; ".join(missed)}' +
                    (f'; {message}' if message else ''))
-    return new_result(q, joint_names, reachable, status, position_error, angle, bound,
-                      int(iterations), solve_time, message, orientation_ignored, history, tips)
+    return new_result(
+        joint_positions=q, joint_names=joint_names, reachable=reachable, status=status,
+        position_error=position_error, orientation_error=angle, min_residual=bound,
+        iterations=int(iterations), solve_time=solve_time, message=message,
+        orientation_ignored=orientation_ignored, history=history, tips=tips)
