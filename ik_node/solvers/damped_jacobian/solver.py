@@ -226,7 +226,7 @@ class DampedJacobianSolver(Solver):
                 self._error_function(p_target, R_target), q_seed.tolist(), params['step_size'],
                 params['max_iterations'], (_TOLERANCE_MARGIN * params['position_tolerance'],
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
-                self._low, self._high, self._wraps, params['record_history'])
+                (self._low, self._high, self._wraps), params['record_history'])
         else:
             evaluator = self._descent.evaluator
             raw = self._solve_dls(evaluator(p_target, R_target)
