@@ -47,8 +47,8 @@ def test_invalid_positions_raise_target_error(bad):
 
 
 # ------------------------------------------------------------ the float fast paths of solve()
-# Solver.solve checks its inputs and measures the result in plain floats (issue 14: numpy's
-# per-call overhead was most of a closed-form solve). Each fast path is checked against the
+# Solver.solve checks its inputs and measures the result in plain floats (numpy's per-call
+# overhead would be most of a closed-form solve). Each fast path is checked against the
 # general one: the numpy conversions, chain.fk, and the dataclass constructor.
 URDF_DIR = Path(__file__).resolve().parents[2] / 'urdf'
 

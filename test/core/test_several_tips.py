@@ -185,7 +185,7 @@ def test_solo12_and_anymal_c_legs_in_one_solve_with_damped_jacobian(shared_robot
             ('anymal_c.urdf', 'base', ('LF_FOOT', 'RF_FOOT', 'LH_FOOT', 'RH_FOOT'))):
         chain = Chain.from_urdf_file(shared_robot(urdf), base, list(feet))
         rng = np.random.default_rng(5)
-        for name in ('damped_jacobian',):  # fabrik: see issue 22 item 3 (folded knees)
+        for name in ('damped_jacobian',):  # fabrik on these legs: test_real_legs.py
             solver = make_solver(name, chain, NO_CLOCK)
             assert solver.legs is not None
             for _ in range(10):
