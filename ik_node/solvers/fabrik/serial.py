@@ -34,6 +34,7 @@ from ik_node.solvers.numerics.small_matrix import (Mat, Vec, damped_step, mat_fr
 # trace(A A^T) / 3: exact on the null space, about mu / sigma^2 on the row space.
 _NULL_SPACE_DAMPING = 1e-9
 
+
 class SerialFabrik:
     """FABRIK of a serial, revolute chain toward one target (geometry from a FabrikTree)."""
 
