@@ -17,7 +17,7 @@ import abc
 import dataclasses
 import math
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -293,7 +293,3 @@ def angle_in_limits(theta: float, q_old: float, lower: float, upper: float) -> f
 def weighted_rms(w_norm: np.ndarray, err: np.ndarray) -> float:
     """``sqrt(sum w_k err_k^2)`` [m] for weights ``w_norm`` summing to 1."""
     return math.sqrt(float(w_norm @ (err * err)))
-
-
-__all__: Sequence[str] = (
-    'FabrikProblem', 'FabrikRun', 'FabrikSettings', 'Passes', 'angle_in_limits', 'iterate')
