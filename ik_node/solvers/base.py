@@ -18,12 +18,12 @@ solver's own search added (wraps at a +-2 pi limit, random restarts): consecutiv
 with the previous answer do not turn a joint a full turn for the same pose, unless its limits
 leave no nearer value (a joint driven past its limit reappears a turn away, at the other end).
 
-Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only
-(a plain target would not say which tip it is for). Independent legs (no moving joint shared
-between two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this
-solver on the leg's serial chain (:attr:`Solver.compose_legs`); a tree whose
-tips share joints (a trunk) is solved whole by the solvers that set ``solves_trees`` and refused
-at construction by the others, with the shared joints named.
+Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only (a
+plain target would not say which tip it is for). Independent legs (no moving joint shared between
+two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this solver on
+the leg's serial chain (:attr:`Solver.compose_legs`); a tree whose tips share joints (a trunk) is
+solved whole by the solvers that set ``solves_trees`` and refused at construction by the others,
+with the shared joints named.
 """
 
 from __future__ import annotations
