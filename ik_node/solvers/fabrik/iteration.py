@@ -64,8 +64,7 @@ class FabrikSettings:
         extrapolate: after an iteration that cut the error by the ratio rho, also try the
             iteration's joint step stretched by rho / (1 - rho) (where a linearly converging
             sequence ends up) and keep it if it lowers the error. FABRIK crawls near full
-            extension and along limits, where this saves iterations
-            (``benchmarks/results/design-notes.md``).
+            extension and along limits, where this saves iterations.
         polish: after a FABRIK iteration that cut the error by less than ``POLISH_RATIO``, up
             to this many damped least-squares steps (each counted as an iteration); when they
             cut it by less than ``POLISH_STUCK_RATIO`` the run counts as stalled at once (if a

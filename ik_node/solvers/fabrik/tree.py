@@ -26,8 +26,7 @@ or along the child's hinge axis: an offset link). It then turns its informative 
 targeted tips below it, rigidly at their current places, onto their forward-pass points (targets
 for tips, weighted ``TIP_FIT_WEIGHT``). If every point lies on the axis, the joint fits all its
 targeted descendants, and keeps its angle if those are on the axis too. On a UR5 the classic
-rule alone does not converge; the 'points' fit does (the figures:
-``benchmarks/results/design-notes.md``).
+rule alone does not converge; the 'points' fit does.
 
 After the passes, optionally, a finishing step that is not FABRIK
 (:meth:`~ik_node.solvers.fabrik.tree_passes.TreePasses.polish`): damped least squares on the stacked
