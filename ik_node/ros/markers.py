@@ -144,14 +144,8 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
 def planar_normal(chain: Chain, tip: Optional[str] = None) -> Optional[np.ndarray]:
     """The common axis (base frame) of a tip's joints if they are all revolute and parallel
     (the tip then moves in a plane normal to it), else None."""
-    idx = chain.joints_of_tip(tip)
-    if len(idx) < 2 or any(chain.joints[i].is_prismatic for i in idx):
-        return None
-    frames = chain.joint_frames(np.zeros(chain.n))
-    axes = np.array([frames[i, :3, :3] @ chain.joints[i].axis for i in idx])
-    if np.all(np.abs(np.abs(axes @ axes[0]) - 1.0) < 1e-9):
-        return axes[0]
-    return None
+    plane = chain.motion_plane(tip)
+    return None if plane is None else np.array(plane.normal)
 
 
 # ---------------------------------------------------------------------------------- envelope

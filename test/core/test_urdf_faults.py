@@ -3,8 +3,8 @@
 Through the API (``Chain.from_urdf_string`` / ``from_urdf_file``, ``build_chain``), the CLI and the
 node's ``robot_description`` parameter over DDS. Each refusal is a :class:`ik_node.ChainError` (or
 ``ConfigError``) whose message names the bad link or joint. Every call runs under a hang guard
-(:func:`returns_within`): generous seconds, not a timing goal; loops in the joints used to make
-``Chain.from_urdf_string`` walk forever.
+(:func:`returns_within`): generous seconds, not a timing figure; a loop in the joints would make
+a walk of the tree endless, and it is refused instead.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ HANG_GUARD_S = 30.0
 def returns_within(seconds: float, fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` in a daemon thread: its value, or its exception re-raised.
 
-    Fails the test when it has not returned after ``seconds`` (a hang guard, not a timing goal).
+    Fails the test when it has not returned after ``seconds`` (a hang guard, not a timing figure).
     """
     box = {}
 
