@@ -25,7 +25,8 @@ from std_msgs.msg import String
 from ik_node.config.ros_graph import GraphConfig
 from ik_node.errors import TargetError
 from ik_node.model.chain import Chain, rotation_from_quat_xyzw
-from ik_node.ros import messages as conv
+from ik_node.ros.targets import (FrameLookup, stamp_text, target_from_point, target_from_pose,
+                                 targets_from_pose_array)
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # How long after the TF listener is made a target whose transform is not there yet is kept and
@@ -76,21 +77,21 @@ class TargetSubscriptions:
             prefix = f'~/{tip}/' if tip else '~/'
             self._subs.append(self._node.create_subscription(
                 PoseStamped, prefix + 'target_pose',
-                lambda msg, tip=tip: self._callback(conv.target_from_pose(msg, tip)),
+                lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)),
                 TARGET_QOS, callback_group=self._group))
             self._subs.append(self._node.create_subscription(
                 PointStamped, prefix + 'target_point',
-                lambda msg, tip=tip: self._callback(conv.target_from_point(msg, tip)),
+                lambda msg, tip=tip: self._callback(target_from_point(msg, tip)),
                 TARGET_QOS, callback_group=self._group))
 
     def _on_pose_array(self, msg: PoseArray, names: Tuple[str, ...],
                        slots: Tuple[Optional[str], ...]) -> None:
         try:
-            targets = conv.targets_from_pose_array(msg, names)
+            targets = targets_from_pose_array(msg, names)
         except TargetError as exc:
             if self._on_error is not None:
                 self._on_error(f'bad target_poses: {exc}', msg.header.frame_id,
-                               conv.stamp_text((msg.header.stamp.sec, msg.header.stamp.nanosec)))
+                               stamp_text((msg.header.stamp.sec, msg.header.stamp.nanosec)))
             return
         if slots == (None,):  # a serial chain: its one target's slot is None
             targets = tuple(dataclasses.replace(t, tip=None) for t in targets)
@@ -286,7 +287,7 @@ class TfFrames:
             young = time.monotonic() < self._made_at + TF_WARM_UP_S
             error = TfWarmingUp if young else TargetError
             raise error(f'no TF transform from {frame!r} to {base_frame!r} at '
-                        f'{conv.stamp_text(stamp)}: {type(exc).__name__}: '
+                        f'{stamp_text(stamp)}: {type(exc).__name__}: '
                         f'{" ".join(str(exc).split())}') from None
         t, r = tf.transform.translation, tf.transform.rotation
         T = np.eye(4)
@@ -302,7 +303,7 @@ class NodeInputs:
 
     Args:
         node: the node owning the subscriptions.
-        on_target: called with the :class:`~ik_node.ros.messages.Target` s of every target
+        on_target: called with the :class:`~ik_node.ros.targets.Target` s of every target
             message received (one, or every tip's from ``~/target_poses``).
         on_description: called with the URDF XML of every ``robot_description`` message.
         callback_group: of the target subscriptions (reentrant: a target may be taken while
@@ -379,7 +380,7 @@ class NodeInputs:
         node is destroyed."""
         self._tf.close()
 
-    def frame_lookup(self, base_frame: str) -> Optional[conv.FrameLookup]:
+    def frame_lookup(self, base_frame: str) -> Optional[FrameLookup]:
         """``lookup(frame, stamp) -> T_base_frame`` through TF, None without tf2_ros."""
         if not self._tf.available:
             return None

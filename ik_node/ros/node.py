@@ -6,12 +6,13 @@ its own module with what it needs passed in:
 * :class:`~ik_node.ros.parameters.NodeParameters` declares and reads the parameters;
   :class:`~ik_node.ros.parameter_changes.ParameterChanges` applies changes at run time.
 * :class:`~ik_node.ros.robot_model.RobotModel`: the chain, solver and output plan in force.
-* Outputs: :class:`~ik_node.ros.solution_output.SolutionOutput` (joint states or commands),
-  :class:`~ik_node.ros.diagnostics.StatusReports` (``/diagnostics`` behind the status rate
-  gate), :class:`~ik_node.ros.marker_output.MarkerOutput` (``~/markers``),
-  :class:`~ik_node.ros.reach_map_output.ReachabilityMaps` (``~/reachability``).
+* Outputs: :class:`~ik_node.ros.outputs.solution_output.SolutionOutput` (joint states or commands),
+  :class:`~ik_node.ros.outputs.diagnostics.StatusReports` (``/diagnostics`` behind the status rate
+  gate), :class:`~ik_node.ros.rviz.marker_output.MarkerOutput` (``~/markers``),
+  :class:`~ik_node.ros.rviz.reach_map_output.ReachabilityMaps` (``~/reachability``).
 * Inputs: :class:`~ik_node.ros.inputs.NodeInputs` (target topics, measured state, robot
-  description, TF) and :class:`~ik_node.ros.drag_targets.DragTargets` (the interactive markers).
+  description, TF) and :class:`~ik_node.ros.rviz.drag_targets.DragTargets` (the interactive
+  markers).
 
 The path of a target, in the order of this file: a subscription (or a drag) calls
 :meth:`IkNode._on_targets`, which stores the target in a
@@ -19,8 +20,8 @@ The path of a target, in the order of this file: a subscription (or a drag) call
 running, solves right there (no hand-over to another thread), then keeps solving the newest
 pending targets until none is left, so no backlog builds up however fast targets stream.
 :meth:`IkNode._solve_pending` puts the targets in the base frame, solves, checks the solution,
-passes it through the model's :class:`~ik_node.ros.jump_guard.JumpGuard` (which holds or limits
-an answer that would move a joint too far) and publishes what the guard lets through, then
+passes it through the model's :class:`~ik_node.ros.outputs.jump_guard.JumpGuard` (which holds or
+limits an answer that would move a joint too far) and publishes what the guard lets through, then
 reports its status. A lock keeps a solve, the timer and a parameter or
 description change from overlapping, so no output ever mixes two chains.
 """
@@ -44,19 +45,20 @@ from ik_node.config.node_config import IkConfig, config_from_flat  # noqa: E402
 from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat  # noqa: E402
 from ik_node.errors import IkError, TargetError  # noqa: E402
 from ik_node.model.urdf_checks import check_description_size  # noqa: E402
-from ik_node.ros import messages as conv  # noqa: E402
+from ik_node.ros.targets import Target, target_in_base  # noqa: E402
 from ik_node.ros import planar_targets, run  # noqa: E402
-from ik_node.ros.diagnostics import StatusReports, model_name  # noqa: E402
-from ik_node.ros.drag_targets import DragTargets  # noqa: E402
+from ik_node.ros.outputs.diagnostics import StatusReports, model_name  # noqa: E402
+from ik_node.ros.rviz.drag_targets import DragTargets  # noqa: E402
 from ik_node.ros.inputs import NodeInputs, TfWarmingUp  # noqa: E402
-from ik_node.ros.jump_guard import guard_values  # noqa: E402
+from ik_node.ros.outputs.jump_guard import guard_values  # noqa: E402
 from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
-from ik_node.ros.marker_output import MarkerOutput  # noqa: E402
+from ik_node.ros.rviz.marker_output import MarkerOutput  # noqa: E402
 from ik_node.ros.parameter_changes import ParameterChanges  # noqa: E402
 from ik_node.ros.parameters import NodeParameters  # noqa: E402
-from ik_node.ros.reach_map_output import ReachabilityMaps  # noqa: E402
+from ik_node.ros.rviz.reach_map_output import ReachabilityMaps  # noqa: E402
 from ik_node.ros.robot_model import RobotModel, build_robot_model  # noqa: E402
-from ik_node.ros.solution_output import SolutionOutput, send_unless_shut_down  # noqa: E402
+from ik_node.ros.outputs.solution_output import (SolutionOutput, check_publishable,  # noqa: E402
+                                                 send_unless_shut_down)
 
 __all__ = ['IkNode', 'main']
 
@@ -124,7 +126,7 @@ class IkNode(Node):
         self._changes = ParameterChanges(self, self._params, self._apply_configuration)
 
     # ---------------------------------------------------------------------------- targets
-    def _on_targets(self, *targets: conv.Target) -> None:
+    def _on_targets(self, *targets: Target) -> None:
         """Store the newest target(s); solve pending targets unless another callback already
         is (several targets of one message are stored before any is solved)."""
         if len(targets) == 1:
@@ -150,7 +152,7 @@ class IkNode(Node):
             finally:
                 self._solving.release()
 
-    def _solve_pending(self, batch: Dict[Optional[str], conv.Target],
+    def _solve_pending(self, batch: Dict[Optional[str], Target],
                        arrivals: Dict[Optional[str], int]) -> None:
         """Solve the targets of ``batch`` (by slot: a tip, or None for a serial chain) and
         publish the solution, then its status. A target in a TF frame whose transform has not
@@ -176,7 +178,7 @@ class IkNode(Node):
             stamps = ','.join(dict.fromkeys(batch[t].stamp_text for t in goals))
             try:
                 result = self._solve(model, goals, seed)
-                q = conv.check_publishable(chain, result.joint_positions)
+                q = check_publishable(chain, result.joint_positions)
             except IkError as exc:
                 self._status.error(f'target refused: {exc}', frame, stamps)
                 return
@@ -208,7 +210,7 @@ class IkNode(Node):
                               extra, tip_stamps, verdict):
             self._publish_held_markers()  # markers go out with a status that does
 
-    def _goals_in_base(self, batch: Mapping[Optional[str], conv.Target], chain, q: np.ndarray,
+    def _goals_in_base(self, batch: Mapping[Optional[str], Target], chain, q: np.ndarray,
                        config: IkConfig) -> tuple:
         """``({slot: (position [m], quat_xyzw or None)}, {slot: distance moved [m]})`` in the
         base frame. A bad target is reported (ERROR naming its stamp) and left out, with every
@@ -223,7 +225,7 @@ class IkNode(Node):
             if target.index is not None and target.stamp in refused_stamps:
                 continue
             try:
-                p, quat = conv.target_in_base(target, chain, q, lookup)
+                p, quat = target_in_base(target, chain, q, lookup)
             except TfWarmingUp:
                 raise
             except TargetError as exc:
@@ -249,7 +251,7 @@ class IkNode(Node):
             projected = {tip: d for tip, d in projected.items() if tip in goals}
         return goals, projected
 
-    def _defer(self, batch: Dict[Optional[str], conv.Target],
+    def _defer(self, batch: Dict[Optional[str], Target],
                arrivals: Dict[Optional[str], int]) -> None:
         """Keep ``batch`` (lock held) to try again in ``TF_RETRY_S``: the TF listener is new
         and DDS has not brought its first transforms yet (:class:`TfWarmingUp`). The node goes

@@ -29,8 +29,8 @@ def test_ci_runs_the_readme_test_command():
 
 def test_node_doc_names_every_topic_and_diagnostic_key_the_node_uses():
     node_source = '\n'.join(p.read_text() for p in [REPO / 'ik_node' / 'config' / 'ros_graph.py',
-                                                      *(REPO / 'ik_node' / 'ros').glob('*.py')])
-    conv_source = node_source  # ik_node/ros/messages.py is among them
+                                                      *(REPO / 'ik_node' / 'ros').rglob('*.py')])
+    conv_source = node_source  # ik_node/ros/outputs/status_format.py is among them
     for topic in ('target_pose', 'target_point', 'joint_states', '/diagnostics', 'markers',
                   'forward_position_controller/commands',
                   'joint_trajectory_controller/joint_trajectory', 'robot_description'):

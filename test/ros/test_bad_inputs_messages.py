@@ -1,4 +1,5 @@
-"""Bad input at the message boundary of the node (ik_node.ros.messages): target frames."""
+"""Bad input at the message boundary of the node (ik_node.ros.targets, and the solution check of
+ik_node.ros.outputs.solution_output): target frames, publishable joint vectors."""
 
 import math
 
@@ -20,7 +21,7 @@ def models():
 
 # ---------------------------------------------------------------------- frames (conversions)
 def _conversions():
-    return pytest.importorskip('ik_node.ros.messages')
+    return pytest.importorskip('ik_node.ros.targets')
 
 
 def test_unknown_frame_id_raises_target_error_listing_the_links(models):
@@ -67,13 +68,13 @@ def test_message_targets_are_checked_before_the_frame_is_applied(models, positio
 
 
 def test_publishable_check_refuses_nan_and_limit_breaking_joint_vectors(models):
-    conv = _conversions()
+    out = pytest.importorskip('ik_node.ros.outputs.solution_output')
     chain = models['leg3'][0]
     with pytest.raises(TargetError, match='NaN'):
-        conv.check_publishable(chain, [0.0, NAN, 0.0])
+        out.check_publishable(chain, [0.0, NAN, 0.0])
     with pytest.raises(TargetError, match='hip_yaw'):
-        conv.check_publishable(chain, [1.3, 0.0, 0.0])   # leg3 hip_yaw limit is 1.2
+        out.check_publishable(chain, [1.3, 0.0, 0.0])   # leg3 hip_yaw limit is 1.2
     with pytest.raises(TargetError, match='3 joints'):
-        conv.check_publishable(chain, [0.0, 0.0])
-    np.testing.assert_array_equal(conv.check_publishable(chain, [1.2, -1.6, 2.6]),
+        out.check_publishable(chain, [0.0, 0.0])
+    np.testing.assert_array_equal(out.check_publishable(chain, [1.2, -1.6, 2.6]),
                                   [1.2, -1.6, 2.6])

@@ -30,9 +30,9 @@ from harness import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,  # noqa: 
                      random_reachable_q, unique, wait_for)
 from ik_node import Chain  # noqa: E402
 from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
-from ik_node.ros.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
+from ik_node.ros.rviz.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
                                      pose_from_input)
-from ik_node.ros.messages import quat_xyzw_from_rotation  # noqa: E402
+from ik_node.ros.targets import quat_xyzw_from_rotation  # noqa: E402
 
 MOVES = {'move_x', 'move_y', 'move_z'}
 ROTATES = {'rotate_x', 'rotate_y', 'rotate_z'}

@@ -106,7 +106,7 @@ class Graph:
         return self._stamps.stamp(msg)
 
     def send_pose(self, topic: str, frame: str, T: np.ndarray) -> str:
-        from ik_node.ros.messages import quat_xyzw_from_rotation
+        from ik_node.ros.targets import quat_xyzw_from_rotation
         msg = PoseStamped()
         msg.header.frame_id = frame
         p, o = msg.pose.position, msg.pose.orientation

@@ -12,7 +12,7 @@ rclpy = pytest.importorskip('rclpy')
 from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E402
 
 from ik_node import Chain  # noqa: E402
-from ik_node.ros import markers  # noqa: E402
+from ik_node.ros.rviz import markers  # noqa: E402
 from harness import REPO, chain_of, values  # noqa: E402
 
 #: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (WARN).

@@ -1,8 +1,8 @@
 """Drags in RViz become targets: the node's interactive markers, one per tip.
 
-A drag of a tip's marker becomes a :class:`~ik_node.ros.messages.Target` like a topic one, and
+A drag of a tip's marker becomes a :class:`~ik_node.ros.targets.Target` like a topic one, and
 each solve moves, colours and (on release) snaps the markers. The marker server itself (the
-protocol RViz speaks) is :class:`ik_node.ros.interactive.InteractiveTargets`, owned here.
+protocol RViz speaks) is :class:`ik_node.ros.rviz.interactive.InteractiveTargets`, owned here.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.model.chain import Chain
-from ik_node.ros import markers
-from ik_node.ros import messages as conv
-from ik_node.ros.interactive import InteractiveTargets
-from ik_node.ros.solution_output import Send
+from ik_node.ros.rviz import markers
+from ik_node.ros.targets import Target, quat_xyzw_from_rotation
+from ik_node.ros.rviz.interactive import InteractiveTargets
+from ik_node.ros.outputs.solution_output import Send
 
 
 class DragTargets:
@@ -32,11 +32,11 @@ class DragTargets:
         callback_group: of the feedback subscription.
     """
 
-    def __init__(self, node: Node, on_target: Callable[[conv.Target], None],
+    def __init__(self, node: Node, on_target: Callable[[Target], None],
                  on_error: Callable[[str], None], send: Send, callback_group=None) -> None:
         self._node, self._on_target = node, on_target
         self._branched: Optional[bool] = None  # None: no robot model, drags are ignored
-        self._released: Dict[Optional[str], conv.Target] = {}  # dropped markers, to snap
+        self._released: Dict[Optional[str], Target] = {}  # dropped markers, to snap
         self.server = InteractiveTargets(node, on_target=self._on_drag, send=send,
                                          on_error=on_error, callback_group=callback_group)
 
@@ -63,7 +63,7 @@ class DragTargets:
         if branched is None:
             return
         slot = tip if branched else None
-        target = conv.Target(np.asarray(position, dtype=float),
+        target = Target(np.asarray(position, dtype=float),
                              None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float),
                              frame_id, slot, stamp)
         if released:
@@ -94,4 +94,4 @@ class DragTargets:
                 if snap:
                     T = chain.fk(q, tip or config.tip_link)
                     server.snap(tip or config.tip_link, T[:3, 3],
-                                conv.quat_xyzw_from_rotation(T[:3, :3]))
+                                quat_xyzw_from_rotation(T[:3, :3]))

@@ -1,6 +1,6 @@
 """RViz markers on ``~/markers`` (transient local): the envelope, targets, misses, warnings.
 
-The marker contents are built in :mod:`ik_node.ros.markers` (no rclpy); this class owns the
+The marker contents are built in :mod:`ik_node.ros.rviz.markers` (no rclpy); this class owns the
 publisher and remembers the envelope so each array carries it. A solve's markers are held
 (:meth:`MarkerOutput.hold`) and published only with a status that goes out
 (:meth:`MarkerOutput.publish_held`): a fast target stream does not flood RViz either.
@@ -16,7 +16,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros import markers
+from ik_node.ros.rviz import markers
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
                                    fragility_reasons, tip_quality)

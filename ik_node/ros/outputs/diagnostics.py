@@ -2,11 +2,12 @@
 
 :class:`StatusReports` builds the statuses (one per solve, refused target, missing model; a
 solve of several tips adds one status per tip, named ``<node>: ik: <tip>``, in the same array) and
-offers them to a :class:`~ik_node.ros.status_rate_gate.StatusRateGate`: a status goes out at once
-when the gate lets it through, else the newest is held for the timer's :meth:`~StatusReports.
-flush`. Statuses are built lazily: most solves of a fast stream are never reported one by one, so
-their text and measures are never computed. :class:`DiagnosticsOutput` owns the publisher and
-re-sends the last status every second while nothing else goes out (diagnostic monitors).
+offers them to a :class:`~ik_node.ros.outputs.status_rate_gate.StatusRateGate`: a status goes out
+at once when the gate lets it through, else the newest is held for the timer's
+:meth:`~StatusReports.flush`. Statuses are built lazily: most solves of a fast stream are never
+reported one by one, so their text and measures are never computed. :class:`DiagnosticsOutput`
+owns the publisher and re-sends the last status every second while nothing else goes out
+(diagnostic monitors).
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from ik_node.config.node_config import IkConfig
 from ik_node.config.ros_graph import GraphConfig
 from ik_node.model.chain import Chain
 from ik_node.model.quality import fragility_report
-from ik_node.ros import messages as conv
+from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, diagnostic_array,
+                                               diagnostic_status, error_values, result_level,
+                                               result_summary, result_values, tip_level,
+                                               tip_summary, tip_values)
 from ik_node.ros.latest_targets import LatestTargets
-from ik_node.ros.reach_map_output import ReachabilityMaps
-from ik_node.ros.solution_output import Send
-from ik_node.ros.status_rate_gate import StatusRateGate
+from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
+from ik_node.ros.outputs.solution_output import Send
+from ik_node.ros.outputs.status_rate_gate import StatusRateGate
 
 #: ``/diagnostics`` is global on purpose: aggregators listen there; status names carry the
 #: node's fully qualified name so namespaced nodes are told apart.
@@ -51,7 +55,7 @@ class DiagnosticsOutput:
 
     def send(self, status) -> None:
         """Publish one status, or a list of them in one array (a solve of several tips)."""
-        msg = conv.diagnostic_array(status, self._node.get_clock().now().to_msg())
+        msg = diagnostic_array(status, self._node.get_clock().now().to_msg())
         self._last, self._last_time = msg, time.monotonic()
         self._send(self._pub, msg)
 
@@ -131,7 +135,7 @@ class StatusReports:
         name, hardware_id = self._name, self._hardware_id
 
         def build():
-            status = conv.diagnostic_status(name, hardware_id, level, message(), values())
+            status = diagnostic_status(name, hardware_id, level, message(), values())
             return status if tips is None else [status] + tips(name, hardware_id)
         with self._lock:
             send = self._gate.offer(time.monotonic(), level, build, force or self._force)
@@ -146,8 +150,8 @@ class StatusReports:
         """ERROR (logged, throttled): a refused target (``target_stamp``) or a refused input."""
         self._node.get_logger().error(message, throttle_duration_sec=1.0)
         solver, skipped, count = self._config.solver, self._targets.skipped, self.solve_count
-        self.offer(conv.ERROR, lambda: message,
-                   lambda: conv.error_values(solver, frame, skipped, count, message,
+        self.offer(ERROR, lambda: message,
+                   lambda: error_values(solver, frame, skipped, count, message,
                                              target_stamp), force)
 
     def waiting(self, target_stamp: str = '', force: bool = False) -> None:
@@ -157,25 +161,25 @@ class StatusReports:
             (': target refused' if target_stamp else '')
         if target_stamp:
             self._node.get_logger().warning(message, throttle_duration_sec=2.0)
-        values = {**conv.error_values(self._config.solver, '', self._targets.skipped,
+        values = {**error_values(self._config.solver, '', self._targets.skipped,
                                       self.solve_count, message, target_stamp),
                   'status': 'waiting'}
-        self.offer(conv.WARN, lambda: message, lambda: values, force)
+        self.offer(WARN, lambda: message, lambda: values, force)
 
     def idle(self, solver: str) -> None:
         """OK, sent at once: a new robot model waits for its first target."""
-        values = {**conv.error_values(solver, '', self._targets.skipped, self.solve_count,
+        values = {**error_values(solver, '', self._targets.skipped, self.solve_count,
                                       'waiting for a target'),
                   'status': 'idle'}
-        self.offer(conv.OK, lambda: 'waiting for a target', lambda: values, force=True)
+        self.offer(OK, lambda: 'waiting for a target', lambda: values, force=True)
 
     def solve(self, chain: Chain, solver: str, result, goals: Mapping, q, frame: str,
               stamps: str, count: int, extra: Dict[str, str],
               tip_stamps: Optional[Mapping[str, str]] = None, guard=None) -> bool:
         """Offer a solve's status to the rate gate; returns True if it went out.
 
-        ``guard``: the jump guard's :class:`~ik_node.ros.jump_guard.Verdict` on the answer. A
-        held answer is an ERROR, a limited one at least a WARN; the message leads with the
+        ``guard``: the jump guard's :class:`~ik_node.ros.outputs.jump_guard.Verdict` on the
+        answer. A held answer is an ERROR, a limited one at least a WARN; the message leads with the
         guard's line (which joint, how far, the bound).
 
         A solve of several tips also reports one status per targeted tip; ``tip_stamps`` names
@@ -211,15 +215,15 @@ class StatusReports:
                 measured.update(values=values, fragile=fragile)
             return measured
 
-        level = conv.result_level(result)
-        if level == conv.OK and measures()['fragile']:
-            level = conv.WARN
+        level = result_level(result)
+        if level == OK and measures()['fragile']:
+            level = WARN
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
-            level = conv.ERROR if guard.action == 'hold' else max(level, conv.WARN)
+            level = ERROR if guard.action == 'hold' else max(level, WARN)
 
         def summary() -> str:
-            text = conv.result_summary(result, solver)
+            text = result_summary(result, solver)
             if 'planar_projection_m' in extra:
                 text += (f"; point target projected onto the chain's plane (moved "
                          f"{float(extra['planar_projection_m']):.3g} m)")
@@ -228,16 +232,16 @@ class StatusReports:
             return f'{guard.message}; {text}' if guarded else text
 
         def tip_statuses(name: str, hardware_id: str) -> List:
-            return [conv.diagnostic_status(f'{name}: {tip}', hardware_id,
-                                           conv.tip_level(tip_result),
-                                           conv.tip_summary(tip, tip_result),
-                                           conv.tip_values(tip, tip_result, frame,
+            return [diagnostic_status(f'{name}: {tip}', hardware_id,
+                                           tip_level(tip_result),
+                                           tip_summary(tip, tip_result),
+                                           tip_values(tip, tip_result, frame,
                                                            (tip_stamps or {}).get(tip, '')))
                     for tip, tip_result in result.tips.items()]
 
         return self.offer(
             level, summary,
-            lambda: conv.result_values(result, solver, frame, skipped, count, stamps,
+            lambda: result_values(result, solver, frame, skipped, count, stamps,
                                        measures()['values']),
             tips=tip_statuses if result.tips and len(chain.tip_links) > 1 else None)
 
