@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import transforms3d
@@ -104,13 +104,55 @@ def quat_xyzw_from_rotation(R: np.ndarray) -> np.ndarray:
     return np.array([x, y, z, w], dtype=float)
 
 
-#: ``lookup(frame_id, stamp) -> T_base_frame`` (4x4) for frames outside the URDF (TF).
-FrameLookup = Callable[[str, Tuple[int, int]], np.ndarray]
+@dataclass(frozen=True)
+class TfWarmingUp:
+    """A target's frame has no TF transform yet while the TF listener is new: the transform is
+    most likely being published and not yet delivered, so the target is kept and tried again,
+    not refused.
+
+    Attributes:
+        message: what the lookup said (the frames, the stamp, tf2's error).
+    """
+
+    message: str
+
+
+#: ``lookup(frame_id, stamp) -> T_base_frame`` (4x4) for frames outside the URDF (TF), or
+#: :class:`TfWarmingUp` while the listener is new and has no transform yet.
+FrameLookup = Callable[[str, Tuple[int, int]], Union[np.ndarray, TfWarmingUp]]
+
+
+@dataclass(frozen=True)
+class TargetInBase:
+    """A target placed in the chain's base frame, ready for the solver.
+
+    Attributes:
+        target: the target as received.
+        position: (3,) [m] in the base frame (on the chain's plane when it was moved there).
+        quat_xyzw: (4,) unit quaternion in the base frame, or None for a point target.
+        projected_m: how far a point target was moved onto a planar chain's plane [m] (0: not).
+    """
+
+    target: Target
+    position: np.ndarray
+    quat_xyzw: Optional[np.ndarray]
+    projected_m: float = 0.0
+
+    @property
+    def solver_target(self):
+        """What the solver takes for one tip: the position, or ``(position, quat_xyzw)``."""
+        return self.position if self.quat_xyzw is None else (self.position, self.quat_xyzw)
+
+
+def stamps_of(targets: Iterable[Target]) -> str:
+    """The stamps naming ``targets`` in a status, comma-separated, each once (the targets of
+    one ``~/target_poses`` message share theirs)."""
+    return ','.join(dict.fromkeys(t.stamp_text for t in targets))
 
 
 def target_in_base(target: Target, chain: Chain, q: np.ndarray,
                    lookup: Optional[FrameLookup] = None
-                   ) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+                   ) -> Union[Tuple[np.ndarray, Optional[np.ndarray]], TfWarmingUp]:
     """Check a target and express it in the chain's base frame.
 
     ``frame_id`` may be empty or the base link (no change), or any link of the URDF: it is then
@@ -118,7 +160,8 @@ def target_in_base(target: Target, chain: Chain, q: np.ndarray,
     ``lookup`` (the node's TF lookup) when one is given.
 
     Returns:
-        (position in the base frame [m], quaternion (x, y, z, w) in the base frame or None).
+        (position in the base frame [m], quaternion (x, y, z, w) in the base frame or None), or
+        the :class:`TfWarmingUp` that ``lookup`` returned.
 
     Raises:
         TargetError: NaN/inf or huge coordinates, a zero or non-finite quaternion, an unknown
@@ -137,6 +180,8 @@ def target_in_base(target: Target, chain: Chain, q: np.ndarray,
                               'looked up in TF, which needs tf2_ros (source a ROS 2 '
                               'install)') from None
         T_base_frame = lookup(frame, target.stamp)
+        if isinstance(T_base_frame, TfWarmingUp):
+            return T_base_frame
     p = T_base_frame[:3, :3] @ p + T_base_frame[:3, 3]
     if R is not None:
         R = T_base_frame[:3, :3] @ R

@@ -403,7 +403,8 @@ LOOKUP_AT_ONCE = """
 import json, sys, time
 import rclpy
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.ros.inputs import TfFrames, TfWarmingUp
+from ik_node.ros.inputs import TfFrames
+from ik_node.ros.targets import TfWarmingUp
 rclpy.init()
 node = rclpy.create_node('ik_side_' + sys.argv[1])
 tf_frames = TfFrames(node)
@@ -411,11 +412,10 @@ tries = 0
 try:
     while True:  # as the node does: a target kept while TF warms up is tried again
         tries += 1
-        try:
-            T = tf_frames.lookup('base_link', 'world', (0, 0), GraphConfig().tf_timeout)
+        T = tf_frames.lookup('base_link', 'world', (0, 0), GraphConfig().tf_timeout)
+        if not isinstance(T, TfWarmingUp):
             break
-        except TfWarmingUp:
-            time.sleep(0.1)
+        time.sleep(0.1)
     print(tries, file=sys.stderr)
     print(json.dumps(T.tolist()))
 finally:
@@ -429,7 +429,7 @@ def test_the_first_tf_lookups_say_warming_up_not_refused_until_the_transform_com
     """Where tf2_ros is importable: a TF publisher just made, and the node's TF side in a new
     process (a launch file starting both together) looking up at once with the default
     tf_timeout of 0.05 s. Discovering the new participant and matching the listener's new
-    subscriptions takes DDS longer than that: the first lookups raise TfWarmingUp (the node
+    subscriptions takes DDS longer than that: the first lookups return TfWarmingUp (the node
     keeps the target and tries again), not a refusal, and a later one returns the published
     transform."""
     tf2_ros = pytest.importorskip('tf2_ros', reason='tf2_ros comes with a ROS 2 install; the '

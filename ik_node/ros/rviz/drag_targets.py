@@ -7,7 +7,7 @@ protocol RViz speaks) is :class:`ik_node.ros.rviz.interactive.InteractiveTargets
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 from rclpy.node import Node
@@ -15,6 +15,7 @@ from rclpy.node import Node
 from ik_node.config.node_config import IkConfig
 from ik_node.model.chain import Chain
 from ik_node.ros.rviz import markers
+from ik_node.ros.solve_report import SolveReport
 from ik_node.ros.targets import Target, quat_xyzw_from_rotation
 from ik_node.ros.rviz.interactive import InteractiveTargets
 from ik_node.ros.outputs.solution_output import Send
@@ -70,26 +71,25 @@ class DragTargets:
             self._released[slot] = target
         self._on_target(target)
 
-    def show(self, config: IkConfig, chain: Chain, batch: Mapping, goals: Mapping, known: Mapping,
-             result, q: np.ndarray) -> None:
+    def show(self, config: IkConfig, report: SolveReport) -> None:
         """Markers after a solve: follow the targets, colour by reached, and snap a released
         marker to the pose reached (``target_marker.snap_on_release``).
 
         Args:
-            batch: the targets solved, by slot (a tip, or None for a serial chain).
-            goals: their (position, quat_xyzw or None) in the base frame, by slot.
-            known: a branched chain's last goal of every tip (its markers are all coloured).
+            config: the configuration the solve ran under.
+            report: the solve (a branched chain's markers of every tip with a standing target
+                are all coloured).
         """
-        server = self.server
-        for tip, (p, quat) in goals.items():
-            server.follow(tip or config.tip_link, p, quat)
+        server, chain, result, q = self.server, report.chain, report.result, report.q
+        for tip, placed in report.targets.items():
+            server.follow(tip or config.tip_link, placed.position, placed.quat_xyzw)
         tips = result.tips or {}
-        for tip in goals if not config.branched else known:
+        for tip in report.targets if not config.branched else report.standing:
             name = tip or config.tip_link
             server.set_reached(name, tips[name].reachable if name in tips else result.reachable)
         snap = self._node.get_parameter('target_marker.snap_on_release').value
-        for tip in goals:
-            if self._released.get(tip) is batch[tip]:
+        for tip, placed in report.targets.items():
+            if self._released.get(tip) is placed.target:
                 del self._released[tip]
                 if snap:
                     T = chain.fk(q, tip or config.tip_link)
