@@ -31,7 +31,7 @@ mixes two chains.
 
 Run as a program through ``python -m ik_node.node`` or the ``ik_node`` executable
 (:mod:`ik_node.ros.entry`): both hold SIGINT and SIGTERM back (:mod:`ik_node.ros.held_signals`)
-before this module's imports.
+ahead of this module's imports.
 """
 
 from __future__ import annotations

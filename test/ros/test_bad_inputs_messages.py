@@ -2,20 +2,22 @@
 ik_node.ros.outputs.solution_output): target frames, publishable joint vectors."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-import test_bad_inputs_api as api
 
-from ik_node import TargetError
+from ik_node import Chain, TargetError
 
-NAN = api.NAN
+NAN = float('nan')
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope='module')
 def models():
-    """name -> (chain, xml) of the three packaged robots (as in test_bad_inputs_api)."""
-    return api.models.__wrapped__()
+    """name -> (chain, xml) of the packaged leg."""
+    xml = (REPO / 'urdf' / 'leg3.urdf').read_text()
+    return {'leg3': (Chain.from_urdf_string(xml, 'base_link', 'foot'), xml)}
 
 
 

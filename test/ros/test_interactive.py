@@ -6,6 +6,9 @@ answer already holds, applies the rest checking that sequence numbers follow one
 drags by publishing ``InteractiveMarkerFeedback`` (``POSE_UPDATE`` then ``MOUSE_UP``). Dragged
 poses come from forward kinematics of joint values chosen here (reachable by construction), and
 the joint states the node publishes are checked by FK (ik_node.Chain), matched by joint name.
+
+Over 450 lines on purpose: the RViz-like client (the protocol, checked at every message) and the
+drag tests that use it belong together, and no other test needs that client.
 """
 
 from __future__ import annotations

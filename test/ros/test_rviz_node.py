@@ -1,4 +1,4 @@
-"""What the running node shows in RViz (issue 25), over real DDS: every miss and every fragility
+"""What the running node shows in RViz, over real DDS: every miss and every fragility
 warning on screen, clicks on a planar arm solved on its plane, the interactive target scaled to
 the robot and, on a planar arm, moving in its plane."""
 
