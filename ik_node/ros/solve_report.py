@@ -6,11 +6,12 @@ No rclpy: a plain dataclass over the chain, the solver's result and the targets 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ik_node.model.chain import Chain
+from ik_node.ros.outputs.jump_guard import Verdict
 from ik_node.ros.targets import TargetInBase
 from ik_node.solvers.base import IkResult
 
@@ -34,7 +35,7 @@ class SolveReport:
         seed_note: where the seed came from (``measured`` or why the last solution).
         output: the output kind (``joint_states``, ``position_command``, ...).
         joint_state_stamp: the stamp of the output message sent ('' when the guard held it).
-        guard: the jump guard's :class:`~ik_node.ros.outputs.jump_guard.Verdict` on ``q``.
+        guard: the jump guard's verdict on ``q``.
     """
 
     chain: Chain
@@ -49,7 +50,7 @@ class SolveReport:
     seed_note: str
     output: str
     joint_state_stamp: str
-    guard: Any = None
+    guard: Optional[Verdict] = None
 
     @property
     def placed(self) -> Dict[Optional[str], Tuple[np.ndarray, Optional[np.ndarray]]]:
