@@ -284,7 +284,10 @@ def test_dragging_the_marker_brings_the_tip_to_the_dragged_pose(harness, robot, 
     for _ in range(2):
         q_to = random_reachable_q(chain, rng)
         position, quat = drag_and_release(s, chain, tip, q_from, q_to, six_dof)
-        marker = s.marker_where(tip, lambda m: colour_of(m) == 'green', 'a green marker')
+        # The marker's update follows the joint state: awaited, then checked in full.
+        marker = s.marker_where(tip, lambda m, p=position: colour_of(m) == 'green' and
+                                np.linalg.norm(pose_of(m)[0] - p) < 1e-3,
+                                'a green marker snapped to the reached pose')
         got_p, got_q = pose_of(marker)
         assert np.linalg.norm(got_p - position) < 1e-3  # snapped to the reached pose
         if six_dof:

@@ -55,6 +55,8 @@ def test_panda_drives_a_position_controller_seeded_from_the_measured_moving_stat
     try:
         graph.wait_for('the node', lambda: diags, procs=[proc])
         state_pub = graph.publisher(JointState, '/measured/joint_states')
+        graph.wait_for('the node subscribed to the measured state',
+                       lambda: state_pub.get_subscription_count() > 0, procs=[proc])
         rng = np.random.default_rng(3)
         q_measured = chain.mid_configuration()
         for step in range(6):
