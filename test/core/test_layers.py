@@ -38,7 +38,7 @@ def imports_of(path: Path) -> set:
         elif isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.startswith('ik_node'):
             names.add(node.module)
-            for alias in node.names:  # from ik_node.ros import messages: a module, too
+            for alias in node.names:  # from ik_node.ros import targets: a module, too
                 folder = PACKAGE.parent / node.module.replace('.', '/')
                 if (folder / f'{alias.name}.py').is_file():
                     names.add(f'{node.module}.{alias.name}')

@@ -20,10 +20,9 @@ import pytest
 
 from ik_node import Chain, ChainError, ConfigError
 from ik_node.config.node_config import build_chain, config_from_mapping
+from urdf_texts import ARM6_XML, DEFAULT_LIMIT_BYTES, arm, joint, links, padded, robot
 
 REPO = Path(__file__).resolve().parents[2]
-ARM6_XML = (REPO / 'urdf' / 'arm6.urdf').read_text()
-DEFAULT_LIMIT_BYTES = 10_000_000  # the documented default of max_description_bytes
 HANG_GUARD_S = 30.0
 
 
@@ -51,29 +50,6 @@ def returns_within(seconds: float, fn, *args, **kwargs):
 
 
 # ------------------------------------------------------------------------------- URDF text
-def links(*names: str) -> str:
-    return ''.join(f'<link name="{n}"/>' for n in names)
-
-
-def joint(name, parent, child, jtype='revolute', axis='0 0 1', xyz='0 0 0.1', rpy='0 0 0',
-          limit='lower="-1" upper="1"', extra='') -> str:
-    limit_tag = f'<limit {limit} effort="1" velocity="1"/>' if limit else ''
-    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
-            f'<child link="{child}"/><origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
-            f'{limit_tag}{extra}</joint>')
-
-
-def robot(*parts: str) -> str:
-    return '<?xml version="1.0"?><robot name="r">' + ''.join(parts) + '</robot>'
-
-
-def arm(*extra: str, j1: dict = None, j2: dict = None, more_links=()) -> str:
-    """base -> a -> tip (joints j1, j2), plus ``extra`` joints and ``more_links``."""
-    return robot(links('base', 'a', 'tip', *more_links),
-                 joint('j1', 'base', 'a', **(j1 or {})), joint('j2', 'a', 'tip', **(j2 or {})),
-                 *extra)
-
-
 OFF = ('f',)  # a link off the chain, hung from 'a' by the extra joint 'fj'
 
 # name -> (URDF, base, tip, words the ChainError must contain). "main:" says what the code before
@@ -189,14 +165,6 @@ def test_packaged_urdfs_pass_the_checks(name):
 
 
 # -------------------------------------------------------------------------------- size
-def padded(xml: str, size_bytes: int, filler: str = 'x') -> str:
-    """``xml`` with an XML comment making it ``size_bytes`` long in UTF-8 (ASCII ``filler``), or
-    that many characters of ``filler`` when it is multi-byte."""
-    head, tail = xml.split('<robot', 1)
-    room = size_bytes - len((head + '<!---->' + '<robot' + tail).encode())
-    return head + '<!--' + filler * (room // len(filler.encode())) + '-->' + '<robot' + tail
-
-
 def test_description_over_10_mb_is_refused_before_parsing():
     xml = padded(ARM6_XML, DEFAULT_LIMIT_BYTES + 1)
     assert len(xml.encode()) == DEFAULT_LIMIT_BYTES + 1

@@ -18,8 +18,8 @@ Marker ids (namespace ``ik``) are stable, so each update replaces the previous o
 500 + j        joint ``j``'s label when it is near a limit
 =============  ==================================================================
 
-The reachability map is drawn by :mod:`ik_node.ros.map_markers`, in its own namespaces
-(``reachability/<tip>``); the building blocks are in :mod:`ik_node.ros.marker_shapes`.
+The reachability map is drawn by :mod:`ik_node.ros.rviz.map_markers`, in its own namespaces
+(``reachability/<tip>``); the building blocks are in :mod:`ik_node.ros.rviz.marker_shapes`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from visualization_msgs.msg import Marker
 
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.ros.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
+from ik_node.ros.rviz.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
                                        delete_all, deleted, marker_array, new_marker, place,
                                        plane_basis, point_msg, quat_xyzw_z_onto, ramp)
 
