@@ -5,9 +5,12 @@ Three processes on a private DDS domain:
 
 * the node under test: ``python -m ik_node.node --ros-args --params-file config/<robot>.yaml``
   (renamed to a unique name, ``/joint_states`` remapped below it);
-* a publisher process streaming ``PointStamped`` targets at ``--rate`` Hz for ``--duration`` s:
-  FK of random in-limit configurations (reachable by construction), with ``--bad-fraction`` of
-  them bad (NaN, inf, 1e12 m, an unknown frame) to exercise the error path under load;
+* a publisher process streaming targets at ``--rate`` Hz for ``--duration`` s, as the robot
+  takes them (:mod:`flood_inputs`: ``PointStamped`` on ``~/target_point``, per hand on
+  ``~/<tip>/target_point`` for twin_arm, every foot in one ``PoseArray`` for quad12): FK of
+  random in-limit configurations (reachable by construction), with ``--bad-fraction`` of them
+  bad (NaN, inf, 1e12 m, an unknown frame; a PoseArray also with NaN in one pose, one pose too
+  few or too many) to exercise the error path under load;
 * this process, the monitor: it checks every ``JointState`` (the chain's names, finite, within
   the limits read from the URDF by urdf_parser_py) and every diagnostic status, matches joint
   states to the target they solve (FK of the received positions, looked up in a 1 mm grid of
@@ -17,9 +20,14 @@ Three processes on a private DDS domain:
 Criteria (exit status 1 when one fails, 0 when all pass):
 
 * the node is alive at the end and still solves a fresh target after the flood;
+* with ``--swap-every``, every description swap (a ``robot_description`` parameter set) is
+  accepted and answered within ``--max-swap-answer-s`` (default 1 s) during the flood;
+* bad targets are answered with the errors of their kind only;
 * every published message is valid (no NaN, no limit break, names of the chain);
 * resident memory grows by less than ``--max-rss-growth-mb`` (default 10) from after warm-up to
-  the end;
+  the end, both read with the node's reachability map built (a description swap starts a new
+  build in a background thread, whose samples take memory while it runs: the soak waits for
+  the map of the last swap before it reads the end's RSS; the largest RSS seen is reported);
 * the node's latency (target sent -> stamp of the joint state that solves it, both wall clock)
   has a p99 of at most ``--max-latency-ms`` in every third of the run (bounded and not growing).
   The end-to-end latency (-> received here) is reported too; on a small machine it is dominated
@@ -31,6 +39,7 @@ Usage::
 
     python benchmarks/flood_soak.py                       # 10 kHz for 30 s on leg3
     python benchmarks/flood_soak.py --rate 2000 --duration 3 --json-out /tmp/flood.json
+    python benchmarks/flood_soak.py --robot quad12 --duration 60 --bad-fraction 0.2 --swap-every 2
 """
 
 from __future__ import annotations
@@ -57,49 +66,33 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / 'test'))
+sys.path.insert(0, str(REPO / 'benchmarks'))
+from flood_inputs import (ERROR_KEYS, INPUT, TIPS, TargetSender, bad_kind,  # noqa: E402
+                          is_bad, make_targets)
 from urdf_limits import urdf_limits  # noqa: E402  (read straight from the URDF)
 
-TIPS = {'leg3': 'foot', 'planar4': 'tip', 'arm6': 'tool0'}
 GRID_M = 1e-3          # cell of the sent-target lookup grid [m]
-MATCH_TOL_M = 2e-4     # a joint state solves a target when its tip is this close [m]
-BAD_KINDS = ('nan', 'inf', 'huge', 'frame')
-
-
-# ------------------------------------------------------------------------------- targets
-def make_targets(robot: str, count: int, seed: int) -> np.ndarray:
-    """``count`` reachable tip positions [m]: FK of random in-limit configurations."""
-    from ik_node import Chain
-    chain = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', 'base_link', TIPS[robot])
-    rng = np.random.default_rng(seed)
-    lower = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
-    upper = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
-    q = rng.uniform(lower, upper, size=(count, chain.n))
-    return chain.fk(q)[:, :3, 3].copy()
-
-
-def is_bad(i: int, bad_every: int) -> bool:
-    return bad_every > 0 and i % bad_every == bad_every // 2
+MATCH_TOL_M = 2e-4     # a joint state solves a target when every tip is this close [m]
 
 
 # ----------------------------------------------------------------------------- publisher
-def publisher_main(topic: str, base: str, rate: float, duration: float, robot: str, seed: int,
+def publisher_main(name: str, base: str, rate: float, duration: float, robot: str, seed: int,
                    bad_every: int, send_times, sent_count, ready, go) -> None:
-    """Publish target i at t0 + i / rate (catching up in bursts if late); record send times."""
+    """Publish target i at t0 + i / rate (catching up in bursts if late); record send times
+    (of target i's last message)."""
     import rclpy
-    from geometry_msgs.msg import PointStamped
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     targets = make_targets(robot, len(send_times), seed)
     rclpy.init()
     node = rclpy.create_node(f'flood_publisher_{os.getpid()}')
-    pub = node.create_publisher(PointStamped, topic, QoSProfile(
+    sender = TargetSender(node, name, robot, base, QoSProfile(
         depth=10, reliability=ReliabilityPolicy.RELIABLE))
     deadline = time.monotonic() + 30.0
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+    while not sender.matched() and time.monotonic() < deadline:
         time.sleep(0.05)
     ready.set()
     go.wait()
-    msg = PointStamped()
     n_total = int(rate * duration)
     t0 = time.monotonic()
     i = 0
@@ -110,21 +103,8 @@ def publisher_main(topic: str, base: str, rate: float, duration: float, robot: s
             time.sleep(max(0.0, t0 + i / rate - now))
             continue
         while i < due:
-            msg.header.frame_id = base
-            x, y, z = targets[i]
-            if is_bad(i, bad_every):
-                kind = BAD_KINDS[(i // bad_every) % len(BAD_KINDS)]
-                if kind == 'nan':
-                    x = math.nan
-                elif kind == 'inf':
-                    y = math.inf
-                elif kind == 'huge':
-                    z = 1e12
-                else:
-                    msg.header.frame_id = 'no_such_frame'
-            msg.point.x, msg.point.y, msg.point.z = float(x), float(y), float(z)
+            sender.send(i, targets[i], bad_kind(robot, i, bad_every))
             send_times[i] = time.time()  # wall clock: comparable with message stamps
-            pub.publish(msg)
             i += 1
         sent_count.value = i
     time.sleep(0.5)  # let the last messages leave before the participant goes
@@ -156,11 +136,14 @@ class Monitor:
     def __init__(self, rclpy, name: str, robot: str, targets: np.ndarray, send_times,
                  bad_every: int):
         from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
+        from visualization_msgs.msg import MarkerArray
 
         from ik_node import Chain
         xml = (REPO / 'urdf' / f'{robot}.urdf').read_text()
         self.chain = Chain.from_urdf_string(xml, 'base_link', TIPS[robot])
+        self.tips = TIPS[robot]
         self.lower, self.upper = urdf_limits(xml, self.chain.joint_names)
         self.name, self.robot = name, robot
         self.targets = targets
@@ -168,7 +151,7 @@ class Monitor:
         self.grid: Dict[tuple, List[int]] = {}
         for i, p in enumerate(targets):
             if not is_bad(i, bad_every):
-                self.grid.setdefault(self._cell(p), []).append(i)
+                self.grid.setdefault(self._cell(p[0]), []).append(i)
         self.lock = threading.Lock()
         self.joint_states = 0
         self.invalid: List[str] = []
@@ -185,6 +168,32 @@ class Monitor:
         self.node = rclpy.create_node(f'flood_monitor_{os.getpid()}')
         self.node.create_subscription(JointState, f'/{name}/joint_states', self._on_js, 1000)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 1000)
+        self.maps_published = 0  # reachability maps received (not counting the empty ones)
+        self.node.create_subscription(MarkerArray, f'/{name}/reachability', self._on_map,
+                                      QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                                 durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    def _on_map(self, msg) -> None:
+        if any(m.action == m.ADD and m.points for m in msg.markers):
+            with self.lock:
+                self.maps_published += 1
+
+    def wait_for_map(self, after: int, timeout_s: float) -> bool:
+        """Wait until more than ``after`` maps have come (True), or ``timeout_s`` passed."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.maps_published > after:
+                    return True
+            time.sleep(0.1)
+        return False
+
+    def tip_positions(self, q: np.ndarray) -> np.ndarray:
+        """(tips, 3) positions [m] of the tips at ``q``."""
+        if len(self.tips) == 1:
+            return self.chain.fk(q)[:3, 3][None, :]
+        frames = self.chain.fk_tips(q)
+        return np.array([frames[tip][:3, 3] for tip in self.tips])
 
     @staticmethod
     def _cell(p) -> tuple:
@@ -203,8 +212,7 @@ class Monitor:
             problem = f'positions outside the limits {q.tolist()}'
         match = None
         if problem is None:
-            tip = self.chain.fk(q)[:3, 3]
-            match = self._match(tip, now)
+            match = self._match(self.tip_positions(q), now)
         with self.lock:
             self.joint_states += 1
             if problem is not None:
@@ -216,23 +224,23 @@ class Monitor:
                 self.node_latency[match] = stamp - self.send_times[match]
                 self.matched_at[match] = now
 
-    def _match(self, tip: np.ndarray, now: float) -> Optional[int]:
-        """The target sent last before ``now`` (wall clock) that ``tip`` is on, or None."""
-        cx, cy, cz = self._cell(tip)
+    def _match(self, tips: np.ndarray, now: float) -> Optional[int]:
+        """The target sent last before ``now`` (wall clock) that ``tips`` are all on, or None."""
+        cx, cy, cz = self._cell(tips[0])
         best, best_time = None, -math.inf
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
                 for dz in (-1, 0, 1):
                     for i in self.grid.get((cx + dx, cy + dy, cz + dz), ()):
                         sent = self.send_times[i]
-                        if 0.0 < sent <= now and sent > best_time and \
-                                np.linalg.norm(self.targets[i] - tip) < MATCH_TOL_M:
+                        if 0.0 < sent <= now and sent > best_time and np.all(
+                                np.linalg.norm(self.targets[i] - tips, axis=1) < MATCH_TOL_M):
                             best, best_time = i, sent
         return best
 
     def _on_diag(self, msg) -> None:
         for status in msg.status:
-            if status.name != f'{self.name}: ik':
+            if status.name != f'{self.name}: ik':  # the whole solve; per-tip ones follow it
                 continue
             values = {kv.key: kv.value for kv in status.values}
             level = status.level[0] if isinstance(status.level, bytes) else int(status.level)
@@ -273,6 +281,10 @@ def parse_args(argv=None):
     p.add_argument('--swap-every', type=float, default=0.0, metavar='S',
                    help='during the flood, set the node\'s robot_description every S seconds '
                         '(the same robot, a new text each time: a full chain rebuild); 0: never')
+    p.add_argument('--max-swap-answer-s', type=float, default=1.0,
+                   help='bound on the time a description swap waits for its answer [s]')
+    p.add_argument('--settle-timeout', type=float, default=120.0,
+                   help='how long to wait for a reachability map before reading RSS [s]')
     p.add_argument('--workdir', type=Path, default=None,
                    help='folder for the node\'s params file and log (default: a temporary one, '
                         'removed at the end unless the run failed)')
@@ -318,7 +330,7 @@ def main(argv=None) -> int:
     sent_count = ctx.Value('l', 0, lock=False)
     ready, go = ctx.Event(), ctx.Event()
     publisher = ctx.Process(target=publisher_main, args=(
-        f'/{name}/target_point', base, args.rate, args.duration, args.robot, args.seed,
+        name, base, args.rate, args.duration, args.robot, args.seed,
         bad_every, send_times, sent_count, ready, go), daemon=True)
 
     rclpy.init()
@@ -342,6 +354,8 @@ def main(argv=None) -> int:
 
         # Warm-up: a slow stream from this process, then the RSS baseline.
         warm = _warmup(rclpy, monitor, name, base, args.warmup)
+        if not monitor.wait_for_map(0, args.settle_timeout):
+            raise RuntimeError(f'no reachability map within {args.settle_timeout} s')
         rss_before = rss_mb(node_proc.pid)
         print(f'warm-up: {warm} targets solved; node RSS {rss_before:.1f} MB', flush=True)
 
@@ -349,7 +363,8 @@ def main(argv=None) -> int:
         t_start = time.monotonic()
         rss_samples = []
         last = (t_start, 0, 0)
-        swapper = _Swapper(monitor.node, name, args.robot, args.swap_every)
+        swapper = _Swapper(monitor, name, args.robot, args.swap_every,
+                           args.max_swap_answer_s)
         while publisher.is_alive() and node_proc.poll() is None:
             swapper.sleep(1.0)
             now = time.monotonic()
@@ -367,9 +382,16 @@ def main(argv=None) -> int:
             last = (now, sent, js)
         t_flood = time.monotonic() - t_start
         if swapper.refused:
-            failures.append(f'description swaps refused: {swapper.refused[:3]}')
+            failures.append(f'description swaps refused or unanswered within '
+                            f'{args.max_swap_answer_s} s: {len(swapper.refused)}, e.g. '
+                            f'{swapper.refused[:3]}')
         publisher.join(timeout=10.0)
         time.sleep(1.0)  # let the last solves and diagnostics arrive
+        settled = monitor.wait_for_map(swapper.maps_at_last_swap, args.settle_timeout) \
+            if swapper.done else True
+        if not settled:
+            failures.append(f'no reachability map within {args.settle_timeout} s of the last '
+                            'description swap: RSS read while one was building')
         alive = node_proc.poll() is None
         rss_after = rss_mb(node_proc.pid) if alive else None
         final_ok = _final_check(rclpy, monitor, name, base) if alive else False
@@ -415,6 +437,9 @@ def main(argv=None) -> int:
             failures.append(f'the node died (exit {node_proc.returncode}); log {log_path}')
         if not final_ok:
             failures.append('the node did not solve a fresh target after the flood')
+        unexpected = set(summary['error_messages']) - ERROR_KEYS[INPUT[args.robot]]
+        if unexpected:
+            failures.append(f'errors other than bad targets reported: {sorted(unexpected)}')
         if summary['invalid_messages']:
             failures.append(f'{summary["invalid_messages"]} invalid messages, e.g. '
                             f'{summary["invalid_examples"][:2]}')
@@ -452,6 +477,7 @@ def main(argv=None) -> int:
         log.close()
 
     summary['description_swaps'] = swapper.done if swapper is not None else 0
+    summary['swap_answer_s'] = swapper.answer_summary() if swapper is not None else {}
     summary['failures'] = failures
     summary['passed'] = not failures
     _print_summary(summary)
@@ -480,8 +506,14 @@ def _p99_by_third(received_at: Dict[int, float], latency: Dict[int, float]) -> L
 class _Swapper:
     """Sets the node's robot_description every ``period`` seconds (0: never) while sleeping."""
 
-    def __init__(self, node, name: str, robot: str, period: float) -> None:
+    def __init__(self, monitor: Monitor, name: str, robot: str, period: float,
+                 max_answer_s: float) -> None:
+        node = monitor.node
+        self.monitor = monitor
+        self.maps_at_last_swap = 0  # maps received when the last swap was accepted
         self.period, self.done, self.refused = period, 0, []
+        self.max_answer_s = max_answer_s
+        self.answer_s: List[float] = []  # request sent -> answer received, per swap [s]
         self.next = time.monotonic() + period
         if period > 0:
             from rcl_interfaces.srv import SetParameters
@@ -507,60 +539,69 @@ class _Swapper:
         if not self.client.wait_for_service(timeout_sec=5.0):
             self.refused.append('parameter service not available')
             return
+        sent = time.monotonic()
         future = self.client.call_async(request)
-        deadline = time.monotonic() + 10.0
+        deadline = sent + 10.0
         while not future.done() and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.001)
         if not future.done():
+            self.answer_s.append(math.inf)
             self.refused.append('no answer within 10 s')
             return
+        waited = time.monotonic() - sent
+        self.answer_s.append(waited)
         result = future.result().results[0]
-        if result.successful:
-            self.done += 1
-        else:
+        if not result.successful:
             self.refused.append(result.reason)
+        elif waited > self.max_answer_s:
+            self.refused.append(f'answered after {waited:.2f} s')
+        else:
+            self.done += 1
+        with self.monitor.lock:
+            self.maps_at_last_swap = self.monitor.maps_published
+
+    def answer_summary(self) -> Dict[str, float]:
+        """Swaps sent, and the median and largest time one waited for its answer [s]."""
+        if not self.answer_s:
+            return {'sent': 0}
+        return {'sent': len(self.answer_s), 'median': float(np.median(self.answer_s)),
+                'max': max(self.answer_s)}
 
 
 def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> int:
     """Send a slow stream of reachable targets for ``seconds``; how many were solved."""
-    from geometry_msgs.msg import PointStamped
-    pub = monitor.node.create_publisher(PointStamped, f'/{name}/target_point', 10)
+    sender = TargetSender(monitor.node, name, monitor.robot, base, 10)
     deadline = time.monotonic() + 10.0
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+    while not sender.matched() and time.monotonic() < deadline:
         time.sleep(0.05)
     extra = make_targets(monitor.robot, 200, 999)
     end, k = time.monotonic() + seconds, 0
-    msg = PointStamped()
-    msg.header.frame_id = base
     while time.monotonic() < end:
-        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in extra[k % len(extra)])
-        pub.publish(msg)
+        sender.send(k, extra[k % len(extra)], None)
         k += 1
         time.sleep(0.005)
     time.sleep(0.3)
-    monitor.node.destroy_publisher(pub)
+    for pub in sender.pubs:
+        monitor.node.destroy_publisher(pub)
     with monitor.lock:
         return int(monitor.last_values.get('solve_count') or 0)
 
 
 def _final_check(rclpy, monitor: Monitor, name: str, base: str) -> bool:
     """After the flood: one fresh reachable target must be solved within 5 s."""
-    from geometry_msgs.msg import PointStamped
-    pub = monitor.node.create_publisher(PointStamped, f'/{name}/target_point', 10)
+    sender = TargetSender(monitor.node, name, monitor.robot, base, 10)
     deadline = time.monotonic() + 10.0
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+    while not sender.matched() and time.monotonic() < deadline:
         time.sleep(0.05)
     target = make_targets(monitor.robot, 1, 4242)[0]
-    msg = PointStamped()
-    msg.header.frame_id = base
-    msg.point.x, msg.point.y, msg.point.z = (float(v) for v in target)
     end = time.monotonic() + 5.0
     while time.monotonic() < end:
-        pub.publish(msg)
+        sender.send(1, target, None)
         time.sleep(0.2)
         with monitor.lock:
             q = monitor.last_q
-        if q is not None and np.linalg.norm(monitor.chain.fk(q)[:3, 3] - target) < MATCH_TOL_M:
+        if q is not None and np.all(
+                np.linalg.norm(monitor.tip_positions(q) - target, axis=1) < MATCH_TOL_M):
             return True
     return False
 
@@ -587,6 +628,10 @@ def _print_summary(s: Dict[str, object]) -> None:
               f"growth {rss['growth']} MB")
         print(f"invalid messages: {s['invalid_messages']}; node alive: {s['node_alive']}; "
               f"solves after the flood: {s['solves_after_flood']}")
+    if s.get('swap_answer_s', {}).get('sent'):
+        sw = s['swap_answer_s']
+        print(f"description swaps: {s['description_swaps']} of {sw['sent']} accepted in time; "
+              f"answer median {sw['median']:.3f} s, max {sw['max']:.3f} s")
     for f in s['failures']:
         print(f'FAIL: {f}')
     print('PASS' if s['passed'] else 'FAILED', flush=True)

@@ -97,7 +97,7 @@ def _nodes(context):
             executable='rviz2',
             namespace=namespace,
             output='screen',
-            arguments=['-d', PathJoinSubstitution([share, 'rviz', 'ik.rviz']),
+            arguments=['-d', PathJoinSubstitution([share, 'rviz', plan.rviz_config]),
                        '-f', plan.fixed_frame],
             remappings=list(plan.rviz_remappings),
         ))
@@ -140,7 +140,8 @@ def generate_launch_description():
                     'without description_file, ik_node reads the robot_description topic)'))
     ld.add_action(DeclareLaunchArgument(
         'rviz', default_value='true', choices=BOOLEANS,
-        description='Start RViz with rviz/ik.rviz'))
+        description='Start RViz with rviz/<robot>.rviz (a view framing the packaged robot) or '
+                    'rviz/ik.rviz'))
     ld.add_action(DeclareLaunchArgument(
         'namespace', default_value='',
         description='Namespace of ik_node, robot_state_publisher and RViz, e.g. r1: '

@@ -96,6 +96,8 @@ class LaunchPlan:
         robot_state_publisher: start robot_state_publisher.
         rviz: start RViz.
         fixed_frame: RViz's fixed frame (the chain's base link).
+        rviz_config: RViz's config in the share's ``rviz/``: ``<robot>.rviz`` for a packaged
+            robot on its own base link (a view framing its reach), else ``ik.rviz``.
         state_publisher_remappings: remappings of robot_state_publisher.
         rviz_remappings: remappings of RViz.
         notes: lines for the launch log about helpers left out (not installed), each naming
@@ -112,6 +114,7 @@ class LaunchPlan:
     state_publisher_remappings: Tuple[Remapping, ...] = ()
     rviz_remappings: Tuple[Remapping, ...] = ()
     notes: Tuple[str, ...] = ()
+    rviz_config: str = 'ik.rviz'
 
     def summary(self) -> str:
         """One line for the launch log."""
@@ -321,9 +324,12 @@ def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path
                             (f'/{NODE_NAME}/reachability', f'{NODE_NAME}/reachability')) + tf
     start, notes = _helpers_installed({'robot_state_publisher': with_rsp, 'rviz': with_rviz},
                                       installed)
+    rviz_config = f'{robot}.rviz' if robot and fixed_frame == defaults.get('base_link') and \
+        (share / 'rviz' / f'{robot}.rviz').is_file() else 'ik.rviz'
+
     return LaunchPlan(namespace=namespace, robot_description=xml, description_source=source,
                       ik_node_parameters=params,
                       robot_state_publisher=start['robot_state_publisher'], rviz=start['rviz'],
                       fixed_frame=fixed_frame, state_publisher_remappings=tf,
-                      rviz_remappings=rviz_remappings, notes=notes)
+                      rviz_remappings=rviz_remappings, notes=notes, rviz_config=rviz_config)
 

@@ -18,9 +18,10 @@ its own module with what it needs passed in:
 
 The path of a target, in the order of this file: a subscription (or a drag) calls
 :meth:`IkNode._on_targets`, which stores the target in a
-:class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip) and, if no solve is
-running, solves right there (no hand-over to another thread), then keeps solving the newest
-pending targets until none is left, so no backlog builds up however fast targets stream.
+:class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip) and queues one solve
+task in the node's executor, behind the callbacks already waiting there (no other thread); the
+task solves the newest pending targets until none is left, so no backlog builds up however fast
+targets stream, and a parameter request waits for one solve at most.
 :meth:`IkNode._solve_pending` has the pipeline place and solve the targets
 (:mod:`ik_node.ros.target_pipeline` tells that part), checks the solution, passes it through
 the model's :class:`~ik_node.ros.outputs.jump_guard.JumpGuard` (which holds or limits an answer
@@ -96,6 +97,8 @@ class IkNode(Node):
         # The queue between the target inputs and the solve: the newest target of each tip.
         self._targets = LatestTargets()
         self._solving = threading.Lock()  # held by the callback that drains the queue
+        self._schedule_lock = threading.Lock()
+        self._solve_queued = False  # a solve task waits in the executor
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -133,6 +136,30 @@ class IkNode(Node):
             self._targets.put(targets[0].tip, targets[0])
         else:  # every tip's target of one message: taken together
             self._targets.put_all({target.tip: target for target in targets})
+        self._schedule_solve()
+
+    def _schedule_solve(self) -> None:
+        """Solve the pending targets in a task queued behind the callbacks already waiting in
+        the executor, once for all targets stored until it runs.
+
+        An events executor queues one callback per message that arrives: a target stream
+        faster than the solves would, if each callback solved, grow that queue without bound
+        (memory) and keep a parameter request waiting behind every message queued before it.
+        Storing is cheap, so the queue stays short and a request waits one solve at most.
+        """
+        executor = self.executor
+        if executor is None:  # not spun by an executor (yet): solve right here
+            self._solve_all_pending()
+            return
+        with self._schedule_lock:
+            if self._solve_queued:
+                return
+            self._solve_queued = True
+        executor.create_task(self._queued_solve)
+
+    def _queued_solve(self) -> None:
+        with self._schedule_lock:
+            self._solve_queued = False  # a target stored from here on queues the next solve
         self._solve_all_pending()
 
     def _solve_all_pending(self) -> None:

@@ -445,6 +445,14 @@ def test_output_and_state_topic_are_passed_only_when_set():
     assert params['state_topic'] == 'arm/joint_commands'
 
 
+def test_a_packaged_robot_gets_its_own_view_and_any_other_robot_ik_rviz():
+    assert plan(robot='twin_arm').rviz_config == 'twin_arm.rviz'
+    assert plan().rviz_config == 'leg3.rviz'
+    assert plan(description_file=str(REPO / 'urdf' / 'arm6.urdf'), base_link='base_link',
+                tip_link='tool0').rviz_config == 'ik.rviz'
+    assert plan(robot='arm6', base_link='shoulder_link').rviz_config == 'ik.rviz'
+
+
 def test_base_link_sets_rvizs_fixed_frame(shared_robot):
     p = plan(description_file=str(shared_robot('panda.urdf')), base_link='panda_link0',
              tip_link='panda_hand_tcp')
@@ -617,13 +625,14 @@ def test_rviz_starts_only_when_asked(rviz, ik_node_prefix, temporary_params_file
     assert {'ik_node', 'robot_state_publisher'} <= set(started)
 
 
-def test_rviz_loads_ik_rviz_on_the_base_link_and_sends_clicked_points_to_the_node(
-        ik_node_prefix, temporary_params_files):
-    started, context = evaluate_launch(robot='leg3')  # rviz defaults to true
+@pytest.mark.parametrize('robot', ['leg3', 'quad12'])
+def test_rviz_loads_the_robots_view_on_the_base_link_and_sends_clicked_points_to_the_node(
+        robot, ik_node_prefix, temporary_params_files):
+    started, context = evaluate_launch(robot=robot)  # rviz defaults to true
     rviz = started['rviz2']
     argv = command_line(rviz, context)
     config = Path(argv[argv.index('-d') + 1])
-    assert config.name == 'ik.rviz' and config.is_file()
+    assert config.name == f'{robot}.rviz' and config.is_file()
     assert argv[argv.index('-f') + 1] == 'base_link'
     # Relative: ROS resolves it in RViz's namespace, /ik_node/target_point without one.
     assert ('/clicked_point', 'ik_node/target_point') in rviz.expanded_remapping_rules

@@ -79,7 +79,8 @@ class Sizes:
 
     @property
     def text_height(self) -> float:
-        return self._share(0.05, 0.03, 0.05)
+        """At least 0.04 m: legible (about 30 px) in the robot's shipped RViz view."""
+        return self._share(0.06, 0.04, 0.06)
 
     @property
     def axes_length(self) -> float:
@@ -252,6 +253,11 @@ LABEL_LINE_CHARS = 32
 
 #: RViz's lines of text are this many text heights apart (measured in the rviz1 shots: 1.3).
 LINE_PITCH = 1.35
+#: A tip's labels start this many interactive-marker scales below the tip and its target: the
+#: target's move arrows end 0.9 scales from it, so the labels stay clear of their ends also
+#: in a view looking down (up to about 0.6 rad: an arrow towards the camera then reaches 0.5
+#: scales down the screen, the labels' top 1.0).
+LABEL_DROP_SCALES = 1.25
 
 
 def wrapped(lines: Sequence[str]) -> List[str]:
@@ -271,15 +277,15 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
     in amber (id ``600 + index``), each a delete when there is nothing to say.
 
     They hang below both the tip and its target (``p_target``, where the interactive target
-    is), beyond the target's lower move handle: above the target RViz draws its description
-    (1.4 scales up), above a foot is the robot, and in the usual view from above the space under
-    a tool reaching out stays in sight.
+    is), :data:`LABEL_DROP_SCALES` below, beyond the ends of the target's move arrows: above the
+    target RViz draws its description (1.4 scales up), above a foot is the robot, and in the
+    usual view from above the space under a tool reaching out stays in sight.
     """
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
     anchor = np.array([p_tip[0], p_tip[1], min(heights)], dtype=float)
     lines = [(wrapped([miss] if miss else []), MISS_LABEL_ID, MISS_RGBA),
              (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
-    out, offset = [], sizes.handle_scale
+    out, offset = [], LABEL_DROP_SCALES * sizes.handle_scale
     for text, mid, rgba in lines:  # from the tip down: the miss, then the warnings
         if not text:
             out.append(deleted(frame_id, stamp, mid + index))
@@ -334,7 +340,7 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
             label = new_marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
             label.text = f'{joint.name} near its {side} limit'
-            height = label.scale.x = label.scale.y = label.scale.z = 0.7 * sizes.text_height
+            height = label.scale.x = label.scale.y = label.scale.z = sizes.text_height
             place(label, _beside(origin, centroid, radius,
                                  TEXT_WIDTH_SHARE * height * len(label.text), height))
             out.append(label)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 from rclpy.node import Node
@@ -34,7 +34,7 @@ class ReachabilityMaps:
         self._lock = threading.Lock()
         self._maps: Dict[str, ReachabilityMap] = {}
         self._cancel = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._threads: List[threading.Thread] = []  # builds that may still run
         self._key: Optional[tuple] = None
 
     def follow(self, chain: Chain, samples: int, voxel_size: float) -> None:
@@ -50,26 +50,33 @@ class ReachabilityMaps:
         self._key = None
 
     def start(self, chain: Chain, samples: int, voxel_size: float) -> None:
-        """Cancel any build in progress and build the maps of ``chain`` (nothing if 0 samples)."""
-        self.stop()
+        """Cancel any build in progress and build the maps of ``chain`` (nothing if 0 samples).
+
+        Does not wait for the cancelled build to end (it stops at its next chunk and never
+        publishes): a description change under a flood of targets is answered at once."""
         with self._lock:
+            self._cancel.set()
             self._maps = {}
-        self._cancel = threading.Event()
+            self._cancel = threading.Event()
+        self._threads = [t for t in self._threads if t.is_alive()]
         stamp = self._node.get_clock().now().to_msg()
         self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
             chain.base_link, stamp, [])))
         if samples <= 0:
             return
-        self._thread = threading.Thread(target=self._build, name='reachability_map',
-                                        args=(chain, samples, voxel_size, self._cancel),
-                                        daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._build, name='reachability_map',
+                                  args=(chain, samples, voxel_size, self._cancel), daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def stop(self) -> None:
+        """Cancel any build in progress and wait (2 s at most) for the threads to end."""
         self._cancel.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2.0)
-        self._thread = None
+        deadline = time.monotonic() + 2.0
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._threads = []
 
     @property
     def ready(self) -> bool:
@@ -108,12 +115,12 @@ class ReachabilityMaps:
         except Exception as exc:  # a map is a picture: it never takes the node down
             log.error(f'reachability map not built: {type(exc).__name__}: {exc}')
             return
-        if cancel.is_set():
-            return
-        with self._lock:
+        picture = markers.marker_array(map_markers.reachability_markers(
+            chain.base_link, self._node.get_clock().now().to_msg(), maps))
+        with self._lock:  # a build cancelled by now is not shown
+            if cancel.is_set():
+                return
             self._maps = {m.tip_link: m for m in maps}
-        stamp = self._node.get_clock().now().to_msg()
-        self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
-            chain.base_link, stamp, maps)))
+            self._send(self._pub, picture)
         log.info(f'reachability map published on {self._pub.topic_name}: '
                  f'{sum(len(m.index) for m in maps)} voxels in {time.monotonic() - start:.1f} s')
