@@ -232,9 +232,12 @@ def _checked(chain: Chain, q, singular_threshold: float, limit_threshold: float)
 
 def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
                      singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
-                     limit_threshold: float = DEFAULT_LIMIT_THRESHOLD
+                     limit_threshold: float = DEFAULT_LIMIT_THRESHOLD, reached: bool = True
                      ) -> Tuple[Dict[str, str], str]:
     """The node's diagnostics of a solution: (key-values, what makes it fragile or '').
+
+    A solution that misses its target (``reached`` False) is not called near a singularity:
+    an arm stretched towards a target out of reach always is, and the miss says more.
 
     Over the targeted ``tips``: the smallest manipulability and singular value (at each tip's
     generic task rank, :func:`task_rank`), the nearest joint limit and its joint. The same
@@ -255,7 +258,7 @@ def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
               'min_singular_value': f'{worst_sigma.min_singular_value:.4g}',
               'limit_margin': f'{nearest.limit_distance:.4g}',
               'limit_joint': nearest.limit_joint or ''}
-    why = fragility_reasons(worst_sigma)[:1] if worst_sigma.near_singular else []
+    why = fragility_reasons(worst_sigma)[:1] if worst_sigma.near_singular and reached else []
     if nearest.near_limit:
         why += fragility_reasons(nearest)[-1:]
     return values, ', '.join(why)

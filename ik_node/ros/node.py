@@ -58,7 +58,7 @@ from ik_node.ros.outputs.solution_output import (SolutionOutput, check_publishab
                                                  send_unless_shut_down)
 from ik_node.ros.parameter_changes import ParameterChanges
 from ik_node.ros.parameters import NodeParameters
-from ik_node.ros.robot_model import RobotModel, build_robot_model
+from ik_node.ros.robot_model import RobotModel, build_robot_model, rest_pose
 from ik_node.ros.rviz.drag_targets import DragTargets
 from ik_node.ros.rviz.marker_output import MarkerOutput
 from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
@@ -258,7 +258,7 @@ class IkNode(Node):
         config, chain = model.config, model.chain
         if new_chain:
             measured, _ = self._inputs.measured(chain)
-            self._q = chain.clip(np.zeros(chain.n)) if measured is None else measured
+            self._q = rest_pose(chain) if measured is None else measured
             self._pipeline.use_chain(chain)  # targets meant for the old chain are dropped
             self._said_orientation_ignored = False
             self._inputs.subscribe_targets(config.tip_links, config.branched)

@@ -11,6 +11,8 @@ import dataclasses
 import math
 from typing import Any, Optional
 
+import numpy as np
+
 from ik_node.config.node_config import IkConfig, build_chain, build_solver
 from ik_node.config.ros_graph import GraphConfig
 from ik_node.model.urdf_joints import moving_joints
@@ -62,3 +64,13 @@ def build_robot_model(config: IkConfig, graph: GraphConfig, topic_xml: str,
     if current is not None and current.chain is chain:
         guard.carry_over(current.guard)
     return RobotModel(effective, chain, solver, plan, guard)
+
+
+def rest_pose(chain) -> np.ndarray:
+    """The joint positions the node starts from without a measured state: 0 where that is
+    within a joint's limits, else the middle of its range (a knee whose range excludes 0 rests
+    bent, inside its limits, not pressed against one)."""
+    q = np.zeros(chain.n)
+    outside = (q < chain.lower) | (q > chain.upper)
+    middle = 0.5 * (chain.lower + chain.upper)
+    return np.where(outside & np.isfinite(middle), middle, chain.clip(q))

@@ -148,8 +148,11 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     assert markers.LINE_PITCH >= 1.3  # measured in RViz: multi-line blocks overlapped at 1
     miss_top = p_tip[2] - (miss.pose.position.z + 2 * pitch / 2)
     warn_top = p_tip[2] - (warn.pose.position.z + len(warnings) * pitch / 2)
-    assert miss_top == pytest.approx(sizes.handle_scale)
-    assert warn_top == pytest.approx(sizes.handle_scale + 2 * pitch)
+    # Clear of the ends of the target's move arrows (0.9 scales from it), also seen from above.
+    drop = markers.LABEL_DROP_SCALES * sizes.handle_scale
+    assert markers.LABEL_DROP_SCALES >= 1.2
+    assert miss_top == pytest.approx(drop)
+    assert warn_top == pytest.approx(drop + 2 * pitch)
     # A target below the tip: the labels clear it too; one above changes nothing.
     low = p_tip - [0.0, 0.0, 0.2]
     miss_low, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
@@ -253,7 +256,7 @@ def test_a_6d_target_shows_its_orientation_as_three_arrows_z_the_longest():
 
 def test_sizes_follow_the_robot_within_bounds():
     small, leg, arm, huge = (markers.Sizes(r) for r in (0.05, 0.63, 1.0, 30.0))
-    assert small.text_height == 0.03 and huge.text_height == 0.05
+    assert small.text_height == 0.04 and huge.text_height == 0.06  # legible: at least 4 cm
     assert leg.target_radius < arm.target_radius
     assert markers.sizes_of(chain('leg3')).reach_m == pytest.approx(0.05 + 0.30 + 0.28)
 
@@ -271,7 +274,14 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
     spacing = map_points(reach_map, 300).spacing  # between neighbouring points
     assert points.scale.x < 0.5 * spacing  # the robot shows between them
     assert legend.type == Marker.TEXT_VIEW_FACING and legend.ns == points.ns
-    assert ('depth' in legend.text) == reach_map.position_only
+    assert ('how deep inside the reachable space' in legend.text) == reach_map.position_only
+    assert 'sampled workspace' not in legend.text and legend.scale.z >= 0.04
+    # Translucent, and no point red (red is a miss): not red-dominant, not orange.
+    assert all(c.a < 1.0 for c in points.colors)
+    assert not any(c.r > max(c.g, c.b) + 0.1 for c in points.colors)
+    # The legend stands inside the top of the map (in the robot's view), not above it.
+    top = max(p.z for p in points.points)
+    assert legend.pose.position.z <= top
 
 
 # ------------------------------------------------------------------ the interactive target
@@ -353,6 +363,29 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
     legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
     gap = abs(legends[0].pose.position.z - legends[1].pose.position.z)
     assert gap >= legends[0].scale.z  # one above the other, not on top of each other
+    # One colour per hand: its points' hue and its legend's.
+    hues = [(m.color.r, m.color.g, m.color.b) for m in points]
+    assert hues[0] != hues[1]
+    assert [(m.color.r, m.color.g, m.color.b) for m in legends] == hues
+
+
+def test_idle_joints_are_not_flagged_and_rest_inside_their_limits():
+    """quad12 with one foot targeted: the other legs' knees rest bent inside their limits
+    (their range excludes 0), and only the targeted leg's joints may be called near a limit."""
+    from ik_node.ros.robot_model import rest_pose
+    quad = Chain.from_urdf_file(REPO / 'urdf' / 'quad12.urdf', 'base_link',
+                                ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot'])
+    rest = rest_pose(quad)
+    assert np.all(rest > quad.lower + 0.1) and np.all(rest < quad.upper - 0.1)
+    q = quad.clip(np.zeros(quad.n))  # every knee pressed against its upper limit
+    fl = set(quad.joints_of_tip('FL_foot'))
+    out = markers.joint_markers('base_link', stamp(), quad, q, 0.05, flagged=fl)
+    labels = {m.id - markers.JOINT_LABEL_ID: m.text for m in out
+              if m.type == Marker.TEXT_VIEW_FACING and m.action == Marker.ADD}
+    assert labels == {j: f'{quad.joint_names[j]} at its upper limit' for j in fl
+                      if quad.joint_names[j].endswith('knee')}
+    everyone = markers.joint_markers('base_link', stamp(), quad, q, 0.05)
+    assert sum(m.type == Marker.TEXT_VIEW_FACING for m in everyone) == 4  # all flagged
 
 
 def test_a_hand_of_a_branched_chain_is_called_unreachable_only_on_its_own_bound():

@@ -215,7 +215,7 @@ class StatusReports:
                 try:
                     quality, fragile = fragility_report(
                         chain, report.q, tips, position_only, graph.singular_threshold,
-                        graph.limit_margin_threshold)
+                        graph.limit_margin_threshold, reached=result.reachable)
                     values.update(quality)
                 except Exception as exc:  # a measure for the user never fails a solve
                     values['quality'] = f'not measured: {type(exc).__name__}: {exc}'

@@ -1,30 +1,50 @@
-"""The reachability map as RViz markers: per tip a bounded set of points coloured by the map's
-colour scale, and a legend naming it (no rclpy; the points come from
-:func:`ik_node.reachability.map_points`)."""
+"""The reachability map as RViz markers: per tip a bounded set of small translucent points in
+the tip's own hue, shaded by the map's colour scale, and a legend naming it in plain words
+(no rclpy; the points come from :func:`ik_node.reachability.map_points`)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker
 
-from ik_node.reachability.map_points import DEFAULT_MAX_POINTS, map_points
-from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg, ramp
+from ik_node.reachability.map_points import (DEFAULT_MAX_POINTS, DEPTH_SCALE, INDEX_SCALE,
+                                             map_points)
+from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
 
-#: Map points are opaque (no blending: cheaper to draw) and small enough to see the robot
-#: between them.
-REACH_ALPHA = 1.0
+#: Height of a legend line [m]: the labels' least height.
+LEGEND_HEIGHT_M = 0.04
+
+#: Map points are translucent and small (a share of the distance between neighbouring points):
+#: the robot, its targets and their labels show through and between them.
+REACH_ALPHA = 0.45
 #: A point's side as a share of the distance between neighbouring points.
 REACH_POINT_SHARE = 0.15
+#: One hue per tip's map (RGB), none of them the green, red, orange or amber that mean reached,
+#: missed, the miss line and a warning: blue, violet, cyan, slate, then again.
+TIP_HUES = ((0.25, 0.5, 1.0), (0.62, 0.38, 1.0), (0.1, 0.78, 0.9), (0.6, 0.65, 0.8))
+#: How far a point near the edge of the sampled space is faded towards white.
+EDGE_FADE = 0.7
+#: The legend in plain words, per colour scale of :func:`ik_node.reachability.map_points`.
+LEGEND = {DEPTH_SCALE: 'how deep inside the reachable space: pale at its edge, deep far inside',
+          INDEX_SCALE: 'share of approach directions reached: pale few, deep all'}
+
+
+def tip_colour(k: int, value: float):
+    """Colour (r, g, b) of a point of tip ``k``'s map with scale value ``value`` (0..1): the
+    tip's hue, faded towards white by :data:`EDGE_FADE` at 0, full at 1."""
+    fade = EDGE_FADE * (1.0 - min(max(float(value), 0.0), 1.0))
+    return tuple(c + (1.0 - c) * fade for c in TIP_HUES[k % len(TIP_HUES)])
 
 
 def reachability_markers(frame_id: str, stamp, maps,
                          max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Marker]:
     """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
-    coloured red (low) to green (high), and a legend (id 1) above it naming what the colour
-    measures. ``max_points`` bounds the points of all maps together (shared evenly).
+    in the tip's own hue, pale where the scale is low and deep where it is high
+    (:func:`tip_colour`), and a legend (id 1) in that hue saying what the colour shows, inside
+    the top of the map (in the robot's view), one line per tip. ``max_points`` bounds the
+    points of all maps together (shared evenly).
 
     Maps that bin approach directions are coloured by the reachability index, position-only
     maps by the depth inside the sampled workspace (:mod:`ik_node.reachability.map_points`).
@@ -37,21 +57,20 @@ def reachability_markers(frame_id: str, stamp, maps,
         if not len(picture.points):
             continue
         ns = f'reachability/{reach_map.tip_link}'
-        m = new_marker(frame_id, stamp, 0, Marker.POINTS, (1.0, 1.0, 1.0, REACH_ALPHA), ns)
+        hue = TIP_HUES[k % len(TIP_HUES)]
+        m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*hue, REACH_ALPHA), ns)
         m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
         m.points = [point_msg(p) for p in picture.points]
         m.colors = []
         for value in picture.value:
-            r, g, b = ramp(value)
+            r, g, b = tip_colour(k, value)
             m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
-        legend = new_marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (0.9, 0.9, 0.9, 1.0), ns)
-        legend.text = (f'{reach_map.tip_link} map, colour: {picture.scale.split(" (")[0]} '
-                       f'(red low, green high)')
-        legend.scale.x = legend.scale.y = legend.scale.z = max(0.03, 0.4 * picture.spacing)
+        legend = new_marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (*hue, 1.0), ns)
+        legend.text = f'{reach_map.tip_link} map: {LEGEND.get(picture.scale, picture.scale)}'
+        legend.scale.x = legend.scale.y = legend.scale.z = LEGEND_HEIGHT_M
         low, top = picture.points.min(axis=0), picture.points.max(axis=0)
         middle = 0.5 * (low + top)
-        above = max(picture.spacing, 0.25 * float(np.max(top[:2] - low[:2])))
-        above += 1.5 * k * legend.scale.z  # one line per tip
-        place(legend, (middle[0], middle[1], top[2] + above))  # over the robot in the middle
+        below = LEGEND_HEIGHT_M + 1.5 * k * LEGEND_HEIGHT_M  # one line per tip
+        place(legend, (middle[0], middle[1], top[2] - below))
         out += [m, legend]
     return out

@@ -117,17 +117,21 @@ class MarkerOutput:
                 tip, tip_result.position_error if tip_result else result.position_error,
                 _why_missed(result, tip_result), None if tip_result or quat is None
                 else result.orientation_error)
-            warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)]
+            warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)
+                        ] if reached else []
             out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, miss, warnings, sizes,
                                                  p_target))
-        out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes))
+        targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
+        out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
+                                         flagged=targeted))
         self._send(self._pub, markers.marker_array(out))
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
-        """The fragility reasons of one tip, as the node's WARN words them."""
+        """A reached tip's singularity warning, as the node's WARN words it (a joint near its
+        limit has its own label by its ring: said once)."""
         try:
-            return fragility_reasons(tip_quality(chain, q, tip, position_only,
-                                                 *self._thresholds))
+            quality = tip_quality(chain, q, tip, position_only, *self._thresholds)
+            return fragility_reasons(quality)[:1] if quality.near_singular else []
         except Exception as exc:  # a picture never fails a solve
             return [f'not measured: {type(exc).__name__}: {exc}']
 

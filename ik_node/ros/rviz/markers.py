@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Set
 
 import numpy as np
 from visualization_msgs.msg import Marker
@@ -302,7 +302,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
 
 # ------------------------------------------------------------------------------------ joints
 def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
-                  limit_threshold: float = 0.05, sizes: Sizes = Sizes()) -> Sequence[Marker]:
+                  limit_threshold: float = 0.05, sizes: Sizes = Sizes(),
+                  flagged: Optional[Set[int]] = None) -> Sequence[Marker]:
     """A ring about every joint's axis at its origin (ids ``200 + j``), coloured by its limit
     margin (green with room to move, red at a limit; continuous joints green; twice as wide and
     thick near a limit, out of a housing it may sit in), and a label
@@ -312,6 +313,9 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
 
     Rings cover neither the tool nor the target; joints whose origins coincide (a hip's yaw
     and pitch) get rings of growing radius, and each ring lies in its own axis's plane.
+
+    ``flagged``: the joints that may be called near a limit (those moving a targeted tip; None:
+    all). The others (an idle leg resting where it is) keep a plain ring by their margin.
     """
     q = np.asarray(q, dtype=float)
     frames = chain.joint_frames(q)
@@ -329,7 +333,7 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
         gap, side = (min((q[j] - lo, 'lower'), (hi - q[j], 'upper')) if limited
                      else (math.inf, ''))
         margin = gap / (0.5 * (hi - lo)) if limited else 1.0
-        near = gap < limit_threshold
+        near = gap < limit_threshold and (flagged is None or j in flagged)
         r, g, b = ramp(0.0 if near else margin)
         ring = new_marker(frame_id, stamp, RING_ID + j, Marker.LINE_STRIP, (r, g, b, 1.0))
         ring.scale.x = sizes.line_width * (1.6 if near else 0.8)
@@ -339,7 +343,7 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
         if near:
             label = new_marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
-            label.text = f'{joint.name} near its {side} limit'
+            label.text = f'{joint.name} {"at" if gap < AT_LIMIT else "near"} its {side} limit'
             height = label.scale.x = label.scale.y = label.scale.z = sizes.text_height
             place(label, _beside(origin, centroid, radius,
                                  TEXT_WIDTH_SHARE * height * len(label.text), height))
@@ -349,6 +353,8 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
     return out
 
 
+#: A joint this near a limit [rad or m] is called at it.
+AT_LIMIT = 1e-3
 #: A joint near its limit gets a ring this many times wider, out of the housing it may sit in.
 NEAR_LIMIT_GROWTH = 2.0
 #: Width of a text marker's character as a share of its height (RViz's default font).
