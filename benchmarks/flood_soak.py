@@ -145,6 +145,8 @@ class Monitor:
         self.chain = Chain.from_urdf_string(xml, 'base_link', TIPS[robot])
         self.tips = TIPS[robot]
         self.lower, self.upper = urdf_limits(xml, self.chain.joint_names)
+        self.xml = xml
+        self._order: Dict[tuple, tuple] = {}  # names published -> (chain order, their limits)
         self.name, self.robot = name, robot
         self.targets = targets
         self.send_times = send_times
@@ -195,6 +197,24 @@ class Monitor:
         frames = self.chain.fk_tips(q)
         return np.array([frames[tip][:3, 3] for tip in self.tips])
 
+    def _names(self, names: tuple) -> Optional[tuple]:
+        """For the joint names of a joint state: (index of each chain joint in it, the lower
+        and upper limits of every joint in it), or None when names repeat or a chain joint is
+        missing. Every moving joint of the URDF may be published (twin_arm's fingers too)."""
+        if names not in self._order:
+            if len(set(names)) != len(names) or not set(self.chain.joint_names) <= set(names):
+                self._order[names] = None
+            else:
+                try:
+                    lower, upper = urdf_limits(self.xml, names)
+                except KeyError:  # a name the URDF does not have
+                    self._order[names] = None
+                else:
+                    self._order[names] = (np.array([names.index(n)
+                                                    for n in self.chain.joint_names]),
+                                          lower, upper)
+        return self._order[names]
+
     @staticmethod
     def _cell(p) -> tuple:
         return tuple(int(math.floor(v / GRID_M)) for v in p)
@@ -202,16 +222,18 @@ class Monitor:
     def _on_js(self, msg) -> None:
         now = time.time()
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        q = np.array(msg.position, dtype=float)
-        problem = None
-        if list(msg.name) != self.chain.joint_names:
+        positions = np.array(msg.position, dtype=float)
+        problem, q = None, None
+        order = self._names(tuple(msg.name))
+        if order is None:
             problem = f'joint names {list(msg.name)}'
-        elif q.shape != (self.chain.n,) or not np.all(np.isfinite(q)):
-            problem = f'non-finite positions {q.tolist()}'
-        elif np.any(q < self.lower - 1e-9) or np.any(q > self.upper + 1e-9):
-            problem = f'positions outside the limits {q.tolist()}'
+        elif positions.shape != (len(msg.name),) or not np.all(np.isfinite(positions)):
+            problem = f'non-finite positions {positions.tolist()}'
+        elif np.any(positions < order[1] - 1e-9) or np.any(positions > order[2] + 1e-9):
+            problem = f'positions outside the limits {positions.tolist()}'
         match = None
         if problem is None:
+            q = positions[order[0]]
             match = self._match(self.tip_positions(q), now)
         with self.lock:
             self.joint_states += 1
@@ -256,6 +278,7 @@ class Monitor:
                 self.last_values = values
                 if level == 2:
                     key = values.get('message', status.message).split(':')[0]
+                    key = key.split(' for tip ')[0]  # 'bad target for tip left_hand'
                     self.error_messages[key] = self.error_messages.get(key, 0) + 1
                 if problem:
                     self.invalid.append(problem)
