@@ -1,16 +1,17 @@
 """``~/reachability``: the sampled reachability map of every tip, built in the background.
 
-The map (:mod:`ik_node.reachability`) is built chunk by chunk in a daemon thread that yields the
-interpreter between chunks, so solving goes on while it builds; progress goes to the log. A new
-chain cancels the build in progress and starts another. Once built, the map also tells how far
-an unreachable target is from the nearest voxel a sampled configuration reached.
+The map (:mod:`ik_node.reachability`) is built chunk by chunk in one daemon worker thread that
+yields the interpreter between chunks, so solving goes on while it builds; progress goes to the
+log. A new chain cancels the build in progress and the worker starts the new one. Once built,
+the map also tells how far an unreachable target is from the nearest voxel a sampled
+configuration reached.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 from rclpy.node import Node
@@ -34,7 +35,12 @@ class ReachabilityMaps:
         self._lock = threading.Lock()
         self._maps: Dict[str, ReachabilityMap] = {}
         self._cancel = threading.Event()
-        self._threads: List[threading.Thread] = []  # builds that may still run
+        # One worker thread builds every map, the newest job first (a thread per build would
+        # give each its own allocator arena: memory that grows with every description swap).
+        self._wake = threading.Condition(self._lock)
+        self._job: Optional[tuple] = None  # (chain, samples, voxel_size, cancel) to build next
+        self._stopped = False
+        self._worker: Optional[threading.Thread] = None
         self._key: Optional[tuple] = None
 
     def follow(self, chain: Chain, samples: int, voxel_size: float) -> None:
@@ -58,25 +64,36 @@ class ReachabilityMaps:
             self._cancel.set()
             self._maps = {}
             self._cancel = threading.Event()
-        self._threads = [t for t in self._threads if t.is_alive()]
+            self._job = (chain, samples, voxel_size, self._cancel) if samples > 0 else None
+            if self._job is not None and self._worker is None and not self._stopped:
+                self._worker = threading.Thread(target=self._work, name='reachability_map',
+                                                daemon=True)
+                self._worker.start()
+            self._wake.notify()
         stamp = self._node.get_clock().now().to_msg()
         self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
             chain.base_link, stamp, [])))
-        if samples <= 0:
-            return
-        thread = threading.Thread(target=self._build, name='reachability_map',
-                                  args=(chain, samples, voxel_size, self._cancel), daemon=True)
-        self._threads.append(thread)
-        thread.start()
 
     def stop(self) -> None:
-        """Cancel any build in progress and wait (2 s at most) for the threads to end."""
-        self._cancel.set()
-        deadline = time.monotonic() + 2.0
-        for thread in self._threads:
-            if thread is not threading.current_thread():
-                thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        self._threads = []
+        """Cancel any build in progress and end the worker (waiting 2 s at most)."""
+        with self._lock:
+            self._cancel.set()
+            self._stopped, self._job = True, None
+            self._wake.notify()
+            worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=2.0)
+
+    def _work(self) -> None:
+        """The worker: build the newest job, wait for the next, until stopped."""
+        while True:
+            with self._lock:
+                while self._job is None and not self._stopped:
+                    self._wake.wait()
+                if self._stopped:
+                    return
+                job, self._job = self._job, None
+            self._build(*job)
 
     @property
     def ready(self) -> bool:
