@@ -403,3 +403,28 @@ def test_a_hand_of_a_branched_chain_is_called_unreachable_only_on_its_own_bound(
         'at least 561 mm out of reach'
     assert _why_missed(Result(IkStatus.JOINT_LIMITED), TipResult(False, 0.01)) == 'not reached'
     assert _why_missed(timeout, TipResult(False, 0.0057)) == 'timeout'
+
+
+def reads_as_reach_or_miss(c) -> bool:
+    """A colour a user takes for reached (green) or missed (red): one channel well above both
+    others, the red or the green one."""
+    return (c.r > max(c.g, c.b) + 0.3) or (c.g > max(c.r, c.b) + 0.3)
+
+
+@pytest.mark.parametrize('six_dof', [True, False])
+def test_the_targets_handles_and_axes_are_coloured_apart_from_reach_and_miss(six_dof):
+    from ik_node.ros.rviz.interactive_marker_msgs import interactive_marker
+    im = interactive_marker('tool0', 'base_link', np.zeros(3), np.array([0, 0, 0, 1.0]),
+                            six_dof, reached=False, scale=0.25)
+    handles = [(ctl.name, m) for ctl in im.controls if ctl.name != 'body' for m in ctl.markers]
+    names = {ctl.name for ctl in im.controls if ctl.name != 'body'}
+    assert {name for name, _ in handles} == names  # every control draws its own handles
+    assert not any(reads_as_reach_or_miss(m.color) for _, m in handles)
+    arrows = [m for name, m in handles if name.startswith('move')]
+    assert all(m.type == Marker.ARROW and max(abs(p.x) for p in m.points) <= 0.9 * 0.25 + 1e-12
+               for m in arrows)
+    axes = markers.orientation_markers('base_link', stamp(), 0, np.zeros(3),
+                                       [0.0, 0.0, 0.0, 1.0])
+    assert not any(reads_as_reach_or_miss(m.color) for m in axes)
+    assert reads_as_reach_or_miss(markers.target_markers(
+        'base_link', stamp(), 0, np.zeros(3), False, np.ones(3))[0].color)  # the miss does

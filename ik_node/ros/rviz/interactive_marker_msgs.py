@@ -164,7 +164,8 @@ def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw
     modes = [('move', InteractiveMarkerControl.MOVE_AXIS)]
     if six_dof:
         modes.append(('rotate', InteractiveMarkerControl.ROTATE_AXIS))
-    for axis, (x, y, z, w) in axes:
+    for k, (axis, (x, y, z, w)) in enumerate(axes):
+        rgba = AXES_RGBA[k] if not planar else AXES_RGBA[2 * k]  # u magenta, v blue
         for prefix, mode in modes:
             control = InteractiveMarkerControl()
             control.name = f'{prefix}_{axis}'
@@ -172,5 +173,42 @@ def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw
             control.orientation_mode = InteractiveMarkerControl.INHERIT if six_dof else \
                 InteractiveMarkerControl.FIXED
             control.interaction_mode = mode
+            control.markers.extend(_arrows(control.orientation, scale, rgba)
+                                   if prefix == 'move' else
+                                   [_ring(control.orientation, scale, rgba)])
             im.controls.append(control)
     return im
+
+
+def _arrows(orientation: Quaternion, scale: float, rgba) -> List[Marker]:
+    """A move control's two arrows along its x axis, as interactive_markers draws them (from
+    0.5 to 0.9 scales each way), in ``rgba`` instead of RViz's red, green, blue."""
+    out = []
+    for direction in (1.0, -1.0):
+        arrow = Marker()
+        arrow.type = Marker.ARROW
+        arrow.pose.orientation = orientation
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.15 * scale, 0.25 * scale, 0.2 * scale
+        arrow.points = [Point(x=direction * 0.5 * scale), Point(x=direction * 0.9 * scale)]
+        out.append(_coloured(arrow, rgba))
+    return out
+
+
+#: A rotate control's ring: radii [scales] and segments.
+RING_RADII, RING_SEGMENTS = (0.5, 0.65), 36
+
+
+def _ring(orientation: Quaternion, scale: float, rgba) -> Marker:
+    """A rotate control's ring about its x axis (a flat annulus of triangles between
+    :data:`RING_RADII`), in ``rgba``."""
+    ring = Marker()
+    ring.type = Marker.TRIANGLE_LIST
+    ring.pose.orientation = orientation
+    ring.scale.x = ring.scale.y = ring.scale.z = 1.0
+    inner, outer = (r * scale for r in RING_RADII)
+    for i in range(RING_SEGMENTS):
+        a0, a1 = (2.0 * math.pi * k / RING_SEGMENTS for k in (i, i + 1))
+        p = [Point(y=r * math.cos(a), z=r * math.sin(a)) for r, a in
+             ((inner, a0), (outer, a0), (outer, a1), (inner, a1))]
+        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3]]
+    return _coloured(ring, rgba)

@@ -202,8 +202,9 @@ def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reach
     return [sphere, line]
 
 
-#: The arrows of a target orientation, as RViz draws frames: x red, y green, z blue.
-AXES_RGBA = ((1.0, 0.15, 0.15, 1.0), (0.2, 0.9, 0.2, 1.0), (0.25, 0.45, 1.0, 1.0))
+#: The arrows of a target orientation and the interactive target's handles: x magenta, y cyan,
+#: z blue. Not RViz's red and green for x and y: those mean missed and reached here.
+AXES_RGBA = ((0.85, 0.3, 0.85, 1.0), (0.15, 0.8, 0.9, 1.0), (0.3, 0.45, 1.0, 1.0))
 
 
 def orientation_markers(frame_id: str, stamp, index: int, p_target: np.ndarray,
