@@ -13,8 +13,10 @@ from ik_node.reachability.map_points import (DEFAULT_MAX_POINTS, DEPTH_SCALE, IN
                                              map_points)
 from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
 
-#: Height of a legend line [m]: the labels' least height.
-LEGEND_HEIGHT_M = 0.04
+#: Height of a legend line [m]: a share of the map's widest extent, within these bounds (the
+#: least is the labels' least height).
+LEGEND_HEIGHT_M = (0.04, 0.08)
+LEGEND_SHARE = 0.04
 
 #: Map points are translucent and small (a share of the distance between neighbouring points):
 #: the robot, its targets and their labels show through and between them.
@@ -67,10 +69,12 @@ def reachability_markers(frame_id: str, stamp, maps,
             m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
         legend = new_marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (*hue, 1.0), ns)
         legend.text = f'{reach_map.tip_link} map: {LEGEND.get(picture.scale, picture.scale)}'
-        legend.scale.x = legend.scale.y = legend.scale.z = LEGEND_HEIGHT_M
         low, top = picture.points.min(axis=0), picture.points.max(axis=0)
+        height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
+                     LEGEND_HEIGHT_M[1])
+        legend.scale.x = legend.scale.y = legend.scale.z = height
         middle = 0.5 * (low + top)
-        below = LEGEND_HEIGHT_M + 1.5 * k * LEGEND_HEIGHT_M  # one line per tip
+        below = height + 1.5 * k * height  # one line per tip
         place(legend, (middle[0], middle[1], top[2] - below))
         out += [m, legend]
     return out
