@@ -200,7 +200,7 @@ RING_RADII, RING_SEGMENTS = (0.5, 0.65), 36
 
 def _ring(orientation: Quaternion, scale: float, rgba) -> Marker:
     """A rotate control's ring about its x axis (a flat annulus of triangles between
-    :data:`RING_RADII`), in ``rgba``."""
+    :data:`RING_RADII`, wound both ways: RViz lights one side of a triangle), in ``rgba``."""
     ring = Marker()
     ring.type = Marker.TRIANGLE_LIST
     ring.pose.orientation = orientation
@@ -210,5 +210,6 @@ def _ring(orientation: Quaternion, scale: float, rgba) -> Marker:
         a0, a1 = (2.0 * math.pi * k / RING_SEGMENTS for k in (i, i + 1))
         p = [Point(y=r * math.cos(a), z=r * math.sin(a)) for r, a in
              ((inner, a0), (outer, a0), (outer, a1), (inner, a1))]
-        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3]]
+        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3],   # facing +x
+                        p[0], p[2], p[1], p[0], p[3], p[2]]   # and -x: lit from both sides
     return _coloured(ring, rgba)
