@@ -274,7 +274,9 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
     spacing = map_points(reach_map, 300).spacing  # between neighbouring points
     assert points.scale.x < 0.5 * spacing  # the robot shows between them
     assert legend.type == Marker.TEXT_VIEW_FACING and legend.ns == points.ns
-    assert ('how deep inside the reachable space' in legend.text) == reach_map.position_only
+    words = ' '.join(legend.text.split('\n'))
+    assert ('how deep inside the reachable space' in words) == reach_map.position_only
+    assert all(len(line) <= 36 for line in legend.text.split('\n'))  # none runs off the view
     assert 'sampled workspace' not in legend.text and legend.scale.z >= 0.04
     # Translucent, and no point red (red is a miss): not red-dominant, not orange.
     assert all(c.a < 1.0 for c in points.colors)

@@ -12,10 +12,11 @@ from visualization_msgs.msg import Marker
 from ik_node.reachability.map_points import (DEFAULT_MAX_POINTS, DEPTH_SCALE, INDEX_SCALE,
                                              map_points)
 from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
+from ik_node.ros.rviz.markers import LINE_PITCH
 
 #: Height of a legend line [m]: a share of the map's widest extent, within these bounds (the
 #: least is the labels' least height).
-LEGEND_HEIGHT_M = (0.04, 0.08)
+LEGEND_HEIGHT_M = (0.04, 0.06)
 LEGEND_SHARE = 0.04
 
 #: Map points are translucent and small (a share of the distance between neighbouring points):
@@ -28,9 +29,10 @@ REACH_POINT_SHARE = 0.15
 TIP_HUES = ((0.25, 0.5, 1.0), (0.62, 0.38, 1.0), (0.1, 0.78, 0.9), (0.6, 0.65, 0.8))
 #: How far a point near the edge of the sampled space is faded towards white.
 EDGE_FADE = 0.7
-#: The legend in plain words, per colour scale of :func:`ik_node.reachability.map_points`.
-LEGEND = {DEPTH_SCALE: 'how deep inside the reachable space: pale at its edge, deep far inside',
-          INDEX_SCALE: 'share of approach directions reached: pale few, deep all'}
+#: The legend in plain words, per colour scale of :func:`ik_node.reachability.map_points`: two
+#: short lines after the tip's name (a long line runs off the view).
+LEGEND = {DEPTH_SCALE: ('how deep inside', 'the reachable space (pale: edge)'),
+          INDEX_SCALE: ('share of approach', 'directions reached (pale: few)')}
 
 
 def tip_colour(k: int, value: float):
@@ -68,13 +70,14 @@ def reachability_markers(frame_id: str, stamp, maps,
             r, g, b = tip_colour(k, value)
             m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
         legend = new_marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (*hue, 1.0), ns)
-        legend.text = f'{reach_map.tip_link} map: {LEGEND.get(picture.scale, picture.scale)}'
+        first, second = LEGEND.get(picture.scale, (picture.scale, ''))
+        legend.text = f'{reach_map.tip_link} map: {first}\n{second}'
         low, top = picture.points.min(axis=0), picture.points.max(axis=0)
         height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
                      LEGEND_HEIGHT_M[1])
         legend.scale.x = legend.scale.y = legend.scale.z = height
         middle = 0.5 * (low + top)
-        below = height + 1.5 * k * height  # one line per tip
+        below = height * (1.0 + k * (2 * LINE_PITCH + 0.5))  # two lines per tip
         place(legend, (middle[0], middle[1], top[2] - below))
         out += [m, legend]
     return out
