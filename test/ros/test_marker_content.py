@@ -364,7 +364,10 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
     assert sum(len(m.points) for m in points) <= 500
     legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
     gap = abs(legends[0].pose.position.z - legends[1].pose.position.z)
-    assert gap >= legends[0].scale.z  # one above the other, not on top of each other
+    # One stack: the same place across, two lines apart, not on top of each other.
+    assert (legends[0].pose.position.x, legends[0].pose.position.y) == \
+        (legends[1].pose.position.x, legends[1].pose.position.y)
+    assert gap >= 2 * markers.LINE_PITCH * legends[0].scale.z
     # One colour per hand: its points' hue and its legend's.
     hues = [(m.color.r, m.color.g, m.color.b) for m in points]
     assert hues[0] != hues[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker
 
@@ -46,8 +47,9 @@ def reachability_markers(frame_id: str, stamp, maps,
                          max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Marker]:
     """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
     in the tip's own hue, pale where the scale is low and deep where it is high
-    (:func:`tip_colour`), and a legend (id 1) in that hue saying what the colour shows, inside
-    the top of the map (in the robot's view), one line per tip. ``max_points`` bounds the
+    (:func:`tip_colour`), and a legend (id 1) in that hue saying what the colour shows: the
+    legends stacked inside the top of all maps together (in the robot's view), two lines per
+    tip. ``max_points`` bounds the
     points of all maps together (shared evenly).
 
     Maps that bin approach directions are coloured by the reachability index, position-only
@@ -56,10 +58,19 @@ def reachability_markers(frame_id: str, stamp, maps,
     out = list(delete_all(frame_id, stamp))
     out[0].ns = ''
     maps = list(maps)
-    for k, reach_map in enumerate(maps):
-        picture = map_points(reach_map, max(1, max_points // len(maps)))
-        if not len(picture.points):
-            continue
+    pictures = [(k, reach_map, map_points(reach_map, max(1, max_points // len(maps))))
+                for k, reach_map in enumerate(maps)]
+    pictures = [(k, reach_map, picture) for k, reach_map, picture in pictures
+                if len(picture.points)]
+    if not pictures:
+        return out
+    # One stack of legends over the middle of all maps together, from their top down.
+    every = np.vstack([picture.points for _, _, picture in pictures])
+    low, top = every.min(axis=0), every.max(axis=0)
+    middle = 0.5 * (low + top)
+    height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
+                 LEGEND_HEIGHT_M[1])
+    for line, (k, reach_map, picture) in enumerate(pictures):
         ns = f'reachability/{reach_map.tip_link}'
         hue = TIP_HUES[k % len(TIP_HUES)]
         m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*hue, REACH_ALPHA), ns)
@@ -72,12 +83,8 @@ def reachability_markers(frame_id: str, stamp, maps,
         legend = new_marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (*hue, 1.0), ns)
         first, second = LEGEND.get(picture.scale, (picture.scale, ''))
         legend.text = f'{reach_map.tip_link} map: {first}\n{second}'
-        low, top = picture.points.min(axis=0), picture.points.max(axis=0)
-        height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
-                     LEGEND_HEIGHT_M[1])
         legend.scale.x = legend.scale.y = legend.scale.z = height
-        middle = 0.5 * (low + top)
-        below = height * (1.0 + k * (2 * LINE_PITCH + 0.5))  # two lines per tip
+        below = height * (1.0 + line * (2 * LINE_PITCH + 0.5))  # two lines per tip
         place(legend, (middle[0], middle[1], top[2] - below))
         out += [m, legend]
     return out

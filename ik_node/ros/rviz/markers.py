@@ -365,9 +365,11 @@ TEXT_WIDTH_SHARE = 0.55
 def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float, width: float,
             height: float) -> np.ndarray:
     """Where a label of ``width`` x ``height`` [m] centred stands just clear of a ring of
-    ``radius`` about ``origin``: above it and out, horizontally away from ``centroid``."""
+    ``radius`` about ``origin``: above it and out, horizontally away from ``centroid`` by the
+    ring's radius and a quarter of the label (pushed out by its whole half-width, a long label
+    runs off the view beside an arm reaching out)."""
     away = np.asarray(origin, dtype=float) - centroid
     away[2] = 0.0
     norm = float(np.linalg.norm(away))
     away = away / norm if norm > 1e-9 else np.array([-1.0, 0.0, 0.0])
-    return origin + away * (radius + 0.5 * width) + np.array([0.0, 0.0, radius + 0.5 * height])
+    return origin + away * (radius + 0.25 * width) + np.array([0.0, 0.0, radius + height])
