@@ -345,31 +345,31 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
             label = new_marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,
                             WARN_RGBA)
             label.text = f'{joint.name} {"at" if gap < AT_LIMIT else "near"} its {side} limit'
-            height = label.scale.x = label.scale.y = label.scale.z = sizes.text_height
-            place(label, _beside(origin, centroid, radius,
-                                 TEXT_WIDTH_SHARE * height * len(label.text), height))
+            height = label.scale.x = label.scale.y = label.scale.z = \
+                max(MIN_TEXT_HEIGHT, 0.7 * sizes.text_height)
+            place(label, _beside(origin, centroid, radius, height))
             out.append(label)
         else:
             out.append(deleted(frame_id, stamp, JOINT_LABEL_ID + j))
     return out
 
 
+#: The least height of any label [m]: legible in the packaged robots' views.
+MIN_TEXT_HEIGHT = 0.04
 #: A joint this near a limit [rad or m] is called at it.
 AT_LIMIT = 1e-3
 #: A joint near its limit gets a ring this many times wider, out of the housing it may sit in.
 NEAR_LIMIT_GROWTH = 2.0
-#: Width of a text marker's character as a share of its height (RViz's default font).
-TEXT_WIDTH_SHARE = 0.55
 
 
-def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float, width: float,
+def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float,
             height: float) -> np.ndarray:
-    """Where a label of ``width`` x ``height`` [m] centred stands just clear of a ring of
-    ``radius`` about ``origin``: above it and out, horizontally away from ``centroid`` by the
-    ring's radius and a quarter of the label (pushed out by its whole half-width, a long label
-    runs off the view beside an arm reaching out)."""
+    """Where a label ``height`` [m] high, centred, stands just clear of a ring of
+    ``radius`` about ``origin``: above it, its middle out from the joint by the ring's radius,
+    horizontally away from ``centroid`` (pushed out further, a long label runs off the view
+    beside an arm reaching out)."""
     away = np.asarray(origin, dtype=float) - centroid
     away[2] = 0.0
     norm = float(np.linalg.norm(away))
     away = away / norm if norm > 1e-9 else np.array([-1.0, 0.0, 0.0])
-    return origin + away * (radius + 0.25 * width) + np.array([0.0, 0.0, radius + height])
+    return origin + away * radius + np.array([0.0, 0.0, radius + height])
