@@ -42,7 +42,7 @@ setup_env() {
     # --use-pep517: an editable wheel, so ik_node and ik-solve land in the venv's bin/ (the
     # legacy `setup.py develop` would follow setup.cfg's colcon layout into lib/ik_node).
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --use-pep517 \
-      -e ".[ros,test,demo]"
+      -e ".[ros,test,demo,collision]"
     echo "$stamp" > "$venv/.ik_node_stamp"
   fi
 }

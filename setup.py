@@ -82,6 +82,9 @@ setup(
         'bench': ['optik-py', 'pytracik'],
         # damped_jacobian's optional compiled descent (docs/speed.md; rosdep key python3-numba)
         'fast': ['numba'],
+        # collision checking from the URDF's <collision> geometry (docs/collisions.md): mesh
+        # loading and convex hulls (trimesh, scipy; pycollada for .dae), the narrow phase (FCL)
+        'collision': ['trimesh', 'scipy', 'pycollada', 'python-fcl'],
         'test': ['pytest', 'hypothesis', 'ruff', 'psutil', 'wheel', 'setuptools<80',
                  'colcon-core', 'colcon-ros', 'colcon-package-selection'],
     },

@@ -1,0 +1,261 @@
+"""Is a configuration free of collisions? Capsules first, GJK on the convex hulls where they
+cannot decide.
+
+:class:`CollisionChecker` checks the pairs of links that the pair table keeps
+(:mod:`ik_node.collision.pairs`) and each link against the world (:mod:`ik_node.collision.world`).
+A pair is free when its capsule gap exceeds the padding (the capsules enclose the hulls, the
+hulls enclose the meshes); otherwise python-fcl measures the signed distance between the pieces
+(convex hulls of meshes, boxes, cylinders, spheres as they are), and the pair collides when that
+distance is below the padding. So the check is conservative: a configuration it calls free has
+every checked pair at least ``padding`` apart by its hulls, hence by its meshes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.collision.capsules import compiled_kernel
+from ik_node.collision.dependencies import require
+from ik_node.collision.model import CollisionModel
+from ik_node.collision.world import World
+
+#: Default padding [m]: a pair closer than this counts as colliding.
+DEFAULT_PADDING_M = 0.005
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A pair closer than the padding (or the closest pair).
+
+    Attributes:
+        link_a, link_b: the two links (``link_b`` may name a world item: ``ground``, an
+            obstacle's name).
+        distance_m: signed distance between their hulls [m]; negative: penetration depth.
+    """
+
+    link_a: str
+    link_b: str
+    distance_m: float
+
+    @property
+    def pair_text(self) -> str:
+        """``'link_a - link_b'``."""
+        return f'{self.link_a} - {self.link_b}'
+
+    def describe(self) -> str:
+        """One line for a message: the pair and its depth or distance [mm]."""
+        if self.distance_m < 0.0:
+            return f'{self.pair_text} (penetration {-1000.0 * self.distance_m:.1f} mm)'
+        return f'{self.pair_text} ({1000.0 * self.distance_m:.1f} mm apart)'
+
+
+@dataclass(frozen=True)
+class CollisionReport:
+    """The collision state of one configuration.
+
+    Attributes:
+        free: no checked pair (and no link against the world) is closer than the padding.
+        colliding: the pairs closer than the padding, deepest first.
+        closest: the closest checked pair (None when nothing is checked).
+    """
+
+    free: bool
+    colliding: Tuple[Contact, ...]
+    closest: Optional[Contact]
+
+    @property
+    def min_distance_m(self) -> Optional[float]:
+        """Signed distance of the closest pair [m] (None when nothing is checked)."""
+        return None if self.closest is None else self.closest.distance_m
+
+    def message(self) -> str:
+        """What collides, for a result's message ('' when free)."""
+        if self.free:
+            return ''
+        return 'in collision: ' + '; '.join(c.describe() for c in self.colliding[:3])
+
+
+class CollisionChecker:
+    """Self-collision (and world) checks of a chain's configurations.
+
+    Args:
+        model: the links' geometry and capsules.
+        pairs: the link pairs to check, as ``(link_a, link_b)`` names.
+        padding: pairs closer than this are colliding [m] (>= 0).
+        world: the ground plane and obstacles (None: none).
+    """
+
+    def __init__(self, model: CollisionModel, pairs: Sequence[Tuple[str, str]],
+                 padding: float = DEFAULT_PADDING_M, world: Optional[World] = None):
+        if not (math.isfinite(padding) and padding >= 0.0):
+            raise ValueError(f'padding must be a finite number >= 0 [m], got {padding!r}')
+        self.model = model
+        self.padding = float(padding)
+        self.world = world if world is not None else World()
+        self.pair_names = tuple(tuple(p) for p in pairs)
+        self.pairs = np.array([[model.index[a], model.index[b]] for a, b in self.pair_names],
+                              dtype=np.int64).reshape(-1, 2)
+        chain = model.chain
+        self._kernel = compiled_kernel()
+        cap_pairs, starts = model.capsule_pairs(self.pairs)
+        cap_owner = np.zeros(len(cap_pairs), dtype=np.int64)
+        for m, start in enumerate(starts.tolist()):
+            cap_owner[start:] = m
+        self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
+                             chain._prismatic.copy(), chain.parents.astype(np.int64),
+                             model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
+                             model.seg_b, model.radius, cap_pairs, cap_owner)
+        self._frames = np.empty((chain.n, 4, 4))
+        self._links = np.empty((len(model.links), 4, 4))
+        self._gaps = np.empty(len(self.pairs))
+        self._fcl = require('fcl')
+        self._objects = [[_fcl_object(self._fcl, piece) for piece in model.pieces[link]]
+                         for link in model.links]
+        self._request = self._fcl.DistanceRequest(enable_signed_distance=True)
+        self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
+                             for link in model.links]
+
+    # ------------------------------------------------------------------------ broad phase
+    def _screen(self, q) -> Tuple[np.ndarray, np.ndarray]:
+        """Link transforms (L, 4, 4) and capsule gaps (P,) of one configuration."""
+        q = np.asarray(q, dtype=float)
+        if self._kernel is not None:
+            self._kernel(q, *self._kernel_args, self._frames, self._links, self._gaps)
+            return self._links, self._gaps
+        T = self.model.link_transforms(q)
+        return T, self.model.pair_gaps(T, self.pairs)
+
+    # ---------------------------------------------------------------------- narrow phase
+    def pair_distance(self, T_links: np.ndarray, i: int, j: int) -> float:
+        """Signed distance [m] between links ``i`` and ``j`` (indices of ``model.links``) at
+        link transforms ``T_links``: the smallest over their pieces (negative: penetration)."""
+        fcl = self._fcl
+        distance, request, new_result = fcl.distance, self._request, fcl.DistanceResult
+        best = math.inf
+        objects_b = self._placed(T_links, j)
+        for obj_a in self._placed(T_links, i):
+            for obj_b in objects_b:
+                d = distance(obj_a, obj_b, request, new_result())
+                if d < best:
+                    best = d
+        return best
+
+    def _placed(self, T_links: np.ndarray, k: int) -> list:
+        """The python-fcl objects of link ``k``'s pieces, moved to ``T_links[k]``."""
+        T_link = T_links[k]
+        out = []
+        for (obj, T_piece) in self._objects[k]:
+            T = T_link if T_piece is None else T_link @ T_piece
+            obj.setTransform(self._fcl.Transform(T[:3, :3], T[:3, 3]))
+            out.append(obj)
+        return out
+
+    # --------------------------------------------------------------------------- queries
+    def is_free(self, q) -> bool:
+        """True when every checked pair is at least ``padding`` apart (by the hulls) and no link
+        is within ``padding`` of the world. Stops at the first collision."""
+        T, gaps = self._screen(q)
+        pad = self.padding
+        if len(gaps) and gaps.min() <= pad:
+            for m in np.flatnonzero(gaps <= pad).tolist():
+                i, j = self.pairs[m]
+                if self.pair_distance(T, int(i), int(j)) < pad:
+                    return False
+        if self.world.empty:
+            return True
+        return not self.world.contacts(self, T, first_only=True)
+
+    def report(self, q, exact_distances: bool = True) -> CollisionReport:
+        """Every checked pair closer than the padding, and the closest pair.
+
+        Args:
+            q: (n,) configuration.
+            exact_distances: measure every pair by GJK for the closest pair (else pairs cleared
+                by their capsules count with their capsule gap, a lower bound).
+        """
+        T, gaps = self._screen(q)
+        T = np.array(T)
+        gaps = np.array(gaps)
+        contacts: List[Contact] = []
+        closest: Optional[Contact] = None
+        for m, (name_a, name_b) in enumerate(self.pair_names):
+            i, j = self.pairs[m]
+            if gaps[m] <= self.padding or exact_distances:
+                d = self.pair_distance(T, int(i), int(j))
+            else:
+                d = float(gaps[m])
+            contact = Contact(name_a, name_b, float(d))
+            if d < self.padding:
+                contacts.append(contact)
+            if closest is None or d < closest.distance_m:
+                closest = contact
+        if not self.world.empty:
+            for contact in self.world.contacts(self, T, first_only=False, all_distances=True):
+                if contact.distance_m < self.padding:
+                    contacts.append(contact)
+                if closest is None or contact.distance_m < closest.distance_m:
+                    closest = contact
+        contacts.sort(key=lambda c: c.distance_m)
+        return CollisionReport(not contacts, tuple(contacts), closest)
+
+    def free_mask(self, Q: np.ndarray) -> np.ndarray:
+        """``is_free`` of every row of ``Q`` (k, n): capsules for all rows at once (numpy), GJK
+        only where they cannot decide."""
+        Q = np.asarray(Q, dtype=float).reshape(-1, self.model.chain.n)
+        T = self.model.link_transforms(Q)
+        gaps = self.model.pair_gaps(T, self.pairs)
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        free = np.ones(len(Q), dtype=bool)
+        for row, m in zip(*np.nonzero(gaps <= self.padding)):
+            if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m])) < self.padding:
+                free[row] = False
+        if not self.world.empty:
+            for row in np.flatnonzero(free).tolist():
+                if self.world.contacts(self, T[row], first_only=True):
+                    free[row] = False
+        return free
+
+    def link_points(self, k: int) -> np.ndarray:
+        """Every hull vertex of link ``k`` in its own frame, (m, 3) [m]."""
+        return self._hull_points[k]
+
+
+def _fcl_object(fcl, piece) -> Tuple[object, Optional[np.ndarray]]:
+    """A python-fcl collision object for a piece and the transform from its link to it (None
+    for a hull, whose vertices are in the link frame already)."""
+    if piece.kind == 'mesh':
+        faces = np.hstack([np.full((len(piece.hull_faces), 1), 3),
+                           piece.hull_faces]).ravel()
+        shape = fcl.Convex(piece.hull_vertices, len(piece.hull_faces), faces)
+        return fcl.CollisionObject(shape, fcl.Transform()), None
+    if piece.kind == 'box':
+        shape = fcl.Box(*piece.size)
+    elif piece.kind == 'cylinder':
+        shape = fcl.Cylinder(*piece.size)
+    else:
+        shape = fcl.Sphere(*piece.size)
+    return fcl.CollisionObject(shape, fcl.Transform()), piece.T_link_piece
+
+
+def exact_mesh_objects(model: CollisionModel) -> Dict[str, list]:
+    """Per link, python-fcl objects of its raw triangle meshes (BVH) and primitives, with their
+    transforms from the link: the independent exact check of tests and benchmarks."""
+    fcl = require('fcl')
+    out = {}
+    for link in model.links:
+        items = []
+        for piece in model.pieces[link]:
+            if piece.kind == 'mesh':
+                bvh = fcl.BVHModel()
+                bvh.beginModel(len(piece.mesh_vertices), len(piece.mesh_faces))
+                bvh.addSubModel(piece.mesh_vertices, piece.mesh_faces)
+                bvh.endModel()
+                items.append((fcl.CollisionObject(bvh, fcl.Transform()), None))
+            else:
+                items.append(_fcl_object(fcl, piece))
+        out[link] = items
+    return out
