@@ -30,8 +30,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ik_node.collision.check import (DEFAULT_PADDING_M, CollisionChecker,  # noqa: F401
-                                     CollisionReport, Contact)
+from ik_node.collision.check import DEFAULT_PADDING_M, CollisionChecker  # noqa: F401
+from ik_node.collision.report import CollisionReport, Contact  # noqa: F401
 from ik_node.collision.dependencies import (CollisionUnavailable, available,  # noqa: F401
                                             missing)
 from ik_node.collision.geometry import CollisionModelError  # noqa: F401

@@ -14,6 +14,7 @@ import numpy as np
 
 from ik_node.collision.capsules import segment_distances
 from ik_node.collision.geometry import CollisionModelError
+from ik_node.collision.report import Contact
 
 OBSTACLE_KINDS = ('box', 'sphere', 'cylinder')
 
@@ -92,7 +93,6 @@ class World:
                  all_distances: bool = False) -> List:
         """Links within the checker's padding of the ground or an obstacle at ``T_links``
         (with ``all_distances``: every moving link's distance to each, closest first)."""
-        from ik_node.collision.check import Contact
         model, pad = checker.model, checker.padding
         out: List[Contact] = []
         a, b = model.capsule_ends(T_links)

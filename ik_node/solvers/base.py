@@ -42,6 +42,7 @@ from ik_node.errors import ChainError, ConfigError, TargetError
 # Re-exported: other modules import the input checks, ParamSpec and the result types from here.
 from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
                                     rotation_from_input, target_from_input, target_values)
+from ik_node.solvers.collision_guard import collision_hook
 from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
 from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult,  # noqa: F401
                                      new_result)
@@ -123,6 +124,7 @@ class Solver(abc.ABC):
             if not shared:
                 leg_params = {k: v for k, v in self.params.items()
                               if k not in self.PER_TIP_PARAMS}
+                leg_params['self_collision'] = False  # the whole robot is checked, not a leg
                 self.legs = Legs(chain, lambda leg: type(self)(leg, leg_params))
             elif not self.solves_trees:
                 raise ChainError(
@@ -146,6 +148,8 @@ class Solver(abc.ABC):
         self._plane = _motion_plane(chain)
         self._tol_p = self.params['position_tolerance']
         self._tol_r = self.params['orientation_tolerance']
+        #: Answers within tolerance are reachable only when collision-free (collision_guard).
+        self._collision = collision_hook(self)
 
     # -------------------------------------------------------------------------- parameters
     @classmethod
@@ -181,6 +185,16 @@ class Solver(abc.ABC):
         """Optional hook: raise :class:`ChainError` if the solver cannot work on this chain. By
         default every chain is accepted."""
         return None
+
+    def configure_collision(self, srdf: Optional[str] = None, ground_z: Optional[float] = None,
+                            obstacles: Sequence[Any] = ()) -> None:
+        """The pairs and the world of the collision check (:mod:`ik_node.solvers.collision_guard`):
+        an SRDF's text whose ``<disable_collisions>`` picks the pairs (None: computed), the
+        ground plane's height in the base frame [m] (None: none), and
+        :class:`ik_node.collision.Obstacle` s. Raises :class:`ConfigError` for bad ones."""
+        self.collision_world = {'srdf': srdf, 'ground_z': ground_z,
+                                'obstacles': tuple(obstacles)}
+        self._collision = collision_hook(self)
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
@@ -235,7 +249,10 @@ class Solver(abc.ABC):
         start = time.perf_counter()
         raw = self._raw_solution(p_list, R_target, q_seed_list)
         elapsed = time.perf_counter() - start
-        return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+        result = self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+        if self._collision is None:
+            return result
+        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
 
     def _raw_solution(self, p_list: List[float], R_target: Optional[np.ndarray],
                       q_seed_list: List[float]) -> RawSolution:
@@ -253,6 +270,13 @@ class Solver(abc.ABC):
                               'target_position or target_orientation')
         parsed = tip_targets_from_input(targets, self.chain.tip_links, self._tip_index)
         q_seed = self._seed_values(seed)
+        if self._collision is not None and self._several_tips:
+            return self._collision.targets(self, parsed, q_seed)
+        return self._solve_parsed(parsed, q_seed)
+
+    def _solve_parsed(self, parsed: Sequence[TipTarget], q_seed: List[float]) -> IkResult:
+        """:meth:`_solve_targets` on checked targets and seed, for a chain with several tips
+        or one."""
         if not self._several_tips:
             target = parsed[0]
             result = self.solve(target.position, target.quat_xyzw, q_seed)

@@ -23,11 +23,13 @@ class IkStatus(enum.Enum):
     MAX_ITERATIONS = 'max_iterations'  # ran out of iterations above tolerance
     TIMEOUT = 'timeout'                # ran out of time above tolerance
     DEGENERATE = 'degenerate'          # target on a singular direction: a representative pose
+    IN_COLLISION = 'in_collision'      # reached only in collision: the best collision-free pose
 
 
 #: The status of a solve of several tips, from its tips' statuses: the first of these that a
 #: tip has (a tip proven out of reach makes the set of targets out of reach), else converged.
-_COMBINED_ORDER = (IkStatus.UNREACHABLE, IkStatus.NOT_REACHED, IkStatus.JOINT_LIMITED,
+_COMBINED_ORDER = (IkStatus.UNREACHABLE, IkStatus.IN_COLLISION, IkStatus.NOT_REACHED,
+                   IkStatus.JOINT_LIMITED,
                    IkStatus.TIMEOUT, IkStatus.MAX_ITERATIONS, IkStatus.DEGENERATE)
 
 
