@@ -117,26 +117,25 @@ class CollisionChecker:
             return True
         return not self.world.contacts(self, T, first_only=True)
 
-    def report(self, q, exact_distances: bool = True) -> CollisionReport:
-        """Every checked pair closer than the padding, and the closest pair.
+    def report(self, q) -> CollisionReport:
+        """Every checked pair closer than the padding, and the closest pair, by GJK.
 
-        Args:
-            q: (n,) configuration.
-            exact_distances: measure every pair by GJK for the closest pair (else pairs cleared
-                by their capsules count with their capsule gap, a lower bound).
+        Pairs are measured in the order of their capsule gaps (lower bounds of their distances),
+        and no further once a gap exceeds both the padding and the closest distance measured:
+        the closest pair is exact at the cost of a few GJK calls.
         """
         T, gaps = self._screen(q)
         T = np.array(T)
         gaps = np.array(gaps)
         contacts: List[Contact] = []
         closest: Optional[Contact] = None
-        for m, (name_a, name_b) in enumerate(self.pair_names):
+        for m in np.argsort(gaps, kind='stable').tolist():
+            if gaps[m] >= self.padding and closest is not None and \
+                    gaps[m] >= closest.distance_m:
+                break
             i, j = self.pairs[m]
-            if gaps[m] <= self.padding or exact_distances:
-                d = self.pair_distance(T, int(i), int(j))
-            else:
-                d = float(gaps[m])
-            contact = Contact(name_a, name_b, float(d))
+            d = self.pair_distance(T, int(i), int(j))
+            contact = Contact(*self.pair_names[m], float(d))
             if d < self.padding:
                 contacts.append(contact)
             if closest is None or d < closest.distance_m:

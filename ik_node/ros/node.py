@@ -44,6 +44,7 @@ from ik_node.config.node_config import IkConfig, config_from_flat  # noqa: E402
 from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat  # noqa: E402
 from ik_node.errors import IkError, TargetError  # noqa: E402
 from ik_node.model.urdf_checks import check_description_size  # noqa: E402
+from ik_node.solvers.collision_guard import collision_values  # noqa: E402
 from ik_node.ros import messages as conv  # noqa: E402
 from ik_node.ros import planar_targets, run  # noqa: E402
 from ik_node.ros.diagnostics import StatusReports, model_name  # noqa: E402
@@ -52,6 +53,7 @@ from ik_node.ros.inputs import NodeInputs, TfWarmingUp  # noqa: E402
 from ik_node.ros.jump_guard import guard_values  # noqa: E402
 from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
 from ik_node.ros.marker_output import MarkerOutput  # noqa: E402
+from ik_node.ros.obstacles import ObstacleInput  # noqa: E402
 from ik_node.ros.parameter_changes import ParameterChanges  # noqa: E402
 from ik_node.ros.parameters import NodeParameters  # noqa: E402
 from ik_node.ros.reach_map_output import ReachabilityMaps  # noqa: E402
@@ -113,6 +115,9 @@ class IkNode(Node):
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
+        self._obstacles = ObstacleInput(
+            self, lambda: self._config.base_link, self._on_obstacles,
+            on_error=lambda message: self._status.error(message, ''))
         self._inputs.follow(self._graph, self._config.has_model)
         # Targets are answered (refused) while waiting for a model too.
         self._inputs.subscribe_targets(self._config.tip_links, self._config.branched)
@@ -200,7 +205,7 @@ class IkNode(Node):
             self._drag.show(config, chain, batch, goals, self._known, result, q)
             extra = {'seed': seed_note, 'output': self._solution.kind,
                      'joint_state_stamp': out_stamp, 'jump_guard': verdict.action,
-                     **guard_values(verdict)}
+                     **guard_values(verdict), **collision_values(model.solver, q)}
             if projected:
                 extra['planar_projection_m'] = f'{max(projected.values()):.4g}'
         tip_stamps = {tip: batch[tip].stamp_text for tip in goals if tip}
@@ -312,6 +317,8 @@ class IkNode(Node):
         new_chain = old is None or old.chain is not model.chain
         # First, as it can fail (a topic rclpy refuses): then nothing else has changed.
         self._solution.use(model.plan)
+        if self._obstacles.obstacles:  # the topic's obstacles hold for every model
+            model.solver.configure_collision(**self._obstacles.world(model.config.collision))
         self._model = model
         config, chain = model.config, model.chain
         if new_chain:
@@ -339,6 +346,18 @@ class IkNode(Node):
             f'{", ".join(config.tip_links)} ({chain.n} joints), solver '
             f'{config.solver}, output {self._solution.kind} on {self._solution.topic}; '
             f'targets on {", ".join(self._inputs.target_topics)}')
+
+    def _on_obstacles(self, obstacles) -> None:
+        """New obstacles on ~/obstacles: the solver in force checks against them from now."""
+        with self._lock:
+            model = self._model
+            if model is None or not obstacles and not model.config.collision and \
+                    getattr(model.solver, '_collision', None) is None:
+                return
+            try:
+                model.solver.configure_collision(**self._obstacles.world(model.config.collision))
+            except IkError as exc:
+                self._status.error(f'obstacles refused: {exc}', '')
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -109,7 +109,7 @@ class CollisionGuard:
                 return self._timed(dataclasses.replace(retry, message=message), started)
             if best_free is None or _error_key(retry) < _error_key(best_free):
                 best_free = retry
-        report = checker.report(result.joint_positions, exact_distances=False)
+        report = checker.report(result.joint_positions)
         if best_free is None and measure is not None and \
                 checker.is_free(np.asarray(q_seed, dtype=float)):
             best_free = measure(q_seed)
@@ -200,3 +200,19 @@ def collision_hook(solver):
     budget = (params.get('timeout') or 0.0) + params['collision_retry_time']
     return CollisionGuard(checker, solver.chain.lower, solver.chain.upper,
                           params['collision_restarts'], budget)
+
+
+def collision_values(solver, q) -> Dict[str, str]:
+    """Diagnostic values of configuration ``q`` under ``solver``'s collision check:
+    ``min_distance_m`` (signed distance of the closest checked pair, negative: penetration),
+    ``closest_pair`` and ``colliding_links``; {} when the solver checks no collision."""
+    guard = getattr(solver, '_collision', None)
+    if not isinstance(guard, CollisionGuard):
+        return {}
+    report = guard.checker.report(np.asarray(q, dtype=float))
+    if report.closest is None:
+        return {}
+    colliding = sorted({name for c in report.colliding for name in (c.link_a, c.link_b)})
+    return {'min_distance_m': f'{report.closest.distance_m:.4g}',
+            'closest_pair': report.closest.pair_text,
+            'colliding_links': ', '.join(colliding)}

@@ -1,0 +1,36 @@
+"""~/obstacles markers become the collision check's obstacles, or are refused saying which
+marker and why (plain functions: no node started)."""
+
+import pytest
+from visualization_msgs.msg import Marker
+
+from ik_node.ros.obstacles import obstacle_from_marker
+
+
+def marker(kind, scale=(0.2, 0.2, 0.2), frame='', w=1.0):
+    m = Marker()
+    m.ns, m.id, m.type = 'o', 3, kind
+    m.header.frame_id = frame
+    m.scale.x, m.scale.y, m.scale.z = scale
+    m.pose.position.x = 0.5
+    m.pose.orientation.w = w
+    return m
+
+
+def test_cube_sphere_and_cylinder_markers_are_obstacles_of_their_sizes():
+    box = obstacle_from_marker(marker(Marker.CUBE, (0.1, 0.2, 0.3)), 'base_link')
+    assert (box.name, box.kind, box.size) == ('o/3', 'box', (0.1, 0.2, 0.3))
+    assert box.T_base_obstacle[0, 3] == 0.5
+    assert obstacle_from_marker(marker(Marker.SPHERE), 'base_link').size == (0.1,)
+    assert obstacle_from_marker(marker(Marker.CYLINDER, (0.2, 0.2, 1.0)),
+                                'base_link').size == (0.1, 1.0)
+
+
+@pytest.mark.parametrize('bad, match', [(marker(Marker.ARROW), 'not CUBE'),
+                                        (marker(Marker.CUBE, frame='world'), 'base frame'),
+                                        (marker(Marker.CUBE, w=0.0), 'unit quaternion'),
+                                        (marker(Marker.CUBE, (0.1, 0.0, 0.1)), 'sizes > 0'),
+                                        (marker(Marker.SPHERE, (float('nan'),) * 3), 'finite')])
+def test_a_bad_marker_is_refused_naming_it(bad, match):
+    with pytest.raises(ValueError, match=match):
+        obstacle_from_marker(bad, 'base_link')
