@@ -132,3 +132,16 @@ def test_a_chain_without_collision_geometry_solves_as_before(arm6):
     assert solver._collision is None
     result = solver.solve(arm6.fk(np.full(arm6.n, 0.3))[:3, 3], None, None)
     assert result.reachable
+
+
+def test_the_reachability_map_counts_collision_free_samples_only(collision_robot):
+    from ik_node.reachability import build_reachability_map
+    chain = chain_of(collision_robot, 'ur5e')
+    checker = checker_for(chain)
+    options = dict(samples=300, voxel_size=0.1, position_only=True, seed=3)
+    free = build_reachability_map(chain, **options)
+    every = build_reachability_map(chain, self_collision=False, **options)
+    # the same samples drawn (one seeded generator): the map keeps exactly the free ones
+    Q = np.random.default_rng(3).uniform(chain.lower, chain.upper, size=(300, chain.n))
+    assert int(free.sample_counts.sum()) == int(checker.free_mask(Q).sum())
+    assert int(every.sample_counts.sum()) == 300 > int(free.sample_counts.sum())
