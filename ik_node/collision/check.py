@@ -60,6 +60,7 @@ class CollisionChecker:
         self._frames = np.empty((chain.n, 4, 4))
         self._links = np.empty((len(model.links), 4, 4))
         self._gaps = np.empty(len(self.pairs))
+        self._quats = np.empty((len(model.links), 4))
         self._fcl = require('fcl')
         self._objects = [[_fcl_object(self._fcl, piece) for piece in model.pieces[link]]
                          for link in model.links]
@@ -68,37 +69,46 @@ class CollisionChecker:
                              for link in model.links]
 
     # ------------------------------------------------------------------------ broad phase
-    def _screen(self, q) -> Tuple[np.ndarray, np.ndarray]:
-        """Link transforms (L, 4, 4) and capsule gaps (P,) of one configuration."""
+    def _screen(self, q) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+        """Link transforms (L, 4, 4), capsule gaps (P,) and the links' quaternions (L, 4) (None
+        without the compiled kernel) of one configuration."""
         q = np.asarray(q, dtype=float)
         if self._kernel is not None:
-            self._kernel(q, *self._kernel_args, self._frames, self._links, self._gaps)
-            return self._links, self._gaps
+            self._kernel(q, *self._kernel_args, self._frames, self._links, self._gaps,
+                         self._quats)
+            return self._links, self._gaps, self._quats
         T = self.model.link_transforms(q)
-        return T, self.model.pair_gaps(T, self.pairs)
+        return T, self.model.pair_gaps(T, self.pairs), None
 
     # ---------------------------------------------------------------------- narrow phase
-    def pair_distance(self, T_links: np.ndarray, i: int, j: int) -> float:
+    def pair_distance(self, T_links: np.ndarray, i: int, j: int,
+                      quats: Optional[np.ndarray] = None) -> float:
         """Signed distance [m] between links ``i`` and ``j`` (indices of ``model.links``) at
-        link transforms ``T_links``: the smallest over their pieces (negative: penetration)."""
+        link transforms ``T_links`` (with their quaternions ``quats``, when known): the
+        smallest over their pieces (negative: penetration)."""
         fcl = self._fcl
         distance, request, new_result = fcl.distance, self._request, fcl.DistanceResult
         best = math.inf
-        objects_b = self._placed(T_links, j)
-        for obj_a in self._placed(T_links, i):
+        objects_b = self._placed(T_links, j, quats)
+        for obj_a in self._placed(T_links, i, quats):
             for obj_b in objects_b:
                 d = distance(obj_a, obj_b, request, new_result())
                 if d < best:
                     best = d
         return best
 
-    def _placed(self, T_links: np.ndarray, k: int) -> list:
+    def _placed(self, T_links: np.ndarray, k: int, quats: Optional[np.ndarray] = None) -> list:
         """The python-fcl objects of link ``k``'s pieces, moved to ``T_links[k]``."""
         T_link = T_links[k]
         out = []
         for (obj, T_piece) in self._objects[k]:
-            T = T_link if T_piece is None else T_link @ T_piece
-            obj.setTransform(self._fcl.Transform(T[:3, :3], T[:3, 3]))
+            if T_piece is None and quats is not None:
+                obj.setQuatRotation(quats[k])
+                obj.setTranslation(T_link[:3, 3])
+            else:
+                T = T_link if T_piece is None else T_link @ T_piece
+                obj.setRotation(T[:3, :3])
+                obj.setTranslation(T[:3, 3])
             out.append(obj)
         return out
 
@@ -106,12 +116,12 @@ class CollisionChecker:
     def is_free(self, q) -> bool:
         """True when every checked pair is at least ``padding`` apart (by the hulls) and no link
         is within ``padding`` of the world. Stops at the first collision."""
-        T, gaps = self._screen(q)
+        T, gaps, quats = self._screen(q)
         pad = self.padding
         if len(gaps) and gaps.min() <= pad:
             for m in np.flatnonzero(gaps <= pad).tolist():
                 i, j = self.pairs[m]
-                if self.pair_distance(T, int(i), int(j)) < pad:
+                if self.pair_distance(T, int(i), int(j), quats) < pad:
                     return False
         if self.world.empty:
             return True
@@ -124,7 +134,7 @@ class CollisionChecker:
         and no further once a gap exceeds both the padding and the closest distance measured:
         the closest pair is exact at the cost of a few GJK calls.
         """
-        T, gaps = self._screen(q)
+        T, gaps, _ = self._screen(q)
         T = np.array(T)
         gaps = np.array(gaps)
         contacts: List[Contact] = []

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+import transforms3d
 
 from ik_node import Chain
 
@@ -69,13 +70,16 @@ def test_the_compiled_kernel_matches_the_numpy_gaps(vendor_chain):
         T_numpy = checker.model.link_transforms(q)
         gaps_numpy = checker.model.pair_gaps(T_numpy, checker.pairs)
         frames, links = np.empty((vendor_chain.n, 4, 4)), np.empty_like(T_numpy)
-        gaps = np.empty(len(checker.pairs))
-        _gaps_kernel(q, *checker._kernel_args, frames, links, gaps)  # as plain Python
+        gaps, quats = np.empty(len(checker.pairs)), np.empty((len(links), 4))
+        _gaps_kernel(q, *checker._kernel_args, frames, links, gaps, quats)  # as plain Python
         np.testing.assert_allclose(links, T_numpy, atol=1e-9)
         np.testing.assert_allclose(gaps, gaps_numpy, atol=1e-9)
+        for T, quat in zip(T_numpy, quats):
+            np.testing.assert_allclose(transforms3d.quaternions.quat2mat(quat), T[:3, :3],
+                                       atol=1e-9)
         if compiled_kernel() is not None:
             compiled_gaps = np.empty_like(gaps)
-            compiled_kernel()(q, *checker._kernel_args, frames, links, compiled_gaps)
+            compiled_kernel()(q, *checker._kernel_args, frames, links, compiled_gaps, quats)
             np.testing.assert_allclose(compiled_gaps, gaps_numpy, atol=1e-9)
 
 
