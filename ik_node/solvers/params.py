@@ -109,7 +109,7 @@ COMMON_PARAMS: Dict[str, ParamSpec] = {
                                 'and world collision (for a URDF with <collision> geometry)'),
     'collision_padding': ParamSpec(float, 0.005, 'links closer than this count as colliding',
                                    'm', min=0.0, max=0.1),
-    'collision_restarts': ParamSpec(int, 10, 'most new seeds tried for a target whose answer '
+    'collision_restarts': ParamSpec(int, 20, 'most new seeds tried for a target whose answer '
                                     'collides', '', min=0, max=1000),
     'collision_retry_time': ParamSpec(float, 0.01, 'wall time the collision retries may add '
                                       'to a solve (beyond its timeout, if it has one)', 's',
