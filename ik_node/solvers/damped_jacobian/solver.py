@@ -46,10 +46,11 @@ import numpy as np
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import MAX_STEP
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.damped_jacobian.descent import GOOD_ENOUGH, PythonDescent
+from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
+                                                    DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
@@ -64,26 +65,24 @@ from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candid
                                                     restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.null_space import STREAM_ERROR_M
+from ik_node.solvers.numerics.null_space import STREAM_ERROR_M
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
 # a stationary point. The solve returns the best after the seed's descent and this many
-# restarts (a second descent often lowers the weighted error, a third or fourth rarely:
-# benchmarks/results/design-notes.md).
+# restarts (a second descent often lowers the weighted error, a third or fourth rarely).
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
 # 6D: the closest-pose search on the position alone (is the position itself out of reach?)
 # runs once this many descents are stuck: after the second when the position lies beyond the
 # measured reach (the search then stops after one Newton descent), else after the eighth (the
-# search costs about ten Python descents, and in reachable solves it is wasted time;
-# benchmarks/results/design-notes.md).
+# search costs about ten Python descents, and in reachable solves it is wasted time).
 _POSITION_CHECK_BEYOND_REACH = 2
 _POSITION_CHECK_AFTER = 8
 
@@ -176,8 +175,7 @@ class DampedJacobianSolver(Solver):
             max(sum(chain_lengths(chain)), 1e-3))
         self._compiled = self._compiled_descent(chain, fast)
         if self._closest is not None and self._reach is not None and fast is not None:
-            # Once per solver, with the generated kinematics of a serial chain (the cost:
-            # benchmarks/results/design-notes.md).
+            # Once per solver, with the generated kinematics of a serial chain (5-20 ms).
             self._closest.reach = measure_reach(self._closest, self._reach)
 
     def check_chain(self, chain: Chain) -> None:
@@ -225,7 +223,7 @@ class DampedJacobianSolver(Solver):
                 self._error_function(p_target, R_target), q_seed.tolist(), params['step_size'],
                 params['max_iterations'], (_TOLERANCE_MARGIN * params['position_tolerance'],
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
-                self._low, self._high, self._wraps, params['record_history'])
+                (self._low, self._high, self._wraps), params['record_history'])
         else:
             evaluator = self._descent.evaluator
             raw = self._solve_dls(evaluator(p_target, R_target)
@@ -280,8 +278,7 @@ class DampedJacobianSolver(Solver):
         position_checked = not with_orientation or self._closest is None
         cost_of: Optional[Callable] = None
         if mid_next and params['first_start'] == 'lower_cost':
-            # Fewer iterations on 7-joint arms from unrelated seeds
-            # (benchmarks/results/design-notes.md).
+            # Fewer iterations on 7-joint arms from unrelated seeds.
             cost_of = make_cost_function()
             if cost_of(self._mid) < cost_of(q):
                 q, mid_next = self._mid, False
@@ -307,6 +304,7 @@ class DampedJacobianSolver(Solver):
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         descend = self._descent.descend
+        problem: Optional[DescentProblem] = None  # the Python descents', built when first needed
         while True:  # one descent from q per pass
             descent_start = iterations
             if run is not None:
@@ -314,13 +312,17 @@ class DampedJacobianSolver(Solver):
                     q, params['damping'], floor, iterations, last_blocked, budget)
                 best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
             else:
-                if evaluate is None:  # 6D, compiled descents, a history recorded
-                    evaluate = evaluator()
+                if problem is None:
+                    if evaluate is None:  # 6D, compiled descents, a history recorded
+                        evaluate = evaluator()
+                    problem = DescentProblem(evaluate, with_orientation, floor, good_enough,
+                                             budget, history)
+                progress = DescentProgress(best_q, best_cost, iterations, last_blocked)
                 # Once a stream's near starts are spent, its best stays the best near the seed.
-                end, q, best_q, best_cost, iterations, last_blocked, near = descend(
-                    evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
-                    floor, good_enough, budget, history, near=near, pull=first_descent,
-                    keep_best=near is not False or not stream)
+                end, q, near = descend(problem, progress, q, near=near, pull=first_descent,
+                                       keep_best=near is not False or not stream)
+                best_q, best_cost = progress.best_q, progress.best_cost
+                iterations, last_blocked = progress.iterations, progress.last_blocked
                 if first_descent and near:
                     stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False
