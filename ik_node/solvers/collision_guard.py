@@ -3,11 +3,13 @@
 :meth:`Solver.solve <ik_node.solvers.base.Solver.solve>` hands each measured answer of a chain
 whose URDF has collision geometry to :class:`CollisionGuard` (with ``self_collision`` on, the
 default). An answer within tolerance is ``reachable`` only when the checker finds it free. One
-that collides is solved again from new seeds (random configurations within the limits, seeded
-per solver so runs repeat; for ``analytic_hip_knee`` a new seed picks the other knee branch
-under ``branch: closest``), at most ``collision_restarts`` times, within a budget: the whole
-solve, retries included, ends within the solver's ``timeout`` (where it has one) plus
-``collision_retry_time``; each retry gets a share of what is left. When no
+that collides is solved again from new seeds, in turn a collision-free configuration whose tip
+lies near the target (from a pool of random collision-free configurations made with the
+solver) and a random configuration within the limits (seeded per solver so runs repeat; for
+``analytic_hip_knee`` a new seed picks the other knee branch under ``branch: closest``), at
+most ``collision_restarts`` times, within a budget: the whole solve, retries included, ends
+within the solver's ``timeout`` (where it has one) plus ``collision_retry_time``; each retry
+gets a share of what is left. When no
 collision-free answer within tolerance turns up, the result is ``in_collision``
 (``reachable: false``), its joints are the best collision-free pose found (nearest the target,
 else the seed when that is free, else the colliding answer itself), and its message names the
@@ -24,12 +26,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ik_node.solvers.results import IkResult, IkStatus, RawSolution, TipResult
 
+#: Random configurations drawn once per guard; the collision-free ones seed retries near a target.
+POOL_SIZE = 2000
 #: Used when collision checking is wanted but cannot run (a library missing): said once per
 #: result, so no answer is taken as checked when it was not.
 NOT_CHECKED = 'self-collision not checked: '
@@ -54,6 +58,28 @@ class CollisionGuard:
         self.restarts = int(restarts)
         self.budget_s = float(budget_s)
         self._rng = np.random.default_rng(seed)
+        self._pool: Optional[np.ndarray] = None  # collision-free configurations
+        self._pool_tips: Optional[np.ndarray] = None
+        self._pool_seeds(None)  # made now, not in a solve's budget
+
+    def _pool_seeds(self, p_target) -> List[List[float]]:
+        """Collision-free configurations whose first tip lies nearest ``p_target`` [m], nearest
+        first (made once: ``POOL_SIZE`` random configurations, the free ones kept)."""
+        if self._pool is None:
+            chain = self.checker.model.chain
+            Q = np.random.default_rng(1).uniform(self._lower, self._upper,
+                                                 size=(POOL_SIZE, chain.n))
+            self._pool = Q[self.checker.free_mask(Q)]
+            frames = chain.joint_frames(self._pool)
+            tip = chain.tips[0]
+            self._pool_tips = (frames[:, tip.parent] @ tip.T_joint_tip)[:, :3, 3] \
+                if tip.parent >= 0 else np.zeros((len(self._pool), 3))
+        if p_target is None or not len(self._pool):
+            return []
+        d = np.linalg.norm(self._pool_tips - np.asarray(p_target, dtype=float), axis=1)
+        count = min(self.restarts, len(d))
+        nearest = np.argpartition(d, count - 1)[:count]
+        return self._pool[nearest[np.argsort(d[nearest])]].tolist()
 
     # ------------------------------------------------------------------ the solver's hooks
     def values(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
@@ -71,7 +97,8 @@ class CollisionGuard:
             raw = RawSolution(list(q), IkStatus.NOT_REACHED, 0)
             return solver._finish(raw, p_list, R_target, 0.0, result.orientation_ignored,
                                   q_seed)
-        return self._resolve(solver, result, solve_from, measure, q_seed, started)
+        return self._resolve(solver, result, solve_from, measure, q_seed, started,
+                             self._pool_seeds(p_list))
 
     def targets(self, solver, parsed, q_seed: List[float]) -> IkResult:
         """The guarded result of a solve of several tips (``Solver._solve_targets``)."""
@@ -84,8 +111,11 @@ class CollisionGuard:
 
     # ----------------------------------------------------------------------- the retries
     def _resolve(self, solver, result: IkResult, solve_from: Callable, measure: Optional[
-            Callable], q_seed: List[float], started: float) -> IkResult:
-        """New seeds for a reachable answer in collision, then ``in_collision``."""
+            Callable], q_seed: List[float], started: float,
+            near_seeds: Sequence[List[float]] = ()) -> IkResult:
+        """New seeds for a reachable answer in collision, then ``in_collision``: in turn a
+        collision-free configuration with its tip near the target (``near_seeds``) and a random
+        one."""
         checker = self.checker
         deadline = started + self.budget_s
         best_free: Optional[IkResult] = None
@@ -95,7 +125,10 @@ class CollisionGuard:
             if remaining <= 0.0:
                 break
             attempts += 1
-            seed = self._rng.uniform(self._lower, self._upper).tolist()
+            if attempts % 2 == 1 and attempts // 2 < len(near_seeds):
+                seed = near_seeds[attempts // 2]
+            else:
+                seed = self._rng.uniform(self._lower, self._upper).tolist()
             # A share of what is left, so one seed that does not converge leaves time for more.
             share = remaining / min(3, self.restarts - attempts + 1)
             with _timeout(solver, share):

