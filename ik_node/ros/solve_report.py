@@ -38,6 +38,8 @@ class SolveReport:
         guard: the jump guard's verdict on ``q``.
         collision: the collision check's key-values of ``q`` (``min_distance_m``,
             ``closest_pair``, ``colliding_links``); empty without collision geometry.
+        colliding_triangles: the colliding links' hull triangles in the base frame,
+            ``(m, 3, 3)`` [m], for RViz; None when no link collides.
     """
 
     chain: Chain
@@ -54,6 +56,7 @@ class SolveReport:
     joint_state_stamp: str
     guard: Optional[Verdict] = None
     collision: Mapping[str, str] = field(default_factory=dict)
+    colliding_triangles: Optional[np.ndarray] = None
 
     @property
     def placed(self) -> Dict[Optional[str], Tuple[np.ndarray, Optional[np.ndarray]]]:

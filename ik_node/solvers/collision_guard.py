@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -235,17 +235,37 @@ def collision_hook(solver):
                           params['collision_restarts'], budget)
 
 
-def collision_values(solver, q) -> Dict[str, str]:
-    """Diagnostic values of configuration ``q`` under ``solver``'s collision check:
-    ``min_distance_m`` (signed distance of the closest checked pair, negative: penetration),
-    ``closest_pair`` and ``colliding_links``; {} when the solver checks no collision."""
+def collision_outputs(solver, q) -> Tuple[Dict[str, str], Optional[np.ndarray]]:
+    """What the node shows of configuration ``q`` under ``solver``'s collision check.
+
+    Returns:
+        ``(values, triangles)``: diagnostic values ``min_distance_m`` (signed distance of the
+        closest checked pair [m], negative: penetration), ``closest_pair`` and
+        ``colliding_links``; and the convex-hull triangles of the colliding links in the base
+        frame, ``(m, 3, 3)`` [m], or None when none collides. ``({}, None)`` when the solver
+        checks no collision.
+    """
     guard = getattr(solver, '_collision', None)
     if not isinstance(guard, CollisionGuard):
-        return {}
-    report = guard.checker.report(np.asarray(q, dtype=float))
+        return {}, None
+    checker = guard.checker
+    q = np.asarray(q, dtype=float)
+    report = checker.report(q)
     if report.closest is None:
-        return {}
-    colliding = sorted({name for c in report.colliding for name in (c.link_a, c.link_b)})
-    return {'min_distance_m': f'{report.closest.distance_m:.4g}',
-            'closest_pair': report.closest.pair_text,
-            'colliding_links': ', '.join(colliding)}
+        return {}, None
+    model = checker.model
+    colliding = sorted({name for c in report.colliding for name in (c.link_a, c.link_b)
+                        if name in model.index})
+    values = {'min_distance_m': f'{report.closest.distance_m:.4g}',
+              'closest_pair': report.closest.pair_text,
+              'colliding_links': ', '.join(colliding)}
+    if not colliding:
+        return values, None
+    T = model.link_transforms(q)
+    triangles = []
+    for link in colliding:
+        T_link = T[model.index[link]]
+        for piece in model.pieces[link]:
+            points = piece.hull_vertices @ T_link[:3, :3].T + T_link[:3, 3]
+            triangles.append(points[piece.hull_faces])
+    return values, np.concatenate(triangles)
