@@ -159,9 +159,9 @@ class CollisionChecker:
         contacts.sort(key=lambda c: c.distance_m)
         return CollisionReport(not contacts, tuple(contacts), closest)
 
-    def free_mask(self, Q: np.ndarray) -> np.ndarray:
+    def free_mask(self, Q: np.ndarray, world: bool = True) -> np.ndarray:
         """``is_free`` of every row of ``Q`` (k, n): capsules for all rows at once (numpy), GJK
-        only where they cannot decide."""
+        only where they cannot decide; ``world`` False: self-collision only."""
         Q = np.asarray(Q, dtype=float).reshape(-1, self.model.chain.n)
         T = self.model.link_transforms(Q)
         gaps = self.model.pair_gaps(T, self.pairs)
@@ -170,7 +170,7 @@ class CollisionChecker:
         for row, m in zip(*np.nonzero(gaps <= self.padding)):
             if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m])) < self.padding:
                 free[row] = False
-        if not self.world.empty:
+        if world and not self.world.empty:
             for row in np.flatnonzero(free).tolist():
                 if self.world.contacts(self, T[row], first_only=True):
                     free[row] = False

@@ -194,7 +194,7 @@ class IkNode(Node):
             if verdict.q is not None:  # held: nothing goes out, the last command stays
                 self._q = np.array(verdict.q)
                 out_stamp = self._solution.publish(self._q, job.seed)
-            collision, colliding = collision_outputs(model.solver, q)
+            collision, colliding = collision_outputs(model.solver, q, result)
             report = SolveReport(chain, config.solver, result, job.targets,
                                  self._pipeline.standing, q, job.frame, job.stamps, count,
                                  job.seed_note, self._solution.kind, out_stamp, verdict,

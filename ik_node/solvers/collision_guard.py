@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
+import weakref
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -34,6 +36,8 @@ from ik_node.solvers.results import IkResult, IkStatus, RawSolution, TipResult
 
 #: Random configurations drawn once per guard; the collision-free ones seed retries near a target.
 POOL_SIZE = 2000
+_pools: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()
+_pool_lock = threading.Lock()
 #: Used when collision checking is wanted but cannot run (a library missing): said once per
 #: result, so no answer is taken as checked when it was not.
 NOT_CHECKED = 'self-collision not checked: '
@@ -58,22 +62,30 @@ class CollisionGuard:
         self.restarts = int(restarts)
         self.budget_s = float(budget_s)
         self._rng = np.random.default_rng(seed)
+        #: The colliding answer behind the newest ``in_collision`` result (for the RViz view).
+        self.last_colliding_q: Optional[np.ndarray] = None
         self._pool: Optional[np.ndarray] = None  # collision-free configurations
         self._pool_tips: Optional[np.ndarray] = None
         self._pool_seeds(None)  # made now, not in a solve's budget
 
     def _pool_seeds(self, p_target) -> List[List[float]]:
-        """Collision-free configurations whose first tip lies nearest ``p_target`` [m], nearest
-        first (made once: ``POOL_SIZE`` random configurations, the free ones kept)."""
+        """Self-collision-free configurations whose first tip lies nearest ``p_target`` [m],
+        nearest first (made once per collision model: ``POOL_SIZE`` random configurations, the
+        free ones kept; the world is checked on the answers, not on the seeds)."""
         if self._pool is None:
-            chain = self.checker.model.chain
-            Q = np.random.default_rng(1).uniform(self._lower, self._upper,
-                                                 size=(POOL_SIZE, chain.n))
-            self._pool = Q[self.checker.free_mask(Q)]
-            frames = chain.joint_frames(self._pool)
-            tip = chain.tips[0]
-            self._pool_tips = (frames[:, tip.parent] @ tip.T_joint_tip)[:, :3, 3] \
-                if tip.parent >= 0 else np.zeros((len(self._pool), 3))
+            model = self.checker.model
+            with _pool_lock:
+                if model not in _pools:
+                    chain = model.chain
+                    Q = np.random.default_rng(1).uniform(self._lower, self._upper,
+                                                         size=(POOL_SIZE, chain.n))
+                    pool = Q[self.checker.free_mask(Q, world=False)]
+                    frames = chain.joint_frames(pool)
+                    tip = chain.tips[0]
+                    tips = (frames[:, tip.parent] @ tip.T_joint_tip)[:, :3, 3] \
+                        if tip.parent >= 0 else np.zeros((len(pool), 3))
+                    _pools[model] = (pool, tips)
+                self._pool, self._pool_tips = _pools[model]
         if p_target is None or not len(self._pool):
             return []
         d = np.linalg.norm(self._pool_tips - np.asarray(p_target, dtype=float), axis=1)
@@ -147,6 +159,7 @@ class CollisionGuard:
                 checker.is_free(np.asarray(q_seed, dtype=float)):
             best_free = measure(q_seed)
         chosen = best_free if best_free is not None else result
+        self.last_colliding_q = np.array(result.joint_positions, dtype=float)
         what = report.message() or 'in collision'
         if chosen is result:
             message = f'reachable only in collision: {what}; no collision-free pose found ' \
@@ -235,15 +248,18 @@ def collision_hook(solver):
                           params['collision_restarts'], budget)
 
 
-def collision_outputs(solver, q) -> Tuple[Dict[str, str], Optional[np.ndarray]]:
-    """What the node shows of configuration ``q`` under ``solver``'s collision check.
+def collision_outputs(solver, q, result: Optional[IkResult] = None
+                      ) -> Tuple[Dict[str, str], Optional[np.ndarray]]:
+    """What the node shows of answer ``q`` (of ``result``) under ``solver``'s collision check.
 
     Returns:
         ``(values, triangles)``: diagnostic values ``min_distance_m`` (signed distance of the
-        closest checked pair [m], negative: penetration), ``closest_pair`` and
+        closest checked pair at ``q`` [m], negative: penetration), ``closest_pair`` and
         ``colliding_links``; and the convex-hull triangles of the colliding links in the base
-        frame, ``(m, 3, 3)`` [m], or None when none collides. ``({}, None)`` when the solver
-        checks no collision.
+        frame, ``(m, 3, 3)`` [m], or None when none collides: those of ``q``, or for an
+        ``in_collision`` result those of the colliding answer it replaced (the pose that
+        reaches the target, shown where it collides). ``({}, None)`` when the solver checks no
+        collision.
     """
     guard = getattr(solver, '_collision', None)
     if not isinstance(guard, CollisionGuard):
@@ -259,6 +275,11 @@ def collision_outputs(solver, q) -> Tuple[Dict[str, str], Optional[np.ndarray]]:
     values = {'min_distance_m': f'{report.closest.distance_m:.4g}',
               'closest_pair': report.closest.pair_text,
               'colliding_links': ', '.join(colliding)}
+    if result is not None and result.status is IkStatus.IN_COLLISION and \
+            guard.last_colliding_q is not None:
+        q = guard.last_colliding_q
+        colliding = sorted({name for c in checker.report(q).colliding
+                            for name in (c.link_a, c.link_b) if name in model.index})
     if not colliding:
         return values, None
     T = model.link_transforms(q)
