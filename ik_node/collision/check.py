@@ -64,7 +64,11 @@ class CollisionChecker:
         self._fcl = require('fcl')
         self._objects = [[_fcl_object(self._fcl, piece) for piece in model.pieces[link]]
                          for link in model.links]
-        self._request = self._fcl.DistanceRequest(enable_signed_distance=True)
+        # Unsigned distance (FCL's signed-distance query can loop forever on concentric
+        # spheres); a penetration depth comes from a contact query (see signed_distance).
+        self._request = self._fcl.DistanceRequest()
+        self._contact_request = self._fcl.CollisionRequest(enable_contact=True,
+                                                           num_max_contacts=1)
         self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
                              for link in model.links]
 
@@ -86,16 +90,25 @@ class CollisionChecker:
         """Signed distance [m] between links ``i`` and ``j`` (indices of ``model.links``) at
         link transforms ``T_links`` (with their quaternions ``quats``, when known): the
         smallest over their pieces (negative: penetration)."""
-        fcl = self._fcl
-        distance, request, new_result = fcl.distance, self._request, fcl.DistanceResult
         best = math.inf
         objects_b = self._placed(T_links, j, quats)
         for obj_a in self._placed(T_links, i, quats):
             for obj_b in objects_b:
-                d = distance(obj_a, obj_b, request, new_result())
+                d = self.signed_distance(obj_a, obj_b)
                 if d < best:
                     best = d
         return best
+
+    def signed_distance(self, obj_a, obj_b) -> float:
+        """Distance [m] between two placed python-fcl objects; in collision, minus the
+        penetration depth of their deepest contact (0.0 when FCL reports none)."""
+        fcl = self._fcl
+        d = fcl.distance(obj_a, obj_b, self._request, fcl.DistanceResult())
+        if d >= 0.0:
+            return d
+        result = fcl.CollisionResult()
+        fcl.collide(obj_a, obj_b, self._contact_request, result)
+        return -max((c.penetration_depth for c in result.contacts), default=0.0)
 
     def _placed(self, T_links: np.ndarray, k: int, quats: Optional[np.ndarray] = None) -> list:
         """The python-fcl objects of link ``k``'s pieces, moved to ``T_links[k]``."""

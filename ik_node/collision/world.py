@@ -121,8 +121,7 @@ class World:
                     continue
                 best = math.inf
                 for piece_obj in checker._placed(T_links, k):
-                    result = fcl.DistanceResult()
-                    best = min(best, fcl.distance(piece_obj, obj, checker._request, result))
+                    best = min(best, checker.signed_distance(piece_obj, obj))
                 if best < pad or all_distances:
                     out.append(Contact(link, ob.name, float(best)))
                     if first_only and best < pad:
