@@ -258,7 +258,7 @@ class Solver(abc.ABC):
             result = self.solve(target.position, target.quat_xyzw, q_seed)
             return dataclasses.replace(result, tips={target.link: TipResult(
                 result.reachable, result.position_error, result.min_residual, result.status,
-                result.orientation_error, result.message)})
+                result.orientation_error, result.message, result.best_found)})
         if self.legs is not None:
             return self.legs.solve(parsed, q_seed, self.params.get('timeout'))
         ignored = not self.supports_orientation and any(t.R is not None for t in parsed)
@@ -307,7 +307,8 @@ class Solver(abc.ABC):
                 message = f'out of reach: at least {bound:.6g} m from every reachable point'
             else:
                 status, message = fallback, ''
-            tips[target.link] = TipResult(reached, error, bound, status, angle, message)
+            tips[target.link] = TipResult(reached, error, bound, status, angle, message,
+                                          not reached)
         history = None if raw.history is None else tuple(float(e) for e in raw.history)
         return result_of_tips(q, self._joint_names, tips, raw.iterations, elapsed, raw.message,
                               orientation_ignored, history)
@@ -368,7 +369,8 @@ class Solver(abc.ABC):
         return new_result(
             np.array(q_list, FLOAT64), self._joint_names, reached, status, pos_err, rot_err,
             min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
-            None if history is None else tuple(float(e) for e in history), None)
+            None if history is None else tuple(float(e) for e in history), None,
+            not reached and not raw.vouched)
 
     def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                   q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,

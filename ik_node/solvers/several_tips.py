@@ -212,7 +212,8 @@ class Legs:
             else:
                 for j, v in zip(joints, q_leg):
                     q[j] = v
-            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
+            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message,
+                                       not reached and not raw.vouched)
             iterations += int(raw.iterations)
         return result_of_tips(np.array(q, FLOAT64), self._joint_names, tips, iterations,
                               time.perf_counter() - start, '', ignored)
@@ -223,13 +224,15 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
                    history: Optional[Tuple[float, ...]] = None) -> IkResult:
     """One :class:`IkResult` for a solve of several tips: reached when every tip is; the largest
     errors and proven bound; the status from the tips' (:func:`combined_status`); the message
-    names each tip that missed its target, with its status and its own message.
+    names each tip that missed its target, with its status and its own message; ``best_found``
+    when a tip's is (each tip's :attr:`~TipResult.excess_bound` is its own).
 
     One pass over the tips (this runs after every four-foot solve); the message and
     :func:`combined_status` only when some tip did not converge.
     """
     position_error = angle = bound = None
     reachable = converged = True
+    best_found = False
     for t in tips.values():
         e = t.position_error
         if position_error is None or e > position_error:
@@ -242,6 +245,8 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
             bound = b
         if not t.reachable:
             reachable = False
+            if t.best_found:
+                best_found = True
         if t.status is not _CONVERGED:
             converged = False
     if converged:
@@ -255,4 +260,5 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
         message = (f'tips missing their targets: {"; ".join(missed)}' +
                    (f'; {message}' if message else ''))
     return new_result(q, joint_names, reachable, status, position_error, angle, bound,
-                      int(iterations), solve_time, message, orientation_ignored, history, tips)
+                      int(iterations), solve_time, message, orientation_ignored, history, tips,
+                      best_found)

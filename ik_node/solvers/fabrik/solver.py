@@ -54,7 +54,8 @@ from ik_node.solvers.tree_residuals import TipPath
 from ik_node.solvers.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.outcome import search_outcome
+from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -160,6 +161,7 @@ class FabrikSolver(Solver):
                 max(float(sum(chain_lengths(chain))), 1e-3))
             if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
+        self._exact = ExactLeg.of(chain) if self._closest is not None else None
 
     # ------------------------------------------------------------------------------ solving
     def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
@@ -289,6 +291,15 @@ class FabrikSolver(Solver):
         """The closest-pose search from ``q`` (FABRIK's best configuration, or the seed), within
         what is left of the solve's time and iterations after ``iterations`` (restarts: the
         ``restarts`` parameter)."""
+        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+            raw = self._exact.closest(p_target.tolist(), q.tolist())
+            raw.iterations += iterations
+            raw.history = history
+            if bound is not None and (raw.min_residual is None or bound > raw.min_residual):
+                raw.min_residual = bound
+            if raw.min_residual is not None:
+                raw.tip_residuals = {self.chain.tip_links[tip_indices[0]]: raw.min_residual}
+            return raw
         params = self.params
         tolerance = params['position_tolerance']
         found = self._closest.search(
@@ -303,4 +314,4 @@ class FabrikSolver(Solver):
                            min_residual=max(known) if known else None, message=message,
                            history=history,
                            tip_residuals={self.chain.tip_links[tip_indices[0]]: bound}
-                           if bound is not None else {})
+                           if bound is not None else {}, vouched=found.stop in VOUCHED_STOPS)
