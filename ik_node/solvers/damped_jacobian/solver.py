@@ -69,6 +69,7 @@ from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, search_outcome
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.several_tips import TipTarget
@@ -181,6 +182,8 @@ class DampedJacobianSolver(Solver):
             # Once per solver, with the generated kinematics of a serial chain (the cost:
             # benchmarks/results/design-notes.md).
             self._closest.reach = measure_reach(self._closest, self._reach)
+        if self._closest is not None and fast is not None:
+            self._closest.samples = tip_sample(chain)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built
@@ -337,6 +340,10 @@ class DampedJacobianSolver(Solver):
                                    history=history, message='out of reach: the closest '
                                    'configuration found is within tolerance of the bound',
                                    vouched=True)
+            if end in (compiled.ITERATION_CAP, compiled.TIMEOUT) and not with_orientation and \
+                    self._exact is not None:  # a leg's closed form costs no iteration
+                return self._closest_pose(p_target, best_q, budget, iterations, restarts,
+                                          min_residual, history)
             if end == compiled.ITERATION_CAP:
                 return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
                                    history=history,

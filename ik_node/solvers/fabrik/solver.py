@@ -56,6 +56,7 @@ from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -161,6 +162,8 @@ class FabrikSolver(Solver):
                 max(float(sum(chain_lengths(chain))), 1e-3))
             if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
+        if self._closest is not None:
+            self._closest.samples = tip_sample(chain)
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
 
     # ------------------------------------------------------------------------------ solving
@@ -262,8 +265,8 @@ class FabrikSolver(Solver):
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
-        elif search and run.iterations < max_iterations and (
-                not run.timed_out or budget.can_hand_over()):
+        elif search and (self._exact is not None or run.iterations < max_iterations and (
+                not run.timed_out or budget.can_hand_over())):  # (a leg's closed form: always)
             # Also after a run that stopped for time: its iterations are paced by the slowest
             # so far, and the search's Newton steps may still fit (one FABRIK iteration
             # stretched by a stall of the machine ended runs with most of the budget left).
