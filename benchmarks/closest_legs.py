@@ -3,13 +3,14 @@
     python benchmarks/closest_legs.py                          # every chain, 200 targets each
     python benchmarks/closest_legs.py --chains go1_FR panda --n 50 --seed 7
     python benchmarks/closest_legs.py --load 2                 # both cores kept busy meanwhile
+    python benchmarks/closest_legs.py --timeout 1.0            # the clock lifted (not a default)
 
 Targets come from a generator the closest-pose search was not developed on
 (``test/closest_reference.py``, :class:`HeldOutTargets`): 60 000 configurations sampled within
 the limits per chain; a target lies 0.02-0.30 m beyond the sample tip farthest in a random
 direction; its reference is the best of a bounded Levenberg-Marquardt refinement of the 8
-sample tips nearest it. Every solver is built with its defaults (5 ms budget) and solves from
-the mid configuration. The RNG seed is drawn at random unless ``--seed`` is given, and printed.
+sample tips nearest it. Every solver is built with its defaults (5 ms budget; ``--timeout``
+overrides it) and solves from the mid configuration. The RNG seed is drawn at random unless ``--seed`` is given, and printed.
 
 Per chain and solver: the share of out-of-reach answers *closest* (within 1 mm of the reference
 and not flagged ``best_found``), the flagged ones, the *unflagged misses* (more than 1 mm above
@@ -64,11 +65,11 @@ WITHIN_M = 1e-3
 BUSY = 'while True:\n    pass\n'
 
 
-def run_chain(name: str, n: int, rng: np.random.Generator) -> dict:
+def run_chain(name: str, n: int, rng: np.random.Generator, params: dict) -> dict:
     path, base, tip = CHAINS[name]
     chain = Chain.from_urdf_file(SHARED / path, base, tip)
     held_out = HeldOutTargets(chain, rng)
-    solvers = {s: make_solver(s, chain) for s in SOLVERS}
+    solvers = {s: make_solver(s, chain, params) for s in SOLVERS}
     rows = {s: {'n': 0, 'closest': 0, 'flagged': 0, 'unflagged_misses': 0, 'worst_gap': 0.0,
                 'worst_unflagged_gap': 0.0, 'outside_limits': 0, 'ms_out': [], 'ms_in': [],
                 'statuses': {}} for s in SOLVERS}
@@ -106,10 +107,14 @@ def main(argv=None) -> int:
     ap.add_argument('--n', type=int, default=200, help='out-of-reach targets per chain')
     ap.add_argument('--seed', type=int, default=None, help='RNG seed (default: random)')
     ap.add_argument('--load', type=int, default=0, help='busy processes run meanwhile')
+    ap.add_argument('--timeout', type=float, default=None, help='solve budget [s] (default: '
+                    'the solvers\' default)')
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), 'little')
+    params = {} if args.timeout is None else {'timeout': args.timeout}
     print(f'seed {seed}, {args.n} targets per chain, load {args.load} busy processes, '
-          f'{os.cpu_count()} cores')
+          f'{os.cpu_count()} cores, parameters {params or "defaults"}, load average '
+          f'{os.getloadavg()}')
     busy = [subprocess.Popen([sys.executable, '-c', BUSY]) for _ in range(args.load)]
     try:
         print('| chain | solver | targets | closest (within 1 mm, not flagged) | flagged '
@@ -120,7 +125,7 @@ def main(argv=None) -> int:
         start = time.monotonic()
         for k, name in enumerate(args.chains):
             rng = np.random.default_rng([seed, k])
-            for s, row in run_chain(name, args.n, rng).items():
+            for s, row in run_chain(name, args.n, rng, params).items():
                 out, reach = np.median(row['ms_out']), np.median(row['ms_in'])
                 statuses = ', '.join(f'{k} {v}' for k, v in sorted(row['statuses'].items()))
                 print(f'| {name} | {s} | {row["n"]} | {row["closest"]} '
