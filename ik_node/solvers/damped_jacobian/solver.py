@@ -182,8 +182,8 @@ class DampedJacobianSolver(Solver):
             # Once per solver, with the generated kinematics of a serial chain (the cost:
             # benchmarks/results/design-notes.md).
             self._closest.reach = measure_reach(self._closest, self._reach)
-        if self._closest is not None and fast is not None:
-            self._closest.samples = tip_sample(chain)
+        if self._closest is not None and fast is not None and self._exact is None:
+            self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built

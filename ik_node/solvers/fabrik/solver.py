@@ -162,9 +162,9 @@ class FabrikSolver(Solver):
                 max(float(sum(chain_lengths(chain))), 1e-3))
             if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
-        if self._closest is not None:
-            self._closest.samples = tip_sample(chain)
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
+        if self._closest is not None and self._exact is None:
+            self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
 
     # ------------------------------------------------------------------------------ solving
     def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
