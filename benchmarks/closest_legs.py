@@ -10,7 +10,8 @@ Targets come from a generator the closest-pose search was not developed on
 the limits per chain; a target lies 0.02-0.30 m beyond the sample tip farthest in a random
 direction; its reference is the best of a bounded Levenberg-Marquardt refinement of the 8
 sample tips nearest it. Every solver is built with its defaults (5 ms budget; ``--timeout``
-overrides it) and solves from the mid configuration. The RNG seed is drawn at random unless ``--seed`` is given, and printed.
+overrides it) and solves from the mid configuration. The RNG seed is drawn at random unless
+``--seed`` is given, and printed.
 
 Per chain and solver: the share of out-of-reach answers *closest* (within 1 mm of the reference
 and not flagged ``best_found``), the flagged ones, the *unflagged misses* (more than 1 mm above

@@ -18,8 +18,7 @@ implementations use: when an iteration cuts the error by less than half, a few d
 least-squares steps on the targeted tips' stacked position Jacobian (``polish_iterations``;
 0 switches it off; it ends after two steps in a row that cut the error by less than 10 %: near a
 reachable target Gauss-Newton steps cut far more, out of reach they crawl, and the stall handling
-takes over). What each addition gains on the packaged and reference robots:
-``benchmarks/results/design-notes.md``.
+takes over).
 ``min_residual`` is a proven lower bound on a tip's error (None when nothing positive is
 proven).
 
@@ -239,7 +238,7 @@ class FabrikSolver(Solver):
         # the closest-pose search; out of reach (provably or beyond the measured reach), straight
         # to that search from the seed (as damped_jacobian does). No stretching FABRIK pass
         # first: it would be one more start for the search to descend from, which costs more
-        # descents than it saves (benchmarks/results/design-notes.md).
+        # descents than it saves.
         search = self._closest is not None and len(tip_indices) == 1
         if search and ((residuals[0] is not None and residuals[0] > tolerance) or
                        self._closest.reach_gap(p_targets[0].tolist()) > tolerance):

@@ -29,8 +29,7 @@ or along the child's hinge axis: an offset link). It then turns its informative 
 targeted tips below it, rigidly at their current places, onto their forward-pass points (targets
 for tips, weighted ``_TIP_FIT_WEIGHT``). If every point lies on the axis, the joint fits all its
 targeted descendants, and keeps its angle if those are on the axis too. On a UR5 the classic
-rule alone does not converge; the 'points' fit does (the figures:
-``benchmarks/results/design-notes.md``).
+rule alone does not converge; the 'points' fit does.
 
 After the passes, optionally, a finishing step that is not FABRIK (:meth:`FabrikTree.polish`):
 damped least squares on the stacked position Jacobian of the targeted tips, tried when a FABRIK
@@ -433,8 +432,7 @@ class FabrikTree:
             extrapolate: after an iteration that cut the error by the ratio rho, also try the
                 iteration's joint step stretched by rho / (1 - rho) (where a linearly converging
                 sequence ends up) and keep it if it lowers the error. FABRIK crawls near full
-                extension and along limits, where this saves iterations
-                (``benchmarks/results/design-notes.md``).
+                extension and along limits, where this saves iterations.
             stretch_tip: a tip (index into ``chain.tips``) provably out of reach: the first
                 iteration lays its path straight towards its target.
             record_history: keep the largest tip error [m] of every iteration.

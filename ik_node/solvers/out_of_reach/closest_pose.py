@@ -21,7 +21,7 @@ singular configuration instead of arriving. Here:
   angle (within its limits) that brings the tip nearest the target. From the mid configuration it
   lays the chain out toward the target, a start whose descent ends at the closest pose for
   nearly every out-of-reach target of the benchmark robots; the tip-to-base sweep covers the
-  rest behind a leg's limits (``benchmarks/results/design-notes.md``).
+  rest behind a leg's limits.
 * :meth:`ClosestPose.search` runs descents from a fixed sequence of starts and stops by the rule
   below.
 
