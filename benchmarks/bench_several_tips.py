@@ -55,7 +55,7 @@ import numpy as np  # noqa: E402
 
 from ik_node import Chain, make_solver  # noqa: E402
 from ik_node.errors import IkError  # noqa: E402
-from ik_node.solvers.several_tips import tip_targets_from_input  # noqa: E402
+from ik_node.solvers.trees.several_tips import tip_targets_from_input  # noqa: E402
 
 BUDGET_S = 0.005
 #: name -> (urdf path, base, feet)

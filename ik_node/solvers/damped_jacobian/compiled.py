@@ -216,7 +216,7 @@ def _damped_solve(H, g, lam, n, L, x):
 
 def _trial(model, n, q, H, g, lam, max_step, q_new, L, x, H2, g2):
     """One damped step from ``q`` into ``q_new`` (as ``damped_trial_function`` of
-    :mod:`ik_node.solvers.codegen`): solve, bounded joints at a limit whose step points
+    :mod:`ik_node.solvers.numerics.codegen`): solve, bounded joints at a limit whose step points
     outwards sit out (solved again without them), the step scaled to ``max_step`` per joint,
     wrapped or clipped into the limits. Returns -1 if the system is not positive definite,
     else the number of joints that sat out."""

@@ -46,10 +46,11 @@ import numpy as np
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import MAX_STEP
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.damped_jacobian.descent import GOOD_ENOUGH, PythonDescent
+from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
+                                                    DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
@@ -64,7 +65,7 @@ from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candid
                                                     restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.null_space import STREAM_ERROR_M
+from ik_node.solvers.numerics.null_space import STREAM_ERROR_M
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
@@ -72,7 +73,7 @@ from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, sea
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
@@ -227,7 +228,7 @@ class DampedJacobianSolver(Solver):
                 self._error_function(p_target, R_target), q_seed.tolist(), params['step_size'],
                 params['max_iterations'], (_TOLERANCE_MARGIN * params['position_tolerance'],
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
-                self._low, self._high, self._wraps, params['record_history'])
+                (self._low, self._high, self._wraps), params['record_history'])
         else:
             evaluator = self._descent.evaluator
             raw = self._solve_dls(evaluator(p_target, R_target)
@@ -310,6 +311,7 @@ class DampedJacobianSolver(Solver):
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         descend = self._descent.descend
+        problem: Optional[DescentProblem] = None  # the Python descents', built when first needed
         while True:  # one descent from q per pass
             descent_start = iterations
             if run is not None:
@@ -317,13 +319,17 @@ class DampedJacobianSolver(Solver):
                     q, params['damping'], floor, iterations, last_blocked, budget)
                 best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
             else:
-                if evaluate is None:  # 6D, compiled descents, a history recorded
-                    evaluate = evaluator()
+                if problem is None:
+                    if evaluate is None:  # 6D, compiled descents, a history recorded
+                        evaluate = evaluator()
+                    problem = DescentProblem(evaluate, with_orientation, floor, good_enough,
+                                             budget, history)
+                progress = DescentProgress(best_q, best_cost, iterations, last_blocked)
                 # Once a stream's near starts are spent, its best stays the best near the seed.
-                end, q, best_q, best_cost, iterations, last_blocked, near = descend(
-                    evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
-                    floor, good_enough, budget, history, near=near, pull=first_descent,
-                    keep_best=near is not False or not stream)
+                end, q, near = descend(problem, progress, q, near=near, pull=first_descent,
+                                       keep_best=near is not False or not stream)
+                best_q, best_cost = progress.best_q, progress.best_cost
+                iterations, last_blocked = progress.iterations, progress.last_blocked
                 if first_descent and near:
                     stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False

@@ -42,7 +42,7 @@ limit stopped moved to the other ends of their ranges, the way round to the othe
 target that random starts seldom take. The search also stops when the best error is within
 ``agreement`` of the proven lower bound (nothing can be closer; see
 :mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent reaches the target, and at the
-time, iteration or restart limits (:mod:`ik_node.solvers.budget`). A confirmed point is the
+time, iteration or restart limits (:mod:`ik_node.solvers.numerics.budget`). A confirmed point is the
 closest pose found, not a proof: the solvers report it as ``not_reached`` unless the proven
 bound exceeds the tolerance; a search stopped by a limit leaves its best point *best found*
 (:mod:`ik_node.solvers.out_of_reach.outcome`). The held-out figures:
@@ -77,8 +77,8 @@ from dataclasses import dataclass
 from operator import mul
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import damped_solve_function, limit_functions
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
 from ik_node.solvers.out_of_reach.tip_sample import TipSample
@@ -248,7 +248,7 @@ class ClosestPose:
     # ------------------------------------------------------------------------------- Newton
     def newton_system(self, target: Sequence[float], q: Sequence[float]):
         """``(cost, H, g)`` at ``q``: ``cost = |e|^2`` [m^2], ``H = J^T J - S`` (flat lower
-        triangle, see :func:`~ik_node.solvers.codegen.lower_index`) and ``g = J^T e``:
+        triangle, see :func:`~ik_node.solvers.numerics.codegen.lower_index`) and ``g = J^T e``:
         half the Hessian and minus half the gradient of ``cost``."""
         (px, py, pz), _, J = self._pose_jacobian(q)
         ex, ey, ez = target[0] - px, target[1] - py, target[2] - pz

@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
-from ik_node.solvers.budget import Budget
+from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound
 
 

@@ -26,7 +26,7 @@ result says so (``best_found``, with ``excess_bound`` where the proven bound giv
 
 :meth:`~ik_node.solvers.base.Solver.solve` still measures the answer, and a missed target is
 ``unreachable`` exactly when its proven ``min_residual`` exceeds the tolerance
-(:func:`~ik_node.solvers.base.honest_status`), whatever the stop.
+(:func:`~ik_node.solvers.results.honest_status`), whatever the stop.
 """
 
 from __future__ import annotations
