@@ -32,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers.results import IkResult, IkStatus, RawSolution, TipResult
+from ik_node.solvers.results import IkResult, IkStatus, RawSolution
 
 #: Random configurations drawn once per guard; the collision-free ones seed retries near a target.
 POOL_SIZE = 2000
@@ -169,8 +169,8 @@ class CollisionGuard:
                       f'found in {attempts} restart(s)'
         tips = None
         if chosen.tips is not None:
-            tips = {tip: TipResult(False, t.position_error, t.min_residual,
-                                   IkStatus.IN_COLLISION, t.orientation_error, message)
+            tips = {tip: dataclasses.replace(t, reachable=False, status=IkStatus.IN_COLLISION,
+                                             message=message)
                     for tip, t in chosen.tips.items()}
         return self._timed(dataclasses.replace(chosen, reachable=False,
                                                status=IkStatus.IN_COLLISION, message=message,
