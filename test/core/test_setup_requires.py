@@ -48,3 +48,12 @@ def test_a_plain_python_gets_the_pypi_urdf_parser(tmp_path):
 def test_the_pypi_distribution_itself_stays_required(tmp_path):
     fake_distribution(tmp_path, 'urdf_parser_py', 'urdf_parser_py')
     assert 'urdf_parser_py' in requires_in(tmp_path)
+
+
+def test_numba_is_required_where_it_has_wheels_and_nowhere_else(tmp_path):
+    from packaging.requirements import Requirement
+    numba = [Requirement(r) for r in requires_in(tmp_path) if r.startswith('numba')]
+    assert len(numba) == 1
+    for machine, wanted in (('x86_64', True), ('aarch64', True), ('AMD64', True),
+                            ('arm64', True), ('riscv64', False), ('ppc64le', False)):
+        assert numba[0].marker.evaluate({'platform_machine': machine}) is wanted, machine
