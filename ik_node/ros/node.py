@@ -57,6 +57,7 @@ from ik_node.ros.parameters import NodeParameters  # noqa: E402
 from ik_node.ros.reach_map_output import ReachabilityMaps  # noqa: E402
 from ik_node.ros.robot_model import RobotModel, build_robot_model  # noqa: E402
 from ik_node.ros.solution_output import SolutionOutput, send_unless_shut_down  # noqa: E402
+from ik_node.solvers import kernels  # noqa: E402
 
 __all__ = ['IkNode', 'main']
 
@@ -122,6 +123,7 @@ class IkNode(Node):
             self._status.waiting(force=True)
         self._timer = self.create_timer(1.0 / self._config.publish_rate, self._on_timer)
         self._changes = ParameterChanges(self, self._params, self._apply_configuration)
+        kernels.report(self.get_logger().info)  # which solver path serves: compiled or Python
 
     # ---------------------------------------------------------------------------- targets
     def _on_targets(self, *targets: conv.Target) -> None:

@@ -84,7 +84,10 @@ def _load() -> None:
         listeners = list(_listeners)
         _listeners.clear()
     for listener in listeners:
-        listener(serving())
+        try:
+            listener(serving())
+        except Exception:  # a listener gone (its node shut down) is not an error
+            pass
 
 
 def serving() -> str:

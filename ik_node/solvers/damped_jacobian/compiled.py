@@ -22,6 +22,7 @@ where numba cannot serve, the Python descent does.
 from __future__ import annotations
 
 import math
+import threading
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -87,10 +88,34 @@ class _Work(NamedTuple):
 
 
 def _new_work(n):
-    return _Work(np.empty((3, 4)), np.empty((3, 4)), np.empty((n, 3)), np.empty((n, 3)),
-                 np.empty((3, 4)), np.empty((3, 3)), np.empty((6, n)), np.empty((3, n)),
-                 np.empty((n, n)), np.empty(n), np.empty((n, n)), np.empty(n), np.empty(3),
-                 np.empty(3), np.empty(n), np.empty(n), np.empty(n))
+    return _work_views(np.empty(_scratch_size(n)), n)
+
+
+def _work_size(n):
+    """The floats of a :class:`_Work`."""
+    return 51 + 20 * n + 2 * n * n
+
+
+def _scratch_size(n):
+    """The floats of one descent's scratch: its :class:`_Work`, then its two step systems
+    (``A``, ``b`` of at most max(n, 3) rows each)."""
+    return _work_size(n) + 2 * max(n, 3) * (n + 1)
+
+
+def _work_views(scratch, n):
+    """The :class:`_Work` of a descent as views of ``scratch`` (:func:`_scratch_size`
+    floats): no allocation per kernel call."""
+    sizes = (12, 12, 3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n * n, n, n * n, n, 3, 3, n, n, n)
+    views = []
+    start = 0
+    for size in sizes:
+        views.append(scratch[start:start + size])
+        start += size
+    return _Work(views[0].reshape((3, 4)), views[1].reshape((3, 4)), views[2].reshape((n, 3)),
+                 views[3].reshape((n, 3)), views[4].reshape((3, 4)), views[5].reshape((3, 3)),
+                 views[6].reshape((6, n)), views[7].reshape((3, n)), views[8].reshape((n, n)),
+                 views[9], views[10].reshape((n, n)), views[11], views[12], views[13],
+                 views[14], views[15], views[16])
 
 
 def _tip(model, n, q, work):
@@ -397,7 +422,7 @@ def _null_space_shift(model, n, settings, q, A, cost, work):
     return True
 
 
-def _descend(model, settings, target, q, best_q, state, steps):
+def _descend(model, settings, target, q, best_q, state, scratch, steps):
     """Up to ``steps`` iterations of one descent from ``q`` (updated in place, as ``best_q``
     when a configuration of lower cost than the best is found and ``state[_KEEP_BEST]``).
 
@@ -409,10 +434,13 @@ def _descend(model, settings, target, q, best_q, state, steps):
     returned to go on).
     """
     n = q.shape[0]
-    work = _new_work(n)
+    work = _work_views(scratch, n)
     rows = 3 if settings[_DUAL] != 0.0 else n
-    A, At = np.empty((rows, n)), np.empty((rows, n))
-    b, bt = np.empty(rows), np.empty(rows)
+    start = _work_size(n)
+    A = scratch[start:start + rows * n].reshape((rows, n))
+    At = scratch[start + rows * n:start + 2 * rows * n].reshape((rows, n))
+    b = scratch[start + 2 * rows * n:start + 2 * rows * n + rows]
+    bt = scratch[start + 2 * rows * n + rows:start + 2 * rows * n + 2 * rows]
     tol_p, tol_r = settings[_TOL_P], settings[_TOL_R]
     cost, position_error, angle_error, built = _evaluate(model, n, target, settings, q, A, b,
                                                          work)
@@ -517,8 +545,9 @@ def _cost(model, settings, target, q):
 
 
 _KERNELS = {}
-_HELPERS = ('_new_work', '_tip', '_pose_cost', '_evaluate', '_damped_solve', '_dual_solve',
-            '_sits_out', '_trial', '_null_space_shift')
+_HELPERS = ('_work_size', '_scratch_size', '_work_views', '_new_work', '_tip', '_pose_cost',
+            '_evaluate', '_damped_solve', '_dual_solve', '_sits_out', '_trial',
+            '_null_space_shift')
 
 
 def compile() -> None:
@@ -633,6 +662,7 @@ class CompiledDescent:
             settings[_DAMPING] = params['damping']
             self.settings[orientation] = settings
         self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
+        self._runs = threading.local()  # per thread: its DescentRun, reused by every solve
         if compiled_kernels is None:
             kernels.start()
 
@@ -648,8 +678,14 @@ class CompiledDescent:
     def start(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
               q: Sequence[float]) -> 'DescentRun':
         """The descents of one solve toward a target (position [m], rotation matrix or None
-        for a position target), with no best configuration yet (``q``, cost infinite)."""
-        return DescentRun(self, p_target, R_target, q)
+        for a position target), with no best configuration yet (``q``, cost infinite). The
+        run's arrays are this thread's, reused by its next solve: a solve copies what it
+        returns."""
+        run = getattr(self._runs, 'run', None)
+        if run is None:
+            run = self._runs.run = DescentRun(self)
+        run.aim(p_target, R_target, q)
+        return run
 
 
 class DescentRun:
@@ -658,24 +694,31 @@ class DescentRun:
     Its own arrays: solves on one solver from several threads do not share them."""
 
     __slots__ = ('descend_kernel', 'cost_kernel', 'lowest_cost_kernel', 'model', 'settings',
-                 'with_orientation', 'target', 'q', 'best_q', 'state')
+                 'with_orientation', 'target', 'q', 'best_q', 'state', 'scratch')
 
-    def __init__(self, kernel: CompiledDescent, p_target: Sequence[float],
-                 R_target: Optional[np.ndarray], q: Sequence[float]):
+    def __init__(self, kernel: CompiledDescent):
         kernels_ = kernel._kernels
         self.descend_kernel = kernels_['descend']
         self.cost_kernel = kernels_['cost']
         self.lowest_cost_kernel = kernels_['lowest_cost']
         self.model = kernel.model
+        self.settings = kernel.settings
+        self.with_orientation = False
+        self.target = np.zeros(12)
+        self.q = np.empty(kernel.n)
+        self.best_q = np.empty(kernel.n)
+        self.state = np.zeros(_STATE)
+        self.scratch = np.empty(_scratch_size(kernel.n))
+
+    def aim(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
+            q: Sequence[float]) -> None:
+        """Start a solve toward a target, :attr:`best_q` ``q`` at infinite cost."""
         self.with_orientation = R_target is not None
-        self.settings = kernel.settings[self.with_orientation]
-        target = self.target = np.zeros(12)
+        target = self.target
         target[:3] = p_target
         if R_target is not None:
-            target[3:] = np.asarray(R_target, dtype=float).ravel()
-        self.q = np.empty(kernel.n)
-        self.best_q = np.array(q, dtype=float)
-        self.state = np.zeros(_STATE)
+            target[3:] = R_target.ravel()
+        self.best_q[:] = q
         self.state[_BEST_COST] = math.inf
 
     @property
@@ -700,13 +743,14 @@ class DescentRun:
         state[_NEAR] = -1.0 if near is None else float(near)
         state[_FLOOR], state[_GOOD] = floor, good_enough
         state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), float(pull), 1.0
+        settings = self.settings[self.with_orientation]
         while True:
             if budget is not None and not budget.allows():
                 code = STUCK if not self.with_orientation and budget.can_hand_over() \
                     else TIMEOUT
                 break
-            code = self.descend_kernel(self.model, self.settings, self.target, q_array,
-                                       self.best_q, state, CompiledDescent.CHUNK)
+            code = self.descend_kernel(self.model, settings, self.target, q_array,
+                                       self.best_q, state, self.scratch, CompiledDescent.CHUNK)
             if code != CHUNK_DONE:
                 break
         return (code, q_array, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]),
@@ -714,10 +758,12 @@ class DescentRun:
 
     def cost(self, q: Sequence[float]) -> float:
         """The cost of ``q`` to the target [m^2] (weighted, for a pose)."""
-        return float(self.cost_kernel(self.model, self.settings, self.target,
+        return float(self.cost_kernel(self.model, self.settings[self.with_orientation],
+                                      self.target,
                                       np.asarray(q, dtype=float)))
 
     def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
         """The candidate configuration of lowest cost to the target (the first of equals)."""
-        return candidates[self.lowest_cost_kernel(self.model, self.settings, self.target,
-                                                  np.array(candidates, dtype=float))]
+        return candidates[self.lowest_cost_kernel(
+            self.model, self.settings[self.with_orientation], self.target,
+            np.array(candidates, dtype=float))]

@@ -297,7 +297,7 @@ class DampedJacobianSolver(Solver):
                 end, q, iterations, last_blocked, near = run.descend(
                     q, floor, good_enough, iterations, last_blocked, budget, near=near,
                     pull=first_descent, keep_best=keep_best)
-                best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
+                best_q, best_cost = run.best_q.tolist(), run.best_cost
             else:
                 if evaluate is None:
                     evaluate = evaluator()
