@@ -56,6 +56,7 @@ import peers  # noqa: E402
 from peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot, Skip, Target,  # noqa: E402
                    rotation_error_rad)
 import report  # noqa: E402
+from ik_node.solvers import kernels  # noqa: E402
 
 #: name -> (file, base, tip, where)
 KNOWN_ROBOTS = {
@@ -487,6 +488,7 @@ def environment(args, factories) -> Dict[str, Any]:
         'machine': f'{platform.machine()}, {platform.processor() or "?"}, '
                    f'{__import__("os").cpu_count()} cpus',
         'numpy': np.__version__,
+        'solver_path': kernels.serving(),
         'ik_node': f'{ik_node.__version__} at {Path(ik_node.__file__).parent} '
                    f'(git {commit}{", ik_node/ has uncommitted changes" if dirty else ""})',
         'peers': {f.name: (f.version if not f.why_not else f'missing: {f.why_not}')
@@ -552,6 +554,10 @@ def main(argv=None) -> int:
     for f in factories:
         log(f'peer {f.name}: ' + (f'{f.package} {f.version}' if not f.why_not
                                   else f'SKIPPED, {f.why_not}'))
+    # The path a user's solves take once the node runs: the compiled kernels where numba may
+    # serve (loaded before the first timed solve), else pure Python (IK_NODE_NO_NUMBA=1).
+    kernels.wait()
+    log(kernels.serving())
     robots = load_robots(args)
     if not robots:
         log('no robot to benchmark')

@@ -66,9 +66,15 @@ def _chains(shared_robot):
     return chains
 
 
-def _assert_same(a, b, label):
+def _assert_same(a, b, label, tolerance=1e-8):
     assert (a.status, a.iterations) == (b.status, b.iterations), label
-    assert np.max(np.abs(a.joint_positions - b.joint_positions)) < 1e-8, label
+    assert np.max(np.abs(a.joint_positions - b.joint_positions)) < tolerance, label
+
+
+# A stream's first step on a redundant chain moves along the self-motion, projected by a solve
+# with relative damping 1e-9 (descent.py): it magnifies the last bits in which the kernel's
+# sums (in another order) differ, to about 1e-8 rad in the answer; the iterations stay equal.
+STREAM_TOLERANCE = 1e-6
 
 
 def _assert_reached(chain, result, T, with_orientation):
@@ -91,10 +97,10 @@ def test_compiled_pose_descents_take_the_python_iterations_and_reach_the_target(
         slow = _python_solver(chain, DETERMINISTIC, monkeypatch)
         assert slow._compiled is None
         for T, quat, q_random, q_near in _targets(chain, 30, 3):
-            for q_seed in (q_random, q_near):
+            for q_seed, tolerance in ((q_random, 1e-8), (q_near, STREAM_TOLERANCE)):
                 a = fast.solve(T[:3, 3], quat, q_seed)
                 b = slow.solve(T[:3, 3], quat, q_seed)
-                _assert_same(a, b, chain.tip_link)
+                _assert_same(a, b, chain.tip_link, tolerance)
                 _assert_reached(chain, a, T, True)
 
 
@@ -109,10 +115,10 @@ def test_compiled_position_descents_take_the_python_iterations(shared_robot, mon
         slow = _python_solver(chain, DETERMINISTIC, monkeypatch)
         converged = 0
         for T, _, q_random, q_near in _targets(chain, 25, 7):
-            for q_seed in (q_random, q_near):
+            for q_seed, tolerance in ((q_random, 1e-8), (q_near, STREAM_TOLERANCE)):
                 a = fast.solve(T[:3, 3], None, q_seed)
                 b = slow.solve(T[:3, 3], None, q_seed)
-                _assert_same(a, b, chain.tip_link)
+                _assert_same(a, b, chain.tip_link, tolerance)
                 if a.status is IkStatus.CONVERGED:
                     converged += 1
                     _assert_reached(chain, a, T, False)
@@ -132,7 +138,7 @@ def test_a_stream_of_pose_targets_gets_the_python_answers(monkeypatch, loaded):
         w, x, y, z = transforms3d.quaternions.mat2quat(T[:3, :3])
         a = fast.solve(T[:3, 3], [x, y, z, w], q_fast)
         b = slow.solve(T[:3, 3], [x, y, z, w], q_slow)
-        _assert_same(a, b, k)
+        _assert_same(a, b, k, STREAM_TOLERANCE)
         _assert_reached(chain, a, T, True)
         q_fast, q_slow = a.joint_positions, b.joint_positions
 
