@@ -146,8 +146,8 @@ def feet_cases(n: int, rng: np.random.Generator) -> Dict[str, Dict]:
         for _ in range(n):
             T = chain.fk_tips(rng.uniform(chain.lower, chain.upper))
             calls.append(({tip: T[tip][:3, 3] for tip in chain.tip_links}, seed))
-        case = interleaved(lambda t, s: fast.solve(targets=t, seed=s),
-                           lambda t, s: slow.solve(targets=t, seed=s), calls)
+        case = interleaved(lambda t, s, a=fast: a.solve(targets=t, seed=s),
+                           lambda t, s, b=slow: b.solve(targets=t, seed=s), calls)
         rounds = []
         for _ in range(10):  # back to back: the compiled path's solver alone
             times = []
@@ -211,11 +211,12 @@ def main(argv=None) -> int:
     cases = {**arm_cases(args.n, rng), **tree_case(args.n, rng), **feet_cases(args.n, rng)}
     steal1, total1 = steal_and_total()
     load1 = os.getloadavg()
+    steal = 100.0 * (steal1 - steal0) / max(total1 - total0, 1)
     meta = {'command': ' '.join(['python benchmarks/ab_compiled.py'] + sys.argv[1:]),
             'commit': commit(), 'serving': kernels.serving(),
             'conditions': f'{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy '
-                          f'{np.__version__}; steal {100.0 * (steal1 - steal0) / max(total1 - total0, 1):.1f} % '
-                          f'over the run; load average {load0[0]:.1f} at the start, '
+                          f'{np.__version__}; steal {steal:.1f} % over the run; '
+                          f'load average {load0[0]:.1f} at the start, '
                           f'{load1[0]:.1f} at the end; {time.strftime("%Y-%m-%dT%H:%M")}'}
     text = markdown(cases, meta)
     args.out.parent.mkdir(parents=True, exist_ok=True)

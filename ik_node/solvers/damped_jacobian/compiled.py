@@ -27,7 +27,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers import kernels
+import ik_node.solvers.kernels as kernels
 from ik_node.solvers.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import settings as dls
 from ik_node.solvers.null_space import FACTOR_MAX, STREAM_ERROR_M
