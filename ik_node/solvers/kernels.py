@@ -3,9 +3,10 @@
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
 the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`, ...), each with a ``compile()``
 that compiles its functions, or loads them from numba's cache on disk (``cache=True``), and
-runs each once. The first solver that uses a kernel calls :func:`start`: one daemon thread
-then imports numba and compiles or loads every kernel module, while the pure-Python path
-answers; a solver asks :func:`ready` per solve and takes the compiled path once it is true.
+runs each once. The first solve that could use a kernel calls :func:`start` (not the solver's
+construction: importing numba would slow down a node's start-up): one daemon thread then
+imports numba and compiles or loads every kernel module, while the pure-Python path answers;
+a solver asks :func:`ready` per solve and takes the compiled path once it is true.
 Both paths give the same answers (``test/core/test_compiled_descent.py``).
 
 The pure-Python path serves for good where ``IK_NODE_NO_NUMBA`` is set (to anything but
@@ -102,18 +103,17 @@ def serving() -> str:
     if ready():
         return f'solver path: compiled kernels (numba {version})'
     if _thread is None:
-        return (f'solver path: pure Python; the compiled kernels (numba {version}) load when '
-                'a solver uses them')
+        return (f'solver path: pure Python; the compiled kernels (numba {version}) load in '
+                'the background from the first solve on')
     return (f'solver path: pure Python while the compiled kernels (numba {version}) load in '
             'the background')
 
 
 def report(log: Callable[[str], None]) -> None:
-    """``log(serving())`` now and, while the kernels are loading, once more when they serve
+    """``log(serving())`` now and, until the kernels are loaded, once more when they serve
     (or fail), from the loading thread."""
     with _lock:
-        loading = _thread is not None and not _done.is_set()
-        if loading:
+        if available() and not _done.is_set():
             _listeners.append(log)
     log(serving())
 

@@ -60,19 +60,24 @@ def _target(chain, seed):
 def test_the_python_path_answers_while_the_kernels_load_then_they_serve(fresh_loader):
     chain = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
     said = []
-    solver = make_solver('damped_jacobian', chain, {'timeout': 60.0})  # starts the loading
+    solver = make_solver('damped_jacobian', chain, {'timeout': 60.0})
     kernels.report(said.append)
-    assert kernels._thread is not None and not kernels.ready()
-    assert not solver._compiled.serves(False)
+    assert kernels._thread is None, 'building a solver does not load the kernels'
+    assert said == [f'solver path: pure Python; the compiled kernels (numba '
+                    f'{kernels._numba_version()}) load in the background from the first '
+                    'solve on']
     p, q = _target(chain, 1)
-    result = solver.solve(p, None, q)  # answered now, on the Python path
+    result = solver.solve(p, None, q)  # answered now, on the Python path; starts the loading
     assert result.reachable and np.linalg.norm(chain.fk(result.joint_positions)[:3, 3] - p) \
         < 1e-4
-    assert said == ['solver path: pure Python while the compiled kernels (numba '
-                    f'{kernels._numba_version()}) load in the background']
+    assert kernels._thread is not None and not kernels.ready()
+    assert not solver._compiled.serves(False)
+    assert kernels.serving() == ('solver path: pure Python while the compiled kernels (numba '
+                                 f'{kernels._numba_version()}) load in the background')
     release.set()
     assert kernels.wait(60.0)
     assert solver._compiled.serves(False)
+    kernels._thread.join(60.0)  # the listeners are told after the kernels are marked ready
     assert said[1:] == [f'solver path: compiled kernels (numba {kernels._numba_version()})']
     result = solver.solve(p, None, q)
     assert result.reachable
@@ -83,6 +88,7 @@ def test_a_numba_that_fails_leaves_the_python_path_serving_for_good(fresh_loader
     release.set()
     chain = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
     solver = make_solver('damped_jacobian', chain, {'timeout': 60.0})
+    assert not solver._compiled.serves(True)  # starts the loading, which fails
     assert not kernels.wait(60.0)
     assert kernels.serving() == ('solver path: pure Python (numba failed: RuntimeError: LLVM '
                                  'cannot compile here)')

@@ -592,7 +592,7 @@ class CompiledDescent:
     """The compiled descents bound to one serial chain and one solver's parameters.
 
     A solve calls :meth:`start` with its target and runs its descents on the
-    :class:`DescentRun` it returns. :meth:`ready` tells whether the kernels are loaded (a
+    :class:`DescentRun` it returns. :meth:`serves` tells whether the kernels are loaded (a
     solver asks before each solve and takes the Python descent until then).
 
     Args:
@@ -663,8 +663,6 @@ class CompiledDescent:
             self.settings[orientation] = settings
         self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
         self._runs = threading.local()  # per thread: its DescentRun, reused by every solve
-        if compiled_kernels is None:
-            kernels.start()
 
     def ready(self) -> bool:
         """Whether the compiled kernels are loaded (never blocks)."""
@@ -672,8 +670,15 @@ class CompiledDescent:
 
     def serves(self, with_orientation: bool) -> bool:
         """Whether a target of this kind runs here now (the kernels loaded, the kind
-        compiled)."""
-        return self.settings[with_orientation] is not None and self.ready()
+        compiled). The first call starts loading the kernels in the background (after the
+        process's start-up, which their loading would slow down): this solve and those until
+        they are loaded take the Python descents."""
+        if self.settings[with_orientation] is None:
+            return False
+        if self.ready():
+            return True
+        kernels.start()
+        return False
 
     def start(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
               q: Sequence[float]) -> 'DescentRun':
