@@ -206,3 +206,39 @@ def test_ik_node_no_numba_turns_the_accelerator_off(monkeypatch):
     assert 'IK_NODE_NO_NUMBA' in kernels.serving()
     chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
     assert make_solver('damped_jacobian', chain, {})._compiled is None
+
+
+@needs_numba
+def test_compiled_tree_descents_take_the_python_iterations(monkeypatch, loaded):
+    import yaml
+    params = yaml.safe_load((REPO_URDF.parent / 'config' / 'twin_arm.yaml').read_text())
+    params = params['ik_node']['ros__parameters']
+    chain = Chain.from_urdf_file(REPO_URDF / 'twin_arm.urdf', params['base_link'],
+                                 params['tip_links'])
+    settings = {**params.get('damped_jacobian', {}), **DETERMINISTIC}
+    fast = make_solver('damped_jacobian', chain, settings)
+    assert fast._tree_solver._compiled is not None and fast._tree_solver._compiled.serves()
+    slow = _python_solver(chain, settings, monkeypatch)
+    assert slow._tree_solver._compiled is None
+    rng = np.random.default_rng(11)
+    converged = 0
+    for k in range(40):
+        q = rng.uniform(chain.lower, chain.upper)
+        T = chain.fk_tips(q)
+        targets = {}
+        for j, tip in enumerate(chain.tip_links):
+            if k % 2 and j == 0:  # a pose for the first hand in every other solve
+                w, x, y, z = transforms3d.quaternions.mat2quat(T[tip][:3, :3])
+                targets[tip] = (T[tip][:3, 3], np.array([x, y, z, w]))
+            else:
+                targets[tip] = T[tip][:3, 3]
+        seed = rng.uniform(chain.lower, chain.upper)
+        a = fast.solve(targets=targets, seed=seed)
+        b = slow.solve(targets=targets, seed=seed)
+        _assert_same(a, b, k)
+        if a.status is IkStatus.CONVERGED:
+            converged += 1
+            reached = chain.fk_tips(a.joint_positions)
+            for tip in chain.tip_links:
+                assert np.linalg.norm(reached[tip][:3, 3] - T[tip][:3, 3]) < 1e-5
+    assert converged >= 35

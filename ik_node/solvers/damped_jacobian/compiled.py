@@ -544,10 +544,212 @@ def _cost(model, settings, target, q):
     return _pose_cost(model, n, target, settings, q, _new_work(n))
 
 
+# ------------------------------------------------------------------------------------ trees
+# Columns of a tree's tips array: per targeted tip its first row in the tree's model array, its
+# joint count, whether it has an orientation target, its weight, its first entry in the columns
+# array (the active column of each of its path's joints).
+_TIP_ROW, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_WEIGHT, _TIP_COLUMNS = range(5)
+
+
+def _tree_evaluate(tree_model, tips, columns, targets, settings, x, H, g, errors, q_path,
+                   work):
+    """The stacked error of every targeted tip at ``x`` (the active joints), as
+    ``trees.residuals.stacked_residual`` with the normal equations of
+    :class:`~.tree.TreeDampedLeastSquares`: returns the cost ``sum_k w_k^2 (|p_t - p|^2 +
+    w_o^2 angle^2)``; each tip's (position error, angle error) into ``errors``; ``H = J^T J``,
+    ``g = J^T e`` of the weighted stacked Jacobian into ``H`` (n x n) and ``g``."""
+    n = x.shape[0]
+    w2 = settings[_W2]
+    for a in range(n):
+        g[a] = 0.0
+        for c in range(n):
+            H[a, c] = 0.0
+    E, J, axes, origins = work.E, work.J, work.axes, work.origins
+    cost = 0.0
+    for t in range(tips.shape[0]):
+        row, m = int(tips[t, _TIP_ROW]), int(tips[t, _TIP_JOINTS])
+        first = int(tips[t, _TIP_COLUMNS])
+        orientation = tips[t, _TIP_ORIENTATION] != 0.0
+        weight2 = tips[t, _TIP_WEIGHT] * tips[t, _TIP_WEIGHT]
+        for i in range(m):
+            q_path[i] = x[int(columns[first + i])]
+        model = tree_model[row:row + m + 1]
+        T = _tip(model, m, q_path, work)
+        target = targets[t]
+        dx = target[0] - T[0, 3]
+        dy = target[1] - T[1, 3]
+        dz = target[2] - T[2, 3]
+        angle = 0.0
+        ox = oy = oz = 0.0
+        if orientation:
+            for a in range(3):
+                for c in range(3):
+                    E[a, c] = (target[3 + 3 * a] * T[c, 0] + target[4 + 3 * a] * T[c, 1] +
+                               target[5 + 3 * a] * T[c, 2])
+            sx = 0.5 * (E[2, 1] - E[1, 2])
+            sy = 0.5 * (E[0, 2] - E[2, 0])
+            sz = 0.5 * (E[1, 0] - E[0, 1])
+            c_angle = 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)
+            sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
+            angle = math.atan2(sin_angle, c_angle)
+            if sin_angle > 1e-6:
+                f = angle / sin_angle
+                ox, oy, oz = sx * f, sy * f, sz * f
+            elif c_angle > 0.0:
+                ox, oy, oz = sx, sy, sz
+            else:  # half a turn: the axis from (E + I) / 2 = a a^T, signed by the skew part
+                k = 0
+                if E[1, 1] > E[k, k]:
+                    k = 1
+                if E[2, 2] > E[k, k]:
+                    k = 2
+                bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
+                ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
+                ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
+                az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
+                if ax * sx + ay * sy + az * sz < 0.0:
+                    ax, ay, az = -ax, -ay, -az
+                ox, oy, oz = ax * angle, ay * angle, az * angle
+        position_sq = dx * dx + dy * dy + dz * dz
+        errors[t, 0] = math.sqrt(position_sq)
+        errors[t, 1] = angle
+        cost += weight2 * (position_sq + w2 * angle * angle if orientation else position_sq)
+        px, py, pz = T[0, 3], T[1, 3], T[2, 3]
+        for i in range(m):
+            zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
+            if model[i, _PRISMATIC] != 0.0:
+                J[0, i], J[1, i], J[2, i] = zx, zy, zz
+                J[3, i] = J[4, i] = J[5, i] = 0.0
+            else:
+                ex = px - origins[i, 0]
+                ey = py - origins[i, 1]
+                ez = pz - origins[i, 2]
+                J[0, i] = zy * ez - zz * ey
+                J[1, i] = zz * ex - zx * ez
+                J[2, i] = zx * ey - zy * ex
+                J[3, i], J[4, i], J[5, i] = zx, zy, zz
+        for i in range(m):
+            a = int(columns[first + i])
+            for j in range(m):
+                c = int(columns[first + j])
+                h = J[0, i] * J[0, j] + J[1, i] * J[1, j] + J[2, i] * J[2, j]
+                if orientation:
+                    h += w2 * (J[3, i] * J[3, j] + J[4, i] * J[4, j] + J[5, i] * J[5, j])
+                H[a, c] += weight2 * h
+            r = J[0, i] * dx + J[1, i] * dy + J[2, i] * dz
+            if orientation:
+                r += w2 * (J[3, i] * ox + J[4, i] * oy + J[5, i] * oz)
+            g[a] += weight2 * r
+    return cost
+
+
+def _tree_within(errors, tol_p, tol_r, good):
+    """1 when every tip is within the tolerances, 2 when every tip's position error is within
+    its ``good`` (position only, every tip bounded; -1 entries: never), else 0."""
+    within = True
+    enough = True
+    for t in range(errors.shape[0]):
+        if not (errors[t, 0] <= tol_p and errors[t, 1] <= tol_r):
+            within = False
+        if not errors[t, 0] <= good[t]:
+            enough = False
+    return 1 if within else (2 if enough else 0)
+
+
+def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x, best_x, good,
+                  state, steps):
+    """Up to ``steps`` iterations of one descent of :class:`~.tree.TreeDampedLeastSquares`
+    from ``x`` (the active joints, updated in place; ``best_x`` as the best configuration):
+    its loop, with ``active_model`` the active joints' limits and kinds (the columns of a
+    serial model). Returns CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or CHUNK_DONE."""
+    n = x.shape[0]
+    work = _new_work(n)
+    A, At = np.empty((n, n)), np.empty((n, n))
+    b, bt = np.empty(n), np.empty(n)
+    errors, t_errors = np.empty((tips.shape[0], 2)), np.empty((tips.shape[0], 2))
+    q_path = np.empty(n)
+    cost = _tree_evaluate(tree_model, tips, columns, targets, settings, x, A, b, errors, q_path,
+                          work)
+    best_cost = state[_BEST_COST]
+    iterations = int(state[_ITERATIONS])
+    if state[_FRESH] != 0.0:
+        lam = settings[_DAMPING]
+        if cost < best_cost:
+            best_cost = cost
+            best_x[:] = x
+        stall_cost, stall_iteration = cost, iterations
+        state[_FRESH] = 0.0
+    else:
+        lam = state[_LAM]
+        stall_cost, stall_iteration = state[_STALL_COST], int(state[_STALL_ITERATION])
+    last_blocked = int(state[_LAST_BLOCKED])
+    floor = state[_FLOOR]
+    tol_p, tol_r = settings[_TOL_P], settings[_TOL_R]
+    max_iterations = int(settings[_MAX_ITERATIONS])
+    code = CHUNK_DONE
+    taken = 0
+    while True:
+        within = _tree_within(errors, tol_p, tol_r, good)
+        if within == 1:
+            code = CONVERGED
+            break
+        if within == 2:
+            code = GOOD_ENOUGH
+            break
+        if iterations >= max_iterations:
+            code = ITERATION_CAP
+            break
+        if taken >= steps:
+            break
+        iterations += 1
+        taken += 1
+        stuck = False
+        blocked = _trial(active_model, n, settings, x, A, b, lam, work)
+        if blocked > 0:
+            last_blocked = iterations
+        accepted = False
+        if blocked >= 0:
+            t_cost = _tree_evaluate(tree_model, tips, columns, targets, settings, work.q_new,
+                                    At, bt, t_errors, q_path, work)
+            if t_cost < cost:
+                accepted = True
+                x[:] = work.q_new
+                cost = t_cost
+                A, At = At, A
+                b, bt = bt, b
+                errors, t_errors = t_errors, errors
+                if cost < best_cost:
+                    best_cost = cost
+                    best_x[:] = x
+                lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
+        if not accepted:
+            lam *= settings[_LAMBDA_UP]
+            stuck = lam > settings[_LAMBDA_MAX]
+        window = (settings[_STALL_ITERATIONS_BLOCKED] if last_blocked > stall_iteration
+                  else settings[_STALL_ITERATIONS])
+        if iterations - stall_iteration >= window:
+            stuck = stuck or cost - floor > settings[_STALL_FACTOR] * (stall_cost - floor)
+            stall_cost, stall_iteration = cost, iterations
+        if stuck:
+            code = STUCK
+            break
+    state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = lam, iterations, last_blocked
+    state[_STALL_COST], state[_STALL_ITERATION] = stall_cost, stall_iteration
+    state[_BEST_COST] = best_cost
+    return code
+
+
+def _tree_cost(tree_model, tips, columns, targets, settings, x):
+    """The stacked cost of ``x`` (:func:`_tree_evaluate`), for restart candidates."""
+    n = x.shape[0]
+    return _tree_evaluate(tree_model, tips, columns, targets, settings, x, np.empty((n, n)),
+                          np.empty(n), np.empty((tips.shape[0], 2)), np.empty(n), _new_work(n))
+
+
 _KERNELS = {}
 _HELPERS = ('_work_size', '_scratch_size', '_work_views', '_new_work', '_tip', '_pose_cost',
             '_evaluate', '_damped_solve', '_dual_solve', '_sits_out', '_trial',
-            '_null_space_shift')
+            '_null_space_shift', '_tree_evaluate', '_tree_within')
 
 
 def compile() -> None:
@@ -561,7 +763,8 @@ def compile() -> None:
         for name in _HELPERS:
             namespace[name] = jit(namespace[name])
         kernels_ = {'descend': jit(_descend), 'lowest_cost': jit(_lowest_cost),
-                    'cost': jit(_cost)}
+                    'cost': jit(_cost), 'tree_descend': jit(_tree_descend),
+                    'tree_cost': jit(_tree_cost)}
         _exercise(kernels_)
         _KERNELS.update(kernels_)
 
@@ -579,6 +782,26 @@ def _exercise(kernels_) -> None:
         run.descend([0.0] * n, 0.0, -1.0, 0, -1, None, near=True, pull=True)
         run.lowest_cost([[0.0] * n] * 2)
         run.cost([0.0] * n)
+    # A tree of two tips on three joints (one shared), a pose and a position target.
+    tree_model = np.zeros((6, _MODEL_COLUMNS))
+    tree_model[:, :12] = np.eye(4)[:3].ravel()
+    tips = np.array([[0, 2, 1, 1.0, 0], [3, 2, 0, 1.0, 2]], dtype=float)
+    columns = np.array([0, 1, 0, 2], dtype=float)
+    targets = np.zeros((2, 12))
+    targets[:, 0] = 0.1
+    targets[0, 3:] = np.eye(3).ravel()
+    active_model = np.zeros((3, _MODEL_COLUMNS))
+    active_model[:, _LOW], active_model[:, _HIGH], active_model[:, _BOUNDED] = -1.0, 1.0, 1.0
+    settings = np.zeros(_SETTINGS)
+    settings[_LAMBDA_MIN], settings[_LAMBDA_MAX], settings[_LAMBDA_UP] = 1e-9, 1e9, 10.0
+    settings[_LAMBDA_DOWN], settings[_MAX_STEP], settings[_MAX_ITERATIONS] = 0.1, 1.0, 20
+    settings[_STALL_ITERATIONS] = settings[_STALL_ITERATIONS_BLOCKED] = 2
+    settings[_DAMPING], settings[_STALL_FACTOR] = 0.1, 0.25
+    state = np.zeros(_STATE)
+    state[_BEST_COST], state[_FRESH] = math.inf, 1.0
+    kernels_['tree_descend'](tree_model, tips, columns, targets, active_model, settings,
+                             np.zeros(3), np.zeros(3), np.full(2, -1.0), state, 16)
+    kernels_['tree_cost'](tree_model, tips, columns, targets, settings, np.zeros(3))
 
 
 def _default_params() -> dict:
@@ -772,3 +995,158 @@ class DescentRun:
         return candidates[self.lowest_cost_kernel(
             self.model, self.settings[self.with_orientation], self.target,
             np.array(candidates, dtype=float))]
+
+
+def tree_kernel(chain, params: dict, wraps: Sequence[bool]) -> Optional['TreeKernel']:
+    """The :class:`TreeKernel` of ``chain`` where numba may serve and every tip's path has
+    generated kinematics; else None (the Python descents serve)."""
+    if not available():
+        return None
+    try:
+        return TreeKernel(chain, params, wraps)
+    except ValueError:
+        return None
+
+
+class TreeKernel:
+    """The compiled descents of :class:`~.tree.TreeDampedLeastSquares` on one tree: per tip
+    its serial path's model (the generated kinematics' constant transforms), per set of
+    targeted tips the stacked model (cached), and :meth:`start` for one solve.
+
+    Args:
+        chain: the tree (its tips' serial paths have generated kinematics).
+        params: the damped_jacobian parameters (``orientation_weight``, the tolerances,
+            ``damping``, ``max_iterations``).
+        wraps: per joint of the tree, whether it wraps by whole turns.
+    """
+
+    def __init__(self, chain, params: dict, wraps: Sequence[bool]):
+        self._paths = []
+        for tip in chain.tip_links:
+            fast = chain.serial_chain(tip).fast_kinematics
+            if fast is None:
+                raise ValueError(f'tip {tip!r}: no generated kinematics for its path')
+            joints = chain.joints_of_tip(tip)
+            model = np.zeros((len(joints) + 1, _MODEL_COLUMNS))
+            for i, C in enumerate(fast.joint_transforms):
+                model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+                model[i, _PRISMATIC] = float(chain.joints[joints[i]].is_prismatic)
+            model[len(joints), :12] = np.asarray(fast.tip_transform, dtype=float)[:3, :4].ravel()
+            self._paths.append((joints, model))
+        self._low, self._high = chain.lower.tolist(), chain.upper.tolist()
+        self._wraps = list(wraps)
+        self._plans = {}
+        settings = np.zeros(_SETTINGS)
+        settings[_W2] = params['orientation_weight'] ** 2
+        settings[_TOL_P] = dls.TOLERANCE_MARGIN * params['position_tolerance']
+        settings[_TOL_R] = dls.TOLERANCE_MARGIN * params['orientation_tolerance']
+        settings[_LAMBDA_MIN], settings[_LAMBDA_MAX] = dls.LAMBDA_MIN, dls.LAMBDA_MAX
+        settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
+        settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
+        settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
+        settings[_STALL_FACTOR] = dls.STALL_FACTOR
+        settings[_MAX_STEP] = MAX_STEP
+        settings[_DAMPING] = params['damping']
+        self.settings = settings
+
+    def serves(self) -> bool:
+        """Whether the kernels are loaded (the first call starts loading them, as
+        :meth:`CompiledDescent.serves`)."""
+        if _KERNELS and kernels.ready():
+            return True
+        kernels.start()
+        return False
+
+    def _plan(self, tips: Tuple[int, ...], active: Sequence[int], weights: Sequence[float]):
+        """The stacked model of the targeted ``tips`` (in order) on the ``active`` joints."""
+        key = (tips, tuple(weights))
+        plan = self._plans.get(key)
+        if plan is None:
+            column = {j: c for c, j in enumerate(active)}
+            rows = [self._paths[k][1] for k in tips]
+            tree_model = np.concatenate(rows)
+            table = np.zeros((len(tips), 5))
+            columns: List[int] = []
+            row = 0
+            for t, k in enumerate(tips):
+                joints = self._paths[k][0]
+                table[t, _TIP_ROW], table[t, _TIP_JOINTS] = row, len(joints)
+                table[t, _TIP_WEIGHT], table[t, _TIP_COLUMNS] = weights[k], len(columns)
+                columns += [column[j] for j in joints]
+                row += len(joints) + 1
+            active_model = np.zeros((len(active), _MODEL_COLUMNS))
+            for c, j in enumerate(active):
+                lo, hi, wrap = self._low[j], self._high[j], self._wraps[j]
+                active_model[c, _LOW], active_model[c, _HIGH] = lo, hi
+                active_model[c, _WRAPS] = float(wrap)
+                active_model[c, _BOUNDED] = float(not wrap and math.isfinite(lo) and
+                                                  math.isfinite(hi))
+            plan = (tree_model, table, np.array(columns, dtype=float), active_model)
+            self._plans[key] = plan
+        return plan
+
+    def start(self, targets, active: Sequence[int], weights: Sequence[float],
+              good_enough: Optional[Sequence[float]], floor: float,
+              max_iterations: int) -> 'TreeRun':
+        """The descents of one solve of ``targets`` (:class:`TipTarget` s: ``index``,
+        ``position``, ``R``) on the ``active`` joints."""
+        tree_model, table, columns, active_model = self._plan(
+            tuple(t.index for t in targets), active, weights)
+        table = table.copy()
+        target_array = np.zeros((len(targets), 12))
+        for k, t in enumerate(targets):
+            target_array[k, :3] = t.position
+            if t.R is not None:
+                target_array[k, 3:] = np.asarray(t.R, dtype=float).ravel()
+                table[k, _TIP_ORIENTATION] = 1.0
+        settings = self.settings.copy()
+        settings[_MAX_ITERATIONS] = max_iterations
+        good = np.full(len(targets), -1.0) if good_enough is None else \
+            np.array(good_enough, dtype=float)
+        return TreeRun((tree_model, table, columns, target_array, active_model, settings),
+                       good, floor, len(active))
+
+
+class TreeRun:
+    """The compiled descents of one tree solve: the best configuration of the active joints
+    :attr:`best_x` with its cost :attr:`best_cost`."""
+
+    def __init__(self, problem: tuple, good: np.ndarray, floor: float, n: int):
+        self._problem = problem
+        self._good = good
+        self.x = np.empty(n)
+        self.best_x = np.empty(n)
+        self.state = np.zeros(_STATE)
+        self.state[_BEST_COST] = math.inf
+        self.state[_FLOOR] = floor
+
+    @property
+    def best_cost(self) -> float:
+        """The cost of :attr:`best_x` (infinite before any descent)."""
+        return float(self.state[_BEST_COST])
+
+    def descend(self, x: Sequence[float], iterations: int, last_blocked: int,
+                budget) -> Tuple[int, List[float], int, int]:
+        """One descent from ``x`` (the active joints); ``budget`` is asked before each chunk of
+        iterations. Returns ``(code, last iterate, iterations, last_blocked)``: CONVERGED,
+        GOOD_ENOUGH, STUCK, ITERATION_CAP or TIMEOUT."""
+        tree_model, table, columns, targets, active_model, settings = self._problem
+        self.x[:] = x
+        state = self.state
+        state[_ITERATIONS], state[_LAST_BLOCKED], state[_FRESH] = iterations, last_blocked, 1.0
+        descend = _KERNELS['tree_descend']
+        while True:
+            if not budget.allows():
+                code = TIMEOUT
+                break
+            code = descend(tree_model, table, columns, targets, active_model, settings, self.x,
+                           self.best_x, self._good, state, CompiledDescent.CHUNK)
+            if code != CHUNK_DONE:
+                break
+        return code, self.x.tolist(), int(state[_ITERATIONS]), int(state[_LAST_BLOCKED])
+
+    def cost(self, x: Sequence[float]) -> float:
+        """The stacked cost of ``x`` (the active joints)."""
+        tree_model, table, columns, targets, _, settings = self._problem
+        return float(_KERNELS['tree_cost'](tree_model, table, columns, targets, settings,
+                                           np.asarray(x, dtype=float)))
