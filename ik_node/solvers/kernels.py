@@ -3,10 +3,14 @@
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
 the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`, ...), each with a ``compile()``
 that compiles its functions, or loads them from numba's cache on disk (``cache=True``), and
-runs each once. The first solve that could use a kernel calls :func:`start` (not the solver's
-construction: importing numba would slow down a node's start-up): one daemon thread then
-imports numba and compiles or loads every kernel module, while the pure-Python path answers;
-a solver asks :func:`ready` per solve and takes the compiled path once it is true.
+runs each once. The first solve that could use a kernel calls :func:`start` before its
+budget starts (not the solver's construction: importing numba would slow down a node's
+start-up): one daemon thread then,
+after :data:`LOADING_DELAY_S` (that solve and its answer go first), imports numba and compiles
+or loads every kernel module, while the pure-Python path answers; a solver asks :func:`ready`
+per solve and takes the compiled path once it is true. Importing and compiling hold the GIL
+most of the time: while they run, the switch interval is :data:`LOADING_SWITCH_INTERVAL_S`,
+so a solve waits at most about that for the GIL each time it asks.
 Both paths give the same answers (``test/core/test_compiled_descent.py``).
 
 The pure-Python path serves for good where ``IK_NODE_NO_NUMBA`` is set (to anything but
@@ -25,10 +29,18 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 from typing import Callable, List, Optional
 
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',)
+#: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
+#: hold the GIL, and a solve on the Python path waits up to this for it each time it asks
+#: (Python's default, 5 ms, is a whole solve's budget: damped_jacobian's default timeout).
+LOADING_SWITCH_INTERVAL_S = 0.0005
+#: The loading thread waits this long [s] before it imports numba: the solve that started it
+#: (and the answer it publishes) run without it.
+LOADING_DELAY_S = 0.1
 
 _lock = threading.Lock()
 _done = threading.Event()
@@ -54,7 +66,7 @@ def start() -> None:
     """Load every kernel in a background thread (once per process) where numba is available;
     returns at once."""
     global _thread
-    if not available():
+    if _thread is not None or not available():
         return
     with _lock:
         if _thread is None:
@@ -73,13 +85,19 @@ def wait(timeout: Optional[float] = None) -> bool:
 
 
 def _load() -> None:
-    """The background thread: compile or load every kernel module."""
+    """The background thread: compile or load every kernel module, with a short switch
+    interval meanwhile (:data:`LOADING_SWITCH_INTERVAL_S`)."""
     global _failure
+    time.sleep(LOADING_DELAY_S)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, LOADING_SWITCH_INTERVAL_S))
     try:
         for name in KERNEL_MODULES:
             importlib.import_module(name).compile()
     except Exception as exc:  # a numba that cannot serve here: the Python path serves
         _failure = f'{type(exc).__name__}: {exc}'.splitlines()[0][:300]
+    finally:
+        sys.setswitchinterval(interval)
     _done.set()
     with _lock:
         listeners = list(_listeners)

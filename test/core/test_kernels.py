@@ -88,13 +88,13 @@ def test_a_numba_that_fails_leaves_the_python_path_serving_for_good(fresh_loader
     release.set()
     chain = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
     solver = make_solver('damped_jacobian', chain, {'timeout': 60.0})
-    assert not solver._compiled.serves(True)  # starts the loading, which fails
+    p, q = _target(chain, 2)
+    assert solver.solve(p, None, q).reachable  # starts the loading, which fails
     assert not kernels.wait(60.0)
     assert kernels.serving() == ('solver path: pure Python (numba failed: RuntimeError: LLVM '
                                  'cannot compile here)')
     assert not kernels.available() and not solver._compiled.serves(True)
     assert make_solver('damped_jacobian', chain, {})._compiled is None
-    p, q = _target(chain, 2)
     assert solver.solve(p, None, q).reachable
 
 

@@ -893,15 +893,15 @@ class CompiledDescent:
 
     def serves(self, with_orientation: bool) -> bool:
         """Whether a target of this kind runs here now (the kernels loaded, the kind
-        compiled). The first call starts loading the kernels in the background (after the
-        process's start-up, which their loading would slow down): this solve and those until
-        they are loaded take the Python descents."""
-        if self.settings[with_orientation] is None:
-            return False
-        if self.ready():
-            return True
-        kernels.start()
-        return False
+        compiled); never blocks."""
+        return self.settings[with_orientation] is not None and self.ready()
+
+    def start_loading(self) -> None:
+        """Start loading the kernels in the background unless they are (a solve calls it
+        before its budget starts: starting a thread can take milliseconds on a loaded
+        machine). Not at construction: importing numba would slow down a node's start-up."""
+        if not self.ready():
+            kernels.start()
 
     def start(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
               q: Sequence[float]) -> 'DescentRun':
@@ -1050,12 +1050,13 @@ class TreeKernel:
         self.settings = settings
 
     def serves(self) -> bool:
-        """Whether the kernels are loaded (the first call starts loading them, as
-        :meth:`CompiledDescent.serves`)."""
-        if _KERNELS and kernels.ready():
-            return True
-        kernels.start()
-        return False
+        """Whether the kernels are loaded (never blocks)."""
+        return bool(_KERNELS) and kernels.ready()
+
+    def start_loading(self) -> None:
+        """As :meth:`CompiledDescent.start_loading`."""
+        if not self.serves():
+            kernels.start()
 
     def _plan(self, tips: Tuple[int, ...], active: Sequence[int], weights: Sequence[float]):
         """The stacked model of the targeted ``tips`` (in order) on the ``active`` joints."""

@@ -213,6 +213,8 @@ class DampedJacobianSolver(Solver):
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
                 self._low, self._high, self._wraps, params['record_history'])
         else:
+            if self._compiled is not None:
+                self._compiled.start_loading()  # once, in the background
             evaluator = self._descent.evaluator
             raw = self._solve_dls(functools.partial(evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,

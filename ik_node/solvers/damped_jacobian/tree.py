@@ -139,6 +139,8 @@ class TreeDampedLeastSquares:
         answer and the task-priority one (:mod:`ik_node.solvers.task_priority`: the others on
         their targets first)."""
         params = self.params
+        if self._compiled is not None:
+            self._compiled.start_loading()  # once, in the background
         budget = Budget(params['timeout'])
         raw = self._descents(targets, q_seed, budget, params['max_iterations'])
         if raw.status is IkStatus.CONVERGED:
