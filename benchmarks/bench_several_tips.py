@@ -6,7 +6,7 @@ All feet: N random joint vectors uniform within the limits (fixed RNG seed), FK 
 foot; every solver answers ``solve(targets={foot: position})`` from the mid configuration. The
 multi-leg solve (each leg with the configured solver: ``analytic_hip_knee`` where it fits the legs,
 ``damped_jacobian``, ``fabrik``) against the FABRIK passes over the whole tree (``fabrik_tree``,
-how the node solved several feet before the legs were solved one by one). Robots: the packaged
+one solve of the tree instead of one per leg). Robots: the packaged
 ``quad12`` and, from ``../shared/robots``, Solo 12 and ANYmal C.
 
 Back to back: the multi-leg solve alone, on one robot's targets, in rounds of 100 solves a few
@@ -55,7 +55,7 @@ import numpy as np  # noqa: E402
 
 from ik_node import Chain, make_solver  # noqa: E402
 from ik_node.errors import IkError  # noqa: E402
-from ik_node.solvers.several_tips import tip_targets_from_input  # noqa: E402
+from ik_node.solvers.trees.several_tips import tip_targets_from_input  # noqa: E402
 
 BUDGET_S = 0.005
 #: name -> (urdf path, base, feet)

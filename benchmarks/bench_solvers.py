@@ -56,6 +56,7 @@ import peers  # noqa: E402
 from peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot, Skip, Target,  # noqa: E402
                    rotation_error_rad)
 import report  # noqa: E402
+import target_checks  # noqa: E402
 from ik_node.solvers import kernels  # noqa: E402
 
 #: name -> (file, base, tip, where)
@@ -609,7 +610,7 @@ def main(argv=None) -> int:
                'out_of_reach': unreachable,
                'fabrik_iterations': fabrik, 'hip_knee_stream': stream,
                'elapsed_s': time.perf_counter() - t_start}
-    results['goals'] = report.goals(results)
+    results['target_checks'] = report.checks(results)
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f'{args.name}.json', args.out / f'{args.name}.md'
     json_path.write_text(json.dumps(results, indent=1, default=_jsonable))
@@ -622,8 +623,8 @@ def main(argv=None) -> int:
             log(f'wrote {png}')
         except ImportError as exc:
             log(f'plot skipped: {exc} (pip install matplotlib)')
-    for g in results['goals']:
-        log(f'goal: {g["goal"]}: {g["measured"]} -> {g["verdict"]}')
+    for line in target_checks.log_lines(results['target_checks']):
+        log(line)
     return 0
 
 

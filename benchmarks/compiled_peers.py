@@ -1,6 +1,6 @@
 """Adapters of the compiled peers: OptIK (``optik-py``, Rust) and TRAC-IK (``pytracik``, C++).
 
-Same contract as :mod:`peers` (``prepare`` untimed, ``solve`` timed, ``joints`` untimed; the
+The contract of :mod:`adapter` (``prepare`` untimed, ``solve`` timed, ``joints`` untimed; the
 harness judges every answer by ik_node's FK and the limits). Both packages are optional: a
 missing one is skipped with the reason. Each works around what the package does on these arms:
 
@@ -42,7 +42,7 @@ from typing import Optional
 
 import numpy as np
 
-from peers import POSITION_TOL_M, Adapter, Skip
+from adapter import POSITION_TOL_M, Adapter, Skip
 
 #: TRAC-IK's eps per twist component: the norm of three components is then below 1e-5.
 TRACIK_EPS = POSITION_TOL_M / math.sqrt(3.0)

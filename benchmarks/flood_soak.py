@@ -56,8 +56,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'test' / 'core'))
-from test_bad_inputs_api import urdf_limits  # noqa: E402  (read straight from the URDF)
+sys.path.insert(0, str(REPO / 'test'))
+from urdf_limits import urdf_limits  # noqa: E402  (read straight from the URDF)
 
 TIPS = {'leg3': 'foot', 'planar4': 'tip', 'arm6': 'tool0'}
 GRID_M = 1e-3          # cell of the sent-target lookup grid [m]

@@ -24,41 +24,15 @@ import io
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-#: Numeric success criteria (also stated in results.md).
-POSITION_TOL_M = 1e-5
-ORIENTATION_TOL_RAD = 1e-4
-
-
-class Skip(Exception):
-    """A solver cannot run this robot or task; the message says why."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """One IK target: ``T_base_tip`` and its parts."""
-
-    T: np.ndarray          # 4x4 T_base_tip
-    position: np.ndarray   # (3,) [m]
-    quat_xyzw: np.ndarray  # (4,) unit quaternion (x, y, z, w)
-
-
-@dataclass
-class Robot:
-    """A URDF chain under test."""
-
-    name: str
-    urdf_path: Path
-    base: str
-    tip: str
-    chain: Any                      # ik_node.Chain
-    urdf: Any                       # urdf_parser_py URDF
-    path: List[Any] = field(default_factory=list)  # URDF joints base -> tip (fixed included)
+from adapter import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Adapter, Robot, Skip,  # noqa: F401
+                     Target, wrap_into_limits)
+from compiled_peers import OptikAdapter, TracIkAdapter
 
 
 def urdf_joint_path(urdf, base: str, tip: str) -> List[Any]:
@@ -81,23 +55,6 @@ def parse_urdf(path: Path):
         return URDF.from_xml_string(Path(path).read_text())
 
 
-def wrap_into_limits(q: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                     revolute: np.ndarray) -> np.ndarray:
-    """``q`` with revolute joints moved by whole turns into their limits where that fits."""
-    q = np.array(q, dtype=float)
-    two_pi = 2.0 * math.pi
-    for i in np.flatnonzero(revolute):
-        if not (math.isfinite(lower[i]) and math.isfinite(upper[i])) or not math.isfinite(q[i]):
-            continue
-        if lower[i] <= q[i] <= upper[i]:
-            continue
-        k = math.ceil((lower[i] - q[i]) / two_pi)
-        candidate = q[i] + k * two_pi
-        if candidate <= upper[i]:
-            q[i] = candidate
-    return q
-
-
 def rotation_error_rad(R_a: np.ndarray, R_b: np.ndarray) -> float:
     """Angle [rad] of ``R_a^T R_b``, by atan2 (accurate at 0 and at pi)."""
     R = R_a.T @ R_b
@@ -105,42 +62,6 @@ def rotation_error_rad(R_a: np.ndarray, R_b: np.ndarray) -> float:
                         (R[1, 0] - R[0, 1]) ** 2)
     c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
     return float(math.atan2(s, c))
-
-
-# --------------------------------------------------------------------------------- adapters
-class Adapter:
-    """One solver bound to one robot and task. See the module docstring."""
-
-    name = ''
-    is_peer = True
-
-    def __init__(self, robot: Robot, task: str):
-        self.robot = robot
-        self.task = task
-        self.n = robot.chain.n
-        self.settings: Dict[str, Any] = {}
-        self._revolute = np.array([j.type != 'prismatic' for j in robot.chain.joints])
-
-    def prepare(self, target: Target, q_seed: np.ndarray) -> Tuple:
-        raise NotImplementedError
-
-    def solve(self, *args):
-        raise NotImplementedError
-
-    def joints(self, raw) -> np.ndarray:
-        raise NotImplementedError
-
-    def iterations(self, raw) -> Optional[int]:
-        """Iterations the solver says it took, when it says (only reported, never trusted)."""
-        return None
-
-    def inner_time(self, raw) -> Optional[float]:
-        """The solver's own timing of its core [s], when it gives one (only reported)."""
-        return None
-
-    def _wrapped(self, q: np.ndarray) -> np.ndarray:
-        chain = self.robot.chain
-        return wrap_into_limits(q, chain.lower, chain.upper, self._revolute)
 
 
 class IkNodeAdapter(Adapter):
@@ -563,7 +484,6 @@ def _version_of(module_name: str) -> Tuple[str, str]:
 
 def peer_factories() -> List[PeerFactory]:
     """The peers, each with its version or the reason it is missing."""
-    from compiled_peers import OptikAdapter, TracIkAdapter  # they import this module
     out = []
     for name, module, build in [
             ('kdl_lma', 'PyKDL', KdlLmaAdapter),

@@ -1,12 +1,17 @@
-"""results.json -> goals and results.md for the solver benchmark (no measuring here)."""
+"""results.json -> the target checks and results.md of the solver benchmark (no measuring here)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
 import report_peers
+import target_checks
+from target_checks import check as _check
 
 IK_NODE_FIRST = ('damped_jacobian', 'fabrik', 'analytic_hip_knee')
+#: The heading of each task's blocks.
+TASK_TITLES = {'6d': '6D pose', 'position': 'position only',
+               'tracik': "TRAC-IK's protocol (6D, 1e-5 m and 1e-5 rad)"}
 #: TRAC-IK's README (v1.5.1): success within 5 ms with its protocol (random in-limit joint
 #: vectors, mid-limit seed, 1e-5), C++, 0.28-0.37 ms mean over these arms.
 TRACIK_PUBLISHED_PCT = {'ur5': 99.17, 'ur10': 99.33, 'panda': 99.88, 'iiwa14': 99.92,
@@ -20,37 +25,32 @@ def _block(results, robot, task, seed) -> Optional[Dict[str, Any]]:
     return None
 
 
-def _goal(goal: str, measured: str, met: Optional[bool]) -> Dict[str, Any]:
-    verdict = 'not measured' if met is None else ('met' if met else 'MISSED')
-    return {'goal': goal, 'measured': measured, 'met': met, 'verdict': verdict}
-
-
-def goals(results) -> List[Dict[str, Any]]:
-    """Each goal of issue 5 with the figure measured in this run and whether it is met."""
+def checks(results) -> List[Dict[str, Any]]:
+    """Each target of the benchmark with the figure measured in this run."""
     out = []
     for robot, label in (('ur5', 'UR5'), ('panda', 'Panda')):
         for task, need, what in (('6d', 99.5, '6D'), ('position', 100.0, 'position only')):
             b = _block(results, robot, task, 'random')
             s = b['solvers'].get('damped_jacobian') if b else None
-            goal = f'damped_jacobian {label} {what}, random seeds: success >= {need:g} %'
+            target = f'damped_jacobian {label} {what}, random seeds: success >= {need:g} %'
             if s is None:
-                out.append(_goal(goal, 'not run', None))
+                out.append(_check(target, 'not run', None))
             else:
-                out.append(_goal(goal, f'{s["success_pct"]:.1f} %', s['success_pct'] >= need))
-            goal = f'damped_jacobian {label} {what}, random seeds: median <= 2x KDL LMA'
+                out.append(_check(target, f'{s["success_pct"]:.1f} %', s['success_pct'] >= need))
+            target = f'damped_jacobian {label} {what}, random seeds: median <= 2x KDL LMA'
             lma = b['solvers'].get('kdl_lma') if b else None
             if s is None or lma is None:
-                out.append(_goal(goal, 'KDL LMA not run' if s else 'not run', None))
+                out.append(_check(target, 'KDL LMA not run' if s else 'not run', None))
             else:
                 ratio = s['median_ms'] / lma['median_ms']
-                out.append(_goal(goal, f'{s["median_ms"]:.3f} ms vs {lma["median_ms"]:.3f} ms '
+                out.append(_check(target, f'{s["median_ms"]:.3f} ms vs {lma["median_ms"]:.3f} ms '
                                  f'= {ratio:.3f}x', ratio <= 2.0))
     medians = []
     for seed in ('mid', 'random'):
         b = _block(results, 'leg3', 'position', seed)
         if b and 'analytic_hip_knee' in b['solvers']:
             medians.append((b['solvers']['analytic_hip_knee']['median_ms'] * 1e3, seed))
-    goal = 'analytic_hip_knee median <= 20 us per solve in-process (leg3)'
+    target = 'analytic_hip_knee median <= 20 us per solve in-process (leg3)'
     stream = results.get('hip_knee_stream') or {}
     interleaved = ''
     if medians:
@@ -58,26 +58,26 @@ def goals(results) -> List[Dict[str, Any]]:
         interleaved = (f'interleaved with the peers (cold caches): {worst[0]:.1f} us '
                        f'({worst[1]} seed)')
     if 'median_us' in stream:
-        out.append(_goal(goal, f'a target stream solved back to back, seeded like the node: '
+        out.append(_check(target, f'a target stream solved back to back, seeded like the node: '
                          f'{stream["median_us"]:.1f} us (p95 {stream["p95_us"]:.1f} us); '
                          + interleaved, stream['median_us'] <= 20.0))
     elif medians:
-        out.append(_goal(goal, interleaved, worst[0] <= 20.0))
+        out.append(_check(target, interleaved, worst[0] <= 20.0))
     else:
-        out.append(_goal(goal, 'not run', None))
+        out.append(_check(target, 'not run', None))
     f = results.get('fabrik_iterations')
-    goal = 'fabrik: >= 95 % of planar4 targets converged to 1e-4 m in <= 10 iterations (mid seed)'
+    target = 'fabrik: >= 95 % of planar4 targets converged to 1e-4 m in <= 10 iterations (mid seed)'
     if not f or 'capped_at_10_pct' not in f:
-        out.append(_goal(goal, (f or {}).get('error', 'not run'), None))
+        out.append(_check(target, (f or {}).get('error', 'not run'), None))
     else:
-        out.append(_goal(goal, f'{f["capped_at_10_pct"]:.1f} % with max_iterations = 10 '
+        out.append(_check(target, f'{f["capped_at_10_pct"]:.1f} % with max_iterations = 10 '
                          f'(error measured by FK); {f["reported_le_10_pct"]:.1f} % by reported '
                          f'iteration count', f['capped_at_10_pct'] >= 95.0))
-    return out + goals_issue14(results)
+    return out + out_of_reach_and_speed_checks(results)
 
 
-def goals_issue14(results) -> List[Dict[str, Any]]:
-    """The goals of issue 14 (out-of-reach targets, then the next speed goals)."""
+def out_of_reach_and_speed_checks(results) -> List[Dict[str, Any]]:
+    """Targets for out-of-reach targets and for speed."""
     out = []
     for entry in results.get('out_of_reach') or []:
         robot = entry['robot']
@@ -85,27 +85,27 @@ def goals_issue14(results) -> List[Dict[str, Any]]:
         for name, s in sorted(entry['kinds']['all'].items()):
             if not s.get('n'):
                 continue
-            out.append(_goal(f'out of reach, {robot}, {name}: closest pose (within 1 mm or '
+            out.append(_check(f'out of reach, {robot}, {name}: closest pose (within 1 mm or '
                              '0.1 % of the best known error) on >= 99 % of targets',
                              f'{s["closest_pct"]:.1f} % of {s["n"]} (max excess '
                              f'{s["excess_max_m"] * 1e3:.3g} mm)', s['closest_pct'] >= 99.0))
             r = reachable['solvers'].get(name) if reachable else None
-            goal = f'out of reach, {robot}, {name}: median <= 2x its reachable median'
+            target = f'out of reach, {robot}, {name}: median <= 2x its reachable median'
             if r is None:
-                out.append(_goal(goal, f'{s["median_ms"]:.3f} ms; reachable not run', None))
+                out.append(_check(target, f'{s["median_ms"]:.3f} ms; reachable not run', None))
             else:
                 ratio = s['median_ms'] / r['median_ms']
-                out.append(_goal(goal, f'{s["median_ms"]:.3f} ms vs {r["median_ms"]:.3f} ms = '
+                out.append(_check(target, f'{s["median_ms"]:.3f} ms vs {r["median_ms"]:.3f} ms = '
                                  f'{ratio:.2f}x', ratio <= 2.0))
     stream = results.get('hip_knee_stream') or {}
-    goal = 'analytic_hip_knee: full solve() median <= 15 us back to back (leg3 stream)'
-    out.append(_goal(goal, f'{stream["median_us"]:.1f} us' if 'median_us' in stream else
+    target = 'analytic_hip_knee: full solve() median <= 15 us back to back (leg3 stream)'
+    out.append(_check(target, f'{stream["median_us"]:.1f} us' if 'median_us' in stream else
                      'not run', stream['median_us'] <= 15.0 if 'median_us' in stream else None))
     for robot, label in (('ur5', 'UR5'), ('panda', 'Panda')):
         b = _block(results, robot, 'position', 'random')
         s = b['solvers'].get('fabrik') if b else None
-        goal = f'fabrik {label} position only, random seeds: median <= 1 ms'
-        out.append(_goal(goal, f'{s["median_ms"]:.3f} ms' if s else 'not run',
+        target = f'fabrik {label} position only, random seeds: median <= 1 ms'
+        out.append(_check(target, f'{s["median_ms"]:.3f} ms' if s else 'not run',
                          s['median_ms'] <= 1.0 if s else None))
     for robot in sorted({b['robot'] for b in results['blocks'] if b['task'] == '6d' and
                          b['dof'] >= 6}):  # the arms
@@ -114,20 +114,20 @@ def goals_issue14(results) -> List[Dict[str, Any]]:
         lma = b['solvers'].get('kdl_lma') if b else None
         if s is None:
             continue
-        goal = f'damped_jacobian {robot} 6D, random seeds: median <= 1.2x KDL LMA'
+        target = f'damped_jacobian {robot} 6D, random seeds: median <= 1.2x KDL LMA'
         if lma is None:
-            out.append(_goal(goal, f'{s["median_ms"]:.3f} ms; KDL LMA not run', None))
+            out.append(_check(target, f'{s["median_ms"]:.3f} ms; KDL LMA not run', None))
         else:
             ratio = s['median_ms'] / lma['median_ms']
-            out.append(_goal(goal, f'{s["median_ms"]:.3f} ms vs {lma["median_ms"]:.3f} ms = '
+            out.append(_check(target, f'{s["median_ms"]:.3f} ms vs {lma["median_ms"]:.3f} ms = '
                              f'{ratio:.2f}x', ratio <= 1.2))
-        out.append(_goal(f'damped_jacobian {robot} 6D, random seeds: success >= 99.9 % (5 ms)',
+        out.append(_check(f'damped_jacobian {robot} 6D, random seeds: success >= 99.9 % (5 ms)',
                          f'{s["success_pct"]:.1f} %', s['success_pct'] >= 99.9))
         if 'success_within_1ms_pct' in s:
-            out.append(_goal(f'damped_jacobian {robot} 6D, random seeds: success >= 99 % within '
+            out.append(_check(f'damped_jacobian {robot} 6D, random seeds: success >= 99 % within '
                              '1 ms', f'{s["success_within_1ms_pct"]:.1f} %',
                              s['success_within_1ms_pct'] >= 99.0))
-    return out + report_peers.peers_goals(results)
+    return out + report_peers.peer_checks(results)
 
 
 def tracik_markdown(results) -> List[str]:
@@ -276,7 +276,7 @@ def markdown(results) -> str:
         groups.setdefault((b['robot'], b['task'], b['dof']), []).append(b)
     lines += _overview(results)
     for (robot, task, dof), blocks in groups.items():
-        lines += [f'## {robot} ({dof} DOF), {"6D pose" if task == "6d" else "position only"}',
+        lines += [f'## {robot} ({dof} DOF), {TASK_TITLES.get(task, task)}',
                   '',
                   '| solver | seed | success % | accurate % | in limits % | <= budget % | '
                   'median ms | mean ms | p95 ms | iterations* | core ms* |',
@@ -310,9 +310,7 @@ def markdown(results) -> str:
     lines += tracik_markdown(results)
     lines += report_peers.peers_markdown(results)
     lines += out_of_reach_markdown(results)
-    lines += ['## Goals', '', '| goal | measured | verdict |', '|---|---|---|']
-    for g in results['goals']:
-        lines.append(f'| {g["goal"]} | {g["measured"]} | {g["verdict"]} |')
+    lines += target_checks.markdown(results['target_checks'])
     lines += ['', '## Solver settings', '']
     seen = set()
     for b in results['blocks']:

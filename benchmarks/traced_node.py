@@ -16,15 +16,16 @@ Usage (as the benchmark does)::
     IK_NODE_TRACE=/tmp/trace.json python benchmarks/traced_node.py --ros-args --params-file ...
 """
 
-if __name__ == '__main__':  # as ik_node/ros/node.py: hold SIGINT/SIGTERM back until main() runs
-    import _signal
-    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+import json
+import os
+import sys
 
-import json  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
+from ik_node.ros import held_signals
 
-from ik_node.ros.node import IkNode  # noqa: E402
+if __name__ == '__main__':  # as python -m ik_node.node: hold SIGINT/SIGTERM back until main() runs
+    held_signals.hold()
+
+from ik_node.ros.node import IkNode  # noqa: E402  (imports rclpy: after the signals are held)
 from ik_node.ros.run import main  # noqa: E402
 
 TRACE: list = []

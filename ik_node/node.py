@@ -1,12 +1,13 @@
 """``python -m ik_node.node``: the node as a program, at the module path users' scripts name.
 
 The node itself is :class:`ik_node.ros.node.IkNode`; this file only starts it (the one module
-outside :mod:`ik_node.ros` that reaches into it, because ``-m`` needs a stable path).
+outside :mod:`ik_node.ros` that reaches into it, because ``-m`` needs a stable path), holding
+SIGINT and SIGTERM back (:mod:`ik_node.ros.held_signals`) before the node's imports.
 """
 
-if __name__ == '__main__':  # hold Ctrl-C back until the node can end cleanly (as ik_node.ros.node)
-    import _signal  # the builtin C module: no import time (the `signal` module takes ~ms)
-    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+if __name__ == '__main__':
+    from ik_node.ros import held_signals
+    held_signals.hold()
 
     import sys
 

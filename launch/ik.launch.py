@@ -9,7 +9,9 @@
 
 ik_node publishes joint states, robot_state_publisher turns them into TF, and RViz shows the
 model and the node's markers. In RViz, the Publish Point tool sends a clicked point to the node
-(/clicked_point is remapped to ik_node/target_point).
+(/clicked_point is remapped to ik_node/target_point). robot_state_publisher or RViz asked for
+but not installed is left out with a warning naming the package to install. When ik_node ends
+with an error (a parameter it refuses), the launch stops with exit status 1.
 
 What starts with which parameters is worked out by ik_node.config.launch_plan.plan_from_arguments
 (a plain function, tested without ROS launch): a xacro file is expanded there, and the URDF XML is
@@ -18,8 +20,11 @@ config/<robot>.yaml, then params_file, then the arguments below that are set. Wi
 every node (and TF) moves into it: /r1/joint_states, /r1/tf, /r1/ik_node/target_pose, ...
 """
 
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit
+from launch.logging import get_logger
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -33,12 +38,34 @@ OUTPUTS = ['', 'joint_states', 'position_command', 'joint_trajectory']
 BOOLEANS = ['true', 'false']
 
 
+def _installed(package):
+    """True when the ROS package is found on the ament prefix path."""
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+class IkNodeFailed(RuntimeError):
+    """ik_node ended with an error status while the launch was running."""
+
+
+def _stop_when_ik_node_fails(event, context):
+    """ik_node ending with an error (a parameter it refuses) ends the launch with status 1."""
+    if event.returncode != 0 and not context.is_shutdown:
+        raise IkNodeFailed(f'ik_node ended with exit status {event.returncode} (its reason is in '
+                           'the lines above); stopping the launch')
+
+
 def _nodes(context):
     """The nodes, once the arguments are known (see ik_node.config.launch_plan)."""
     share = FindPackageShare('ik_node').perform(context)
     arguments = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENT_DEFAULTS}
-    plan = plan_from_arguments(arguments, share)
+    plan = plan_from_arguments(arguments, share, installed=_installed)
     namespace = plan.namespace or None
+    for note in plan.notes:
+        get_logger('ik.launch.py').warning(note)
 
     ik_parameters = dict(plan.ik_node_parameters)
     if plan.robot_description:
@@ -54,14 +81,16 @@ def _nodes(context):
             parameters=[{'robot_description': description}] if plan.robot_description else [],
             remappings=list(plan.state_publisher_remappings),
         ))
-    actions.append(Node(
+    ik_node = Node(
         package='ik_node',
         executable='ik_node',
         name='ik_node',
         namespace=namespace,
         output='screen',
         parameters=[ik_parameters],
-    ))
+    )
+    actions += [ik_node, RegisterEventHandler(OnProcessExit(target_action=ik_node,
+                                                            on_exit=_stop_when_ik_node_fails))]
     if plan.rviz:
         actions.append(Node(
             package='rviz2',

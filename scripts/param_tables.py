@@ -76,7 +76,7 @@ def graph_table() -> str:
     for name, spec in GRAPH_NUMBER_PARAMS.items():
         rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
                     f'| {spec.range_text()} | {spec.description} |')
-    from ik_node.ros.interactive import INTERACTIVE_PARAMS
+    from ik_node.ros.rviz.interactive import INTERACTIVE_PARAMS
     from ik_node.ros.planar_targets import PLANAR_PARAMS
     for name, spec in {**INTERACTIVE_PARAMS, **PLANAR_PARAMS}.items():
         rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '

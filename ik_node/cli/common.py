@@ -20,7 +20,7 @@ EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS: Dict[str, str] = {
     'chains': 'ik_node.cli.chains',
     'reach-map': 'ik_node.cli.reach_map',
-    'target': 'ik_node.ros.target_client',
+    'target': 'ik_node.ros.cli_target_client',
 }
 
 

@@ -21,19 +21,26 @@ The robot description (URDF XML, given to robot_state_publisher and to ik_node a
 with ``xacro_args:=``); ``robot:=``; the params file's ``robot_description`` or ``urdf_file``
 (+ ``xacro_args``); with ``robot_state_publisher:=false`` nothing (ik_node then reads the
 ``robot_description`` topic of the robot's own robot_state_publisher); else the default robot.
+
+robot_state_publisher and RViz start when asked for and installed: one that is asked for (the
+defaults ask for both) but not installed is left out with a note in the launch log saying what to
+install, so ik_node still runs where only rclpy and launch_ros are (the node gets the URDF as a
+parameter; only the robot's TF and the view are missing).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from ik_node.config.node_config import (DEFAULT_SOLVER, IGNORED_KEYS, NODE_NAME, NODE_PARAMS,
                                         STRING_PARAMS, build_chain, build_solver,
                                         config_from_flat, load_yaml, parameters_of_file)
+from ik_node.config.ros_graph import graph_config_from_flat
 from ik_node.model.description import description_from_file
 from ik_node.errors import ConfigError, IkError
 from ik_node.model.resources import urdf_path
@@ -62,6 +69,10 @@ ARGUMENT_DEFAULTS: Dict[str, str] = {
     'state_topic': '',
 }
 
+#: The launch argument that asks for each optional helper node, and the helper's ROS package.
+HELPER_PACKAGES: Dict[str, str] = {'robot_state_publisher': 'robot_state_publisher',
+                                   'rviz': 'rviz2'}
+
 #: Launch arguments passed to ik_node as parameters of the same name, only when not empty.
 PASSED_THROUGH = ('base_link', 'solver', 'output', 'state_topic')
 
@@ -87,6 +98,8 @@ class LaunchPlan:
         fixed_frame: RViz's fixed frame (the chain's base link).
         state_publisher_remappings: remappings of robot_state_publisher.
         rviz_remappings: remappings of RViz.
+        notes: lines for the launch log about helpers left out (not installed), each naming
+            what to install or which argument turns the helper off.
     """
 
     namespace: str
@@ -98,6 +111,7 @@ class LaunchPlan:
     fixed_frame: str
     state_publisher_remappings: Tuple[Remapping, ...] = ()
     rviz_remappings: Tuple[Remapping, ...] = ()
+    notes: Tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line for the launch log."""
@@ -156,6 +170,22 @@ def _namespace(value: str) -> str:
     return namespace
 
 
+def _helpers_installed(asked: Mapping[str, bool],
+                       installed: Optional[Callable[[str], bool]]) -> Tuple[Dict[str, bool],
+                                                                            Tuple[str, ...]]:
+    """The helpers that start (asked for and installed), and a note for each one left out."""
+    start, notes = dict(asked), []
+    distro = os.environ.get('ROS_DISTRO') or '<distro>'
+    for argument, wanted in asked.items():
+        package = HELPER_PACKAGES[argument]
+        if wanted and installed is not None and not installed(package):
+            start[argument] = False
+            apt = f'ros-{distro}-{package.replace("_", "-")}'
+            notes.append(f'{package} is not installed: starting without it (install {apt}, or '
+                         f'pass {argument}:=false to leave it out without this note)')
+    return start, tuple(notes)
+
+
 def link_list(text: str) -> List[str]:
     """``'a, b'``, ``'a b'`` or ``'[a, b]'`` -> ``['a', 'b']``."""
     return [name for name in re.split(r'[\s,]+', text.strip().strip('[]')) if name]
@@ -164,25 +194,31 @@ def link_list(text: str) -> List[str]:
 def _validate(params: Mapping[str, Any], robot_description: str) -> None:
     """Check the parameters ik_node will get as ik_node does; the chain too when the URDF is known.
 
-    Parameters this version of the config does not know (``output``, ``state_topic``, QoS
-    overrides) are left to the node.
+    The graph parameters (``output``, ``state_topic``, ...) are checked as the node checks them,
+    a state topic that is the node's own output included. Names the configuration tables do not
+    hold (the RViz target's, QoS overrides) are left to the node.
     """
     known = {k: v for k, v in params.items()
              if k in STRING_PARAMS or k in NODE_PARAMS or k in IGNORED_KEYS or k == 'tip_links'
              or k.split('.', 1)[0] in SOLVERS}
     known['robot_description'] = robot_description or _PLACEHOLDER_URDF
     config = config_from_flat(known, source='ik_node parameters')
+    graph_config_from_flat(params, source='ik_node parameters')
     if robot_description:
         build_solver(config, build_chain(config))
 
 
 # --------------------------------------------------------------------------------- the plan
-def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path]) -> LaunchPlan:
+def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path],
+                        installed: Optional[Callable[[str], bool]] = None) -> LaunchPlan:
     """Work out the launch from its arguments.
 
     Args:
         arguments: launch argument values by name (missing ones take :data:`ARGUMENT_DEFAULTS`).
         share_dir: the ik_node share directory (holds ``urdf/`` and ``config/``).
+        installed: tells whether a ROS package is installed (``robot_state_publisher``,
+            ``rviz2``); a helper asked for but not installed is left out with a note. None
+            takes every helper as installed.
 
     Raises:
         ConfigError: an unknown argument or value, an unreadable file, a xacro failure, or
@@ -258,6 +294,14 @@ def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path
         else:
             params['tip_links'] = tips
             params.pop('tip_link', None)
+    if not xml and not params.get('tip_link') and not params.get('tip_links'):
+        raise ConfigError(
+            'robot_state_publisher:=false and no robot description (robot:=, description_file:= '
+            'or the params file\'s robot_description/urdf_file): ik_node would read the '
+            'robot_description topic of your robot\'s own robot_state_publisher, but no chain '
+            f'names its end effector. Add robot:=<{"|".join(ROBOTS)}> or description_file:='
+            '/path/robot.urdf for a description given here, or tip_link:=<end-effector link> '
+            '(and base_link:= when not base_link) for the robot that publishes its own')
     try:
         _validate(params, xml)
     except IkError as exc:
@@ -275,8 +319,11 @@ def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path
         rviz_remappings += (('/robot_description', 'robot_description'),
                             (f'/{NODE_NAME}/markers', f'{NODE_NAME}/markers'),
                             (f'/{NODE_NAME}/reachability', f'{NODE_NAME}/reachability')) + tf
+    start, notes = _helpers_installed({'robot_state_publisher': with_rsp, 'rviz': with_rviz},
+                                      installed)
     return LaunchPlan(namespace=namespace, robot_description=xml, description_source=source,
-                      ik_node_parameters=params, robot_state_publisher=with_rsp, rviz=with_rviz,
+                      ik_node_parameters=params,
+                      robot_state_publisher=start['robot_state_publisher'], rviz=start['rviz'],
                       fixed_frame=fixed_frame, state_publisher_remappings=tf,
-                      rviz_remappings=rviz_remappings)
+                      rviz_remappings=rviz_remappings, notes=notes)
 

@@ -1,7 +1,8 @@
 """How the node plugs into a robot's ROS graph: output kind, topics, measured state, held joints.
 
 These parameters matter only to the node (the CLI ignores them), but their validation is plain
-Python, so it lives here, tested without ROS, beside the joint table it needs:
+Python, so it lives here, tested without ROS (the URDF's joint table it checks against is
+:mod:`ik_node.model.urdf_joints`):
 
 * ``output`` — ``joint_states`` (``sensor_msgs/JointState`` of every moving joint of the URDF,
   for robot_state_publisher), ``position_command`` (``std_msgs/Float64MultiArray`` in the order
@@ -23,10 +24,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ik_node.errors import ConfigError
 from ik_node.config.name_lists import names_from
+from ik_node.model.urdf_joints import UrdfJoint
 from ik_node.solvers.base import ParamSpec
 
 OUTPUTS = ('joint_states', 'position_command', 'joint_trajectory')
@@ -219,46 +221,6 @@ def _list(key: str, value: Any, kind: type, source: str) -> List[Any]:
     return out
 
 
-# ------------------------------------------------------------------------------ joint table
-@dataclass(frozen=True)
-class UrdfJoint:
-    """A moving joint of a URDF as the output needs it.
-
-    Attributes:
-        name: joint name.
-        type: 'revolute', 'continuous' or 'prismatic'.
-        lower, upper: position limits [rad or m] (+-inf for continuous joints).
-        velocity: velocity limit [rad/s or m/s] (inf when the URDF gives none or 0).
-        mimic: name of the joint it mimics, or None.
-    """
-
-    name: str
-    type: str
-    lower: float
-    upper: float
-    velocity: float
-    mimic: Optional[str] = None
-
-
-def moving_joints(robot) -> List[UrdfJoint]:
-    """The revolute, continuous and prismatic joints of a parsed URDF (urdf_parser_py Robot)."""
-    out = []
-    for uj in robot.joints:
-        if uj.type not in ('revolute', 'continuous', 'prismatic'):
-            continue
-        limit = uj.limit
-        lower = getattr(limit, 'lower', None) if limit is not None else None
-        upper = getattr(limit, 'upper', None) if limit is not None else None
-        if uj.type == 'continuous' or lower is None or upper is None:
-            lower, upper = -math.inf, math.inf
-        velocity = getattr(limit, 'velocity', None) if limit is not None else None
-        velocity = float(velocity) if velocity and math.isfinite(float(velocity)) and \
-            float(velocity) > 0 else math.inf
-        mimic = uj.mimic.joint if getattr(uj, 'mimic', None) is not None else None
-        out.append(UrdfJoint(uj.name, uj.type, float(lower), float(upper), velocity, mimic))
-    return out
-
-
 def held_positions(joints: Sequence[UrdfJoint], chain_joints: Sequence[str],
                    hold: Sequence[Tuple[str, float]]) -> Dict[str, float]:
     """Positions of the moving joints outside the chain, for ``joint_states`` output.
@@ -302,15 +264,3 @@ def command_order(graph: GraphConfig, chain_joints: Sequence[str]) -> List[int]:
         raise ConfigError(f'command_joints leaves out chain joints {", ".join(missing)}: list '
                           'every joint of the chain, in the controller\'s order')
     return [index[n] for n in graph.command_joints]
-
-
-def trajectory_duration(q_from: Sequence[float], q_to: Sequence[float],
-                        velocities: Sequence[float], scaling: float,
-                        min_duration: float) -> float:
-    """Time [s] for the slowest joint to move from ``q_from`` to ``q_to`` at ``scaling`` times
-    its velocity limit, at least ``min_duration``."""
-    t = min_duration
-    for a, b, v in zip(q_from, q_to, velocities, strict=True):
-        if math.isfinite(v) and v > 0:
-            t = max(t, abs(b - a) / (v * scaling))
-    return t

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import transforms3d
@@ -28,13 +28,20 @@ from ik_node.model.urdf_reading import (MOVING_JOINT_TYPES, Joint, T_root_link, 
 from ik_node.model.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
 
 __all__ = [
-    'Chain', 'quat_wxyz_from_xyzw', 'rotation_from_quat_xyzw', 'chain_lengths',
+    'Chain', 'MotionPlane', 'quat_wxyz_from_xyzw', 'rotation_from_quat_xyzw', 'chain_lengths',
     'full_turn_joints', 'nearest_turns', 'TWO_PI',
     # re-exported from ik_node.model.urdf_reading, where the URDF is read
     'Joint', 'Tip', 'MOVING_JOINT_TYPES', 'transform_from_xyz_rpy',
 ]
 
 TWO_PI = 2.0 * math.pi
+
+
+class MotionPlane(NamedTuple):
+    """The plane ``normal . p = offset`` (base frame) a planar tip moves in."""
+
+    normal: Tuple[float, float, float]  # unit vector
+    offset: float                       # [m]
 
 
 def quat_wxyz_from_xyzw(quat_xyzw: Sequence[float]) -> np.ndarray:
@@ -160,6 +167,27 @@ class Chain:
     def joints_of_tip(self, tip: Optional[str] = None) -> List[int]:
         """Indices of the joints that move ``tip``, from the base outwards."""
         return self._tip_joints[self.tip_index(tip)].tolist()
+
+    def motion_plane(self, tip: Optional[str] = None) -> Optional[MotionPlane]:
+        """The plane ``tip`` moves in (base frame), or None.
+
+        A tip whose joints are all revolute about parallel axes never leaves the plane through
+        its position normal to those axes, whatever the joint values; the distance of a target
+        from that plane is then a proven lower bound on the tip's error. None when a joint that
+        moves ``tip`` is prismatic, two of their axes are not parallel (within 1e-9), or no
+        joint moves it.
+        """
+        idx = self.joints_of_tip(tip)
+        if not idx or any(self.joints[i].is_prismatic for i in idx):
+            return None
+        q0 = np.zeros(self.n)
+        frames = self.joint_frames(q0)
+        axes = np.array([frames[i, :3, :3] @ self.joints[i].axis for i in idx])
+        n = axes[0] / np.linalg.norm(axes[0])
+        if not np.all(np.abs(np.abs(axes @ n) - np.linalg.norm(axes, axis=1)) < 1e-9):
+            return None
+        p_tip = self.fk(q0, tip)[:3, 3]
+        return MotionPlane(tuple(float(v) for v in n), float(n @ p_tip))
 
     def serial_chain(self, tip: str) -> 'Chain':
         """The serial chain from the base to ``tip`` alone: the joints on its path (renumbered

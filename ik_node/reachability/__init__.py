@@ -27,9 +27,9 @@ the world) are not checked: "reached" means within the joint limits only.
 
 How far from converged a sampled map is depends on the samples per voxel: the defaults
 (2,000,000 samples, 0.1 m voxels, 50 directions) find most voxels of an arm the size of the
-Panda and give indices somewhat low; smaller voxels need more samples (the comparison against a
-16,000,000-sample map: ``benchmarks/results/design-notes.md``). Compare indices only between maps
-built with the same parameters.
+Panda and give indices somewhat low; smaller voxels need more samples (the figures:
+``docs/node.md``, Reachability map). Compare indices only between maps built with the same
+parameters.
 
 Builds run chunk by chunk (:class:`ReachabilityBuilder`), so a caller can report progress, build
 in a background thread and cancel (:func:`build_reachability_map` with ``progress`` and

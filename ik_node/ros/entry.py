@@ -6,16 +6,14 @@ line saying how to get rclpy instead of a traceback.
 
 from __future__ import annotations
 
-import _signal  # the builtin C module: no import time (the `signal` module takes ~ms)
+import importlib
+import sys
+from typing import List, Optional
 
-# Held back until the node can end cleanly; ik_node.ros.node.main delivers them once it spins.
-_signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+from ik_node.ros import held_signals
 
-import signal  # noqa: E402
-
-import importlib  # noqa: E402
-import sys  # noqa: E402
-from typing import List, Optional  # noqa: E402
+# Held back until the node can end cleanly: ik_node.ros.run.main delivers them once it spins.
+held_signals.hold()
 
 USAGE = """\
 usage: ik_node [--ros-args --params-file FILE | -p NAME:=VALUE ...]
@@ -44,7 +42,7 @@ def main(args: Optional[List[str]] = None) -> int:
     if any(a in ('-h', '--help') for a in own):
         print(USAGE, end='')
         return 0
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    held_signals.hold()
     try:
         importlib.import_module('rclpy')
     except ImportError as exc:

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
@@ -25,7 +25,8 @@ from std_msgs.msg import String
 from ik_node.config.ros_graph import GraphConfig
 from ik_node.errors import TargetError
 from ik_node.model.chain import Chain, rotation_from_quat_xyzw
-from ik_node.ros import messages as conv
+from ik_node.ros.targets import (FrameLookup, TfWarmingUp, stamp_text, target_from_point,
+                                 target_from_pose, targets_from_pose_array)
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # How long after the TF listener is made a target whose transform is not there yet is kept and
@@ -34,11 +35,6 @@ TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # node has run a few seconds, 1.3-3 s right after its start (a target sent as soon as the node
 # answers).
 TF_WARM_UP_S = 5.0
-
-
-class TfWarmingUp(TargetError):
-    """No transform yet for a target's frame while the TF listener is new (see
-    :data:`TF_WARM_UP_S`): keep the target and try it again, do not refuse it."""
 
 #: As robot_state_publisher publishes ``robot_description``: latched.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -76,21 +72,21 @@ class TargetSubscriptions:
             prefix = f'~/{tip}/' if tip else '~/'
             self._subs.append(self._node.create_subscription(
                 PoseStamped, prefix + 'target_pose',
-                lambda msg, tip=tip: self._callback(conv.target_from_pose(msg, tip)),
+                lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)),
                 TARGET_QOS, callback_group=self._group))
             self._subs.append(self._node.create_subscription(
                 PointStamped, prefix + 'target_point',
-                lambda msg, tip=tip: self._callback(conv.target_from_point(msg, tip)),
+                lambda msg, tip=tip: self._callback(target_from_point(msg, tip)),
                 TARGET_QOS, callback_group=self._group))
 
     def _on_pose_array(self, msg: PoseArray, names: Tuple[str, ...],
                        slots: Tuple[Optional[str], ...]) -> None:
         try:
-            targets = conv.targets_from_pose_array(msg, names)
+            targets = targets_from_pose_array(msg, names)
         except TargetError as exc:
             if self._on_error is not None:
                 self._on_error(f'bad target_poses: {exc}', msg.header.frame_id,
-                               conv.stamp_text((msg.header.stamp.sec, msg.header.stamp.nanosec)))
+                               stamp_text((msg.header.stamp.sec, msg.header.stamp.nanosec)))
             return
         if slots == (None,):  # a serial chain: its one target's slot is None
             targets = tuple(dataclasses.replace(t, tip=None) for t in targets)
@@ -195,15 +191,15 @@ class TfFrames:
     another): a lookup waits up to ``tf_timeout`` while that thread keeps the buffer filling,
     which the node's own executor could not while it runs the waiting callback.
 
-    Until :data:`TF_WARM_UP_S` after the listener is made, a lookup that fails raises
-    :class:`TfWarmingUp` instead of a plain :class:`TargetError`: the buffer stays empty until
-    DDS has matched the new subscriptions with the TF publishers, and the node keeps such a
-    target and tries it again (without blocking its executor) instead of refusing a transform
-    that is being published.
+    Until :data:`TF_WARM_UP_S` after the listener is made, a lookup that fails returns
+    :class:`~ik_node.ros.targets.TfWarmingUp` instead of raising :class:`TargetError`: the
+    buffer stays empty until DDS has matched the new subscriptions with the TF publishers, and
+    the node keeps such a target and tries it again (without blocking its executor) instead of
+    refusing a transform that is being published.
 
     :meth:`close` stops that thread and drops the subscriptions before the node is destroyed and
-    the context shut down (tf2_ros's own thread, before ros2/geometry2 #930, ended there with an
-    ``ExternalShutdownException`` traceback).
+    the context shut down (tf2_ros releases without ros2/geometry2 #930 end their own thread
+    there with an ``ExternalShutdownException`` traceback).
 
     Without tf2_ros (a pip install) every lookup is refused with a message saying so.
     """
@@ -265,11 +261,12 @@ class TfFrames:
         listener.unregister()
 
     def lookup(self, base_frame: str, frame: str, stamp: Tuple[int, int],
-               timeout_s: float) -> np.ndarray:
-        """``T_base_frame`` (4x4) at ``stamp`` (the latest transform for a zero stamp).
+               timeout_s: float) -> Union[np.ndarray, TfWarmingUp]:
+        """``T_base_frame`` (4x4) at ``stamp`` (the latest transform for a zero stamp), or
+        :class:`~ik_node.ros.targets.TfWarmingUp` when there is no transform yet within
+        :data:`TF_WARM_UP_S` of the listener's start.
 
         Raises:
-            TfWarmingUp: no transform yet, within :data:`TF_WARM_UP_S` of the listener's start.
             TargetError: tf2_ros missing, a frame TF does not know, no transform in time.
         """
         if self._tf2 is None:
@@ -283,11 +280,12 @@ class TfFrames:
             tf = buffer.lookup_transform(base_frame, frame, when,
                                          timeout=Duration(seconds=timeout_s))
         except Exception as exc:  # tf2 raises LookupException, ExtrapolationException, ...
-            young = time.monotonic() < self._made_at + TF_WARM_UP_S
-            error = TfWarmingUp if young else TargetError
-            raise error(f'no TF transform from {frame!r} to {base_frame!r} at '
-                        f'{conv.stamp_text(stamp)}: {type(exc).__name__}: '
-                        f'{" ".join(str(exc).split())}') from None
+            message = (f'no TF transform from {frame!r} to {base_frame!r} at '
+                       f'{stamp_text(stamp)}: {type(exc).__name__}: '
+                       f'{" ".join(str(exc).split())}')
+            if time.monotonic() < self._made_at + TF_WARM_UP_S:
+                return TfWarmingUp(message)
+            raise TargetError(message) from None
         t, r = tf.transform.translation, tf.transform.rotation
         T = np.eye(4)
         T[:3, :3] = rotation_from_quat_xyzw([r.x, r.y, r.z, r.w])
@@ -302,7 +300,7 @@ class NodeInputs:
 
     Args:
         node: the node owning the subscriptions.
-        on_target: called with the :class:`~ik_node.ros.messages.Target` s of every target
+        on_target: called with the :class:`~ik_node.ros.targets.Target` s of every target
             message received (one, or every tip's from ``~/target_poses``).
         on_description: called with the URDF XML of every ``robot_description`` message.
         callback_group: of the target subscriptions (reentrant: a target may be taken while
@@ -379,8 +377,9 @@ class NodeInputs:
         node is destroyed."""
         self._tf.close()
 
-    def frame_lookup(self, base_frame: str) -> Optional[conv.FrameLookup]:
-        """``lookup(frame, stamp) -> T_base_frame`` through TF, None without tf2_ros."""
+    def frame_lookup(self, base_frame: str) -> Optional[FrameLookup]:
+        """``lookup(frame, stamp) -> T_base_frame`` (or :class:`~ik_node.ros.targets.TfWarmingUp`)
+        through TF, None without tf2_ros."""
         if not self._tf.available:
             return None
         tf, timeout_s = self._tf, self._tf_timeout_s

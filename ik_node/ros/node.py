@@ -6,63 +6,67 @@ its own module with what it needs passed in:
 * :class:`~ik_node.ros.parameters.NodeParameters` declares and reads the parameters;
   :class:`~ik_node.ros.parameter_changes.ParameterChanges` applies changes at run time.
 * :class:`~ik_node.ros.robot_model.RobotModel`: the chain, solver and output plan in force.
-* Outputs: :class:`~ik_node.ros.solution_output.SolutionOutput` (joint states or commands),
-  :class:`~ik_node.ros.diagnostics.StatusReports` (``/diagnostics`` behind the status rate
-  gate), :class:`~ik_node.ros.marker_output.MarkerOutput` (``~/markers``),
-  :class:`~ik_node.ros.reach_map_output.ReachabilityMaps` (``~/reachability``).
 * Inputs: :class:`~ik_node.ros.inputs.NodeInputs` (target topics, measured state, robot
-  description, TF) and :class:`~ik_node.ros.drag_targets.DragTargets` (the interactive markers).
+  description, TF) and :class:`~ik_node.ros.rviz.drag_targets.DragTargets` (the interactive
+  markers).
+* :class:`~ik_node.ros.target_pipeline.TargetPipeline`: a target's way from the queue to the
+  solver (frames, TF's warm-up, planar projection, every tip's standing target, the seed).
+* Outputs: :class:`~ik_node.ros.outputs.solution_output.SolutionOutput` (joint states or
+  commands), :class:`~ik_node.ros.outputs.diagnostics.StatusReports` (``/diagnostics`` behind
+  the status rate gate), :class:`~ik_node.ros.rviz.marker_output.MarkerOutput` (``~/markers``),
+  :class:`~ik_node.ros.rviz.reach_map_output.ReachabilityMaps` (``~/reachability``).
 
 The path of a target, in the order of this file: a subscription (or a drag) calls
 :meth:`IkNode._on_targets`, which stores the target in a
 :class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip) and, if no solve is
 running, solves right there (no hand-over to another thread), then keeps solving the newest
 pending targets until none is left, so no backlog builds up however fast targets stream.
-:meth:`IkNode._solve_pending` puts the targets in the base frame, solves, checks the solution,
-passes it through the model's :class:`~ik_node.ros.jump_guard.JumpGuard` (which holds or limits
-an answer that would move a joint too far) and publishes what the guard lets through, then
-reports its status. A lock keeps a solve, the timer and a parameter or
-description change from overlapping, so no output ever mixes two chains.
+:meth:`IkNode._solve_pending` has the pipeline place and solve the targets
+(:mod:`ik_node.ros.target_pipeline` tells that part), checks the solution, passes it through
+the model's :class:`~ik_node.ros.outputs.jump_guard.JumpGuard` (which holds or limits an answer
+that would move a joint too far), publishes what the guard lets through, and hands one frozen
+:class:`~ik_node.ros.solve_report.SolveReport` to the markers and the status. A lock keeps a
+solve, the timer and a parameter or description change from overlapping, so no output ever
+mixes two chains.
+
+Run as a program through ``python -m ik_node.node`` or the ``ik_node`` executable
+(:mod:`ik_node.ros.entry`): both hold SIGINT and SIGTERM back (:mod:`ik_node.ros.held_signals`)
+ahead of this module's imports.
 """
 
 from __future__ import annotations
 
-if __name__ == '__main__':  # run as a program: hold Ctrl-C back until the node can end cleanly
-    import _signal  # the builtin C module: no import time (the `signal` module takes ~ms)
-    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT, _signal.SIGTERM})
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
 
-import sys  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from typing import Any, Dict, List, Mapping, Optional  # noqa: E402
+import numpy as np
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
 
-import numpy as np  # noqa: E402
-from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-
-from ik_node.config.node_config import IkConfig, config_from_flat  # noqa: E402
-from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat  # noqa: E402
-from ik_node.errors import IkError, TargetError  # noqa: E402
-from ik_node.model.urdf_checks import check_description_size  # noqa: E402
-from ik_node.ros import messages as conv  # noqa: E402
-from ik_node.ros import planar_targets, run  # noqa: E402
-from ik_node.ros.diagnostics import StatusReports, model_name  # noqa: E402
-from ik_node.ros.drag_targets import DragTargets  # noqa: E402
-from ik_node.ros.inputs import NodeInputs, TfWarmingUp  # noqa: E402
-from ik_node.ros.jump_guard import guard_values  # noqa: E402
-from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
-from ik_node.ros.marker_output import MarkerOutput  # noqa: E402
-from ik_node.ros.parameter_changes import ParameterChanges  # noqa: E402
-from ik_node.ros.parameters import NodeParameters  # noqa: E402
-from ik_node.ros.reach_map_output import ReachabilityMaps  # noqa: E402
-from ik_node.ros.robot_model import RobotModel, build_robot_model  # noqa: E402
-from ik_node.ros.solution_output import SolutionOutput, send_unless_shut_down  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
+from ik_node.config.node_config import IkConfig, config_from_flat
+from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat
+from ik_node.errors import IkError
+from ik_node.model.urdf_checks import check_description_size
+from ik_node.ros import run
+from ik_node.ros.inputs import NodeInputs
+from ik_node.ros.latest_targets import LatestTargets
+from ik_node.ros.outputs.diagnostics import StatusReports, model_name
+from ik_node.ros.outputs.solution_output import (SolutionOutput, check_publishable,
+                                                 send_unless_shut_down)
+from ik_node.ros.parameter_changes import ParameterChanges
+from ik_node.ros.parameters import NodeParameters
+from ik_node.ros.robot_model import RobotModel, build_robot_model
+from ik_node.ros.rviz.drag_targets import DragTargets
+from ik_node.ros.rviz.marker_output import MarkerOutput
+from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
+from ik_node.ros.solve_report import SolveReport
+from ik_node.ros.target_pipeline import TargetPipeline
+from ik_node.ros.targets import Target, stamps_of
+from ik_node.solvers import kernels
 
 __all__ = ['IkNode', 'main']
-
-#: How often a target kept for a new TF listener's first transforms is tried again [s].
-TF_RETRY_S = 0.1
 
 
 class IkNode(Node):
@@ -89,17 +93,10 @@ class IkNode(Node):
         self._topic_xml = ''  # the description that came by topic
         self._model: Optional[RobotModel] = None
         self._q = np.zeros(0)  # the joint positions published last (chain order)
-        self._known: Dict[str, np.ndarray] = {}  # branched: the last goal of every tip
-        self._known_quats: Dict[str, Optional[np.ndarray]] = {}  # and its orientation
         self._said_orientation_ignored = False
         # The queue between the target inputs and the solve: the newest target of each tip.
         self._targets = LatestTargets()
         self._solving = threading.Lock()  # held by the callback that drains the queue
-        # Targets waiting for a new TF listener's first transforms, tried again by a timer.
-        self._deferred: Dict = {}
-        self._deferred_arrivals: Dict = {}
-        self._retry_timer = None
-        self._planes: Dict[str, planar_targets.Plane] = {}  # planar tips: their plane
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -114,6 +111,11 @@ class IkNode(Node):
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
+        # A target's way from the queue to the solver (frames, TF, planes, every tip's target).
+        self._pipeline = TargetPipeline(
+            self, self._inputs, self._targets,
+            report_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
+            resume=self._solve_all_pending)
         self._inputs.follow(self._graph, self._config.has_model)
         # Targets are answered (refused) while waiting for a model too.
         self._inputs.subscribe_targets(self._config.tip_links, self._config.branched)
@@ -126,7 +128,7 @@ class IkNode(Node):
         kernels.report(self.get_logger().info)  # which solver path serves: compiled or Python
 
     # ---------------------------------------------------------------------------- targets
-    def _on_targets(self, *targets: conv.Target) -> None:
+    def _on_targets(self, *targets: Target) -> None:
         """Store the newest target(s); solve pending targets unless another callback already
         is (several targets of one message are stored before any is solved)."""
         if len(targets) == 1:
@@ -140,11 +142,11 @@ class IkNode(Node):
         while self._targets.pending and self._solving.acquire(blocking=False):
             try:
                 while True:
-                    batch, arrivals = self._targets.take_counted()
-                    if not batch:
+                    targets, arrivals = self._targets.take_counted()
+                    if not targets:
                         break
                     try:
-                        self._solve_pending(batch, arrivals)
+                        self._solve_pending(targets, arrivals)
                     except Exception as exc:  # a bug must not stop the node
                         if self.context.ok():
                             self._status.error(f'internal error: {type(exc).__name__}: {exc}',
@@ -152,138 +154,51 @@ class IkNode(Node):
             finally:
                 self._solving.release()
 
-    def _solve_pending(self, batch: Dict[Optional[str], conv.Target],
+    def _solve_pending(self, targets: Dict[Optional[str], Target],
                        arrivals: Dict[Optional[str], int]) -> None:
-        """Solve the targets of ``batch`` (by slot: a tip, or None for a serial chain) and
-        publish the solution, then its status. A target in a TF frame whose transform has not
-        arrived yet while the TF listener is new is kept and tried again (:meth:`_defer`)."""
-        stamps = ','.join(dict.fromkeys(t.stamp_text for t in batch.values()))
+        """Solve ``targets`` (by slot: a tip, or None for a serial chain) and publish the
+        solution, then its status. The pipeline places them in the base frame and seeds the
+        solve (:meth:`TargetPipeline.prepare <ik_node.ros.target_pipeline.TargetPipeline.
+        prepare>`; it keeps a target whose TF transform has not arrived yet and tries it again),
+        then solves them with every tip's standing target."""
         with self._lock:
             model = self._model
             if model is None:
-                self._status.waiting(stamps)
+                self._status.waiting(stamps_of(targets.values()))
                 return
             config, chain = model.config, model.chain
-            measured, seed_note = self._inputs.measured(chain)
-            seed = self._q if measured is None else measured
-            try:
-                goals, projected = self._goals_in_base(batch, chain, seed, config)
-            except TfWarmingUp:
-                self._defer(batch, arrivals)
+            job = self._pipeline.prepare(targets, arrivals, model, self._q)
+            if job is None:
                 return
-            if not goals:
-                return
-            frame = ', '.join(sorted({batch[t].frame_id or config.base_link for t in goals}))
-            # one stamp per message: a PoseArray's targets share theirs
-            stamps = ','.join(dict.fromkeys(batch[t].stamp_text for t in goals))
             try:
-                result = self._solve(model, goals, seed)
-                q = conv.check_publishable(chain, result.joint_positions)
+                result = self._pipeline.solve(model, job)
+                q = check_publishable(chain, result.joint_positions)
             except IkError as exc:
-                self._status.error(f'target refused: {exc}', frame, stamps)
+                self._status.error(f'target refused: {exc}', job.frame, job.stamps)
                 return
             except Exception as exc:
                 self._status.error(f'solver {config.solver} failed: {type(exc).__name__}: '
-                                   f'{exc}', frame, stamps)
+                                   f'{exc}', job.frame, job.stamps)
                 return
             if result.orientation_ignored and not self._said_orientation_ignored:
                 self._said_orientation_ignored = True
                 self.get_logger().info(
                     f'solver {config.solver} solves positions only: the orientations of the '
                     'targets are ignored (said once; the diagnostics say so for every solve)')
-            verdict = model.guard.check(q, time.monotonic(), measured)
+            verdict = model.guard.check(q, time.monotonic(), job.measured)
             count = self._status.count_solve()
-            self._markers.hold(result, goals, dict(self._known), q)
             out_stamp = ''
             if verdict.q is not None:  # held: nothing goes out, the last command stays
                 self._q = np.array(verdict.q)
-                out_stamp = self._solution.publish(self._q, seed)
-            self._answered(stamps, out_stamp, result)
-            self._drag.show(config, chain, batch, goals, self._known, result, q)
-            extra = {'seed': seed_note, 'output': self._solution.kind,
-                     'joint_state_stamp': out_stamp, 'jump_guard': verdict.action,
-                     **guard_values(verdict)}
-            if projected:
-                extra['planar_projection_m'] = f'{max(projected.values()):.4g}'
-        tip_stamps = {tip: batch[tip].stamp_text for tip in goals if tip}
-        if self._status.solve(chain, config.solver, result, goals, q, frame, stamps, count,
-                              extra, tip_stamps, verdict):
+                out_stamp = self._solution.publish(self._q, job.seed)
+            report = SolveReport(chain, config.solver, result, job.targets,
+                                 self._pipeline.standing, q, job.frame, job.stamps, count,
+                                 job.seed_note, self._solution.kind, out_stamp, verdict)
+            self._markers.hold(report)
+            self._answered(job.stamps, out_stamp, result)
+            self._drag.show(config, report)
+        if self._status.solve(report):
             self._publish_held_markers()  # markers go out with a status that does
-
-    def _goals_in_base(self, batch: Mapping[Optional[str], conv.Target], chain, q: np.ndarray,
-                       config: IkConfig) -> tuple:
-        """``({slot: (position [m], quat_xyzw or None)}, {slot: distance moved [m]})`` in the
-        base frame. A bad target is reported (ERROR naming its stamp) and left out, with every
-        other target of its message when it came in one for all tips (``~/target_poses``:
-        nothing of it is solved); a point target near a planar chain's plane is moved onto it
-        (:mod:`ik_node.ros.planar_targets`)."""
-        lookup = self._inputs.frame_lookup(config.base_link)
-        goals, projected = {}, {}
-        refused_stamps = set()
-        max_distance = float(self.get_parameter(planar_targets.PARAM).value)
-        for tip, target in batch.items():
-            if target.index is not None and target.stamp in refused_stamps:
-                continue
-            try:
-                p, quat = conv.target_in_base(target, chain, q, lookup)
-            except TfWarmingUp:
-                raise
-            except TargetError as exc:
-                if target.index is None:
-                    where = f' for tip {tip}' if tip else ''
-                    self._status.error(f'bad target{where}: {exc}', target.frame_id,
-                                       target.stamp_text)
-                    continue
-                refused_stamps.add(target.stamp)
-                self._status.error(f'bad target_poses: pose {target.index} (tip '
-                                   f'{tip or chain.tip_link}): {exc}; nothing of this message '
-                                   'is solved', target.frame_id, target.stamp_text)
-                continue
-            plane = self._planes.get(tip or config.tip_link)
-            if quat is None and plane is not None:
-                p, moved = planar_targets.onto_plane(p, plane, max_distance)
-                if moved:
-                    projected[tip] = moved
-            goals[tip] = (p, quat)
-        if refused_stamps:
-            goals = {tip: goal for tip, goal in goals.items()
-                     if batch[tip].index is None or batch[tip].stamp not in refused_stamps}
-            projected = {tip: d for tip, d in projected.items() if tip in goals}
-        return goals, projected
-
-    def _defer(self, batch: Dict[Optional[str], conv.Target],
-               arrivals: Dict[Optional[str], int]) -> None:
-        """Keep ``batch`` (lock held) to try again in ``TF_RETRY_S``: the TF listener is new
-        and DDS has not brought its first transforms yet (:class:`TfWarmingUp`). The node goes
-        on solving other targets meanwhile; a newer target of any of its slots drops it."""
-        self._deferred.update(batch)
-        self._deferred_arrivals.update(arrivals)
-        if self._retry_timer is None:
-            self._retry_timer = self.create_timer(TF_RETRY_S, self._retry_deferred)
-
-    def _retry_deferred(self) -> None:
-        """The timer of :meth:`_defer`: the kept targets back into the queue (unless newer
-        ones came), then solved."""
-        with self._lock:
-            if self._retry_timer is not None:
-                self.destroy_timer(self._retry_timer)
-                self._retry_timer = None
-            batch, arrivals = self._deferred, self._deferred_arrivals
-            self._deferred, self._deferred_arrivals = {}, {}
-        if batch and self._targets.put_back(batch, arrivals):
-            self._solve_all_pending()
-
-    def _solve(self, model: RobotModel, goals: Mapping[Optional[str], tuple], seed: np.ndarray):
-        """The solver's result for ``goals``; a branched chain solves for the last goal of
-        every tip (``self._known``), the new ones included."""
-        if model.config.branched:
-            for tip, (p, quat) in goals.items():
-                self._known[tip], self._known_quats[tip] = p, quat
-            targets = {tip: p if self._known_quats.get(tip) is None else
-                       (p, self._known_quats[tip]) for tip, p in self._known.items()}
-            return model.solver.solve(targets=targets, seed=seed)
-        p, quat = goals[None]
-        return model.solver.solve(p, quat, seed=seed)
 
     def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
         """Called (lock held) right after every solve's answer is published, with the pair of
@@ -319,10 +234,8 @@ class IkNode(Node):
         if new_chain:
             measured, _ = self._inputs.measured(chain)
             self._q = chain.clip(np.zeros(chain.n)) if measured is None else measured
-            self._known, self._known_quats = {}, {}
-            self._deferred, self._deferred_arrivals = {}, {}  # targets meant for the old chain
+            self._pipeline.use_chain(chain)  # targets meant for the old chain are dropped
             self._said_orientation_ignored = False
-            self._planes = planar_targets.tip_planes(chain)
             self._inputs.subscribe_targets(config.tip_links, config.branched)
         if self._solution.steady:
             self._solution.publish(self._q)

@@ -17,7 +17,7 @@ from typing import Dict, NamedTuple, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.ros.markers import planar_normal
+from ik_node.ros.rviz.markers import planar_normal
 from ik_node.solvers.base import ParamSpec
 
 PARAM = 'target_point.planar_projection'

@@ -12,9 +12,10 @@ import math
 from typing import Any, Optional
 
 from ik_node.config.node_config import IkConfig, build_chain, build_solver
-from ik_node.config.ros_graph import GraphConfig, moving_joints
-from ik_node.ros.jump_guard import JumpGuard
-from ik_node.ros.solution_output import OutputPlan
+from ik_node.config.ros_graph import GraphConfig
+from ik_node.model.urdf_joints import moving_joints
+from ik_node.ros.outputs.jump_guard import JumpGuard
+from ik_node.ros.outputs.solution_output import OutputPlan
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,8 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from ik_node.errors import IkError
+from ik_node.ros import held_signals
 
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _SPIN_PERIOD_S = 0.1
 
 
@@ -58,9 +58,9 @@ def main(args: Optional[List[str]], node_class: type) -> int:
     (rclpy's own signal handler is off: it shuts the context down from another thread, which
     raced with the node's teardown and crashed it).
     """
-    signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    held_signals.hold()
     stop = threading.Event()
-    for sig in _SIGNALS:
+    for sig in held_signals.SIGNALS:
         signal.signal(sig, lambda *_: stop.set())
     bad = _bad_params_file(sys.argv if args is None else args)
     if bad:
@@ -77,7 +77,7 @@ def main(args: Optional[List[str]], node_class: type) -> int:
         executor = make_executor()
         node = node_class()
         executor.add_node(node)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        held_signals.release()
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
     except ExternalShutdownException:
@@ -89,7 +89,7 @@ def main(args: Optional[List[str]], node_class: type) -> int:
         print(f'ik_node: bad parameter: {exc}', file=sys.stderr)
         status = 2
     finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        held_signals.hold()
         if executor is not None:
             executor.shutdown(timeout_sec=1.0)
         if node is not None:

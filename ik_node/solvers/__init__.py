@@ -8,8 +8,12 @@
 * :mod:`~ik_node.solvers.out_of_reach`: the closest pose to a target out of reach, the proven
   reach bound, the measured reach, and the status and message of each way the closest-pose
   search stops (:mod:`~ik_node.solvers.out_of_reach.outcome`), shared by the iterative solvers.
-* :mod:`~ik_node.solvers.budget`, :mod:`~ik_node.solvers.input_checks`,
-  :mod:`~ik_node.solvers.params`, :mod:`~ik_node.solvers.codegen`: what they share.
+* :mod:`~ik_node.solvers.trees`: several tips at once (independent legs, trees with a trunk).
+* :mod:`~ik_node.solvers.numerics`: numerics the iterative solvers share (generated code,
+  small-matrix helpers, the null-space pull, time budgets).
+* :mod:`~ik_node.solvers.input_checks`, :mod:`~ik_node.solvers.params`,
+  :mod:`~ik_node.solvers.results`: the contract's input checks, parameter specs and result
+  types.
 """
 
 from ik_node.solvers.base import FloatSolver, IkResult, IkStatus, ParamSpec, Solver, TipResult

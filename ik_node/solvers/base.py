@@ -1,9 +1,8 @@
 """The solver contract: what a solver implements, the result type and the honest wrap around a
 solve.
 
-Why one file of this size: the contract, the float fast path and the honest wrap (validation,
-measured errors, status) are the one path every solve takes; the result types are in
-results.py and the input checks in input_checks.py.
+The result types are in :mod:`~ik_node.solvers.results`, the input checks in
+:mod:`~ik_node.solvers.input_checks`, the parameter specs in :mod:`~ik_node.solvers.params`.
 
 A solver subclasses :class:`Solver` (its target and seed arrive as arrays, ``_solve``) or
 :class:`FloatSolver` (as lists of floats, ``_solve_floats``: for a closed-form solver whose whole
@@ -19,12 +18,12 @@ solver's own search added (wraps at a +-2 pi limit, random restarts): consecutiv
 with the previous answer do not turn a joint a full turn for the same pose, unless its limits
 leave no nearer value (a joint driven past its limit reappears a turn away, at the other end).
 
-Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only
-(a plain target would not say which tip it is for). Independent legs (no moving joint shared
-between two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this
-solver on the leg's serial chain (:class:`~ik_node.solvers.several_tips.Legs`); a tree whose
-tips share joints (a trunk) is solved whole by the solvers that set ``solves_trees`` and refused
-at construction by the others, with the shared joints named.
+Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only (a
+plain target would not say which tip it is for). Independent legs (no moving joint shared between
+two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this solver on
+the leg's serial chain (:attr:`Solver.compose_legs`); a tree whose tips share joints (a trunk) is
+solved whole by the solvers that set ``solves_trees`` and refused at construction by the others,
+with the shared joints named.
 """
 
 from __future__ import annotations
@@ -33,20 +32,22 @@ import abc
 import dataclasses
 import math
 import time
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ik_node.model.chain import Chain, full_turn_joints, nearest_turns
 from ik_node.errors import ChainError, ConfigError, TargetError
 # Re-exported: other modules import the input checks, ParamSpec and the result types from here.
-from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, rotation_error,  # noqa: F401
-                                    rotation_from_input, target_from_input, target_values)
+from ik_node.solvers.input_checks import (FLOAT64, MAX_COORDINATE_M, clip_values,  # noqa: F401
+                                          rotation_error, rotation_from_input, target_from_input,
+                                          target_values)
 from ik_node.solvers.params import COMMON_PARAMS, ParamSpec
 from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult,  # noqa: F401
-                                     new_result)
-from ik_node.solvers.several_tips import (Legs, TipTarget, result_of_tips, shared_joints,
-                                          shared_text, tip_targets_from_input)
+                                     honest_status, new_result)
+from ik_node.solvers.trees.several_tips import (TipTarget, check_every_tip_moves,
+                                                measured_tips, result_of_tips, shared_joints,
+                                                shared_text, tip_targets_from_input)
 
 # The statuses _measured reads on every solve, once: an Enum class attribute costs about ten
 # times a module global.
@@ -103,6 +104,10 @@ class Solver(abc.ABC):
     solves_trees: ClassVar[bool] = False
     #: Parameters with one value per tip (left out of each leg's own solver).
     PER_TIP_PARAMS: ClassVar[Tuple[str, ...]] = ()
+    #: ``compose_legs(chain, make_leg_solver)``: the solver of a tree of independent legs, built
+    #: from one solver per leg. :mod:`ik_node.solvers.registry`, which composes the solvers, sets
+    #: it to :class:`~ik_node.solvers.trees.legs.Legs`: the contract names no strategy.
+    compose_legs: ClassVar[Callable[[Chain, Callable[[Chain], Any]], Any]]
 
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
         self.chain = chain
@@ -116,14 +121,15 @@ class Solver(abc.ABC):
                 raise ConfigError(f'parameter {key!r} has {len(values)} values {list(values)}; '
                                   f'the chain has {len(chain.tip_links)} tips, in this order: '
                                   f'{", ".join(chain.tip_links)}')
-        #: Independent legs solved one by one, or None (one tip, or a tree with a trunk).
-        self.legs: Optional[Legs] = None
+        #: Independent legs solved one by one (:attr:`compose_legs`), or None (one tip, or a
+        #: tree with a trunk).
+        self.legs = None
         if self._several_tips:
             shared = shared_joints(chain)
             if not shared:
                 leg_params = {k: v for k, v in self.params.items()
                               if k not in self.PER_TIP_PARAMS}
-                self.legs = Legs(chain, lambda leg: type(self)(leg, leg_params))
+                self.legs = self.compose_legs(chain, lambda leg: type(self)(leg, leg_params))
             elif not self.solves_trees:
                 raise ChainError(
                     f'{self.name} solves several tips only as independent legs (no moving '
@@ -143,7 +149,7 @@ class Solver(abc.ABC):
             '_solve_floats'
         self._joint_names = tuple(chain.joint_names)
         self._turn_joints = full_turn_joints(chain)
-        self._plane = _motion_plane(chain)
+        self._plane = None if self._several_tips else chain.motion_plane()
         self._tol_p = self.params['position_tolerance']
         self._tol_r = self.params['orientation_tolerance']
 
@@ -227,7 +233,7 @@ class Solver(abc.ABC):
                       q_seed_list: List[float]) -> IkResult:
         """:meth:`solve` on inputs already checked: the position as 3 floats [m], the rotation
         (3x3) or None, the seed as n floats within the limits. Each leg of
-        :class:`~ik_node.solvers.several_tips.Legs` takes the same two steps,
+        :class:`~ik_node.solvers.trees.legs.Legs` takes the same two steps,
         :meth:`_raw_solution` then :meth:`_measured`, without the result object."""
         ignored = R_target is not None and not self.supports_orientation
         if ignored:
@@ -281,33 +287,16 @@ class Solver(abc.ABC):
         targeted tip's errors measured by FK on exactly those joints, and its own status:
         converged when reached, unreachable when its proven bound exceeds the tolerance, else
         the solve's reason to stop (``max_iterations`` when the solve claimed more)."""
-        tol_p, tol_r = self._tol_p, self._tol_r
-        q_list = _clip(np.asarray(raw.q, dtype=float).reshape(-1).tolist(),
-                       self._lower_list, self._upper_list)
+        q_list = clip_values(np.asarray(raw.q, dtype=float).reshape(-1).tolist(),
+                             self._lower_list, self._upper_list)
         if q_list is None or not math.isfinite(sum(q_list)):  # a solver bug never gets out
             q_list = self._q_mid.tolist()
             raw.status, raw.message = IkStatus.MAX_ITERATIONS, 'solver produced NaN; reset'
-        q_list = self._near_seed(q_list, q_seed)
+        if self._turn_joints:  # whole turns nearest the seed
+            q_list = nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
+                                   self._turn_joints)
         q = np.array(q_list, FLOAT64)
-        T_tips = self.chain.fk_tips(q)
-        fallback = raw.status if raw.status in (IkStatus.TIMEOUT, IkStatus.MAX_ITERATIONS,
-                                                IkStatus.JOINT_LIMITED) \
-            else IkStatus.MAX_ITERATIONS
-        tips: Dict[str, TipResult] = {}
-        for target in targets:
-            T = T_tips[target.link]
-            error = math.dist(T[:3, 3].tolist(), target.position)
-            angle = None if target.R is None else rotation_error(T[:3, :3], target.R)
-            reached = error <= tol_p and (angle is None or angle <= tol_r)
-            bound = raw.tip_residuals.get(target.link)
-            if reached:
-                status, message = IkStatus.CONVERGED, ''
-            elif bound is not None and bound > tol_p:
-                status = IkStatus.UNREACHABLE
-                message = f'out of reach: at least {bound:.6g} m from every reachable point'
-            else:
-                status, message = fallback, ''
-            tips[target.link] = TipResult(reached, error, bound, status, angle, message)
+        tips = measured_tips(self.chain.fk_tips(q), targets, raw, self._tol_p, self._tol_r)
         history = None if raw.history is None else tuple(float(e) for e in raw.history)
         return result_of_tips(q, self._joint_names, tips, raw.iterations, elapsed, raw.message,
                               orientation_ignored, history)
@@ -320,10 +309,6 @@ class Solver(abc.ABC):
                q_seed: np.ndarray) -> RawSolution:
         """The solve proper: target position (3,) [m], rotation (3, 3) or None, seed (n,),
         both within the checks of :meth:`solve`. Errors are measured afterwards."""
-
-    def _seed_from_input(self, seed) -> np.ndarray:
-        """The seed as an (n,) array within the limits, or :class:`TargetError`."""
-        return np.array(self._seed_values(seed))
 
     def _seed_values(self, seed) -> List[float]:
         """The seed as a list of n floats within the limits (clipped), or :class:`TargetError`.
@@ -346,17 +331,7 @@ class Solver(abc.ABC):
         # sum that overflows needs the value-by-value check.
         if not math.isfinite(sum(values)) and not all(math.isfinite(v) for v in values):
             raise TargetError(f'seed contains NaN or inf: {values}')
-        return _clip(values, self._lower_list, self._upper_list)
-
-    def _near_seed(self, q_list: list, q_seed) -> list:
-        """``q_list`` (finite, within limits) with whole turns chosen nearest ``q_seed`` (a list
-        of floats or an array)."""
-        if not self._turn_joints:
-            return q_list
-        if isinstance(q_seed, np.ndarray):
-            q_seed = q_seed.tolist()
-        return nearest_turns(q_list, q_seed, self._lower_list, self._upper_list,
-                             self._turn_joints)
+        return clip_values(values, self._lower_list, self._upper_list)
 
     def _finish(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                 elapsed: float, orientation_ignored: bool, q_seed: List[float]) -> IkResult:
@@ -366,9 +341,11 @@ class Solver(abc.ABC):
             raw, p_target, R_target, q_seed)
         history = raw.history
         return new_result(
-            np.array(q_list, FLOAT64), self._joint_names, reached, status, pos_err, rot_err,
-            min_residual, int(raw.iterations), elapsed, raw.message, orientation_ignored,
-            None if history is None else tuple(float(e) for e in history), None)
+            joint_positions=np.array(q_list, FLOAT64), joint_names=self._joint_names,
+            reachable=reached, status=status, position_error=pos_err, orientation_error=rot_err,
+            min_residual=min_residual, iterations=int(raw.iterations), solve_time=elapsed,
+            message=raw.message, orientation_ignored=orientation_ignored,
+            history=None if history is None else tuple(float(e) for e in history), tips=None)
 
     def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                   q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,
@@ -381,7 +358,7 @@ class Solver(abc.ABC):
 
         Plain floats throughout: for 2-7 joints each small numpy operation would cost about as
         much as the whole float computation (this runs after every solve, and after every leg of
-        :class:`~ik_node.solvers.several_tips.Legs`).
+        :class:`~ik_node.solvers.trees.legs.Legs`).
         """
         tol_p = self._tol_p
         q_raw = raw.q
@@ -390,7 +367,7 @@ class Solver(abc.ABC):
                 q_raw = q_raw.tolist()
             else:
                 q_raw = np.asarray(q_raw, dtype=float).reshape(-1).tolist()
-        q_list = _clip(q_raw, self._lower_list, self._upper_list)
+        q_list = clip_values(q_raw, self._lower_list, self._upper_list)
         # A solver bug never gets out (a NaN, or an inf within an infinite limit).
         if q_list is None or (not self._bounded and not math.isfinite(sum(q_list))):
             q_list = self._q_mid.tolist()
@@ -456,32 +433,6 @@ class FloatSolver(Solver):
         calls ``super()``)."""
         return self._solve_floats(p_target.tolist(), R_target, q_seed.tolist())
 
-def check_every_tip_moves(chain: Chain) -> None:
-    """Refuse a chain with several tips when one of them has no moving joint between the base
-    and it (:class:`ChainError` naming it): no solver can bring it to a target, and its targets
-    would only ever miss."""
-    if len(chain.tip_links) < 2:
-        return
-    fixed = [tip for tip in chain.tip_links if not chain.joints_of_tip(tip)]
-    if fixed:
-        raise ChainError(f'tip(s) {", ".join(fixed)} of {chain.base_link!r} have no moving '
-                         'joint between the base and them (fixed to the base): no solver can '
-                         f'move them. Leave them out of tip_links ({", ".join(chain.tip_links)})')
-
-
-def honest_status(status: IkStatus, min_residual: Optional[float],
-                  tolerance: float) -> IkStatus:
-    """The status of a result that missed its target: ``unreachable`` exactly when the proven
-    lower bound ``min_residual`` [m] exceeds ``tolerance`` [m]; a solver's own ``unreachable``
-    without that proof (its search found no closer pose, or stopped at the measured reach)
-    becomes ``not_reached``."""
-    if min_residual is not None and min_residual > tolerance:
-        return IkStatus.UNREACHABLE
-    if status is IkStatus.UNREACHABLE:
-        return IkStatus.NOT_REACHED
-    return status
-
-
 def _defined_last(cls: type, names: Tuple[str, ...]) -> Optional[str]:
     """Which of ``names`` the most derived class below :class:`Solver` defines, or None."""
     for klass in cls.__mro__:
@@ -491,44 +442,3 @@ def _defined_last(cls: type, names: Tuple[str, ...]) -> Optional[str]:
             if name in vars(klass):
                 return name
     return None
-
-
-def _clip(values: List[float], lower: List[float], upper: List[float]) -> Optional[List[float]]:
-    """``values`` clipped into ``[lower, upper]`` element-wise (an infinite value beyond a finite
-    limit becomes the limit); None if one is NaN. ``values`` itself when all are within.
-
-    Comparisons rather than ``min(max(...))``: a third of the time for a handful of joints.
-    """
-    for v, lo, hi in zip(values, lower, upper):
-        if not lo <= v <= hi:
-            break
-    else:
-        return values  # the common case: nothing to clip
-    out = []
-    append = out.append
-    for v, lo, hi in zip(values, lower, upper):
-        if lo <= v <= hi:
-            append(v)
-        elif v < lo:
-            append(lo)
-        elif v > hi:
-            append(hi)
-        else:  # NaN: compares false with everything
-            return None
-    return out
-
-
-def _motion_plane(chain: Chain):
-    """``((nx, ny, nz), offset)`` when the chain is serial and every joint is revolute about
-    parallel axes: the tip then moves in the plane ``n . p = offset`` (base frame). Else None."""
-    if chain.n < 1 or not chain.is_serial or len(chain.tip_links) != 1 or \
-            any(j.is_prismatic for j in chain.joints):
-        return None
-    q0 = np.zeros(chain.n)
-    frames = chain.joint_frames(q0)
-    axes = np.array([frames[i, :3, :3] @ chain.joints[i].axis for i in range(chain.n)])
-    n = axes[0] / np.linalg.norm(axes[0])
-    if not np.all(np.abs(np.abs(axes @ n) - np.linalg.norm(axes, axis=1)) < 1e-9):
-        return None
-    p_tip = chain.fk(q0)[:3, 3]
-    return tuple(float(v) for v in n), float(n @ p_tip)

@@ -1,4 +1,5 @@
-"""The checks of a solve's inputs, in plain floats, and the rotation error of a result.
+"""The checks of a solve's inputs, in plain floats, the clip into the joint limits, and the
+rotation error of a result.
 
 Bad input raises :class:`~ik_node.errors.TargetError` naming the value, once, at the boundary.
 Re-exported by :mod:`ik_node.solvers.base`.
@@ -7,7 +8,7 @@ Re-exported by :mod:`ik_node.solvers.base`.
 from __future__ import annotations
 
 import math
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
@@ -89,3 +90,28 @@ def rotation_error(R_actual, R_target) -> float:
         return math.asin(min(1.0, s))
     return math.acos(max(-1.0, min(1.0, c)))
 
+
+def clip_values(values: List[float], lower: List[float], upper: List[float]
+                ) -> Optional[List[float]]:
+    """``values`` clipped into ``[lower, upper]`` element-wise (an infinite value beyond a finite
+    limit becomes the limit); None if one is NaN. ``values`` itself when all are within.
+
+    Comparisons rather than ``min(max(...))``: a third of the time for a handful of joints.
+    """
+    for v, lo, hi in zip(values, lower, upper):
+        if not lo <= v <= hi:
+            break
+    else:
+        return values  # the common case: nothing to clip
+    out = []
+    append = out.append
+    for v, lo, hi in zip(values, lower, upper):
+        if lo <= v <= hi:
+            append(v)
+        elif v < lo:
+            append(lo)
+        elif v > hi:
+            append(hi)
+        else:  # NaN: compares false with everything
+            return None
+    return out

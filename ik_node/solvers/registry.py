@@ -1,6 +1,8 @@
 """The solver registry: solver name -> class, and :func:`make_solver`.
 
-The top of the solvers package: it imports every solver; no solver imports it.
+The top of the solvers package: it imports every solver and composes them with the strategies
+they share (:class:`~ik_node.solvers.trees.legs.Legs` for independent legs); no solver imports
+it.
 """
 
 from typing import Any, Dict, Mapping, Optional, Type
@@ -11,6 +13,10 @@ from ik_node.solvers.base import Solver
 from ik_node.solvers.damped_jacobian.solver import DampedJacobianSolver
 from ik_node.solvers.fabrik.solver import FabrikSolver
 from ik_node.solvers.hip_knee.solver import HipKneeSolver
+from ik_node.solvers.trees.legs import Legs
+
+# Every solver solves a tree of independent legs leg by leg, with one instance per leg.
+Solver.compose_legs = Legs
 
 #: Every solver by its name (``Solver.name``), the values of the ``solver`` parameter.
 SOLVERS: Dict[str, Type[Solver]] = {

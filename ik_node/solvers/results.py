@@ -153,17 +153,22 @@ def new_tip_result(reachable: bool, position_error: float, min_residual: Optiona
     return result
 
 
-def new_result(joint_positions: np.ndarray, joint_names: Tuple[str, ...], reachable: bool,
-               status: IkStatus, position_error: float, orientation_error: Optional[float],
-               min_residual: Optional[float], iterations: int, solve_time: float, message: str,
-               orientation_ignored: bool, history: Optional[Tuple[float, ...]],
-               tips: Optional[Dict[str, TipResult]]) -> IkResult:
-    """``IkResult(...)`` with every field given, without the frozen dataclass's ``__init__``."""
+def new_result(**fields: Any) -> IkResult:
+    """``IkResult(**fields)`` with every field given by name, without the frozen dataclass's
+    ``__init__`` (one ``object.__setattr__`` per field); the caller names every field."""
     result = _new_object(IkResult)
-    _set_attribute(result, '__dict__', {
-        'joint_positions': joint_positions, 'joint_names': joint_names, 'reachable': reachable,
-        'status': status, 'position_error': position_error,
-        'orientation_error': orientation_error, 'min_residual': min_residual,
-        'iterations': iterations, 'solve_time': solve_time, 'message': message,
-        'orientation_ignored': orientation_ignored, 'history': history, 'tips': tips})
+    _set_attribute(result, '__dict__', fields)
     return result
+
+
+def honest_status(status: IkStatus, min_residual: Optional[float],
+                  tolerance: float) -> IkStatus:
+    """The status of a result that missed its target: ``unreachable`` exactly when the proven
+    lower bound ``min_residual`` [m] exceeds ``tolerance`` [m]; a solver's own ``unreachable``
+    without that proof (its search found no closer pose, or stopped at the measured reach)
+    becomes ``not_reached``."""
+    if min_residual is not None and min_residual > tolerance:
+        return IkStatus.UNREACHABLE
+    if status is IkStatus.UNREACHABLE:
+        return IkStatus.NOT_REACHED
+    return status

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from urdf_parser_py.urdf import URDF
+from urdf_limits import urdf_limits
 
 from ik_node import (SOLVERS, Chain, ChainError, ConfigError, IkStatus, TargetError, make_solver,
                      solver_class)
@@ -61,22 +61,6 @@ def _arm3(**second_joint):
         _joint('j3', 'l2', 'l3', xyz='0.25 0 0', axis='0 1 0'),
         _joint('tip_fixed', 'l3', 'tip', jtype='fixed', xyz='0.2 0 0', axis=None),
     ])
-
-
-def urdf_limits(xml: str, names):
-    """(lower, upper) of the named joints read straight from the URDF (inf for continuous)."""
-    robot = URDF.from_xml_string(xml)
-    by_name = {j.name: j for j in robot.joints}
-    lower, upper = [], []
-    for name in names:
-        j = by_name[name]
-        if j.type == 'continuous':
-            lower.append(-math.inf)
-            upper.append(math.inf)
-        else:
-            lower.append(j.limit.lower)
-            upper.append(j.limit.upper)
-    return np.array(lower), np.array(upper)
 
 
 def assert_honest(result, chain, xml, p_target, tolerance):

@@ -47,8 +47,8 @@ def test_invalid_positions_raise_target_error(bad):
 
 
 # ------------------------------------------------------------ the float fast paths of solve()
-# Solver.solve checks its inputs and measures the result in plain floats (issue 14: numpy's
-# per-call overhead was most of a closed-form solve). Each fast path is checked against the
+# Solver.solve checks its inputs and measures the result in plain floats (numpy's per-call
+# overhead would be most of a closed-form solve). Each fast path is checked against the
 # general one: the numpy conversions, chain.fk, and the dataclass constructor.
 URDF_DIR = Path(__file__).resolve().parents[2] / 'urdf'
 
@@ -210,7 +210,7 @@ def test_the_fast_result_constructor_builds_the_dataclass_one():
                   status=IkStatus.DEGENERATE, position_error=1e-6, orientation_error=None,
                   min_residual=0.0, iterations=3, solve_time=1e-5, message='m',
                   orientation_ignored=True, history=(0.5, 1e-6))
-    fast, slow = new_result(*fields.values(), None), IkResult(**fields)
+    fast, slow = new_result(**fields, tips=None), IkResult(**fields)
     assert type(fast) is IkResult
     assert [f.name for f in dataclasses.fields(IkResult)] == [*fields, 'tips']
     assert repr(fast) == repr(slow)

@@ -1,7 +1,7 @@
 """Smoke test of the legs benchmark: a --quick run on quad12 writes sane results.
 
 Timings are never asserted (the machine is shared): only that the harness runs, rates every
-solver on the leg, and writes its goals and the all-feet section.
+solver on the leg, and writes its target checks and the all-feet section.
 """
 
 import json
@@ -33,7 +33,7 @@ def test_quick_legs_benchmark_rates_every_solver_on_a_quad12_leg(tmp_path):
     assert 0.0 <= leg['out_of_reach']['analytic_hip_knee']['closest_pct'] <= 100.0
     assert set(results['all_feet']['quad12']) == {'analytic_hip_knee', 'damped_jacobian',
                                                    'fabrik'}
-    assert len(results['goals']) == 3
+    assert len(results['target_checks']) == 3
 
 
 def test_unknown_robot_is_refused_with_the_valid_names(tmp_path):

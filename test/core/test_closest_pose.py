@@ -12,7 +12,7 @@ from closest_reference import newton_system as numpy_newton_system
 from ik_node import Chain
 from ik_node.model.chain import chain_lengths
 from ik_node.solvers.out_of_reach import closest_pose
-from ik_node.solvers.budget import Budget
+from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound

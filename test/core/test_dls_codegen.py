@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from ik_node.solvers.codegen import (MAX_STEP, damped_solve_function,
+from ik_node.solvers.numerics.codegen import (MAX_STEP, damped_solve_function,
                                           damped_trial_function, limit_functions, lower_index)
 
 TWO_PI = 2.0 * math.pi

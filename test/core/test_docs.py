@@ -28,9 +28,9 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_node_doc_names_every_topic_and_diagnostic_key_the_node_uses():
-    node_source = '\n'.join(p.read_text() for p in [REPO / 'ik_node' / 'config' / 'ros_graph.py',
-                                                      *(REPO / 'ik_node' / 'ros').glob('*.py')])
-    conv_source = node_source  # ik_node/ros/messages.py is among them
+    node_source = '\n'.join(p.read_text() for p in [*(REPO / 'ik_node' / 'config').rglob('*.py'),
+                                                      *(REPO / 'ik_node' / 'ros').rglob('*.py')])
+    conv_source = node_source  # the ros package's modules, subpackages included
     for topic in ('target_pose', 'target_point', 'joint_states', '/diagnostics', 'markers',
                   'forward_position_controller/commands',
                   'joint_trajectory_controller/joint_trajectory', 'robot_description'):
@@ -59,3 +59,17 @@ def test_readme_links_point_to_files_that_exist():
     for target in re.findall(r'\]\(([^)#]+)\)', README):
         if not target.startswith('http'):
             assert (REPO / target).exists(), target
+
+
+def test_files_the_docs_name_exist():
+    """A path of the repository quoted in README.md, docs/ or benchmarks/README.md (a module, a
+    config, a test, a results file) names a file that is there."""
+    import re
+    folders = 'ik_node|test|benchmarks|scripts|launch|config|urdf|rviz|demo'
+    suffixes = 'py|yaml|urdf|rviz|md|xacro|json'
+    pattern = re.compile(rf'(?<![\w/.~])((?:{folders})/[\w./-]+\.(?:{suffixes}))')
+    docs = [REPO / 'README.md', REPO / 'benchmarks' / 'README.md', *(REPO / 'docs').glob('*.md')]
+    named = {m for doc in docs for m in pattern.findall(doc.read_text())}
+    assert len(named) > 20, sorted(named)  # the pattern finds the paths the docs name
+    missing = sorted(p for p in named if not (REPO / p).exists())
+    assert not missing, missing

@@ -292,6 +292,7 @@ def test_float_serial_passes_agree_with_the_tree_passes(name):
     # fabrik's single-target path on a serial chain runs SerialFabrik (plain floats); the same
     # iteration as FabrikTree.run without restarts. Round-off can tip a near-tie (an atan2 at
     # +-pi, a stall threshold) the other way, so most runs, not all, must agree exactly.
+    from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
     from ik_node.solvers.fabrik.serial import SerialFabrik
     from ik_node.solvers.fabrik.tree import FabrikTree
     chain = load(name)
@@ -302,11 +303,10 @@ def test_float_serial_passes_agree_with_the_tree_passes(name):
     for i in range(40):
         target = chain.fk(random_q(chain, rng))[:3, 3] * (1.7 if i % 4 == 0 else 1.0)
         seed = random_q(chain, rng)
-        a = tree.run(seed, [0], target[None, :], np.array([1.0]), 1e-5, 60, 1e-9, 5,
-                     restarts=0, stretch_tip=0 if i % 4 == 0 else None, polish=10,
-                     stop_when_stuck=True, record_history=True)
-        b = serial.run(seed, target, 1e-5, 60, 1e-9, 5, stretch=i % 4 == 0, polish=10,
-                       record_history=True)
+        problem = FabrikProblem(seed, (0,), target[None, :], np.array([1.0]),
+                                stretch_tip=0 if i % 4 == 0 else None, stop_when_stuck=True)
+        settings = FabrikSettings(1e-5, 60, 1e-9, 5, polish=10, record_history=True)
+        a, b = tree.run(problem, settings), serial.run(problem, settings)
         assert chain.within_limits(b.q, tol=0.0)
         assert b.tip_errors[0] == pytest.approx(
             float(np.linalg.norm(chain.fk(b.q)[:3, 3] - target)), abs=1e-12)
@@ -322,33 +322,36 @@ def test_the_polish_ends_after_two_slow_steps_out_of_reach_and_still_finishes_re
     # Gauss-Newton steps near a reachable target cut the error by far more than 10 %; out of
     # reach they crawl toward the closest pose, and the closest-pose search does that better:
     # the polish hands over after two slow (or rejected) steps in a row, not after all ten.
-    from ik_node.solvers.fabrik.serial import SerialFabrik
     from ik_node.model.chain import chain_lengths
-    from ik_node.solvers.fabrik.tree import _SLOW_STEPS, FabrikTree
+    from ik_node.solvers.fabrik.iteration import SLOW_STEPS, FabrikProblem, FabrikSettings
+    from ik_node.solvers.fabrik.serial import SerialFabrik, SerialPasses
+    from ik_node.solvers.fabrik.tree import FabrikTree
     chain = load(name)
     serial = SerialFabrik(FabrikTree(chain))
+    settings = FabrikSettings(1e-9, 10, 1e-9, 5, polish=10)
+
+    def passes(seed, target):
+        return SerialPasses(serial, FabrikProblem(seed.tolist(), (0,), np.array([target]),
+                                                  np.ones(1)), settings)
+
     rng = np.random.default_rng(5)
     for _ in range(10):
         q = random_q(chain, rng)
         reachable = chain.fk(q)[:3, 3]
         # reachable, from a seed near q (the polish is a finishing step), to 1e-9 m
         seed = chain.clip(q + rng.normal(scale=0.05, size=chain.n))
-        x, R = serial.rebuild(seed.tolist())
-        q_run = seed.tolist()
-        history = []
-        taken, x, R = serial.polish(q_run, x, R, tuple(reachable), 1e-9, 10, history, math.inf)
-        assert float(np.linalg.norm(chain.fk(np.array(q_run))[:3, 3] - reachable)) <= 1e-9
+        run = passes(seed, reachable)
+        run.polish(10, [], math.inf)
+        assert float(np.linalg.norm(chain.fk(np.array(run.q))[:3, 3] - reachable)) <= 1e-9
         # out of reach: half as far again as the summed bone lengths from the first joint
         origin = chain.joint_frames(np.zeros(chain.n))[0, :3, 3]
         away = (reachable - origin) / np.linalg.norm(reachable - origin)
         far = tuple(origin + 1.5 * float(sum(chain_lengths(chain))) * away)
-        x, R = serial.rebuild(seed.tolist())
-        q_run = seed.tolist()
         history = []
-        taken, x, R = serial.polish(q_run, x, R, far, 1e-9, 10, history, math.inf)
+        taken = passes(seed, far).polish(10, history, math.inf)
         assert taken < 10
         # it ended on slow steps: each of the last two cut the error by less than 10 %
-        assert len(history) == taken and taken >= _SLOW_STEPS
+        assert len(history) == taken and taken >= SLOW_STEPS
         errors = [float(np.linalg.norm(chain.fk(seed)[:3, 3] - np.array(far)))] + history
-        assert all(b > 0.9 * a for a, b in zip(errors[-_SLOW_STEPS - 1:-1],
-                                                 errors[-_SLOW_STEPS:]))
+        assert all(b > 0.9 * a for a, b in zip(errors[-SLOW_STEPS - 1:-1],
+                                                 errors[-SLOW_STEPS:]))

@@ -269,6 +269,7 @@ def test_shipped_twin_arm_config_is_valid_for_the_solver_and_the_model():
 @pytest.mark.slow
 def test_kernel_keeps_joint_values_inside_limits_and_positions_equal_to_fk():
     # Checked on the solver's own output, before Solver._finish clips anything.
+    from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
     from ik_node.solvers.fabrik.tree import FabrikTree
     chain = twin(['left_hand', 'right_hand', 'right_finger_a', 'right_finger_b'])
     tree = FabrikTree(chain)
@@ -277,8 +278,9 @@ def test_kernel_keeps_joint_values_inside_limits_and_positions_equal_to_fk():
         T = chain.fk_tips(rng.uniform(chain.lower, chain.upper))
         targets = np.array([T[tip][:3, 3] for tip in chain.tip_links]) + rng.normal(0, 0.05,
                                                                                    (4, 3))
-        run = tree.run(chain.mid_configuration(), [0, 1, 2, 3], targets, np.ones(4), TOL, 50,
-                       1e-9, 10, restarts=2, polish=10)
+        run = tree.run(FabrikProblem(chain.mid_configuration(), (0, 1, 2, 3), targets,
+                                     np.ones(4), restarts=2),
+                       FabrikSettings(TOL, 50, 1e-9, 10, polish=10))
         assert np.all(run.q >= chain.lower) and np.all(run.q <= chain.upper)
         x, R = np.zeros((chain.n + 4, 3)), np.zeros((chain.n, 3, 3))
         tree.rebuild(run.q, x, R)

@@ -10,9 +10,9 @@ import pytest
 
 from ik_node.model.chain import Chain
 from ik_node.errors import ConfigError
-from ik_node.config.ros_graph import (DEFAULT_OUTPUT_TOPICS, UrdfJoint, command_order,
-                           graph_config_from_flat, held_positions, moving_joints,
-                           trajectory_duration)
+from ik_node.config.ros_graph import (DEFAULT_OUTPUT_TOPICS, command_order,
+                                      graph_config_from_flat, held_positions)
+from ik_node.model.urdf_joints import UrdfJoint, moving_joints, trajectory_duration
 from ik_node.model.resources import urdf_path
 
 

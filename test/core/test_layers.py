@@ -2,6 +2,9 @@
 two modules import each other, directly or around a circle (imports inside functions count).
 
     errors -> model -> solvers, reachability -> config -> cli, ros
+
+Inside solvers: the shared numerics import nothing else, the contract (base) imports no
+strategy, and no solver imports the registry that composes them.
 """
 
 import ast
@@ -35,7 +38,7 @@ def imports_of(path: Path) -> set:
         elif isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.startswith('ik_node'):
             names.add(node.module)
-            for alias in node.names:  # from ik_node.ros import messages: a module, too
+            for alias in node.names:  # from ik_node.ros import targets: a module, too
                 folder = PACKAGE.parent / node.module.replace('.', '/')
                 if (folder / f'{alias.name}.py').is_file():
                     names.add(f'{node.module}.{alias.name}')
@@ -94,3 +97,32 @@ def test_the_node_owns_its_parts_instead_of_inheriting_them():
     (node_class,) = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and
                      c.name == 'IkNode']
     assert [ast.unparse(b) for b in node_class.bases] == ['Node']
+
+
+# ------------------------------------------------------------------- the rooms of solvers/
+SOLVERS = PACKAGE / 'solvers'
+#: What the solver contract (``solvers/base.py``) may import: the errors, the model, its own
+#: input checks, parameter specs and result types, and the several-tips input and summary.
+#: No solver and no strategy (independent legs come in through ``Solver.compose_legs``).
+CONTRACT_IMPORTS = {'ik_node.errors', 'ik_node.solvers.input_checks', 'ik_node.solvers.params',
+                    'ik_node.solvers.results', 'ik_node.solvers.trees.several_tips'}
+
+
+def test_the_solver_contract_imports_no_strategy():
+    imported = {i for i in imports_of(SOLVERS / 'base.py') if not i.startswith('ik_node.model')}
+    assert imported <= CONTRACT_IMPORTS, imported - CONTRACT_IMPORTS
+
+
+def test_the_shared_numerics_import_nothing_else_of_the_package():
+    for path in (SOLVERS / 'numerics').glob('*.py'):
+        outside = {i for i in imports_of(path) if not i.startswith('ik_node.solvers.numerics')}
+        assert not outside, (path.name, outside)
+
+
+def test_no_solver_imports_the_registry():
+    """The registry composes the solvers; a solver (or the tree machinery) importing it would
+    close a circle through every solver."""
+    for path in SOLVERS.rglob('*.py'):
+        if path.name in ('registry.py', '__init__.py') and path.parent == SOLVERS:
+            continue
+        assert 'ik_node.solvers.registry' not in imports_of(path), path

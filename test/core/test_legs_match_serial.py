@@ -1,9 +1,9 @@
 """A solve of several independent legs answers exactly what each leg's own serial solver answers.
 
-:class:`~ik_node.solvers.several_tips.Legs` solves leg by leg without building a result per leg:
-every targeted foot's joints must be bit for bit those of ``solve`` on the leg's serial chain from
-the same seed, with the same per-tip errors, status and message; the other joints keep the seed.
-Every error is also checked by FK of the answer against the target, never a copied number.
+:class:`~ik_node.solvers.trees.legs.Legs` solves leg by leg without building a result per leg: every
+targeted foot's joints must be bit for bit those of ``solve`` on the leg's serial chain from the
+same seed, with the same per-tip errors, status and message; the other joints keep the seed. Every
+error is also checked by FK of the answer against the target, never a copied number.
 """
 
 import sys

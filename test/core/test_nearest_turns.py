@@ -2,9 +2,9 @@
 
 A revolute joint whose range spans a full turn (UR5's +-2 pi) or a continuous joint can reach one
 angle at several values; :func:`ik_node.model.chain.nearest_turns` picks, among those within the
-limits, the one nearest the seed, and every solver returns that one (issue 11: a jump of 2 pi
-between consecutive solves of a stream is the same pose, yet a controller would turn the joint a
-full turn). The helper is checked against a brute-force search over whole turns; the solvers
+limits, the one nearest the seed, and every solver returns that one (a jump of 2 pi between
+consecutive solves of a stream is the same pose, yet a controller would turn the joint a full
+turn). The helper is checked against a brute-force search over whole turns; the solvers
 against the same definition on random targets and far-off seeds; FK against the unwrapped values.
 """
 

@@ -19,6 +19,7 @@ import pytest
 from ik_node import Chain, ChainError, ConfigError
 from ik_node.config.node_config import (build_chain, config_from_flat, config_from_mapping,
                                         load_config)
+from untidy_params import FILE_TEXT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,17 +50,6 @@ def test_canonical_updates_lists_only_what_changes():
 
 
 # ------------------------------------------------------------------------- files and the API
-FILE_TEXT = """ik_node:
-  ros__parameters:
-    urdf_file: ' leg3.urdf '
-    base_link: "base_link "
-    tip_link: "  foot"
-    solver: ' Analytic_Hip_Knee '
-    analytic_hip_knee: {branch: ' BACKWARD'}
-    damped_jacobian: {method: Transpose}
-"""
-
-
 def test_yaml_file_values_are_taken_in_canonical_form(tmp_path):
     path = tmp_path / 'leg.yaml'
     path.write_text(FILE_TEXT)

@@ -35,3 +35,20 @@ def test_a_non_planar_chain_gets_no_plane_bound():
     leg = Chain.from_urdf_file(urdf_path('leg3'), 'base_link', 'foot')
     result = make_solver('fabrik', leg).solve([0.1, 0.1, -0.4])
     assert result.reachable and result.min_residual in (None, 0.0)
+
+
+def test_the_motion_plane_holds_every_configuration_of_a_planar_tip_and_only_such_tips(planar4):
+    plane = planar4.motion_plane()
+    assert plane is not None
+    normal = np.array(plane.normal)
+    assert np.linalg.norm(normal) == pytest.approx(1.0, abs=1e-12)
+    rng = np.random.default_rng(8)
+    tips = planar4.fk(rng.uniform(planar4.lower, planar4.upper, (200, 4)))[:, :3, 3]
+    np.testing.assert_allclose(tips @ normal, plane.offset, atol=1e-12)
+    # One revolute joint: its tip turns on a circle, in a plane too.
+    one = Chain.from_urdf_file(urdf_path('planar4'), 'base_link', 'link1')
+    assert one.n == 1 and one.motion_plane() is not None
+    for robot, base, tips_ in (('leg3', 'base_link', 'foot'), ('arm6', 'base_link', 'tool0')):
+        assert Chain.from_urdf_file(urdf_path(robot), base, tips_).motion_plane() is None
+    twin = Chain.from_urdf_file(urdf_path('twin_arm'), 'base_link', ['left_hand', 'right_hand'])
+    assert all(twin.motion_plane(tip) is None for tip in twin.tip_links)

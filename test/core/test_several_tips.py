@@ -20,7 +20,7 @@ from ik_node.errors import ChainError, ConfigError, IkError, TargetError
 from ik_node.solvers.base import IkStatus
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.results import combined_status
-from ik_node.solvers.several_tips import tip_targets_from_input
+from ik_node.solvers.trees.several_tips import tip_targets_from_input
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tree_models import HANDS, QUAD_FEET, quad_leg3_urdf, waist_two_arms_urdf  # noqa: E402
@@ -185,7 +185,7 @@ def test_solo12_and_anymal_c_legs_in_one_solve_with_damped_jacobian(shared_robot
             ('anymal_c.urdf', 'base', ('LF_FOOT', 'RF_FOOT', 'LH_FOOT', 'RH_FOOT'))):
         chain = Chain.from_urdf_file(shared_robot(urdf), base, list(feet))
         rng = np.random.default_rng(5)
-        for name in ('damped_jacobian',):  # fabrik: see issue 22 item 3 (folded knees)
+        for name in ('damped_jacobian',):  # fabrik on these legs: test_real_legs.py
             solver = make_solver(name, chain, NO_CLOCK)
             assert solver.legs is not None
             for _ in range(10):

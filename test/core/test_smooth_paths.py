@@ -1,5 +1,5 @@
 """Smooth target streams, each solve seeded with the previous answer as the node does, move the
-joints smoothly: no full-turn jumps (issue 11), no jumps between solution branches.
+joints smoothly: no full-turn jumps, no jumps between solution branches.
 
 Paths. Targets are FK of a smooth joint curve ``q(t) = c + a sin(2 pi f t + phi)``, t in [0, 1],
 in ``STEPS`` samples, drawn with a seeded RNG per joint (amplitude 0.3-0.8 rad, 0.5-1.5 cycles,

@@ -7,13 +7,12 @@ dimensions, damped_jacobian's first step on a stream also moves along the self-m
 the joint limits (``null_space_gain``): that pull is not a least-norm step, so each step is also
 allowed the pull's own size, ``|d| = gain * e * |f(x)|`` at the previous answer (``e``: the
 weighted distance of the previous answer's pose from the new target, at most ``|dx_w| + tol``;
-``f``: :func:`ik_node.solvers.null_space.limit_pull` per unit scale). The goals of issue 24 are
-measured on 20 paths x 400 steps per arm by ``benchmarks/stream_paths.py``; here a reduced set:
-the paths whose streams jumped (a step above 1 rad) before the stream rules (near-seed
-restarts, the pull), with the solve's clock lifted (``timeout`` 60 s, so the load of the machine
-does not decide when restarts begin). On these hardest paths the share of steps within the plain
-bound is asked to be 99.5 % (the goal's 99.9 % holds over the benchmark's 20 paths: Panda's three
-here have 5 steps of 1197 pressed against a limit or restarted, beyond it).
+``f``: :func:`ik_node.solvers.numerics.null_space.limit_pull` per unit scale). The full measurement
+is 20 paths x 400 steps per arm by ``benchmarks/stream_paths.py``; here a reduced set: the paths
+whose streams jump (a step above 1 rad) without the stream rules (near-seed restarts, the pull),
+with the solve's clock lifted (``timeout`` 60 s, so the load of the machine does not decide when
+restarts begin). On these hardest paths the share of steps within the plain bound is asked to be
+99.5 % (Panda's three here have 5 steps of 1197 pressed against a limit or restarted, beyond it).
 """
 
 import math
@@ -24,7 +23,7 @@ import pytest
 from ik_node.model.chain import Chain
 from ik_node.config.node_config import build_chain, load_config
 from ik_node.solvers import make_solver
-from ik_node.solvers.null_space import centring_terms, limit_pull
+from ik_node.solvers.numerics.null_space import centring_terms, limit_pull
 from test_smooth_paths import (REPO, _quat_xyzw, _restarted, _task, joint_curve, step_bound,
                                stream)
 
@@ -42,8 +41,8 @@ ARMS = {
     'baxter': ('baxter.urdf', 'base', 'right_hand_link'),
     'arm6': None,
 }
-#: Paths (RNG seeds of joint_curve) per arm: those that jumped before (6D, no clock), and path 0
-#: where none did.
+#: Paths (RNG seeds of joint_curve) per arm: those that jump without the stream rules (6D, no
+#: clock), and path 0 where none does.
 PATHS = {'ur5': (4,), 'ur10': (0,), 'panda': (3, 9, 14), 'iiwa14': (4, 6),
          'kinova': (0,), 'baxter': (2, 5, 19), 'arm6': (4,)}
 

@@ -3,8 +3,8 @@
 Through the API (``Chain.from_urdf_string`` / ``from_urdf_file``, ``build_chain``), the CLI and the
 node's ``robot_description`` parameter over DDS. Each refusal is a :class:`ik_node.ChainError` (or
 ``ConfigError``) whose message names the bad link or joint. Every call runs under a hang guard
-(:func:`returns_within`): generous seconds, not a timing goal; loops in the joints used to make
-``Chain.from_urdf_string`` walk forever.
+(:func:`returns_within`): generous seconds, not a timing figure; a loop in the joints would make
+a walk of the tree endless, and it is refused instead.
 """
 
 from __future__ import annotations
@@ -20,17 +20,16 @@ import pytest
 
 from ik_node import Chain, ChainError, ConfigError
 from ik_node.config.node_config import build_chain, config_from_mapping
+from urdf_texts import ARM6_XML, DEFAULT_LIMIT_BYTES, arm, joint, links, padded, robot
 
 REPO = Path(__file__).resolve().parents[2]
-ARM6_XML = (REPO / 'urdf' / 'arm6.urdf').read_text()
-DEFAULT_LIMIT_BYTES = 10_000_000  # the documented default of max_description_bytes
 HANG_GUARD_S = 30.0
 
 
 def returns_within(seconds: float, fn, *args, **kwargs):
     """``fn(*args, **kwargs)`` in a daemon thread: its value, or its exception re-raised.
 
-    Fails the test when it has not returned after ``seconds`` (a hang guard, not a timing goal).
+    Fails the test when it has not returned after ``seconds`` (a hang guard, not a timing figure).
     """
     box = {}
 
@@ -51,29 +50,6 @@ def returns_within(seconds: float, fn, *args, **kwargs):
 
 
 # ------------------------------------------------------------------------------- URDF text
-def links(*names: str) -> str:
-    return ''.join(f'<link name="{n}"/>' for n in names)
-
-
-def joint(name, parent, child, jtype='revolute', axis='0 0 1', xyz='0 0 0.1', rpy='0 0 0',
-          limit='lower="-1" upper="1"', extra='') -> str:
-    limit_tag = f'<limit {limit} effort="1" velocity="1"/>' if limit else ''
-    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
-            f'<child link="{child}"/><origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>'
-            f'{limit_tag}{extra}</joint>')
-
-
-def robot(*parts: str) -> str:
-    return '<?xml version="1.0"?><robot name="r">' + ''.join(parts) + '</robot>'
-
-
-def arm(*extra: str, j1: dict = None, j2: dict = None, more_links=()) -> str:
-    """base -> a -> tip (joints j1, j2), plus ``extra`` joints and ``more_links``."""
-    return robot(links('base', 'a', 'tip', *more_links),
-                 joint('j1', 'base', 'a', **(j1 or {})), joint('j2', 'a', 'tip', **(j2 or {})),
-                 *extra)
-
-
 OFF = ('f',)  # a link off the chain, hung from 'a' by the extra joint 'fj'
 
 # name -> (URDF, base, tip, words the ChainError must contain). "main:" says what the code before
@@ -189,14 +165,6 @@ def test_packaged_urdfs_pass_the_checks(name):
 
 
 # -------------------------------------------------------------------------------- size
-def padded(xml: str, size_bytes: int, filler: str = 'x') -> str:
-    """``xml`` with an XML comment making it ``size_bytes`` long in UTF-8 (ASCII ``filler``), or
-    that many characters of ``filler`` when it is multi-byte."""
-    head, tail = xml.split('<robot', 1)
-    room = size_bytes - len((head + '<!---->' + '<robot' + tail).encode())
-    return head + '<!--' + filler * (room // len(filler.encode())) + '-->' + '<robot' + tail
-
-
 def test_description_over_10_mb_is_refused_before_parsing():
     xml = padded(ARM6_XML, DEFAULT_LIMIT_BYTES + 1)
     assert len(xml.encode()) == DEFAULT_LIMIT_BYTES + 1

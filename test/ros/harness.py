@@ -11,8 +11,17 @@
 * :class:`Harness` and the ``harness`` fixture: :class:`ik_node.ros.node.IkNode` in this process
   under a unique name, its outputs remapped below that name so tests never see each other.
 * :func:`start_process` and :func:`stop_process`: the node as its own process
-  (``python -m ik_node.node --ros-args ...``, as ``ros2 run`` starts it) and its clean end.
+  (``python -m ik_node.node --ros-args ...``, as ``ros2 run`` starts it) and its clean end;
+  :func:`start_node` and :func:`stop` for a params file and an end that must be clean;
+  the ``probe_for`` fixture: probes of such a process on /ik_node's topics.
+* :class:`Graph` and the ``graph`` fixture: the test side of a robot's ROS graph (targets,
+  measured states, descriptions out; every topic recorded), for the reference robots
+  (:data:`PANDA`, :data:`UR5`, :func:`robot_params`).
+* :class:`RunningNode`: a node process with its probe, checking every joint state against the
+  URDF's limits, for module-scoped nodes that many tests feed bad input.
 
+One file, longer than the others, on purpose: every test that starts, probes or stops a node
+takes it from here, so there is one way to do each and test modules never import each other.
 Import it after ``pytest.importorskip('rclpy')``.
 """
 
@@ -44,6 +53,8 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from ik_node import Chain
+from ik_node.ros.targets import quat_xyzw_from_rotation
+from urdf_limits import urdf_limits
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 10.0
@@ -487,3 +498,258 @@ def stop_process(proc: subprocess.Popen, sig=signal.SIGINT, timeout: float = 15.
         if getattr(proc, 'log_file', None) is not None:
             proc.log_file.close()
     return proc.returncode, out or '', err or ''
+
+
+# ------------------------------------------------ a reference robot's graph, node a process
+#: Reference robots read in place from ../shared/robots: (URDF file, base link, tip link).
+PANDA = ('panda.urdf', 'panda_link0', 'panda_hand_tcp')
+UR5 = ('ur5.urdf', 'base_link', 'tool0')
+GRAPH_TIMEOUT_S = 20.0
+
+
+def write_params(tmp_path: Path, name: str, params: dict) -> Path:
+    """``params`` as a params file for any node name (``/**``); its path."""
+    path = tmp_path / f'{name}.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
+    return path
+
+
+def start_node(params: Path, *extra: str) -> subprocess.Popen:
+    """The node as its own process on the params file ``params`` (:func:`start_process`)."""
+    return start_process('--params-file', str(params), *extra)
+
+
+def stop(proc: subprocess.Popen) -> str:
+    """End the node with SIGINT: it must exit 0 without a traceback; its stderr."""
+    code, _, err = stop_process(proc)
+    assert code == 0, err
+    assert 'Traceback' not in err, err
+    return err
+
+
+class Graph:
+    """The test side of the graph: publishes targets, states and descriptions; records outputs.
+
+    Lives on the shared harness's :class:`Ros` (spun in a thread, closed after the test).
+    """
+
+    def __init__(self, ros: Ros) -> None:
+        self.context = ros.context
+        self.node = ros.node('graph_probe')
+        self.lock = threading.Lock()
+        self.received: Dict[str, List] = {}
+        self.pubs: Dict[str, object] = {}
+        self._stamps = Stamps()
+
+    def listen(self, msg_type, topic: str, qos=10) -> List:
+        out = self.received.setdefault(topic, [])
+
+        def on_msg(msg):
+            with self.lock:
+                out.append(msg)
+        self.node.create_subscription(msg_type, topic, on_msg, qos)
+        return out
+
+    def diagnostics(self, name: str) -> List:
+        out = self.received.setdefault(f'diag:{name}', [])
+
+        def on_msg(msg):
+            with self.lock:
+                out.extend(s for s in msg.status if s.name == f'{name}: ik')
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_msg, 100)
+        return out
+
+    def publisher(self, msg_type, topic: str, qos=10):
+        if topic not in self.pubs:
+            self.pubs[topic] = self.node.create_publisher(msg_type, topic, qos)
+        return self.pubs[topic]
+
+    def wait_for(self, what: str, predicate, timeout: float = GRAPH_TIMEOUT_S, procs=()):
+        return wait_for(what, predicate, self.lock, timeout, procs)
+
+    def stamp(self, msg) -> str:
+        return self._stamps.stamp(msg)
+
+    def send_pose(self, topic: str, frame: str, T: np.ndarray) -> str:
+        msg = PoseStamped()
+        msg.header.frame_id = frame
+        p, o = msg.pose.position, msg.pose.orientation
+        p.x, p.y, p.z = (float(v) for v in T[:3, 3])
+        o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw_from_rotation(T[:3, :3]))
+        key = self.stamp(msg)
+        self.publisher(PoseStamped, topic).publish(msg)
+        return key
+
+    def send_point(self, topic: str, frame: str, p) -> str:
+        msg = PointStamped()
+        msg.header.frame_id = frame
+        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in p)
+        key = self.stamp(msg)
+        self.publisher(PointStamped, topic).publish(msg)
+        return key
+
+    def answer(self, diags: List, key: str, procs=()):
+        """The status answering the target stamped ``key``."""
+        return self.wait_for(f'the answer to target {key}', lambda: next(
+            (s for s in diags if answers(s, [key])), None), procs=procs)
+
+
+@pytest.fixture
+def graph(ros):
+    return Graph(ros)
+
+
+def robot_params(shared_robot, robot, **extra) -> dict:
+    """Parameters of a reference robot (:data:`PANDA`, :data:`UR5`) from ../shared/robots."""
+    name, base, tip = robot
+    return {'urdf_file': str(shared_robot(name)), 'base_link': base, 'tip_link': tip,
+            'solver': 'damped_jacobian', **extra}
+
+
+@pytest.fixture
+def probe_for(ros):
+    """Probes on /ik_node's default topics (a node process started by the test), spun on the
+    ``ros`` fixture; cleaned up afterwards."""
+    def make(tips=(None,)) -> Probe:
+        return Probe(ros, 'ik_node', tips=tips)
+    return make
+
+
+# ---------------------------------------------- a node process checked at every joint state
+RUNNING_TIMEOUT_S = 15.0
+#: Joint positions whose FK targets :meth:`RunningNode.solve_valid` is given between bad inputs.
+LEG_QS = [[0.06 * k - 0.6, 0.3 - 0.05 * k, -0.4 - 0.08 * k] for k in range(20)]
+ARM_QS = [[0.3 + 0.07 * k, -1.2 + 0.05 * k, 1.4 - 0.06 * k, -1.0, 1.1, 0.2 * k]
+          for k in range(20)]
+
+
+class RunningNode(Probe):
+    """An ik_node subprocess (the shared harness's :func:`start_process`) and the probe in this
+    process that talks to it; every joint state received is checked against the chain's
+    limits."""
+
+    def __init__(self, robot: str, directory: Path, python_args=('-m', 'ik_node.node'),
+                 **overrides):
+        self.robot = robot
+        self.name = unique(f'ik_rel_{robot}')
+        self.known_chains: Dict[tuple, tuple] = {}
+        self.bad_joint_states: List[str] = []
+        self.log_path = directory / f'{self.name}.log'
+        self.proc = start_process(
+            '-r', f'__node:={self.name}', '-r', f'/joint_states:=/{self.name}/joint_states',
+            '--params-file', str(params_file(directory, robot, self.name, **overrides)),
+            python_args=python_args, log=self.log_path)
+        self.use_chain((REPO / 'urdf' / f'{robot}.urdf').read_text(), 'base_link', TIPS[robot])
+        self.ros = Ros()
+        super().__init__(self.ros, self.name, joint_states=f'/{self.name}/joint_states',
+                         process=self.proc)
+        self.base = self.chain.base_link  # Probe's constructor set its default
+        self.timeout = RUNNING_TIMEOUT_S
+        self.wait_for('the first joint state', lambda: self.joint_states)
+        self.wait_for('the target subscriptions',
+                      lambda: self.point_pubs[None].get_subscription_count() > 0 and
+                      self.pose_pubs[None].get_subscription_count() > 0)
+        self.wait_for('the first diagnostics', lambda: self.diagnostics)
+
+    def use_chain(self, xml: str, base: str, tip: str) -> None:
+        """Expect the chain of ``xml`` from now on (call it before switching the node to it).
+
+        Joint states of any chain used so far stay valid (the node's switch and this call
+        race), each checked against the limits of the chain its names belong to.
+        """
+        chain = Chain.from_urdf_string(xml, base, tip)
+        lower, upper = urdf_limits(xml, chain.joint_names)
+        with getattr(self, 'lock', threading.Lock()):  # no lock before the probe exists
+            self.known_chains[tuple(chain.joint_names)] = (chain, lower, upper)
+            self.xml, self.base, self.chain = xml, base, chain
+
+    # ------------------------------------------------------------------------- callbacks
+    def _on_js(self, msg: JointState):
+        problem = self.check_joint_state(msg)
+        with self.lock:
+            self.joint_states.append(msg)
+            if problem:
+                self.bad_joint_states.append(problem)
+
+    def check_joint_state(self, msg: JointState) -> Optional[str]:
+        """Why ``msg`` is not a valid joint state of the current chain, or None."""
+        names = tuple(msg.name)
+        if names not in self.known_chains:
+            return f'names {list(names)} are not the joints of a chain in use'
+        chain, lower, upper = self.known_chains[names]
+        q = np.array(msg.position, dtype=float)
+        if q.shape != (chain.n,) or not np.all(np.isfinite(q)):
+            return f'non-finite or wrong-length positions {list(msg.position)}'
+        if np.any(q < lower - 1e-9) or np.any(q > upper + 1e-9):
+            return f'positions {q.tolist()} outside [{lower}, {upper}]'
+        return None
+
+    # --------------------------------------------------------------------------- helpers
+    def log_tail(self, lines: int = 30) -> str:
+        return output_tail(self.proc, lines)
+
+    def assert_alive(self):
+        assert self.proc.poll() is None, f'node died:\n{self.log_tail()}'
+        with self.lock:
+            assert not self.bad_joint_states, self.bad_joint_states[:3]
+
+    def expect_error(self, mark, words) -> DiagnosticStatus:
+        """The first ERROR status after ``mark``; it must contain every one of ``words``."""
+        status = self.next_status(mark, lambda s: s.level == ERROR, 'an ERROR diagnostic')
+        text = (status.message + ' ' + values(status).get('message', '')).lower()
+        for word in words:
+            assert word.lower() in text, (word, status.message)
+        assert values(status).get('status') == 'error'
+        return status
+
+    def expect_unchanged_since(self, mark, q_before: np.ndarray):
+        with self.lock:
+            after = [np.array(m.position) for m in self.joint_states[mark[0]:]]
+        for q in after:
+            np.testing.assert_array_equal(q, q_before)
+
+    def solve_valid(self, q_known, tol: float = 1e-3) -> np.ndarray:
+        """Send FK(q_known) as a point target (again every 0.5 s, as a stream would, so an
+        iterative solver continues from its last answer) until a joint state reaches it and an
+        OK diagnostic says so; that joint vector."""
+        target = self.chain.fk(np.asarray(q_known, dtype=float))[:3, 3]
+        mark, count = self.mark(), self.last_solve_count()
+        deadline = time.monotonic() + RUNNING_TIMEOUT_S
+        q = None
+        while q is None:
+            self.send_point(target)
+            try:
+                q = self.wait_for(f'a joint state reaching {target.tolist()}',
+                                  lambda: self._reaching(target, mark[0], tol), timeout=0.5)
+            except AssertionError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise
+        self.next_status(mark, lambda s: reached_ok(s)
+                         and int(values(s).get('solve_count') or 0) > count,
+                         'an OK diagnostic')
+        self.settle()
+        self.assert_alive()
+        return q
+
+    def _reaching(self, target, since: int, tol: float):
+        for m in self.joint_states[since:]:
+            q = np.array(m.position, dtype=float)
+            if list(m.name) == self.chain.joint_names and \
+                    np.linalg.norm(self.chain.fk(q)[:3, 3] - target) < tol:
+                return q
+        return None
+
+    def settle(self, joint_states: int = 3):
+        """Until the steady re-publish has shown ``joint_states`` more joint states."""
+        with self.lock:
+            since = len(self.joint_states)
+        self.wait_for(f'{joint_states} more joint states',
+                      lambda: len(self.joint_states) >= since + joint_states)
+
+    def close(self):
+        try:
+            stop_process(self.proc, signal.SIGINT, timeout=10)
+        except AssertionError:  # it hung and was killed: the test said what it needed
+            pass
+        finally:
+            self.ros.close()

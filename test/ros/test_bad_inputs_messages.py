@@ -1,26 +1,29 @@
-"""Bad input at the message boundary of the node (ik_node.ros.messages): target frames."""
+"""Bad input at the message boundary of the node (ik_node.ros.targets, and the solution check of
+ik_node.ros.outputs.solution_output): target frames, publishable joint vectors."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-import test_bad_inputs_api as api
 
-from ik_node import TargetError
+from ik_node import Chain, TargetError
 
-NAN = api.NAN
+NAN = float('nan')
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope='module')
 def models():
-    """name -> (chain, xml) of the three packaged robots (as in test_bad_inputs_api)."""
-    return api.models.__wrapped__()
+    """name -> (chain, xml) of the packaged leg."""
+    xml = (REPO / 'urdf' / 'leg3.urdf').read_text()
+    return {'leg3': (Chain.from_urdf_string(xml, 'base_link', 'foot'), xml)}
 
 
 
 # ---------------------------------------------------------------------- frames (conversions)
 def _conversions():
-    return pytest.importorskip('ik_node.ros.messages')
+    return pytest.importorskip('ik_node.ros.targets')
 
 
 def test_unknown_frame_id_raises_target_error_listing_the_links(models):
@@ -67,13 +70,13 @@ def test_message_targets_are_checked_before_the_frame_is_applied(models, positio
 
 
 def test_publishable_check_refuses_nan_and_limit_breaking_joint_vectors(models):
-    conv = _conversions()
+    out = pytest.importorskip('ik_node.ros.outputs.solution_output')
     chain = models['leg3'][0]
     with pytest.raises(TargetError, match='NaN'):
-        conv.check_publishable(chain, [0.0, NAN, 0.0])
+        out.check_publishable(chain, [0.0, NAN, 0.0])
     with pytest.raises(TargetError, match='hip_yaw'):
-        conv.check_publishable(chain, [1.3, 0.0, 0.0])   # leg3 hip_yaw limit is 1.2
+        out.check_publishable(chain, [1.3, 0.0, 0.0])   # leg3 hip_yaw limit is 1.2
     with pytest.raises(TargetError, match='3 joints'):
-        conv.check_publishable(chain, [0.0, 0.0])
-    np.testing.assert_array_equal(conv.check_publishable(chain, [1.2, -1.6, 2.6]),
+        out.check_publishable(chain, [0.0, 0.0])
+    np.testing.assert_array_equal(out.check_publishable(chain, [1.2, -1.6, 2.6]),
                                   [1.2, -1.6, 2.6])

@@ -16,18 +16,18 @@ Valid-but-awkward input (empty frame, another link's frame, a non-unit quaternio
 out-of-reach targets, chains with continuous/prismatic joints and zero-length links) must be
 solved, with a finite, in-limit joint state and an honest diagnostic. Every joint state received
 from the node, at any time, is checked: names of the chain, finite, within the URDF limits.
+
+Over 450 lines on purpose: the catalogue is one table per kind of bad input, each with the short
+tests that feed it to the same module-scoped nodes; split, the nodes would start once per file.
 """
 
 from __future__ import annotations
 
 import math
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict
 
 import numpy as np
 import pytest
@@ -35,12 +35,9 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
 
-from harness import (REPO, TIPS, Probe, Ros, output_tail, params_file, process_env,  # noqa: E402
-                     start_process, stop_process, unique, values)
-from ik_node import Chain  # noqa: E402
-from test_bad_inputs_api import urdf_limits  # noqa: E402
+from harness import (ARM_QS, LEG_QS, REPO, RunningNode,  # noqa: E402
+                     process_env, reached_ok, values)
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow
@@ -57,140 +54,6 @@ except ImportError:
     UNKNOWN_FRAME_WORDS = ['tool0']
 
 
-
-
-def subprocess_env() -> Dict[str, str]:
-    return process_env()
-
-
-# ----------------------------------------------------------------------------- the fixture
-class RunningNode(Probe):
-    """An ik_node subprocess (the shared harness's :func:`start_process`) and the probe in this
-    process that talks to it; every joint state received is checked against the chain's
-    limits."""
-
-    def __init__(self, robot: str, directory: Path, python_args=('-m', 'ik_node.node'),
-                 **overrides):
-        self.robot = robot
-        self.name = unique(f'ik_rel_{robot}')
-        self.known_chains: Dict[tuple, tuple] = {}
-        self.bad_joint_states: List[str] = []
-        self.log_path = directory / f'{self.name}.log'
-        self.proc = start_process(
-            '-r', f'__node:={self.name}', '-r', f'/joint_states:=/{self.name}/joint_states',
-            '--params-file', str(params_file(directory, robot, self.name, **overrides)),
-            python_args=python_args, log=self.log_path)
-        self.use_chain((REPO / 'urdf' / f'{robot}.urdf').read_text(), 'base_link', TIPS[robot])
-        self.ros = Ros()
-        super().__init__(self.ros, self.name, joint_states=f'/{self.name}/joint_states',
-                         process=self.proc)
-        self.base = self.chain.base_link  # Probe's constructor set its default
-        self.timeout = TIMEOUT_S
-        self.wait_for('the first joint state', lambda: self.joint_states)
-        self.wait_for('the target subscriptions',
-                      lambda: self.point_pubs[None].get_subscription_count() > 0 and
-                      self.pose_pubs[None].get_subscription_count() > 0)
-        self.wait_for('the first diagnostics', lambda: self.diagnostics)
-
-    def use_chain(self, xml: str, base: str, tip: str) -> None:
-        """Expect the chain of ``xml`` from now on (call it before switching the node to it).
-
-        Joint states of any chain used so far stay valid (the node's switch and this call
-        race), each checked against the limits of the chain its names belong to.
-        """
-        chain = Chain.from_urdf_string(xml, base, tip)
-        lower, upper = urdf_limits(xml, chain.joint_names)
-        with getattr(self, 'lock', threading.Lock()):  # no lock before the probe exists
-            self.known_chains[tuple(chain.joint_names)] = (chain, lower, upper)
-            self.xml, self.base, self.chain = xml, base, chain
-
-    # ------------------------------------------------------------------------- callbacks
-    def _on_js(self, msg: JointState):
-        problem = self.check_joint_state(msg)
-        with self.lock:
-            self.joint_states.append(msg)
-            if problem:
-                self.bad_joint_states.append(problem)
-
-    def check_joint_state(self, msg: JointState) -> Optional[str]:
-        """Why ``msg`` is not a valid joint state of the current chain, or None."""
-        names = tuple(msg.name)
-        if names not in self.known_chains:
-            return f'names {list(names)} are not the joints of a chain in use'
-        chain, lower, upper = self.known_chains[names]
-        q = np.array(msg.position, dtype=float)
-        if q.shape != (chain.n,) or not np.all(np.isfinite(q)):
-            return f'non-finite or wrong-length positions {list(msg.position)}'
-        if np.any(q < lower - 1e-9) or np.any(q > upper + 1e-9):
-            return f'positions {q.tolist()} outside [{lower}, {upper}]'
-        return None
-
-    # --------------------------------------------------------------------------- helpers
-    def log_tail(self, lines: int = 30) -> str:
-        return output_tail(self.proc, lines)
-
-    def assert_alive(self):
-        assert self.proc.poll() is None, f'node died:\n{self.log_tail()}'
-        with self.lock:
-            assert not self.bad_joint_states, self.bad_joint_states[:3]
-
-    def expect_error(self, mark, words) -> DiagnosticStatus:
-        """The first ERROR status after ``mark``; it must contain every one of ``words``."""
-        status = self.next_status(mark, lambda s: s.level == ERROR, 'an ERROR diagnostic')
-        text = (status.message + ' ' + values(status).get('message', '')).lower()
-        for word in words:
-            assert word.lower() in text, (word, status.message)
-        assert values(status).get('status') == 'error'
-        return status
-
-    def expect_unchanged_since(self, mark, q_before: np.ndarray):
-        with self.lock:
-            after = [np.array(m.position) for m in self.joint_states[mark[0]:]]
-        for q in after:
-            np.testing.assert_array_equal(q, q_before)
-
-    def solve_valid(self, q_known, tol: float = 1e-3) -> np.ndarray:
-        """Send FK(q_known) as a point target (again every 0.5 s, as a stream would, so an
-        iterative solver continues from its last answer) until a joint state reaches it and an
-        OK diagnostic says so; that joint vector."""
-        target = self.chain.fk(np.asarray(q_known, dtype=float))[:3, 3]
-        mark, count = self.mark(), self.last_solve_count()
-        deadline = time.monotonic() + TIMEOUT_S
-        q = None
-        while q is None:
-            self.send_point(target)
-            try:
-                q = self.wait_for(f'a joint state reaching {target.tolist()}',
-                                  lambda: self._reaching(target, mark[0], tol), timeout=0.5)
-            except AssertionError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise
-        self.next_status(mark, lambda s: reached_ok(s)
-                         and int(values(s).get('solve_count') or 0) > count,
-                         'an OK diagnostic')
-        self.settle()
-        self.assert_alive()
-        return q
-
-    def _reaching(self, target, since: int, tol: float):
-        for m in self.joint_states[since:]:
-            q = np.array(m.position, dtype=float)
-            if list(m.name) == self.chain.joint_names and \
-                    np.linalg.norm(self.chain.fk(q)[:3, 3] - target) < tol:
-                return q
-        return None
-
-    def settle(self, seconds: float = 0.3):
-        """Let the steady re-publish show a few joint states."""
-        time.sleep(seconds)
-
-    def close(self):
-        try:
-            stop_process(self.proc, signal.SIGINT, timeout=10)
-        except AssertionError:  # it hung and was killed: the test said what it needed
-            pass
-        finally:
-            self.ros.close()
 
 
 @pytest.fixture(scope='module')
@@ -234,11 +97,6 @@ BAD_TARGETS = {
 }
 
 # Distinct valid configurations to solve after each bad item (reachable by construction).
-LEG_QS = [[0.06 * k - 0.6, 0.3 - 0.05 * k, -0.4 - 0.08 * k] for k in range(20)]
-ARM_QS = [[0.3 + 0.07 * k, -1.2 + 0.05 * k, 1.4 - 0.06 * k, -1.0, 1.1, 0.2 * k]
-          for k in range(20)]
-
-
 @pytest.fixture
 def robots(request):
     """robot name -> the module's running node (started on first use)."""
@@ -263,13 +121,6 @@ def test_bad_target_gets_an_error_diagnostic_no_joint_state_and_the_next_is_solv
     node.settle()
     node.expect_unchanged_since(mark, q_before)
     node.solve_valid(qs[(k + 7) % len(qs)])
-
-
-def reached_ok(status) -> bool:
-    """A reached target: OK, or WARN only because the solution is fragile (near a singularity
-    or a joint limit, which the status message says)."""
-    return values(status).get('reachable') == 'true' and (
-        status.level == OK or (status.level == WARN and 'fragile' in status.message))
 
 
 # ------------------------------------------------------------ awkward targets: handled
@@ -668,7 +519,7 @@ def test_bad_startup_file_exits_nonzero_with_a_one_line_reason(tmp_path, item):
     path.write_text(text)
     proc = subprocess.run([sys.executable, '-m', 'ik_node.node', '--ros-args',
                            '--params-file', str(path)],
-                          capture_output=True, text=True, timeout=60, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=60, env=process_env(),
                           cwd=REPO)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out

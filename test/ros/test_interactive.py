@@ -6,6 +6,9 @@ answer already holds, applies the rest checking that sequence numbers follow one
 drags by publishing ``InteractiveMarkerFeedback`` (``POSE_UPDATE`` then ``MOUSE_UP``). Dragged
 poses come from forward kinematics of joint values chosen here (reachable by construction), and
 the joint states the node publishes are checked by FK (ik_node.Chain), matched by joint name.
+
+Over 450 lines on purpose: the RViz-like client (the protocol, checked at every message) and the
+drag tests that use it belong together, and no other test needs that client.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from harness import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,  # noqa: 
                      random_reachable_q, unique, wait_for)
 from ik_node import Chain  # noqa: E402
 from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
-from ik_node.ros.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
+from ik_node.ros.rviz.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
                                      pose_from_input)
-from ik_node.ros.messages import quat_xyzw_from_rotation  # noqa: E402
+from ik_node.ros.targets import quat_xyzw_from_rotation  # noqa: E402
 
 MOVES = {'move_x', 'move_y', 'move_z'}
 ROTATES = {'rotate_x', 'rotate_y', 'rotate_z'}
@@ -281,7 +284,10 @@ def test_dragging_the_marker_brings_the_tip_to_the_dragged_pose(harness, robot, 
     for _ in range(2):
         q_to = random_reachable_q(chain, rng)
         position, quat = drag_and_release(s, chain, tip, q_from, q_to, six_dof)
-        marker = s.marker_where(tip, lambda m: colour_of(m) == 'green', 'a green marker')
+        # The marker's update follows the joint state: awaited, then checked in full.
+        marker = s.marker_where(tip, lambda m, p=position: colour_of(m) == 'green' and
+                                np.linalg.norm(pose_of(m)[0] - p) < 1e-3,
+                                'a green marker snapped to the reached pose')
         got_p, got_q = pose_of(marker)
         assert np.linalg.norm(got_p - position) < 1e-3  # snapped to the reached pose
         if six_dof:

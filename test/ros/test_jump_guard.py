@@ -1,5 +1,5 @@
-"""The jump guard's rule (ik_node/ros/jump_guard.py), without ROS: what it holds, what it limits,
-and that every command stays inside the joint limits and within velocity x time.
+"""The jump guard's rule (ik_node/ros/outputs/jump_guard.py), without ROS: what it holds, what it
+limits, and that every command stays inside the joint limits and within velocity x time.
 
 The node's use of it over real DDS is in test_node_jump_guard.py.
 """
@@ -11,7 +11,7 @@ import pytest
 
 from ik_node.config.ros_graph import graph_config_from_flat
 from ik_node.errors import ConfigError
-from ik_node.ros.jump_guard import JumpGuard
+from ik_node.ros.outputs.jump_guard import JumpGuard
 
 NAMES = ('a', 'b', 'c')
 LOWER, UPPER = (-2.0, -1.0, -3.0), (2.0, 1.0, 3.0)

@@ -8,7 +8,7 @@ Four layers:
 - with launch_ros importable (skipped otherwise): the launch description built and evaluated in a
   LaunchContext, with ik_node installed into a throw-away ament prefix (a share/ik_node of
   symlinks to this tree), to check which nodes start with which parameters, namespaces and
-  remappings. Nothing is executed; no process starts.
+  remappings. Nothing is executed; no process starts (test_launch_real.py starts them).
 """
 
 import ast
@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ik_node.errors import ConfigError
+from ik_node.config.files import flatten, load_yaml, parameters_of_file
 from ik_node.config.launch_plan import (ARGUMENT_DEFAULTS, OUTPUTS, ROBOTS, link_list,
-                                   plan_from_arguments)
+                                        plan_from_arguments)
+from ik_node.errors import ConfigError
 from ik_node.solvers import SOLVERS as REGISTERED_SOLVERS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,17 +33,11 @@ LAUNCH_FILE = REPO / 'launch' / 'ik.launch.py'
 RVIZ_FILE = REPO / 'rviz' / 'ik.rviz'
 SOLVERS = sorted(REGISTERED_SOLVERS)
 
-# A planar two-link arm; the xacro argument `upper` is its first link's length [m].
+
 def robot_parameters(robot):
-    """The flat ik_node parameters of config/<robot>.yaml."""
-    data = yaml.safe_load((REPO / 'config' / f'{robot}.yaml').read_text())
-    flat = {}
-    for key, value in data['ik_node']['ros__parameters'].items():
-        if isinstance(value, dict):
-            flat.update({f'{key}.{k}': v for k, v in value.items()})
-        else:
-            flat[key] = value
-    return flat
+    """The flat ik_node parameters of config/<robot>.yaml, read as ik_node reads them."""
+    path = REPO / 'config' / f'{robot}.yaml'
+    return flatten(parameters_of_file(load_yaml(path.read_text(), str(path)), str(path)))
 
 
 # ------------------------------------------------------------------- the launch file, by ast
@@ -331,6 +326,8 @@ def test_bad_arguments_are_refused_naming_them(arguments, words):
     ({'robot': 'arm6', 'solver': 'analytic_hip_knee'}, ['analytic_hip_knee', 'arm6.urdf']),
     ({'description_file': 'planar4.urdf'}, ['tip_link', 'ik-solve chains']),
     ({'robot': 'leg3', 'base_link': 'foot', 'tip_link': 'base_link'}, ['no path']),
+    ({'robot': 'leg3', 'state_topic': 'joint_states'},
+     ['state_topic', 'its own output', 'output: position_command']),
 ])
 def test_what_ik_node_would_refuse_is_refused_before_any_node_starts(arguments, words):
     with pytest.raises(ConfigError) as info:
@@ -383,9 +380,36 @@ def test_without_robot_state_publisher_a_given_description_still_goes_to_the_nod
     assert p.ik_node_parameters['robot_description'] == ur5.read_text()
 
 
-def test_without_robot_state_publisher_the_topic_mode_still_needs_a_tip():
-    with pytest.raises(ConfigError, match='tip_link'):
-        plan(robot_state_publisher='false')
+@pytest.mark.parametrize('arguments', [{}, {'base_link': 'base_link'}, {'rviz': 'false'}])
+def test_without_robot_state_publisher_nor_a_robot_the_launch_says_what_to_add(arguments):
+    with pytest.raises(ConfigError) as info:
+        plan(robot_state_publisher='false', **arguments)
+    message = str(info.value)
+    for words in ('robot_state_publisher:=false', 'robot:=<leg3|', 'description_file:=',
+                  'tip_link:='):
+        assert words in message, (words, message)
+    assert 'no tip link' not in message
+
+
+def test_helpers_not_installed_are_left_out_with_a_note_and_the_rest_is_unchanged():
+    def installed(package):
+        return package == 'ik_node'
+    everything = plan(robot='arm6')
+    p = plan_from_arguments({'robot': 'arm6'}, REPO, installed=installed)
+    assert (p.robot_state_publisher, p.rviz) == (False, False)
+    assert p.ik_node_parameters == everything.ik_node_parameters
+    assert len(p.notes) == 2 and everything.notes == ()
+    assert 'robot_state_publisher is not installed' in p.notes[0]
+    assert 'robot-state-publisher' in p.notes[0] and 'robot_state_publisher:=false' in p.notes[0]
+    assert 'rviz2 is not installed' in p.notes[1] and 'rviz:=false' in p.notes[1]
+
+
+def test_helpers_turned_off_or_installed_give_no_note():
+    p = plan_from_arguments({'robot': 'arm6', 'rviz': 'false', 'robot_state_publisher': 'false'},
+                            REPO, installed=lambda package: False)
+    assert p.notes == ()
+    p = plan_from_arguments({'robot': 'arm6'}, REPO, installed=lambda package: True)
+    assert (p.robot_state_publisher, p.rviz, p.notes) == (True, True, ())
 
 
 @pytest.mark.parametrize('namespace', ['r1', '/r1', '/r1/', ' r1 '])
@@ -404,6 +428,13 @@ def test_namespace_moves_tf_and_rvizs_absolute_topics_into_it(namespace):
 
 def test_nested_namespaces_are_accepted():
     assert plan(namespace='arms/left').namespace == 'arms/left'
+
+
+def test_a_state_topic_that_is_not_the_nodes_output_is_accepted():
+    assert plan(robot='leg3', state_topic='/robot/joint_states') \
+        .ik_node_parameters['state_topic'] == '/robot/joint_states'
+    assert plan(robot='leg3', state_topic='joint_states', output='position_command') \
+        .ik_node_parameters['state_topic'] == 'joint_states'
 
 
 def test_output_and_state_topic_are_passed_only_when_set():
@@ -438,12 +469,15 @@ def test_launch_params_imports_neither_launch_nor_ros():
 # ------------------------------------------------------------ the launch description, evaluated
 @pytest.fixture
 def ik_node_prefix(tmp_path, monkeypatch):
-    """An ament prefix in which FindPackageShare('ik_node') is this source tree."""
+    """An ament prefix in which FindPackageShare('ik_node') is this source tree, and which
+    registers robot_state_publisher and rviz2 (the launch starts only installed helpers; nothing
+    is executed here)."""
     pytest.importorskip('launch_ros')
     share = tmp_path / 'share'
     index = share / 'ament_index' / 'resource_index' / 'packages'
     index.mkdir(parents=True)
-    (index / 'ik_node').touch()
+    for package in ('ik_node', 'robot_state_publisher', 'rviz2'):
+        (index / package).touch()
     (share / 'ik_node').mkdir()
     for folder in ('launch', 'config', 'urdf', 'rviz'):
         (share / 'ik_node' / folder).symlink_to(REPO / folder)
@@ -490,33 +524,30 @@ def command_line(node, context):
             if not any(isinstance(s, LocalSubstitution) for s in part)]
 
 
-class _ParamsLoader(yaml.SafeLoader):
-    """Reads launch_ros's params files: it dumps list parameters as ``!!python/tuple``."""
-
-
-_ParamsLoader.add_constructor('tag:yaml.org,2002:python/tuple',
-                              lambda loader, node: loader.construct_sequence(node))
-
-
 def parameters_of(node, context):
-    """Parameters the node gets, merged in command-line order, and the params files' paths."""
+    """Parameters the node gets, merged in command-line order, and the params files' paths.
+
+    The files are the ones launch_ros wrote, read with the loader ik_node reads parameter files
+    with (``ik_node.config.files``), so a file the node would refuse fails here too.
+    """
     argv = command_line(node, context)
     files = [argv[i + 1] for i, arg in enumerate(argv) if arg == '--params-file']
     merged = {}
     for path in files:
-        for section in (yaml.load(Path(path).read_text(), Loader=_ParamsLoader) or {}).values():
-            merged.update(section.get('ros__parameters', {}))
+        data = load_yaml(Path(path).read_text(), path)
+        merged.update(parameters_of_file(data, path, node.node_name.rsplit('/', 1)[-1]))
     return merged, files
 
 
 @pytest.fixture
-def temporary_params_files():
-    """launch_ros writes dict parameters to /tmp/launch_params_*; remove the ones we made."""
+def temporary_params_files(tmp_path, monkeypatch):
+    """launch_ros writes dict parameters to launch_params_* files in the temporary directory:
+    give it one of this test's own."""
     import tempfile
-    before = set(Path(tempfile.gettempdir()).glob('launch_params_*'))
-    yield
-    for path in set(Path(tempfile.gettempdir()).glob('launch_params_*')) - before:
-        path.unlink(missing_ok=True)
+    folder = tmp_path / 'launch_params'
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, 'tempdir', str(folder))
+    yield folder
 
 
 @pytest.mark.parametrize('robot', ROBOTS)
@@ -625,6 +656,32 @@ def test_output_and_state_topic_reach_the_node_only_when_set(ik_node_prefix,
     parameters, _ = parameters_of(started['ik_node'], context)
     assert (parameters['output'], parameters['state_topic']) == ('position_command',
                                                                    'leg/command')
+
+
+def test_helpers_that_are_not_installed_are_left_out_with_a_note_naming_the_package(
+        ik_node_prefix, temporary_params_files):
+    import logging
+
+    from launch.logging import get_logger
+
+    index = ik_node_prefix / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    (index / 'robot_state_publisher').unlink()
+    (index / 'rviz2').unlink()
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = get_logger('ik.launch.py')
+    logger.addHandler(handler)
+    try:
+        started, _ = evaluate_launch(robot='leg3')
+    finally:
+        logger.removeHandler(handler)
+    assert set(started) == {'ik_node'}
+    log = '\n'.join(r.getMessage() for r in records)
+    assert all(r.levelno == logging.WARNING for r in records)
+    for words in ('robot_state_publisher is not installed', 'robot_state_publisher:=false',
+                  'rviz2 is not installed', 'rviz:=false'):
+        assert words in log, (words, log)
 
 
 def test_unknown_robot_is_refused(ik_node_prefix):

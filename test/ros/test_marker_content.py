@@ -1,4 +1,4 @@
-"""What the marker builders (ik_node.ros.markers) draw, without a node: light passive markers
+"""What the marker builders (ik_node.ros.rviz.markers) draw, without a node: light passive markers
 that leave the interactive target's handles free, labels for misses and warnings, joint rings
 that can be told apart, orientation arrows, and a bounded reachability map whose colours vary."""
 
@@ -17,8 +17,8 @@ from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E40
 
 from ik_node import Chain  # noqa: E402
 from ik_node.reachability import build_reachability_map, map_points  # noqa: E402
-from ik_node.ros import map_markers, markers  # noqa: E402
-from ik_node.ros.interactive import DEFAULT_SCALE_M  # noqa: E402
+from ik_node.ros.rviz import map_markers, markers  # noqa: E402
+from ik_node.ros.rviz.interactive import DEFAULT_SCALE_M  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ROBOTS = {'leg3': ['foot'], 'arm6': ['tool0'], 'planar4': ['tip'],
@@ -276,7 +276,7 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
 
 # ------------------------------------------------------------------ the interactive target
 def test_a_6dof_target_body_shows_its_axes_inside_the_move_handles():
-    from ik_node.ros.interactive_marker_msgs import interactive_marker
+    from ik_node.ros.rviz.interactive_marker_msgs import interactive_marker
     quat = np.array([0.0, 1.0, 0.0, 0.0])  # tool z pointing down
     im = interactive_marker('tool0', 'base_link', np.array([0.4, 0.1, 0.3]), quat, True,
                             True, scale=0.3)
@@ -295,7 +295,7 @@ def test_a_6dof_target_body_shows_its_axes_inside_the_move_handles():
 @pytest.mark.parametrize('normal', [[0.0, 0.0, 1.0], [0.0, 0.6, 0.8], [-1.0, 0.0, 0.0]])
 def test_a_planar_chains_target_moves_in_the_plane_only(normal):
     from transforms3d.quaternions import quat2mat
-    from ik_node.ros.interactive_marker_msgs import interactive_marker
+    from ik_node.ros.rviz.interactive_marker_msgs import interactive_marker
     im = interactive_marker('tip', 'base_link', np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]),
                             False, None, plane_normal=np.array(normal))
     modes = {c.name: c for c in im.controls}
@@ -356,7 +356,7 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
 
 
 def test_a_hand_of_a_branched_chain_is_called_unreachable_only_on_its_own_bound():
-    from ik_node.ros.marker_output import _why_missed
+    from ik_node.ros.rviz.marker_output import _why_missed
     from ik_node.solvers.base import IkStatus, TipResult
 
     class Result:

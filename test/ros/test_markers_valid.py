@@ -1,4 +1,4 @@
-"""Every marker the node publishes is valid for RViz, on every packaged robot (issue 13).
+"""Every marker the node publishes is valid for RViz, on every packaged robot.
 
 Frames that exist (URDF links), finite values, unit quaternions, stable namespaces and ids (so
 RViz replaces instead of piling up), and a DELETEALL when the chain changes. Checked over real

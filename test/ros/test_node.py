@@ -23,8 +23,8 @@ from rcl_interfaces.msg import ParameterType  # noqa: E402
 from rcl_interfaces.srv import GetParameters  # noqa: E402
 from visualization_msgs.msg import Marker  # noqa: E402
 
-from harness import (REPO, chain_of, positions_of, random_reachable_q, reached_ok,  # noqa: E402
-                     values)
+from harness import (REPO, answers, chain_of, positions_of, random_reachable_q,  # noqa: E402
+                     reached_ok, values)
 from ik_node import Chain  # noqa: E402
 
 
@@ -275,7 +275,11 @@ def test_streamed_targets_end_at_the_newest(harness):
         time.sleep(0.001)
     last = path[-1]
     probe.joint_state_at(chain, last, mark[0])
-    time.sleep(0.3)
+    # The newest target's status comes after its joint state (the rate gate may hold it for the
+    # timer, never drop it): every joint state after it re-publishes the newest answer.
+    newest_key = probe.sent[-1]
+    probe.wait_for('the status answering the newest target', lambda: any(
+        answers(s, [newest_key]) for s in probe.diagnostics[mark[1]:]))
     with probe.lock:
         newest = probe.joint_states[-1]
         counts = [int(values(s)['solve_count']) for s in probe.diagnostics[mark[1]:]

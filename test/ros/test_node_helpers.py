@@ -1,5 +1,5 @@
-"""The node's pure-Python helpers (ik_node.ros.messages, latest_targets, status_rate_gate,
-markers), without rclpy.init."""
+"""The node's pure-Python helpers (ik_node.ros.targets, outputs.status_format, latest_targets,
+outputs.status_rate_gate, rviz.markers), without rclpy.init."""
 
 import math
 import threading
@@ -15,10 +15,12 @@ from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
 from visualization_msgs.msg import Marker  # noqa: E402
 
 from ik_node import Chain, TargetError, make_solver  # noqa: E402
-from ik_node.ros import messages as conv  # noqa: E402
-from ik_node.ros import markers  # noqa: E402
+from ik_node.ros.targets import Target, target_from_point, target_from_pose, target_in_base  # noqa: E402
+from ik_node.ros.outputs import status_format  # noqa: E402
+from ik_node.ros.outputs.solution_output import check_publishable, joint_state_msg  # noqa: E402
+from ik_node.ros.rviz import markers  # noqa: E402
 from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
-from ik_node.ros.status_rate_gate import StatusRateGate  # noqa: E402
+from ik_node.ros.outputs.status_rate_gate import StatusRateGate  # noqa: E402
 from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,19 +38,19 @@ def test_pose_and_point_messages_become_targets_in_ros_quaternion_order():
     pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = 1.0, 2.0, 3.0
     o = pose.pose.orientation
     o.x, o.y, o.z, o.w = 0.1, 0.2, 0.3, 0.9
-    t = conv.target_from_pose(pose, 'tip')
+    t = target_from_pose(pose, 'tip')
     assert t.position.tolist() == [1.0, 2.0, 3.0]
     assert t.quat_xyzw.tolist() == [0.1, 0.2, 0.3, 0.9]
     assert (t.frame_id, t.tip) == ('hip_link', 'tip')
     point = PointStamped()
     point.point.z = -0.5
-    t = conv.target_from_point(point)
+    t = target_from_point(point)
     assert t.quat_xyzw is None and t.position.tolist() == [0.0, 0.0, -0.5] and t.frame_id == ''
 
 
 def test_target_in_base_frame_is_unchanged(leg):
     for frame in ('', 'base_link'):
-        p, quat = conv.target_in_base(conv.Target(np.array([0.1, 0.2, -0.3]), None, frame), leg,
+        p, quat = target_in_base(Target(np.array([0.1, 0.2, -0.3]), None, frame), leg,
                                       np.zeros(3))
         assert p.tolist() == [0.1, 0.2, -0.3] and quat is None
 
@@ -57,7 +59,7 @@ def test_target_in_a_link_frame_uses_the_current_joint_positions(leg):
     # thigh_link: hip_pitch's frame, 0.05 m below the base, turned by yaw then pitch.
     yaw, pitch = 0.5, -0.3
     p_thigh = np.array([0.0, 0.0, -0.3])  # the knee
-    p, quat = conv.target_in_base(conv.Target(p_thigh, np.array([0, 0, 0, 1.0]), 'thigh_link'),
+    p, quat = target_in_base(Target(p_thigh, np.array([0, 0, 0, 1.0]), 'thigh_link'),
                                   leg, np.array([yaw, pitch, 0.7]))
     # Hand computation: the knee is 0.3 m along the thigh, pitched about the yawed y axis.
     horizontal = -0.3 * math.sin(pitch)
@@ -82,22 +84,22 @@ def test_target_in_a_link_frame_uses_the_current_joint_positions(leg):
     ([0, 0, 0], None, 'world', 'world'),
 ])
 def test_bad_targets_raise_target_error_naming_the_problem(leg, position, quat, frame, words):
-    target = conv.Target(np.array(position, dtype=float),
+    target = Target(np.array(position, dtype=float),
                          None if quat is None else np.array(quat, dtype=float), frame)
     with pytest.raises(TargetError, match=words):
-        conv.target_in_base(target, leg, np.zeros(3))
+        target_in_base(target, leg, np.zeros(3))
 
 
 def test_unknown_frame_error_lists_the_links(leg):
     with pytest.raises(TargetError, match='Available links: .*shin_link'):
-        conv.target_in_base(conv.Target(np.zeros(3), None, 'map'), leg, np.zeros(3))
+        target_in_base(Target(np.zeros(3), None, 'map'), leg, np.zeros(3))
 
 
 def test_latest_targets_keeps_only_the_newest_and_counts_the_rest():
     box = LatestTargets()
     for k in range(5):
-        box.put(None, conv.Target(np.array([k, 0.0, 0.0]), None, ''))
-    box.put('left', conv.Target(np.array([9.0, 0.0, 0.0]), None, ''))
+        box.put(None, Target(np.array([k, 0.0, 0.0]), None, ''))
+    box.put('left', Target(np.array([9.0, 0.0, 0.0]), None, ''))
     assert box.skipped == 4
     taken = box.take()
     assert taken[None].position[0] == 4.0 and taken['left'].position[0] == 9.0
@@ -108,12 +110,12 @@ def test_a_target_put_back_never_overtakes_a_newer_one_of_its_slots():
     """What the node does with a target kept while TF warms up: put back all or nothing, and
     nothing once a newer target came into any of its slots (even if that one was solved)."""
     box = LatestTargets()
-    box.put('left', conv.Target(np.array([1.0, 0.0, 0.0]), None, 'world'))
-    box.put('right', conv.Target(np.array([2.0, 0.0, 0.0]), None, 'world'))
+    box.put('left', Target(np.array([1.0, 0.0, 0.0]), None, 'world'))
+    box.put('right', Target(np.array([2.0, 0.0, 0.0]), None, 'world'))
     kept, arrivals = box.take_counted()
     assert arrivals == {'left': 1, 'right': 1}
     assert box.put_back(kept, arrivals) and box.take() == kept  # nothing newer: back in
-    box.put('right', conv.Target(np.array([3.0, 0.0, 0.0]), None, ''))
+    box.put('right', Target(np.array([3.0, 0.0, 0.0]), None, ''))
     assert box.take()['right'].position[0] == 3.0  # the newer one, solved
     assert not box.put_back(kept, arrivals) and not box.pending  # the kept pair is dropped
     assert box.skipped == 2
@@ -124,7 +126,7 @@ def test_latest_targets_is_safe_across_threads():
 
     def producer(slot):
         for k in range(2000):
-            box.put(slot, conv.Target(np.array([k, 0.0, 0.0]), None, ''))
+            box.put(slot, Target(np.array([k, 0.0, 0.0]), None, ''))
     threads = [threading.Thread(target=producer, args=(slot,)) for slot in ('a', 'b')]
     for t in threads:
         t.start()
@@ -140,55 +142,55 @@ def test_latest_targets_is_safe_across_threads():
 
 # ------------------------------------------------------------------------------ joint states
 def test_check_publishable_refuses_nan_and_out_of_limit_values(leg):
-    assert conv.check_publishable(leg, [0.1, 0.2, 0.3]).tolist() == [0.1, 0.2, 0.3]
+    assert check_publishable(leg, [0.1, 0.2, 0.3]).tolist() == [0.1, 0.2, 0.3]
     with pytest.raises(TargetError, match='NaN'):
-        conv.check_publishable(leg, [math.nan, 0.0, 0.0])
+        check_publishable(leg, [math.nan, 0.0, 0.0])
     with pytest.raises(TargetError, match='knee=3 not in'):
-        conv.check_publishable(leg, [0.0, 0.0, 3.0])  # knee limit is 2.6
+        check_publishable(leg, [0.0, 0.0, 3.0])  # knee limit is 2.6
     with pytest.raises(TargetError, match='3 joints'):
-        conv.check_publishable(leg, [0.0, 0.0])
+        check_publishable(leg, [0.0, 0.0])
 
 
 def test_joint_state_message_carries_names_and_positions():
-    msg = conv.joint_state_msg(['a', 'b'], np.array([1.5, -2.0]), stamp())
+    msg = joint_state_msg(['a', 'b'], np.array([1.5, -2.0]), stamp())
     assert list(msg.name) == ['a', 'b'] and list(msg.position) == [1.5, -2.0]
 
 
 # ------------------------------------------------------------------------------- diagnostics
 def test_result_values_have_every_documented_key(leg):
     result = make_solver('analytic_hip_knee', leg).solve([0.1, 0.05, -0.45], [0, 0, 0, 1])
-    v = conv.result_values(result, 'analytic_hip_knee', 'base_link', 3, 7)
+    v = status_format.result_values(result, 'analytic_hip_knee', 'base_link', 3, 7)
     for key in ('solver', 'reachable', 'position_error_m', 'orientation_error_rad',
                 'min_residual_m', 'iterations', 'solve_time_ms', 'status', 'target_frame',
                 'skipped_targets', 'orientation_ignored', 'message', 'solve_count'):
         assert key in v, key
     assert (v['reachable'], v['orientation_ignored'], v['skipped_targets'], v['solve_count']) \
         == ('true', 'true', '3', '7')
-    assert conv.result_level(result) == DiagnosticStatus.OK
-    assert 'orientation ignored' in conv.result_summary(result, 'analytic_hip_knee')
+    assert status_format.result_level(result) == DiagnosticStatus.OK
+    assert 'orientation ignored' in status_format.result_summary(result, 'analytic_hip_knee')
 
 
 def test_unreachable_result_is_warn_and_error_values_keep_the_keys(leg):
     result = make_solver('analytic_hip_knee', leg).solve([0.0, 0.0, -2.0])
-    assert conv.result_level(result) == DiagnosticStatus.WARN
-    assert 'not reached' in conv.result_summary(result, 'analytic_hip_knee')
-    err = conv.error_values('fabrik', 'x', 0, 2, 'bad target: NaN')
-    assert set(conv.result_values(result, 'a', 'b', 0, 0)) <= set(err)
+    assert status_format.result_level(result) == DiagnosticStatus.WARN
+    assert 'not reached' in status_format.result_summary(result, 'analytic_hip_knee')
+    err = status_format.error_values('fabrik', 'x', 0, 2, 'bad target: NaN')
+    assert set(status_format.result_values(result, 'a', 'b', 0, 0)) <= set(err)
     assert err['status'] == 'error' and err['message'] == 'bad target: NaN'
 
 
 def test_diagnostics_gate_limits_the_rate_but_lets_errors_and_changes_through():
     gate = StatusRateGate(10.0)  # one per 0.1 s
-    assert gate.offer(0.0, conv.OK, 'a')
-    assert not gate.offer(0.01, conv.OK, 'b')
-    assert not gate.offer(0.02, conv.OK, 'c')
+    assert gate.offer(0.0, status_format.OK, 'a')
+    assert not gate.offer(0.01, status_format.OK, 'b')
+    assert not gate.offer(0.02, status_format.OK, 'c')
     assert gate.flush(0.05) == []            # too early
     assert gate.flush(0.11) == ['c']         # the newest held one
     assert gate.flush(0.5) == []             # nothing held any more
-    assert gate.offer(0.51, conv.WARN, 'd')  # level change: at once
-    assert gate.offer(0.52, conv.ERROR, 'e')  # error: at once
-    assert gate.offer(0.53, conv.OK, 'f', force=True)
-    assert gate.offer(0.70, conv.OK, 'g')    # period elapsed
+    assert gate.offer(0.51, status_format.WARN, 'd')  # level change: at once
+    assert gate.offer(0.52, status_format.ERROR, 'e')  # error: at once
+    assert gate.offer(0.53, status_format.OK, 'f', force=True)
+    assert gate.offer(0.70, status_format.OK, 'g')    # period elapsed
 
 
 # ----------------------------------------------------------------------------------- markers

@@ -12,32 +12,16 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from harness import (REPO, Probe, chain_of, reached_ok, start_process,  # noqa: E402
-                     stop_process, values)
+from harness import (REPO, chain_of, reached_ok, start_process, stop_process,  # noqa: E402
+                     values)
 
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow
 
-def start_node(*ros_args: str, env_extra=None):
-    """The node as its own process (the shared harness's :func:`start_process`)."""
-    return start_process(*ros_args, env_extra=env_extra)
-
-
-stop = stop_process
-
-
-@pytest.fixture
-def probe_for(ros):
-    """Probes on /ik_node's default topics, spun by the shared harness; cleaned up afterwards."""
-    def make(tips=(None,)) -> Probe:
-        return Probe(ros, 'ik_node', tips=tips)
-    return make
-
-
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
 def test_node_process_solves_switches_solver_and_exits_cleanly(probe_for, sig):
-    proc = start_node('--params-file', str(REPO / 'config' / 'leg3.yaml'))
+    proc = start_process('--params-file', str(REPO / 'config' / 'leg3.yaml'))
     try:
         probe = probe_for()
         probe.wait_connected()
@@ -61,13 +45,13 @@ def test_node_process_solves_switches_solver_and_exits_cleanly(probe_for, sig):
         assert values(status)['solver'] == 'fabrik'
         probe.joint_state_at(chain, target, mark[0], 1e-3)
     finally:
-        code, out, err = stop(proc, sig)
+        code, out, err = stop_process(proc, sig)
     assert code == 0, err
     assert 'Traceback' not in err
 
 
 def test_the_single_threaded_executor_can_be_chosen_and_a_bad_choice_is_refused(probe_for):
-    proc = start_node('--params-file', str(REPO / 'config' / 'leg3.yaml'),
+    proc = start_process('--params-file', str(REPO / 'config' / 'leg3.yaml'),
                       env_extra={'IK_NODE_EXECUTOR': 'single'})
     try:
         probe = probe_for()
@@ -79,9 +63,9 @@ def test_the_single_threaded_executor_can_be_chosen_and_a_bad_choice_is_refused(
         assert reached_ok(probe.next_result(mark, 0))
         probe.joint_state_at(chain, target, mark[0], 1e-5)
     finally:
-        code, out, err = stop(proc)
+        code, out, err = stop_process(proc)
     assert code == 0 and 'Traceback' not in err, err
-    bad = start_node('--params-file', str(REPO / 'config' / 'leg3.yaml'),
+    bad = start_process('--params-file', str(REPO / 'config' / 'leg3.yaml'),
                      env_extra={'IK_NODE_EXECUTOR': 'threads'})
     code = bad.wait(timeout=30)
     err = bad.communicate()[1]
@@ -93,7 +77,7 @@ def test_bad_configuration_exits_two_with_one_line(tmp_path):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('ik_node:\n  ros__parameters:\n    urdf_file: leg3.urdf\n'
                    '    tip_link: toe\n    solver: fabrik\n')
-    proc = start_node('--params-file', str(bad))
+    proc = start_process('--params-file', str(bad))
     code = proc.wait(timeout=30)
     err = proc.communicate()[1]
     assert code == 2, err
@@ -105,7 +89,7 @@ def test_bad_configuration_exits_two_with_one_line(tmp_path):
 def test_malformed_params_file_exits_two_without_traceback(tmp_path):
     bad = tmp_path / 'malformed.yaml'
     bad.write_text('ik_node:\n  ros__parameters:\n    urdf_file: [leg3.urdf\n')
-    proc = start_node('--params-file', str(bad))
+    proc = start_process('--params-file', str(bad))
     code = proc.wait(timeout=30)
     err = proc.communicate()[1]
     assert code == 2
@@ -121,7 +105,7 @@ def test_unknown_parameter_in_the_file_is_refused(tmp_path):
     bad = tmp_path / 'typo.yaml'
     bad.write_text('ik_node:\n  ros__parameters:\n    urdf_file: leg3.urdf\n'
                    '    tip_link: foot\n    fabrik:\n      max_iteration: 5\n')
-    proc = start_node('--params-file', str(bad))
+    proc = start_process('--params-file', str(bad))
     code = proc.wait(timeout=30)
     err = proc.communicate()[1]
     assert code == 2
@@ -136,23 +120,23 @@ def test_branched_node_process_takes_one_target_per_tip(probe_for):
     from ik_node import Chain
     chain = Chain.from_urdf_file(REPO / 'urdf' / 'twin_arm.urdf', 'base_link',
                                  ['left_hand', 'right_hand'])
-    proc = start_node('--params-file', str(REPO / 'config' / 'twin_arm.yaml'))
+    proc = start_process('--params-file', str(REPO / 'config' / 'twin_arm.yaml'))
     try:
         probe = probe_for(tips=('left_hand', 'right_hand'))
         probe.wait_connected()
         rng = np.random.default_rng(3)
         q_true = chain.lower + (chain.upper - chain.lower) * (0.3 + 0.4 * rng.random(chain.n))
-        goals = {tip: T[:3, 3] for tip, T in chain.fk_tips(q_true).items()}
+        tip_targets = {tip: T[:3, 3] for tip, T in chain.fk_tips(q_true).items()}
 
         mark = probe.mark()
-        probe.send_point(goals['left_hand'], tip='left_hand')
+        probe.send_point(tip_targets['left_hand'], tip='left_hand')
         status = probe.next_result(mark, 0)
         v = values(status)
         assert v['left_hand.reachable'] == 'true', (status.message, v)
         assert 'right_hand.reachable' not in v  # no target for it yet
 
         mark = probe.mark()
-        probe.send_point(goals['right_hand'], tip='right_hand')
+        probe.send_point(tip_targets['right_hand'], tip='right_hand')
         status = probe.next_result(mark, 1)
         v = values(status)
         assert v['left_hand.reachable'] == 'true' and v['right_hand.reachable'] == 'true', v
@@ -163,7 +147,7 @@ def test_branched_node_process_takes_one_target_per_tip(probe_for):
                     continue
                 index = {n: i for i, n in enumerate(m.name)}
                 tips = chain.fk_tips(np.array([m.position[index[n]] for n in chain.joint_names]))
-                if all(np.linalg.norm(tips[t][:3, 3] - goals[t]) < 1e-3 for t in goals):
+                if all(np.linalg.norm(tips[t][:3, 3] - tip_targets[t]) < 1e-3 for t in tip_targets):
                     return m
             return None
         probe.wait_for('both hands on their targets', both_reached)
@@ -174,15 +158,15 @@ def test_branched_node_process_takes_one_target_per_tip(probe_for):
         by_id = {m.id: m for m in arrays.markers}
         for k, tip in enumerate(['left_hand', 'right_hand']):
             p = by_id[10 + k].pose.position
-            assert np.allclose([p.x, p.y, p.z], goals[tip]), tip
+            assert np.allclose([p.x, p.y, p.z], tip_targets[tip]), tip
     finally:
-        code, out, err = stop(proc)
+        code, out, err = stop_process(proc)
     assert code == 0 and 'Traceback' not in err, err
 
 
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
 def test_signal_while_targets_stream_exits_cleanly(probe_for, sig):
-    proc = start_node('--params-file', str(REPO / 'config' / 'planar4.yaml'))
+    proc = start_process('--params-file', str(REPO / 'config' / 'planar4.yaml'))
     k = 0
     try:
         probe = probe_for()
@@ -195,7 +179,7 @@ def test_signal_while_targets_stream_exits_cleanly(probe_for, sig):
             time.sleep(0.001)
         assert len(probe.joint_states) > mark[0]  # it was solving when the signal came
     finally:
-        code, out, err = stop(proc, sig, send=proc.poll() is None and k < 150)
+        code, out, err = stop_process(proc, sig, send=proc.poll() is None and k < 150)
     assert code == 0, err
     assert 'Traceback' not in err, err
 
@@ -205,9 +189,9 @@ def test_a_signal_at_any_moment_of_start_up_ends_the_node_cleanly(delay_s):
     """SIGINT while rclpy, the executor or the node is still being built: exit 0, no traceback
     and no 'Exception ignored' from a half-built executor (seen: RCLError 'failed to create
     guard_condition', then AttributeError '_sigint_gc')."""
-    proc = start_node('--params-file', str(REPO / 'config' / 'arm6.yaml'))
+    proc = start_process('--params-file', str(REPO / 'config' / 'arm6.yaml'))
     time.sleep(delay_s)
-    status, out, err = stop(proc, signal.SIGINT)
+    status, out, err = stop_process(proc, signal.SIGINT)
     if status != 0:
         # Only Python's own start-up (site and .pth files, before any ik_node code runs) may
         # still be interrupted: as for every Python program, by the default handler.

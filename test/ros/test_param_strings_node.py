@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from test_param_strings import FILE_TEXT
+from untidy_params import FILE_TEXT
 
 pytest.importorskip('rclpy')
 

@@ -1,4 +1,4 @@
-"""What the running node shows in RViz (issue 25), over real DDS: every miss and every fragility
+"""What the running node shows in RViz, over real DDS: every miss and every fragility
 warning on screen, clicks on a planar arm solved on its plane, the interactive target scaled to
 the robot and, on a planar arm, moving in its plane."""
 
@@ -12,7 +12,7 @@ rclpy = pytest.importorskip('rclpy')
 from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E402
 
 from ik_node import Chain  # noqa: E402
-from ik_node.ros import markers  # noqa: E402
+from ik_node.ros.rviz import markers  # noqa: E402
 from harness import REPO, chain_of, values  # noqa: E402
 
 #: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (WARN).

@@ -16,8 +16,7 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-from test_node import chain_of  # noqa: E402
-from test_node_process import start_node, stop  # noqa: E402
+from harness import chain_of, start_process, stop_process  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,9 +32,9 @@ def ik_solve_target(*args: str, timeout: float = 60.0) -> subprocess.CompletedPr
 
 @pytest.fixture(scope='module')
 def leg3_node():
-    proc = start_node('--params-file', str(REPO / 'config' / 'leg3.yaml'))
+    proc = start_process('--params-file', str(REPO / 'config' / 'leg3.yaml'))
     yield proc
-    status, _, err = stop(proc)
+    status, _, err = stop_process(proc)
     assert status == 0 and 'Traceback' not in err, err
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 import pytest
-from test_urdf_faults import ARM6_XML, DEFAULT_LIMIT_BYTES, FAULTS, padded
+from urdf_texts import ARM6_XML, DEFAULT_LIMIT_BYTES, joint, links, padded, robot
 
 
 
@@ -11,7 +11,8 @@ pytestmark = pytest.mark.slow
 
 # ------------------------------------------------------------------------ node over DDS
 NODE_FAULTS = {
-    'loop': (FAULTS['loop_through_the_tip'][0], ['loop']),
+    'loop': (robot(links('base', 'a', 'c', 'tip'), joint('j1', 'base', 'a'),
+                   joint('j2', 'c', 'tip'), joint('j3', 'tip', 'c')), ['loop']),
     'duplicate_link_names': (ARM6_XML.replace('</robot>', '<link name="tool0"/></robot>'),
                              ["'tool0'", 'unique']),
     'huge': (padded(ARM6_XML, DEFAULT_LIMIT_BYTES + 500_000), ['max_description_bytes']),
@@ -20,9 +21,9 @@ NODE_FAULTS = {
 
 @pytest.fixture(scope='module')
 def arm_node(tmp_path_factory):
-    """An arm6 node in its own process (test_bad_inputs_node.RunningNode), talked to over DDS."""
+    """An arm6 node in its own process (the harness's RunningNode), talked to over DDS."""
     pytest.importorskip('rclpy')
-    from test_bad_inputs_node import RunningNode
+    from harness import RunningNode
     node = RunningNode('arm6', tmp_path_factory.mktemp('urdf_faults'))
     yield node
     node.close()
@@ -30,7 +31,7 @@ def arm_node(tmp_path_factory):
 
 @pytest.mark.parametrize('item', list(NODE_FAULTS))
 def test_node_refuses_a_faulty_robot_description_and_keeps_its_chain(arm_node, item):
-    from test_bad_inputs_node import ARM_QS
+    from harness import ARM_QS
     xml, words = NODE_FAULTS[item]
     k = list(NODE_FAULTS).index(item)
     arm_node.solve_valid(ARM_QS[k])

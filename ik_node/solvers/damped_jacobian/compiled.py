@@ -28,9 +28,9 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.codegen import MAX_STEP
+from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import settings as dls
-from ik_node.solvers.null_space import FACTOR_MAX, STREAM_ERROR_M
+from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
 
 # Exit codes of a descent (the kernel's, and TIMEOUT and GOOD_ENOUGH of descent.py).
 CONVERGED = 0
@@ -328,8 +328,9 @@ def _sits_out(model, k, q, x):
 
 def _trial(model, n, settings, q, A, b, lam, work):
     """One damped step from ``q`` into ``work.q_new`` (as ``damped_trial_function`` of
-    :mod:`ik_node.solvers.codegen`, or :func:`~.descent.trial_dual` in the dual system): solve,
-    bounded joints at a limit whose step points outwards sit out (solved again without them),
+    :mod:`ik_node.solvers.numerics.codegen`, or :func:`~.descent.trial_dual` in the dual
+    system): solve, bounded joints at a limit whose step points outwards sit out (solved again
+    without them),
     the step scaled to the step cap per joint, wrapped or clipped into the limits. Returns -1
     if the system is not positive definite, else the number of joints that sat out."""
     L, x = work.L, work.x

@@ -23,7 +23,8 @@ Streams (docs/continuity.md): a descent that starts at or near a stream's seed (
 is stuck only when the error has not fallen by ``STREAM_STALL_FACTOR`` in ``STALL_ITERATIONS``
 (near a singularity a descent converges slowly rather than restarting); on a chain with more
 joints than the target has dimensions, the first step of the seed's descent also moves along the
-self-motion away from the joint limits (``null_space_gain``, :mod:`ik_node.solvers.null_space`).
+self-motion away from the joint limits (``null_space_gain``,
+:mod:`ik_node.solvers.numerics.null_space`).
 A stream's descents run here, in Python (the compiled descent tells a stream's seed by its cost
 and hands over).
 
@@ -34,21 +35,22 @@ overhead dominates arrays this small. For 6D targets the n x n normal equations 
 ``J^T e`` are built once per accepted iterate and every damping and every set of joints sitting
 out a step reuses them; position only, the 3 x 3 system ``J J^T + lambda I`` is cheaper to build
 for each trial. The n x n trial step (solve, joints sitting out, limits) is one generated
-function, not four Python calls (the generators are in :mod:`ik_node.solvers.codegen`).
+function, not four Python calls (the generators are in :mod:`ik_node.solvers.numerics.codegen`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import (damped_solve_function, damped_step_function,
-                                     damped_trial_function, limit_functions, lower_index,
-                                     normal_equations_function)
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import (damped_solve_function, damped_step_function,
+                                              damped_trial_function, limit_functions,
+                                              lower_index, normal_equations_function)
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.residuals import error_function
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
@@ -60,7 +62,7 @@ from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_
 from ik_node.solvers.damped_jacobian.settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
-from ik_node.solvers.null_space import STREAM_ERROR_M, centring_terms, limit_pull
+from ik_node.solvers.numerics.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 
 #: How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):
 #: position only, within tolerance of the proven bound.
@@ -71,6 +73,47 @@ STREAM_STALL_FACTOR = 0.7
 # The null-space projector I - J+ J is computed as mu (H + mu I)^-1 with this relative damping
 # mu / (trace(H) / n): 1 on the null space, about mu / sigma^2 on the row space.
 _NULL_SPACE_DAMPING = 1e-9
+
+
+@dataclasses.dataclass(frozen=True)
+class DescentProblem:
+    """What every descent of one solve works toward.
+
+    Attributes:
+        evaluate: ``evaluate(q) -> (cost, position error [m], angle error [rad], A, b)``
+            (:meth:`PythonDescent.evaluator`).
+        with_orientation: a pose target (else position only).
+        floor: the cost never falls below it (the squared proven residual [m^2]): progress is
+            measured above it, so a descent toward an unreachable target's closest point does
+            not count as stalled.
+        good_enough: [m] position only: a descent within this of the target is as close as
+            the target can be approached (the proven bound plus the tolerance); -1: none.
+        budget: the solve's time.
+        history: the position error [m] of every iterate is appended here, or None.
+    """
+
+    evaluate: Callable
+    with_orientation: bool
+    floor: float
+    good_enough: float
+    budget: Budget
+    history: Optional[List[float]]
+
+
+@dataclasses.dataclass
+class DescentProgress:
+    """What one descent carries on to the next of the same solve.
+
+    Attributes:
+        best_q: the solve's best configuration so far, and ``best_cost`` its cost.
+        iterations: the solve's iterations so far (every descent's, the cap is the solve's).
+        last_blocked: the last iteration in which joints at a limit sat out a step (-1: none).
+    """
+
+    best_q: List[float]
+    best_cost: float
+    iterations: int
+    last_blocked: int
 
 
 class PythonDescent:
@@ -169,14 +212,12 @@ class PythonDescent:
             return (cost, position_error, angle_error) + normal(J, e, weight)
         return evaluate_normal
 
-    def descend(self, evaluate: Callable, q: List[float], best_q: List[float],
-                best_cost: float, iterations: int, last_blocked: int, with_orientation: bool,
-                floor: float, good_enough: float, budget: Budget,
-                history: Optional[List[float]], near: Optional[bool] = False,
-                pull: bool = False, keep_best: bool = True) -> Tuple:
-        """One descent from ``q``: ``(how it ended, its last iterate, the best configuration of
-        the solve so far and its cost, the iterations of the solve, the last iteration in which
-        joints at a limit sat out a step, near)``.
+    def descend(self, problem: DescentProblem, progress: DescentProgress, q: List[float],
+                near: Optional[bool] = False, pull: bool = False, keep_best: bool = True
+                ) -> Tuple[int, List[float], bool]:
+        """One descent of ``problem`` from ``q``: ``(how it ended, its last iterate, near)``;
+        ``progress`` (the solve's best configuration and its cost, its iterations, the last
+        iteration in which joints at a limit sat out a step) is carried on in place.
 
         ``near``: the descent starts at or near a stream's seed (None: it does when ``q``'s
         weighted error is within ``STREAM_ERROR_M``). Then it starts with a damping no larger
@@ -190,6 +231,11 @@ class PythonDescent:
         on a position target with enough left to hand it to the closest-pose search.
         """
         max_iterations, tol_p, tol_r, lam = self._constants
+        evaluate, with_orientation, floor = (problem.evaluate, problem.with_orientation,
+                                             problem.floor)
+        good_enough, budget, history = problem.good_enough, problem.budget, problem.history
+        best_q, best_cost = progress.best_q, progress.best_cost
+        iterations, last_blocked = progress.iterations, progress.last_blocked
         step = self.steps[with_orientation]
         cost, position_error, angle_error, A, b = evaluate(q)
         if history is not None:
@@ -256,12 +302,14 @@ class PythonDescent:
                                                 else _STALL_ITERATIONS):
                 stuck = stuck or cost - floor > stall_factor * (stall_cost - floor)
                 stall_cost, stall_iteration = cost, iterations
-        return end, q, best_q, best_cost, iterations, last_blocked, near
+        progress.best_q, progress.best_cost = best_q, best_cost
+        progress.iterations, progress.last_blocked = iterations, last_blocked
+        return end, q, near
 
     def null_space_shift(self, q: List[float], A, cost: float, with_orientation: bool
                          ) -> Optional[List[float]]:
         """``q + N d``: ``d`` pulls every bounded joint away from its limits
-        (:func:`~ik_node.solvers.null_space.limit_pull` with scale ``null_space_gain *
+        (:func:`~ik_node.solvers.numerics.null_space.limit_pull` with scale ``null_space_gain *
         sqrt(cost)``), and ``N = I - J+ J`` keeps of it only the self-motion, which leaves the tip
         where it is to first order. The damped step taken from the shifted point reaches the
         target as it would from ``q``; the pull is proportional to the seed's error, so a
@@ -294,11 +342,11 @@ class PythonDescent:
 
 def trial_dual(step: Callable, weight: float, blocked_joints: Callable, advance: Callable,
                q: List[float], J, e, lam: float) -> Tuple[List[float], Sequence[int]]:
-    """The step of :func:`~ik_node.solvers.codegen.damped_trial_function` for fewer error rows
-    than joints (position only): the m x m system ``J J^T + lam I`` is the smaller one, built
+    """The step of :func:`~ik_node.solvers.numerics.codegen.damped_trial_function` for fewer error
+    rows than joints (position only): the m x m system ``J J^T + lam I`` is the smaller one, built
     again for each trial. Joints at a limit whose step points outwards sit out the step (their
     Jacobian columns are zeroed). ``blocked_joints`` and ``advance`` are the chain's
-    :func:`~ik_node.solvers.codegen.limit_functions`. Raises ``ValueError`` or
+    :func:`~ik_node.solvers.numerics.codegen.limit_functions`. Raises ``ValueError`` or
     ``ZeroDivisionError`` if the system is not positive definite (round-off).
     """
     dq = step(J, e, lam, weight)

@@ -12,7 +12,7 @@ LAMBDA_UP = 10.0
 #: A descent is stuck when its cost has not dropped below STALL_FACTOR times its value
 #: STALL_ITERATIONS iterations earlier, or STALL_ITERATIONS_BLOCKED when joints at a limit sat
 #: out a step in that window: descents pressed against a limit (most failed Panda descents) are
-#: given up sooner (fewer iterations on the Panda; benchmarks/results/design-notes.md).
+#: given up sooner (fewer iterations on the Panda).
 STALL_ITERATIONS = 5
 STALL_ITERATIONS_BLOCKED = 2
 STALL_FACTOR = 0.25

@@ -46,35 +46,34 @@ import numpy as np
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
-from ik_node.solvers.budget import Budget
+from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.damped_jacobian.descent import GOOD_ENOUGH, PythonDescent
+from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
+                                                    DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candidates,
                                                     restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.null_space import centring_terms
+from ik_node.solvers.numerics.null_space import centring_terms
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
 # descents end crawling (Gauss-Newton misses the curvature of a large residual) rather than at
 # a stationary point. The solve returns the best after the seed's descent and this many
-# restarts (a second descent often lowers the weighted error, a third or fourth rarely:
-# benchmarks/results/design-notes.md).
+# restarts (a second descent often lowers the weighted error, a third or fourth rarely).
 _POSE_OUT_OF_REACH_RESTARTS = 1
 _TWO_PI = 2.0 * math.pi
 # 6D: the closest-pose search on the position alone (is the position itself out of reach?)
 # runs once this many descents are stuck: after the second when the position lies beyond the
 # measured reach (the search then stops after one Newton descent), else after the eighth (the
-# search costs about ten Python descents, and in reachable solves it is wasted time;
-# benchmarks/results/design-notes.md).
+# search costs about ten Python descents, and in reachable solves it is wasted time).
 _POSITION_CHECK_BEYOND_REACH = 2
 _POSITION_CHECK_AFTER = 8
 
@@ -167,8 +166,7 @@ class DampedJacobianSolver(Solver):
             max(sum(chain_lengths(chain)), 1e-3))
         self._compiled = self._compiled_descent(chain, fast)
         if self._closest is not None and self._reach is not None and fast is not None:
-            # Once per solver, with the generated kinematics of a serial chain (the cost:
-            # benchmarks/results/design-notes.md).
+            # Once per solver, with the generated kinematics of a serial chain (5-20 ms).
             self._closest.reach = measure_reach(self._closest, self._reach)
 
     def check_chain(self, chain: Chain) -> None:
@@ -211,7 +209,7 @@ class DampedJacobianSolver(Solver):
                 self._error_function(p_target, R_target), q_seed.tolist(), params['step_size'],
                 params['max_iterations'], (_TOLERANCE_MARGIN * params['position_tolerance'],
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
-                self._low, self._high, self._wraps, params['record_history'])
+                (self._low, self._high, self._wraps), params['record_history'])
         else:
             if self._compiled is not None:
                 self._compiled.start_loading()  # once, in the background
@@ -266,8 +264,7 @@ class DampedJacobianSolver(Solver):
         position_checked = not with_orientation or self._closest is None
         cost_of: Optional[Callable] = None
         if mid_next and params['first_start'] == 'lower_cost':
-            # Fewer iterations on 7-joint arms from unrelated seeds
-            # (benchmarks/results/design-notes.md).
+            # Fewer iterations on 7-joint arms from unrelated seeds.
             cost_of = make_cost_function()
             if cost_of(self._mid) < cost_of(q):
                 q, mid_next = self._mid, False
@@ -282,7 +279,6 @@ class DampedJacobianSolver(Solver):
         if kernel is not None and (history is not None or not kernel.serves(with_orientation)):
             kernel = None  # a history, or the kernels not loaded yet: the Python descents
         run = None if kernel is None else kernel.start(p_target, R_target, q)
-        evaluate = None  # the Python descents' evaluate(q), made when first needed
         check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
         q_seed = q
         # Whether the next descent starts at or near a stream's seed (within STREAM_ERROR_M of
@@ -291,6 +287,7 @@ class DampedJacobianSolver(Solver):
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         descend = self._descent.descend
+        problem: Optional[DescentProblem] = None  # the Python descents', built when first needed
         while True:  # one descent from q per pass
             descent_start = iterations
             # Once a stream's near starts are spent, its best stays the best near the seed.
@@ -301,12 +298,14 @@ class DampedJacobianSolver(Solver):
                     pull=first_descent, keep_best=keep_best)
                 best_q, best_cost = run.best_q.tolist(), run.best_cost
             else:
-                if evaluate is None:
-                    evaluate = evaluator()
-                end, q, best_q, best_cost, iterations, last_blocked, near = descend(
-                    evaluate, q, best_q, best_cost, iterations, last_blocked, with_orientation,
-                    floor, good_enough, budget, history, near=near, pull=first_descent,
-                    keep_best=keep_best)
+                if problem is None:
+                    problem = DescentProblem(evaluator(), with_orientation, floor, good_enough,
+                                             budget, history)
+                progress = DescentProgress(best_q, best_cost, iterations, last_blocked)
+                end, q, near = descend(problem, progress, q, near=near, pull=first_descent,
+                                       keep_best=keep_best)
+                best_q, best_cost = progress.best_q, progress.best_cost
+                iterations, last_blocked = progress.iterations, progress.last_blocked
             if first_descent and near:
                 stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False

@@ -7,7 +7,7 @@ the tolerance or ``max_iterations``.
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,11 +17,14 @@ _TWO_PI = 2.0 * math.pi
 
 
 def solve_transpose(evaluate: Callable, q: List[float], step_size: float, max_iterations: int,
-                    tolerances: Sequence[float], low: Sequence[float], high: Sequence[float],
-                    wraps: Sequence[bool], record_history: bool) -> RawSolution:
+                    tolerances: Sequence[float], limits: Tuple[Sequence[float], Sequence[float],
+                                                               Sequence[bool]],
+                    record_history: bool) -> RawSolution:
     """Gradient steps from ``q`` until the errors are within ``tolerances`` (position [m],
     angle [rad]) or ``max_iterations`` steps are taken. ``evaluate(q)`` gives ``(cost, position
-    error, angle error, e, J)``; each iterate is brought into the limits by :func:`clip`."""
+    error, angle error, e, J)``; each iterate is brought into ``limits`` ``(low, high, wraps)``
+    by :func:`clip`."""
+    low, high, wraps = limits
     tol_p, tol_r = tolerances
     history: Optional[List[float]] = [] if record_history else None
     iterations = 0

@@ -38,9 +38,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
@@ -52,9 +52,10 @@ from ik_node.solvers.damped_jacobian.settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.results import IkStatus, RawSolution
-from ik_node.solvers.several_tips import TipTarget
-from ik_node.solvers.task_priority import solve_with_priority, split_by_proof
-from ik_node.solvers.tree_residuals import TipPath, stacked_residual
+from ik_node.solvers.trees.several_tips import TipTarget
+from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priority,
+                                                 split_by_proof)
+from ik_node.solvers.trees.residuals import TipPath, stacked_residual
 
 #: A tip provably out of reach: the best after the first descent and this many restarts.
 _OUT_OF_REACH_RESTARTS = 1
@@ -127,7 +128,7 @@ class TreeDampedLeastSquares:
         return self._paths[k].lower_bound(position)
 
     def _evaluator(self, targets: Sequence[TipTarget], active: List[int]) -> Callable:
-        """:func:`~ik_node.solvers.tree_residuals.stacked_residual` of ``targets`` on the active
+        """:func:`~ik_node.solvers.trees.residuals.stacked_residual` of ``targets`` on the active
         joints, with the tips' weights."""
         return stacked_residual(self._paths, self._weights, targets, active,
                                 self.params['orientation_weight'])
@@ -136,7 +137,7 @@ class TreeDampedLeastSquares:
     def solve(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
         """Every target of ``targets`` at once from ``q_seed`` (within the limits); when that
         misses and some tips are proven out of reach while others are not, the better of that
-        answer and the task-priority one (:mod:`ik_node.solvers.task_priority`: the others on
+        answer and the task-priority one (:mod:`ik_node.solvers.trees.task_priority`: the others on
         their targets first)."""
         params = self.params
         if self._compiled is not None:
@@ -149,11 +150,11 @@ class TreeDampedLeastSquares:
                                params['position_tolerance'])
         if split is None:
             return raw
+        task = PriorityTask(self._paths, self._weights, params['orientation_weight'], self._low,
+                            self._high, _TOLERANCE_MARGIN * params['position_tolerance'],
+                            _TOLERANCE_MARGIN * params['orientation_tolerance'])
         return solve_with_priority(
-            split, raw, self._paths, self._weights, params['orientation_weight'], self._low,
-            self._high, _TOLERANCE_MARGIN * params['position_tolerance'],
-            _TOLERANCE_MARGIN * params['orientation_tolerance'], budget,
-            params['max_iterations'],
+            split, raw, task, budget, params['max_iterations'],
             lambda primary, q, most: self._descents(primary, q, budget, most))
 
     def _descents(self, targets: Sequence[TipTarget], q_seed: np.ndarray, budget: Budget,

@@ -18,8 +18,7 @@ implementations use: when an iteration cuts the error by less than half, a few d
 least-squares steps on the targeted tips' stacked position Jacobian (``polish_iterations``;
 0 switches it off; it ends after two steps in a row that cut the error by less than 10 %: near a
 reachable target Gauss-Newton steps cut far more, out of reach they crawl, and the stall handling
-takes over). What each addition gains on the packaged and reference robots:
-``benchmarks/results/design-notes.md``.
+takes over).
 ``min_residual`` is a proven lower bound on a tip's error (None when nothing positive is
 proven).
 
@@ -48,20 +47,24 @@ from ik_node.model.chain import Chain, chain_lengths
 from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.several_tips import TipTarget
-from ik_node.solvers.task_priority import solve_with_priority, split_by_proof
-from ik_node.solvers.tree_residuals import TipPath
-from ik_node.solvers.budget import Budget
+from ik_node.solvers.trees.several_tips import TipTarget
+from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priority,
+                                                 split_by_proof)
+from ik_node.solvers.trees.residuals import TipPath
+from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.outcome import search_outcome
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
+from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
 
 #: The closest-pose search counts the target reached below this fraction of the tolerance (a
 #: margin for the round-off of the FK that base.py measures independently).
 _TOLERANCE_MARGIN = 0.5
+#: The weights of a serial run's one target.
+_ONE_WEIGHT = np.ones(1)
 
 
 class FabrikSolver(Solver):
@@ -167,7 +170,7 @@ class FabrikSolver(Solver):
 
         When some tips are proven out of reach and others are not, the passes run without
         restarts (no restart reaches a tip out of reach), and an answer that misses is followed
-        by the task-priority phase (:mod:`ik_node.solvers.task_priority`, not FABRIK: the tips
+        by the task-priority phase (:mod:`ik_node.solvers.trees.task_priority`, not FABRIK: the tips
         not proven out of reach on their targets first, by FABRIK on them alone, then the others
         as close as that allows); the better answer is returned.
         """
@@ -185,10 +188,11 @@ class FabrikSolver(Solver):
         raw = run(targets, q_seed, params['max_iterations'], 0 if split else params['restarts'])
         if split is None or raw.status is IkStatus.CONVERGED:
             return raw
+        task = PriorityTask(self._tip_paths, self._weights.tolist(), 1.0, self._tree.lower,
+                            self._tree.upper, _TOLERANCE_MARGIN * tolerance,
+                            params['orientation_tolerance'])
         return solve_with_priority(
-            split, raw, self._tip_paths, self._weights.tolist(), 1.0, self._tree.lower,
-            self._tree.upper, _TOLERANCE_MARGIN * tolerance, params['orientation_tolerance'],
-            budget, params['max_iterations'],
+            split, raw, task, budget, params['max_iterations'],
             lambda primary, q, most: run(primary, q, most, params['restarts']))
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
@@ -234,29 +238,26 @@ class FabrikSolver(Solver):
         # the closest-pose search; out of reach (provably or beyond the measured reach), straight
         # to that search from the seed (as damped_jacobian does). No stretching FABRIK pass
         # first: it would be one more start for the search to descend from, which costs more
-        # descents than it saves (benchmarks/results/design-notes.md).
+        # descents than it saves.
         search = self._closest is not None and len(tip_indices) == 1
         if search and ((residuals[0] is not None and residuals[0] > tolerance) or
                        self._closest.reach_gap(p_targets[0].tolist()) > tolerance):
             return self._closest_pose(q_seed, 0, [] if params['record_history'] else None,
                                       p_targets[0], residuals[0], budget, residuals,
                                       tip_indices)
+        settings = FabrikSettings(
+            tolerance, max_iterations, params['min_improvement'], params['stall_iterations'],
+            params['extrapolate'], params['polish_iterations'], params['record_history'],
+            params['null_space_gain'])
         if search:
-            run = self._serial.run(
-                q_seed, p_targets[0], tolerance, max_iterations,
-                params['min_improvement'], params['stall_iterations'],
-                extrapolate=params['extrapolate'], stretch=stretch is not None,
-                record_history=params['record_history'], polish=params['polish_iterations'],
-                deadline=deadline, null_space_gain=params['null_space_gain'])
+            run = self._serial.run(FabrikProblem(
+                q_seed, tuple(tip_indices), p_targets, _ONE_WEIGHT, stretch,
+                stop_when_stuck=True, deadline=deadline), settings)
         else:
-            run = self._tree.run(
-                q_seed, tip_indices, p_targets, self._weights[list(tip_indices)], tolerance,
-                max_iterations, params['min_improvement'], params['stall_iterations'],
-                restarts=params['restarts'] if restarts is None else restarts,
-                extrapolate=params['extrapolate'],
-                stretch_tip=stretch, record_history=params['record_history'],
-                polish=params['polish_iterations'], deadline=deadline,
-                stop_when_stuck=restarts == 0)
+            run = self._tree.run(FabrikProblem(
+                q_seed, tuple(tip_indices), p_targets, self._weights[list(tip_indices)], stretch,
+                params['restarts'] if restarts is None else restarts, restarts == 0, deadline),
+                settings)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''

@@ -18,7 +18,7 @@ refined on the slope.
 from __future__ import annotations
 
 import math
-from typing import List, Tuple
+from typing import Callable, List, Tuple
 
 from ik_node.solvers.hip_knee.geometry import LegGeometry
 from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, annulus_distance,
@@ -207,8 +207,9 @@ class OffsetLeg:
         brackets = [k for k in range(count) if samples[k][3] < 0.0 <= samples[k + 1][3]]
         brackets.sort(key=lambda k: min(samples[k][0], samples[k + 1][0]))
         for k in brackets[:REFINED_BASINS]:
-            found.append(self._refine(angles[k], samples[k], angles[k + 1], samples[k + 1],
-                                      x, e1, e2, s1, s2))
+            found.append(self._refine(
+                angles[k], samples[k], angles[k + 1], samples[k + 1],
+                lambda q0: self._error_at(q0, x, e1, e2, s1, s2)))
         if not found:  # no slope changes sign (a constant error): the best sample
             k = min(range(count), key=lambda i: samples[i][0])
             found.append((samples[k][0], angles[k]) + samples[k][1:3])
@@ -221,11 +222,12 @@ class OffsetLeg:
                 best = (err, dist, q0, q1, q2)
         return best[0], list(best[2:])
 
-    def _refine(self, a: float, fa: tuple, b: float, fb: tuple, x: float, e1: float,
-                e2: float, s1: float, s2: float) -> Tuple[float, float, float, float]:
+    def _refine(self, a: float, fa: tuple, b: float, fb: tuple, error_at: Callable[[float], tuple]
+                ) -> Tuple[float, float, float, float]:
         """The minimum in ``[a, b]`` where the slope turns from negative (``fa``) to
         non-negative (``fb``): ``(error, q0, q1, q2)``. Illinois regula falsi on the slope,
-        which only drops where it jumps: a sign change from - to + is always a minimum."""
+        which only drops where it jumps: a sign change from - to + is always a minimum.
+        ``error_at(q0)`` is :meth:`_error_at` for this target."""
         ga, gb = fa[3], fb[3]
         best = min(((fa[0], a) + fa[1:3]), ((fb[0], b) + fb[1:3]))
         side = 0
@@ -235,7 +237,7 @@ class OffsetLeg:
             c = b - gb * (b - a) / (gb - ga) if gb != ga else 0.5 * (a + b)
             if not a < c < b:
                 c = 0.5 * (a + b)
-            fc = self._error_at(c, x, e1, e2, s1, s2)
+            fc = error_at(c)
             if fc[0] < best[0]:
                 best = (fc[0], c) + fc[1:3]
             gc = fc[3]

@@ -21,7 +21,7 @@ singular configuration instead of arriving. Here:
   angle (within its limits) that brings the tip nearest the target. From the mid configuration it
   lays the chain out toward the target, a start whose descent ends at the closest pose for
   nearly every out-of-reach target of the benchmark robots; the tip-to-base sweep covers the
-  rest behind a leg's limits (``benchmarks/results/design-notes.md``).
+  rest behind a leg's limits.
 * :meth:`ClosestPose.search` runs descents from a fixed sequence of starts and stops by the rule
   below.
 
@@ -40,7 +40,7 @@ side of a limit while the closest pose is on the far one (the figures:
 ``benchmarks/results/closest_legs.md``). The search also stops when the best error is within
 ``agreement`` of the proven lower bound (nothing can be closer; see
 :mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent reaches the target, and at the
-time, iteration or restart limits (:mod:`ik_node.solvers.budget`). A confirmed point is the
+time, iteration or restart limits (:mod:`ik_node.solvers.numerics.budget`). A confirmed point is the
 closest pose found, not a proof: the solvers report it as ``not_reached`` unless the proven
 bound exceeds the tolerance (:mod:`ik_node.solvers.out_of_reach.outcome`).
 
@@ -68,8 +68,8 @@ from dataclasses import dataclass
 from operator import mul
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import damped_solve_function, limit_functions
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
 
@@ -235,7 +235,7 @@ class ClosestPose:
     # ------------------------------------------------------------------------------- Newton
     def newton_system(self, target: Sequence[float], q: Sequence[float]):
         """``(cost, H, g)`` at ``q``: ``cost = |e|^2`` [m^2], ``H = J^T J - S`` (flat lower
-        triangle, see :func:`~ik_node.solvers.codegen.lower_index`) and ``g = J^T e``:
+        triangle, see :func:`~ik_node.solvers.numerics.codegen.lower_index`) and ``g = J^T e``:
         half the Hessian and minus half the gradient of ``cost``."""
         (px, py, pz), _, J = self._pose_jacobian(q)
         ex, ey, ez = target[0] - px, target[1] - py, target[2] - pz

@@ -22,7 +22,7 @@ restarts       ``max_iterations`` out of restarts
 
 :meth:`~ik_node.solvers.base.Solver.solve` still measures the answer, and a missed target is
 ``unreachable`` exactly when its proven ``min_residual`` exceeds the tolerance
-(:func:`~ik_node.solvers.base.honest_status`), whatever the stop.
+(:func:`~ik_node.solvers.results.honest_status`), whatever the stop.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The interactive target markers as messages: one ``InteractiveMarker`` per tip (no rclpy).
 
-:class:`ik_node.ros.interactive.InteractiveTargets` serves these; RViz's InteractiveMarkers
+:class:`ik_node.ros.rviz.interactive.InteractiveTargets` serves these; RViz's InteractiveMarkers
 display draws them. A 6-DOF marker moves and rotates on all three axes, its body showing the
 target's axes as arrows; a position-only one only moves (its axes fixed to the base frame), a
 planar chain's in the chain's plane only. The body is coloured by the last solve: green
@@ -16,9 +16,9 @@ import numpy as np
 from geometry_msgs.msg import Point, Pose, Quaternion
 from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, Marker
 
-from ik_node.ros.marker_shapes import plane_basis
-from ik_node.ros.markers import AXES_RGBA, GREEN, RED
-from ik_node.ros.messages import quat_xyzw_from_rotation
+from ik_node.ros.rviz.marker_shapes import plane_basis
+from ik_node.ros.rviz.markers import AXES_RGBA, GREEN, RED
+from ik_node.ros.targets import quat_xyzw_from_rotation
 
 DEFAULT_SCALE_M = 0.25
 GREY = (0.6, 0.6, 0.6, 0.9)

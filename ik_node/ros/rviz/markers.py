@@ -18,8 +18,8 @@ Marker ids (namespace ``ik``) are stable, so each update replaces the previous o
 500 + j        joint ``j``'s label when it is near a limit
 =============  ==================================================================
 
-The reachability map is drawn by :mod:`ik_node.ros.map_markers`, in its own namespaces
-(``reachability/<tip>``); the building blocks are in :mod:`ik_node.ros.marker_shapes`.
+The reachability map is drawn by :mod:`ik_node.ros.rviz.map_markers`, in its own namespaces
+(``reachability/<tip>``); the building blocks are in :mod:`ik_node.ros.rviz.marker_shapes`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from visualization_msgs.msg import Marker
 
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.ros.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
+from ik_node.ros.rviz.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
                                        delete_all, deleted, marker_array, new_marker, place,
                                        plane_basis, point_msg, quat_xyzw_z_onto, ramp)
 
@@ -144,14 +144,8 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
 def planar_normal(chain: Chain, tip: Optional[str] = None) -> Optional[np.ndarray]:
     """The common axis (base frame) of a tip's joints if they are all revolute and parallel
     (the tip then moves in a plane normal to it), else None."""
-    idx = chain.joints_of_tip(tip)
-    if len(idx) < 2 or any(chain.joints[i].is_prismatic for i in idx):
-        return None
-    frames = chain.joint_frames(np.zeros(chain.n))
-    axes = np.array([frames[i, :3, :3] @ chain.joints[i].axis for i in idx])
-    if np.all(np.abs(np.abs(axes @ axes[0]) - 1.0) < 1e-9):
-        return axes[0]
-    return None
+    plane = chain.motion_plane(tip)
+    return None if plane is None else np.array(plane.normal)
 
 
 # ---------------------------------------------------------------------------------- envelope

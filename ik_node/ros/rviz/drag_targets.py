@@ -1,23 +1,24 @@
 """Drags in RViz become targets: the node's interactive markers, one per tip.
 
-A drag of a tip's marker becomes a :class:`~ik_node.ros.messages.Target` like a topic one, and
+A drag of a tip's marker becomes a :class:`~ik_node.ros.targets.Target` like a topic one, and
 each solve moves, colours and (on release) snaps the markers. The marker server itself (the
-protocol RViz speaks) is :class:`ik_node.ros.interactive.InteractiveTargets`, owned here.
+protocol RViz speaks) is :class:`ik_node.ros.rviz.interactive.InteractiveTargets`, owned here.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.model.chain import Chain
-from ik_node.ros import markers
-from ik_node.ros import messages as conv
-from ik_node.ros.interactive import InteractiveTargets
-from ik_node.ros.solution_output import Send
+from ik_node.ros.rviz import markers
+from ik_node.ros.solve_report import SolveReport
+from ik_node.ros.targets import Target, quat_xyzw_from_rotation
+from ik_node.ros.rviz.interactive import InteractiveTargets
+from ik_node.ros.outputs.solution_output import Send
 
 
 class DragTargets:
@@ -32,11 +33,11 @@ class DragTargets:
         callback_group: of the feedback subscription.
     """
 
-    def __init__(self, node: Node, on_target: Callable[[conv.Target], None],
+    def __init__(self, node: Node, on_target: Callable[[Target], None],
                  on_error: Callable[[str], None], send: Send, callback_group=None) -> None:
         self._node, self._on_target = node, on_target
         self._branched: Optional[bool] = None  # None: no robot model, drags are ignored
-        self._released: Dict[Optional[str], conv.Target] = {}  # dropped markers, to snap
+        self._released: Dict[Optional[str], Target] = {}  # dropped markers, to snap
         self.server = InteractiveTargets(node, on_target=self._on_drag, send=send,
                                          on_error=on_error, callback_group=callback_group)
 
@@ -63,35 +64,34 @@ class DragTargets:
         if branched is None:
             return
         slot = tip if branched else None
-        target = conv.Target(np.asarray(position, dtype=float),
+        target = Target(np.asarray(position, dtype=float),
                              None if quat_xyzw is None else np.asarray(quat_xyzw, dtype=float),
                              frame_id, slot, stamp)
         if released:
             self._released[slot] = target
         self._on_target(target)
 
-    def show(self, config: IkConfig, chain: Chain, batch: Mapping, goals: Mapping, known: Mapping,
-             result, q: np.ndarray) -> None:
+    def show(self, config: IkConfig, report: SolveReport) -> None:
         """Markers after a solve: follow the targets, colour by reached, and snap a released
         marker to the pose reached (``target_marker.snap_on_release``).
 
         Args:
-            batch: the targets solved, by slot (a tip, or None for a serial chain).
-            goals: their (position, quat_xyzw or None) in the base frame, by slot.
-            known: a branched chain's last goal of every tip (its markers are all coloured).
+            config: the configuration the solve ran under.
+            report: the solve (a branched chain's markers of every tip with a standing target
+                are all coloured).
         """
-        server = self.server
-        for tip, (p, quat) in goals.items():
-            server.follow(tip or config.tip_link, p, quat)
+        server, chain, result, q = self.server, report.chain, report.result, report.q
+        for tip, placed in report.targets.items():
+            server.follow(tip or config.tip_link, placed.position, placed.quat_xyzw)
         tips = result.tips or {}
-        for tip in goals if not config.branched else known:
+        for tip in report.targets if not config.branched else report.standing:
             name = tip or config.tip_link
             server.set_reached(name, tips[name].reachable if name in tips else result.reachable)
         snap = self._node.get_parameter('target_marker.snap_on_release').value
-        for tip in goals:
-            if self._released.get(tip) is batch[tip]:
+        for tip, placed in report.targets.items():
+            if self._released.get(tip) is placed.target:
                 del self._released[tip]
                 if snap:
                     T = chain.fk(q, tip or config.tip_link)
                     server.snap(tip or config.tip_link, T[:3, 3],
-                                conv.quat_xyzw_from_rotation(T[:3, :3]))
+                                quat_xyzw_from_rotation(T[:3, :3]))

@@ -16,10 +16,10 @@ import numpy as np
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros import map_markers, markers
+from ik_node.ros.rviz import map_markers, markers
 from ik_node.model.chain import Chain
 from ik_node.reachability import ReachabilityBuilder, ReachabilityMap, nearest_reachable_distance
-from ik_node.ros.marker_output import LATCHED_QOS
+from ik_node.ros.rviz.marker_output import LATCHED_QOS
 
 CHUNK = 2048
 PAUSE_S = 0.002  # between chunks: the solving thread gets the interpreter

@@ -5,25 +5,22 @@
 * :func:`shared_joints` tells a tree whose tips share moving joints (a trunk, solved whole by the
   solvers that can) from independent legs (every tip's path its own joints: a quadruped's four
   legs from the trunk).
-* :class:`Legs` solves independent legs one by one, each with its own solver on the leg's serial
-  chain (:meth:`~ik_node.model.chain.Chain.serial_chain`), in one call: a leg is one serial
-  solve, so every solver that fits one leg fits all four.
+* :func:`check_every_tip_moves` refuses a tree with a tip that no joint moves.
 * :func:`result_of_tips` sums per-tip results up into one :class:`IkResult`.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+import math
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ik_node.errors import ChainError, TargetError
 from ik_node.model.chain import Chain
-from ik_node.solvers.input_checks import FLOAT64, rotation_from_input, target_values
-from ik_node.solvers.results import (IkResult, IkStatus, TipResult, combined_status,
-                                     new_result, new_tip_result)
+from ik_node.solvers.input_checks import rotation_error, rotation_from_input, target_values
+from ik_node.solvers.results import (IkResult, IkStatus, RawSolution, TipResult, combined_status,
+                                     new_result)
 
 _CONVERGED = IkStatus.CONVERGED
 
@@ -118,104 +115,50 @@ def shared_joints(chain: Chain) -> Dict[Tuple[str, str], List[str]]:
     return out
 
 
+def check_every_tip_moves(chain: Chain) -> None:
+    """Refuse a chain with several tips when one of them has no moving joint between the base
+    and it (:class:`ChainError` naming it): no solver can bring it to a target, and its targets
+    would only ever miss."""
+    if len(chain.tip_links) < 2:
+        return
+    fixed = [tip for tip in chain.tip_links if not chain.joints_of_tip(tip)]
+    if fixed:
+        raise ChainError(f'tip(s) {", ".join(fixed)} of {chain.base_link!r} have no moving '
+                         'joint between the base and them (fixed to the base): no solver can '
+                         f'move them. Leave them out of tip_links ({", ".join(chain.tip_links)})')
+
+
 def shared_text(shared: Mapping[Tuple[str, str], List[str]]) -> str:
     """The pairs of :func:`shared_joints` as text, e.g. ``'left_hand and right_hand share
     waist'``."""
     return '; '.join(f'{a} and {b} share {", ".join(names)}' for (a, b), names in shared.items())
 
 
-@dataclass(frozen=True)
-class Leg:
-    """One independent leg: its tip, its joints' indices in the tree, its solver, and
-    ``span``, the slice of the tree's joints that holds exactly its joints when they are
-    consecutive (depth-first order makes them so), else None."""
-
-    tip: str
-    joints: Tuple[int, ...]
-    solver: Any  # a Solver on the leg's serial chain
-    span: Optional[slice] = None
-
-
-def leg_span(joints: Sequence[int]) -> Optional[slice]:
-    """``slice(first, last + 1)`` when ``joints`` are consecutive ascending indices, else None."""
-    if joints and list(joints) == list(range(joints[0], joints[0] + len(joints))):
-        return slice(joints[0], joints[0] + len(joints))
-    return None
-
-
-class Legs:
-    """Independent legs (tips whose paths share no moving joint) solved one by one.
-
-    Args:
-        chain: the tree (every pair of tips without a shared moving joint).
-        make_solver: ``make_solver(leg_chain) -> Solver``, the configured solver on one leg.
-
-    Raises:
-        ChainError: the solver does not fit a leg (the message names the leg's tip).
-    """
-
-    def __init__(self, chain: Chain, make_solver: Callable[[Chain], Any]):
-        self.chain = chain
-        self.legs: List[Leg] = []
-        for tip in chain.tip_links:
-            try:
-                solver = make_solver(chain.serial_chain(tip))
-            except ChainError as exc:
-                joints = ', '.join(chain.joint_names[i] for i in chain.joints_of_tip(tip))
-                raise ChainError(f'leg {tip!r} (joints {joints or "none"}): {exc}') from None
-            joints = tuple(chain.joints_of_tip(tip))
-            self.legs.append(Leg(tip, joints, solver, leg_span(joints)))
-        self._timed = 'timeout' in self.legs[0].solver.params if self.legs else False
-        self._joint_names = tuple(chain.joint_names)
-        # What solve() reads of each leg, by tip index, with the solver's hooks bound once.
-        self._plan = [(leg.tip, leg.span, leg.joints, leg.solver,
-                       leg.solver._solve_floats if leg.solver._takes_floats else
-                       leg.solver._raw_solution, leg.solver._measured,
-                       leg.solver.supports_orientation) for leg in self.legs]
-
-    def solve(self, targets: Sequence[TipTarget], q_seed: List[float], timeout: Optional[float]
-              ) -> IkResult:
-        """Each targeted leg solved from its joints of ``q_seed`` (within the limits); the other
-        joints keep their seed values.
-
-        Each leg's answer is exactly its own solver's (``solver.solve`` on the leg's serial chain
-        from the same seed): the same solve and the same measurement
-        (:meth:`~ik_node.solvers.base.Solver._measured`), without building a result per leg.
-
-        ``timeout`` [s] (None: the legs' solvers take none) is shared: each leg gets what is
-        left of it divided by the legs still to solve, so a quick leg leaves time to the next,
-        but never less than an equal share of the whole (``timeout`` / targeted legs): a leg
-        stretched by a stall of the machine does not starve the legs after it, and the solve
-        overruns ``timeout`` by at most that stall.
-        """
-        start = time.perf_counter()
-        q = list(q_seed)
-        tips: Dict[str, TipResult] = {}
-        iterations = 0
-        ignored = False
-        timed = self._timed and timeout is not None
-        count = len(targets)
-        plan = self._plan
-        for i, target in enumerate(targets):
-            tip, span, joints, solver, raw_solution, measured, orientation = plan[target.index]
-            if timed:
-                left = timeout - (time.perf_counter() - start)
-                solver.params['timeout'] = max(left / (count - i), timeout / count)
-            seed = q_seed[span] if span is not None else [q_seed[j] for j in joints]
-            position, R = target.position, target.R
-            if R is not None and not orientation:
-                R, ignored = None, True
-            raw = raw_solution(position, R, seed)
-            q_leg, reached, status, error, angle, bound = measured(raw, position, R, seed)
-            if span is not None:
-                q[span] = q_leg
-            else:
-                for j, v in zip(joints, q_leg):
-                    q[j] = v
-            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
-            iterations += int(raw.iterations)
-        return result_of_tips(np.array(q, FLOAT64), self._joint_names, tips, iterations,
-                              time.perf_counter() - start, '', ignored)
+def measured_tips(T_tips: Dict[str, np.ndarray], targets: Sequence[TipTarget], raw: RawSolution,
+                  tol_p: float, tol_r: float) -> Dict[str, TipResult]:
+    """Every targeted tip's result, measured on ``T_tips`` (FK of the joints a tree solve
+    returns) against its target: converged when within ``tol_p`` [m] and ``tol_r`` [rad],
+    unreachable when its proven bound (``raw.tip_residuals``) exceeds ``tol_p``, else the
+    solve's reason to stop (``max_iterations`` when the solve claimed more)."""
+    fallback = raw.status if raw.status in (IkStatus.TIMEOUT, IkStatus.MAX_ITERATIONS,
+                                            IkStatus.JOINT_LIMITED) \
+        else IkStatus.MAX_ITERATIONS
+    tips: Dict[str, TipResult] = {}
+    for target in targets:
+        T = T_tips[target.link]
+        error = math.dist(T[:3, 3].tolist(), target.position)
+        angle = None if target.R is None else rotation_error(T[:3, :3], target.R)
+        reached = error <= tol_p and (angle is None or angle <= tol_r)
+        bound = raw.tip_residuals.get(target.link)
+        if reached:
+            status, message = IkStatus.CONVERGED, ''
+        elif bound is not None and bound > tol_p:
+            status = IkStatus.UNREACHABLE
+            message = f'out of reach: at least {bound:.6g} m from every reachable point'
+        else:
+            status, message = fallback, ''
+        tips[target.link] = TipResult(reached, error, bound, status, angle, message)
+    return tips
 
 
 def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, TipResult],
@@ -254,5 +197,8 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
                   for tip, t in tips.items() if not t.reachable]
         message = (f'tips missing their targets: {"; ".join(missed)}' +
                    (f'; {message}' if message else ''))
-    return new_result(q, joint_names, reachable, status, position_error, angle, bound,
-                      int(iterations), solve_time, message, orientation_ignored, history, tips)
+    return new_result(
+        joint_positions=q, joint_names=joint_names, reachable=reachable, status=status,
+        position_error=position_error, orientation_error=angle, min_residual=bound,
+        iterations=int(iterations), solve_time=solve_time, message=message,
+        orientation_ignored=orientation_ignored, history=history, tips=tips)

@@ -2,11 +2,12 @@
 
 :class:`StatusReports` builds the statuses (one per solve, refused target, missing model; a
 solve of several tips adds one status per tip, named ``<node>: ik: <tip>``, in the same array) and
-offers them to a :class:`~ik_node.ros.status_rate_gate.StatusRateGate`: a status goes out at once
-when the gate lets it through, else the newest is held for the timer's :meth:`~StatusReports.
-flush`. Statuses are built lazily: most solves of a fast stream are never reported one by one, so
-their text and measures are never computed. :class:`DiagnosticsOutput` owns the publisher and
-re-sends the last status every second while nothing else goes out (diagnostic monitors).
+offers them to a :class:`~ik_node.ros.outputs.status_rate_gate.StatusRateGate`: a status goes out
+at once when the gate lets it through, else the newest is held for the timer's
+:meth:`~StatusReports.flush`. Statuses are built lazily: most solves of a fast stream are never
+reported one by one, so their text and measures are never computed. :class:`DiagnosticsOutput`
+owns the publisher and re-sends the last status every second while nothing else goes out
+(diagnostic monitors).
 """
 
 from __future__ import annotations
@@ -14,20 +15,24 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.model.chain import Chain
 from ik_node.model.quality import fragility_report
-from ik_node.ros import messages as conv
+from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, diagnostic_array,
+                                               diagnostic_status, error_values, result_level,
+                                               result_summary, result_values, tip_level,
+                                               tip_summary, tip_values)
 from ik_node.ros.latest_targets import LatestTargets
-from ik_node.ros.reach_map_output import ReachabilityMaps
-from ik_node.ros.solution_output import Send
-from ik_node.ros.status_rate_gate import StatusRateGate
+from ik_node.ros.outputs.jump_guard import guard_values
+from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
+from ik_node.ros.solve_report import SolveReport
+from ik_node.ros.outputs.solution_output import Send
+from ik_node.ros.outputs.status_rate_gate import StatusRateGate
 
 #: ``/diagnostics`` is global on purpose: aggregators listen there; status names carry the
 #: node's fully qualified name so namespaced nodes are told apart.
@@ -38,6 +43,18 @@ HEARTBEAT_PERIOD_S = 1.0
 def model_name(config: IkConfig) -> str:
     """How statuses and logs name the robot model: its URDF file, else ``robot_description``."""
     return config.urdf_file or 'robot_description'
+
+
+def node_values(report: SolveReport) -> Dict[str, str]:
+    """The node's own key-values of a solve's status, beside the solver's: the seed, the output,
+    the stamp of the message sent, the jump guard's verdict and a planar projection."""
+    values = {'seed': report.seed_note, 'output': report.output,
+              'joint_state_stamp': report.joint_state_stamp,
+              'jump_guard': report.guard.action if report.guard is not None else 'pass',
+              **(guard_values(report.guard) if report.guard is not None else {})}
+    if report.projected_m is not None:
+        values['planar_projection_m'] = f'{report.projected_m:.4g}'
+    return values
 
 
 class DiagnosticsOutput:
@@ -51,7 +68,7 @@ class DiagnosticsOutput:
 
     def send(self, status) -> None:
         """Publish one status, or a list of them in one array (a solve of several tips)."""
-        msg = conv.diagnostic_array(status, self._node.get_clock().now().to_msg())
+        msg = diagnostic_array(status, self._node.get_clock().now().to_msg())
         self._last, self._last_time = msg, time.monotonic()
         self._send(self._pub, msg)
 
@@ -131,7 +148,7 @@ class StatusReports:
         name, hardware_id = self._name, self._hardware_id
 
         def build():
-            status = conv.diagnostic_status(name, hardware_id, level, message(), values())
+            status = diagnostic_status(name, hardware_id, level, message(), values())
             return status if tips is None else [status] + tips(name, hardware_id)
         with self._lock:
             send = self._gate.offer(time.monotonic(), level, build, force or self._force)
@@ -146,9 +163,9 @@ class StatusReports:
         """ERROR (logged, throttled): a refused target (``target_stamp``) or a refused input."""
         self._node.get_logger().error(message, throttle_duration_sec=1.0)
         solver, skipped, count = self._config.solver, self._targets.skipped, self.solve_count
-        self.offer(conv.ERROR, lambda: message,
-                   lambda: conv.error_values(solver, frame, skipped, count, message,
-                                             target_stamp), force)
+        self.offer(ERROR, lambda: message,
+                   lambda: error_values(solver, frame, skipped, count, message, target_stamp),
+                   force)
 
     def waiting(self, target_stamp: str = '', force: bool = False) -> None:
         """WARN: no robot model yet (a target, if any, is refused)."""
@@ -157,29 +174,26 @@ class StatusReports:
             (': target refused' if target_stamp else '')
         if target_stamp:
             self._node.get_logger().warning(message, throttle_duration_sec=2.0)
-        values = {**conv.error_values(self._config.solver, '', self._targets.skipped,
-                                      self.solve_count, message, target_stamp),
+        values = {**error_values(self._config.solver, '', self._targets.skipped,
+                                 self.solve_count, message, target_stamp),
                   'status': 'waiting'}
-        self.offer(conv.WARN, lambda: message, lambda: values, force)
+        self.offer(WARN, lambda: message, lambda: values, force)
 
     def idle(self, solver: str) -> None:
         """OK, sent at once: a new robot model waits for its first target."""
-        values = {**conv.error_values(solver, '', self._targets.skipped, self.solve_count,
-                                      'waiting for a target'),
+        values = {**error_values(solver, '', self._targets.skipped, self.solve_count,
+                                 'waiting for a target'),
                   'status': 'idle'}
-        self.offer(conv.OK, lambda: 'waiting for a target', lambda: values, force=True)
+        self.offer(OK, lambda: 'waiting for a target', lambda: values, force=True)
 
-    def solve(self, chain: Chain, solver: str, result, goals: Mapping, q, frame: str,
-              stamps: str, count: int, extra: Dict[str, str],
-              tip_stamps: Optional[Mapping[str, str]] = None, guard=None) -> bool:
+    def solve(self, report: SolveReport) -> bool:
         """Offer a solve's status to the rate gate; returns True if it went out.
 
-        ``guard``: the jump guard's :class:`~ik_node.ros.jump_guard.Verdict` on the answer. A
-        held answer is an ERROR, a limited one at least a WARN; the message leads with the
-        guard's line (which joint, how far, the bound).
+        The jump guard's verdict (``report.guard``): a held answer is an ERROR, a limited one at
+        least a WARN; the message leads with the guard's line (which joint, how far, the bound).
 
-        A solve of several tips also reports one status per targeted tip; ``tip_stamps`` names
-        the target each tip answers (a tip solved again for its earlier target has none).
+        A solve of several tips also reports one status per targeted tip, naming the target each
+        tip answers (``report.tip_stamps``).
 
         The fragility measures (a Jacobian and its SVD) and the reachability map distance are
         computed once, and only when needed: the measures at once for a reached target (they
@@ -187,9 +201,12 @@ class StatusReports:
         never are.
         """
         graph, reach, skipped = self._graph, self._reach, self._targets.skipped
-        tips = [tip or chain.tip_link for tip in goals]
+        chain, result, guard = report.chain, report.result, report.guard
+        placed = report.placed
+        tips = [tip or chain.tip_link for tip in placed]
         position_only = result.orientation_ignored or \
-            all(quat is None for _, quat in goals.values())
+            all(quat is None for _, quat in placed.values())
+        extra = node_values(report)
         measured: Dict[str, Any] = {}
 
         def measures() -> Dict[str, Any]:
@@ -197,30 +214,30 @@ class StatusReports:
                 values = dict(extra)
                 try:
                     quality, fragile = fragility_report(
-                        chain, q, tips, position_only, graph.singular_threshold,
+                        chain, report.q, tips, position_only, graph.singular_threshold,
                         graph.limit_margin_threshold)
                     values.update(quality)
                 except Exception as exc:  # a measure for the user never fails a solve
                     values['quality'] = f'not measured: {type(exc).__name__}: {exc}'
                     fragile = ''
                 if not result.reachable and reach.ready:
-                    distances = [d for tip, (p, _) in goals.items()
+                    distances = [d for tip, (p, _) in placed.items()
                                  if (d := reach.distance(tip or chain.tip_link, p)) is not None]
                     if distances:
                         values['map_distance_m'] = f'{max(distances):.4g}'
                 measured.update(values=values, fragile=fragile)
             return measured
 
-        level = conv.result_level(result)
-        if level == conv.OK and measures()['fragile']:
-            level = conv.WARN
+        level = result_level(result)
+        if level == OK and measures()['fragile']:
+            level = WARN
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
-            level = conv.ERROR if guard.action == 'hold' else max(level, conv.WARN)
+            level = ERROR if guard.action == 'hold' else max(level, WARN)
 
         def summary() -> str:
-            text = conv.result_summary(result, solver)
-            if 'planar_projection_m' in extra:
+            text = result_summary(result, report.solver)
+            if report.projected_m is not None:
                 text += (f"; point target projected onto the chain's plane (moved "
                          f"{float(extra['planar_projection_m']):.3g} m)")
             fragile = measures()['fragile']
@@ -228,17 +245,17 @@ class StatusReports:
             return f'{guard.message}; {text}' if guarded else text
 
         def tip_statuses(name: str, hardware_id: str) -> List:
-            return [conv.diagnostic_status(f'{name}: {tip}', hardware_id,
-                                           conv.tip_level(tip_result),
-                                           conv.tip_summary(tip, tip_result),
-                                           conv.tip_values(tip, tip_result, frame,
-                                                           (tip_stamps or {}).get(tip, '')))
+            tip_stamps = report.tip_stamps
+            return [diagnostic_status(f'{name}: {tip}', hardware_id, tip_level(tip_result),
+                                      tip_summary(tip, tip_result),
+                                      tip_values(tip, tip_result, report.frame,
+                                                 tip_stamps.get(tip, '')))
                     for tip, tip_result in result.tips.items()]
 
         return self.offer(
             level, summary,
-            lambda: conv.result_values(result, solver, frame, skipped, count, stamps,
-                                       measures()['values']),
+            lambda: result_values(result, report.solver, report.frame, skipped, report.count,
+                                  report.stamps, measures()['values']),
             tips=tip_statuses if result.tips and len(chain.tip_links) > 1 else None)
 
     # ------------------------------------------------------------------------------ the timer

@@ -6,7 +6,7 @@
   targeted tips, every tip's error scaled by its weight.
 
 Used by the damped least-squares tree solve and by the task-priority phase of both tree solvers
-(:mod:`ik_node.solvers.task_priority`). A trunk joint is evaluated once per tip, several times
+(:mod:`ik_node.solvers.trees.task_priority`). A trunk joint is evaluated once per tip, several times
 cheaper than the numpy tree.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from ik_node.model.chain import Chain
 from ik_node.solvers.damped_jacobian.residuals import error_function
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
-from ik_node.solvers.several_tips import TipTarget
+from ik_node.solvers.trees.several_tips import TipTarget
 
 
 class TipPath:

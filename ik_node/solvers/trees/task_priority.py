@@ -23,17 +23,18 @@ from __future__ import annotations
 import math
 import random
 import time
+from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers.budget import Budget
-from ik_node.solvers.codegen import MAX_STEP
+from ik_node.solvers.numerics.budget import Budget
+from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN, LAMBDA_MAX, LAMBDA_MIN, \
     LAMBDA_UP, STALL_ITERATIONS
 from ik_node.solvers.results import IkStatus, RawSolution
-from ik_node.solvers.several_tips import TipTarget
-from ik_node.solvers.tree_residuals import TipPath, stacked_residual
+from ik_node.solvers.trees.several_tips import TipTarget
+from ik_node.solvers.trees.residuals import TipPath, stacked_residual
 
 #: Initial damping [m^2] of the secondary task's steps (adapted as in the damped least squares).
 _DAMPING = 0.1
@@ -85,45 +86,79 @@ def split_by_proof(targets: Sequence[TipTarget], bounds: Sequence[Optional[float
     return PrioritySplit(tuple(primary), tuple(secondary))
 
 
-def rank(errors: Sequence[Tuple[float, float]], e: np.ndarray, primary_tips: int,
-         primary_rows: int, tol_p: float, tol_r: float) -> Tuple[int, float, float]:
-    """The order of two answers (lower is better): minus the number of primary tips within
-    tolerance, the primary task's cost while some miss (else 0), the secondary task's cost.
+@dataclass(frozen=True)
+class PriorityTask:
+    """How the phase measures a tree's answers.
 
-    ``errors`` and ``e`` as :func:`~ik_node.solvers.tree_residuals.stacked_residual` gives them
-    for the targets of :attr:`PrioritySplit.ordered`.
+    Attributes:
+        paths, weights: each tip's :class:`~ik_node.solvers.trees.residuals.TipPath` and
+            weight (by tip index).
+        orientation_weight: [m/rad] of the stacked residual.
+        low, high: the tree's joint limits.
+        tol_p, tol_r: a tip is on its target within these [m], [rad] (with the solver's margin
+            for round-off).
     """
-    reached = sum(p <= tol_p and a <= tol_r for p, a in errors[:primary_tips])
-    e1, e2 = e[:primary_rows], e[primary_rows:]
-    return (-reached, 0.0 if reached == primary_tips else float(e1 @ e1), float(e2 @ e2))
+
+    paths: Sequence[TipPath]
+    weights: Sequence[float]
+    orientation_weight: float
+    low: Sequence[float]
+    high: Sequence[float]
+    tol_p: float
+    tol_r: float
 
 
-def prioritised_descent(x: Sequence[float], evaluate: Callable, primary_tips: int,
-                        primary_rows: int, tol_p: float, tol_r: float, low: Sequence[float],
-                        high: Sequence[float], budget: Budget, max_steps: int) -> PriorityRun:
+class Ranking(NamedTuple):
+    """The order of answers of one split: ``primary_tips`` targets and ``primary_rows`` rows of
+    the stacked error come first; a primary tip is on its target within ``tol_p`` [m],
+    ``tol_r`` [rad]."""
+
+    primary_tips: int
+    primary_rows: int
+    tol_p: float
+    tol_r: float
+
+    def rank(self, errors: Sequence[Tuple[float, float]], e: np.ndarray
+             ) -> Tuple[int, float, float]:
+        """The order of two answers (lower is better): minus the number of primary tips within
+        tolerance, the primary task's cost while some miss (else 0), the secondary task's cost.
+
+        ``errors`` and ``e`` as :func:`~ik_node.solvers.trees.residuals.stacked_residual`
+        gives them for the targets of :attr:`PrioritySplit.ordered`.
+        """
+        primary_tips, primary_rows, tol_p, tol_r = self
+        reached = sum(p <= tol_p and a <= tol_r for p, a in errors[:primary_tips])
+        e1, e2 = e[:primary_rows], e[primary_rows:]
+        return (-reached, 0.0 if reached == primary_tips else float(e1 @ e1), float(e2 @ e2))
+
+
+def prioritised_descent(x: Sequence[float], evaluate: Callable, ranking: Ranking,
+                        low: Sequence[float], high: Sequence[float], budget: Budget,
+                        max_steps: int) -> PriorityRun:
     """The secondary task's error lowered in the null space of the primary task, from ``x``.
 
     Args:
         x: the active joints' values [rad or m] (within ``low`` .. ``high``).
         evaluate: ``evaluate(x) -> (cost, errors, e, J)`` of the targets of
             :attr:`PrioritySplit.ordered`
-            (:func:`~ik_node.solvers.tree_residuals.stacked_residual`).
-        primary_tips, primary_rows: how many of the targets, and of the rows of ``e``, are the
-            primary task's (they come first).
-        tol_p, tol_r: a primary tip is on its target within these [m], [rad].
+            (:func:`~ik_node.solvers.trees.residuals.stacked_residual`).
+        ranking: which targets and rows are the primary task's (they come first), and its
+            tolerances.
         low, high: the active joints' limits.
         budget: no step starts that would end after its deadline.
         max_steps: the most steps (each one evaluation of the step and up to ``_CORRECTIONS``
             more).
 
     Returns:
-        The best configuration by :func:`rank` (the start when no step improves it) and the
-        steps taken.
+        The best configuration by :meth:`Ranking.rank` (the start when no step improves it)
+        and the steps taken.
     """
+    primary_tips, primary_rows, tol_p, tol_r = ranking
+    rank = ranking.rank
     low_a, high_a = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
     x_best = np.minimum(np.maximum(np.asarray(x, dtype=float), low_a), high_a)
     _, errors, e, J = evaluate(x_best.tolist())
-    key = rank(errors, e, primary_tips, primary_rows, tol_p, tol_r)
+    key = rank(errors, e)
     lam, steps = _DAMPING, 0
     stall_error, stall_step = math.sqrt(key[2]), 0
     while steps < max_steps and budget.allows():
@@ -137,7 +172,7 @@ def prioritised_descent(x: Sequence[float], evaluate: Callable, primary_tips: in
             dq = _primary_step(trial[3], trial[2], primary_rows, x_try, low_a, high_a)
             x_try = np.minimum(np.maximum(x_try + dq, low_a), high_a)
             trial = evaluate(x_try.tolist())
-        key_try = rank(trial[1], trial[2], primary_tips, primary_rows, tol_p, tol_r)
+        key_try = rank(trial[1], trial[2])
         if key_try < key:
             x_best, key = x_try, key_try
             _, errors, e, J = trial
@@ -208,40 +243,36 @@ def _primary_step(J: np.ndarray, e: np.ndarray, m1: int, x: np.ndarray, low: np.
     return _limited(lambda free: _primary_pinv(J[:m1, free]) @ e[:m1], x, low, high)
 
 
-def solve_with_priority(split: PrioritySplit, raw: RawSolution, paths: Sequence[TipPath],
-                        weights: Sequence[float], orientation_weight: float,
-                        low: Sequence[float], high: Sequence[float], tol_p: float,
-                        tol_r: float, budget: Budget, max_iterations: int,
+def solve_with_priority(split: PrioritySplit, raw: RawSolution, task: PriorityTask,
+                        budget: Budget, max_iterations: int,
                         solve_primary: Callable[[Sequence[TipTarget], np.ndarray, int],
                                                 RawSolution]) -> RawSolution:
     """The phase after a solve ``raw`` of every target that missed: the better of ``raw`` and
-    the task-priority answer by :func:`rank`.
+    the task-priority answer by :meth:`Ranking.rank`.
 
     Args:
         split: the targets by priority (:func:`split_by_proof`).
         raw: the solver's answer for all targets (its ``iterations`` counted against
             ``max_iterations``; its bounds are kept).
-        paths, weights, orientation_weight: each tip's :class:`TipPath` and weight (by tip
-            index) and the orientation weight [m/rad] of the stacked residual.
-        low, high: the tree's joint limits.
-        tol_p, tol_r: a tip is on its target within these [m], [rad] (with the solver's
-            margin for round-off).
+        task: the tree's paths, weights, limits and tolerances.
         budget: the solve's budget (what is left of it).
         max_iterations: the solve's iteration cap.
         solve_primary: ``solve_primary(targets, q_start, max_iterations) -> RawSolution``, the
             solver on the primary targets alone from ``q_start``.
     """
+    paths, low, high = task.paths, task.low, task.high
     iterations = raw.iterations
     targets = split.ordered
     active = sorted({j for t in targets for j in paths[t.index].joints})
-    evaluate = stacked_residual(paths, weights, targets, active, orientation_weight)
+    evaluate = stacked_residual(paths, task.weights, targets, active, task.orientation_weight)
     primary_tips = len(split.primary)
-    primary_rows = sum(3 if t.R is None else 6 for t in split.primary)
+    ranking = Ranking(primary_tips, sum(3 if t.R is None else 6 for t in split.primary),
+                      task.tol_p, task.tol_r)
     low_active, high_active = [low[j] for j in active], [high[j] for j in active]
 
     def key(x: List[float]) -> Tuple[int, float, float]:
         _, errors, e, _ = evaluate(x)
-        return rank(errors, e, primary_tips, primary_rows, tol_p, tol_r)
+        return ranking.rank(errors, e)
 
     q = np.array(raw.q, dtype=float)
     best_x = [float(q[j]) for j in active]
@@ -258,8 +289,8 @@ def solve_with_priority(split: PrioritySplit, raw: RawSolution, paths: Sequence[
         iterations += primary.iterations
         budget.mark()
         run = prioritised_descent(
-            [float(primary.q[j]) for j in active], evaluate, primary_tips, primary_rows, tol_p,
-            tol_r, low_active, high_active, budget, max(max_iterations - iterations, 0))
+            [float(primary.q[j]) for j in active], evaluate, ranking, low_active, high_active,
+            budget, max(max_iterations - iterations, 0))
         iterations += run.steps
         run_key = key(run.x)
         start_cost = max(start_cost, time.perf_counter() - began)

@@ -1,6 +1,6 @@
 """RViz markers on ``~/markers`` (transient local): the envelope, targets, misses, warnings.
 
-The marker contents are built in :mod:`ik_node.ros.markers` (no rclpy); this class owns the
+The marker contents are built in :mod:`ik_node.ros.rviz.markers` (no rclpy); this class owns the
 publisher and remembers the envelope so each array carries it. A solve's markers are held
 (:meth:`MarkerOutput.hold`) and published only with a status that goes out
 (:meth:`MarkerOutput.publish_held`): a fast target stream does not flood RViz either.
@@ -16,7 +16,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros import markers
+from ik_node.ros.rviz import markers
+from ik_node.ros.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
                                    fragility_reasons, tip_quality)
@@ -60,17 +61,10 @@ class MarkerOutput:
         self._envelope = None
         self._send(self._pub, markers.marker_array(markers.delete_all(frame, self._stamp())))
 
-    def hold(self, result, goals: Mapping, known: Mapping, q: np.ndarray) -> None:
-        """Keep the markers of a solve for :meth:`publish_held` (the newest replaces any held).
-
-        Args:
-            result: the solver's result.
-            goals: (position, quat_xyzw or None) in the base frame, by slot.
-            known: a branched chain's last goal of every tip.
-            q: the published joint positions.
-        """
+    def hold(self, report: SolveReport) -> None:
+        """Keep the markers of a solve for :meth:`publish_held` (the newest replaces any held)."""
         with self._lock:
-            self._held = (result, goals, known, q)
+            self._held = report
 
     def drop_held(self) -> None:
         """Forget the held solve (its chain is gone)."""
@@ -82,29 +76,35 @@ class MarkerOutput:
         with self._lock:
             held, self._held = self._held, None
         if held is not None:
-            self.result(chain, frame, *held[:3], branched, held[3])
+            self.result(chain, frame, held.result, held.placed, held.standing, branched, held.q)
 
     def set_thresholds(self, singular_threshold: float, limit_threshold: float) -> None:
         """The fragility thresholds of the node's WARN (``singular_threshold``,
         ``limit_margin_threshold`` [rad or m]): the labels warn exactly when the status does."""
         self._thresholds = (float(singular_threshold), float(limit_threshold))
 
-    def result(self, chain: Chain, frame: str, result, goals: Mapping, known: Mapping,
+    def result(self, chain: Chain, frame: str, result, placed: Mapping, standing: Mapping,
                branched: bool, q: np.ndarray) -> None:
         """The markers of a solve: envelope, per targeted tip its target (sphere, orientation
         arrows, the line from a missing tip) and a label saying how far it missed and every
-        fragility warning, and the joint rings with a label on a joint near a limit."""
+        fragility warning, and the joint rings with a label on a joint near a limit.
+
+        Args:
+            placed: the targets solved, ``(position [m], quat_xyzw or None)`` in the base
+                frame by slot.
+            standing: a branched chain's standing target position of every tip [m].
+        """
         stamp = self._stamp()
         sizes = self._sizes
         out = list(markers.envelope_markers(frame, stamp, self._envelope))
         tips_T: Dict[str, np.ndarray] = chain.fk_tips(result.joint_positions)
         position_only = result.orientation_ignored or \
-            all(quat is None for _, quat in goals.values())
+            all(quat is None for _, quat in placed.values())
         if branched:
-            shown = [(k, tip, known[tip], None) for k, tip in enumerate(chain.tip_links)
-                     if tip in known]
+            shown = [(k, tip, standing[tip], None) for k, tip in enumerate(chain.tip_links)
+                     if tip in standing]
         else:
-            p, quat = goals[None]
+            p, quat = placed[None]
             shown = [(0, chain.tip_link, p, None if result.orientation_ignored else quat)]
         for k, tip, p_target, quat in shown:
             tip_result = (result.tips or {}).get(tip)

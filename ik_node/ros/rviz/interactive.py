@@ -21,7 +21,7 @@ installable from the registries, so this is a small re-implementation on visuali
 Markers are locked to the chain's base frame (header stamp zero): RViz follows that frame in TF
 and sends feedback poses in it. A 6-DOF marker moves and rotates on all three axes; a
 position-only one (position-only solver, branched chain) only moves and keeps its orientation.
-The markers themselves are built in :mod:`ik_node.ros.interactive_marker_msgs`.
+The markers themselves are built in :mod:`ik_node.ros.rviz.interactive_marker_msgs`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerFeedback
                                     InteractiveMarkerPose, InteractiveMarkerUpdate)
 from visualization_msgs.srv import GetInteractiveMarkers
 
-from ik_node.ros.interactive_marker_msgs import (DEFAULT_SCALE_M, IDENTITY_XYZW, finite_floats,
+from ik_node.ros.rviz.interactive_marker_msgs import (DEFAULT_SCALE_M, IDENTITY_XYZW, finite_floats,
                                                  interactive_marker, pose_from_input, pose_msg)
 from ik_node.solvers.base import ParamSpec
 

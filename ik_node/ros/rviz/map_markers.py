@@ -11,7 +11,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker
 
 from ik_node.reachability.map_points import DEFAULT_MAX_POINTS, map_points
-from ik_node.ros.marker_shapes import delete_all, new_marker, place, point_msg, ramp
+from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg, ramp
 
 #: Map points are opaque (no blending: cheaper to draw) and small enough to see the robot
 #: between them.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.node import Node
@@ -24,10 +25,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ik_node.ros import messages as conv
+from ik_node.config.ros_graph import GraphConfig, command_order, held_positions
+from ik_node.errors import TargetError
 from ik_node.model.chain import Chain
-from ik_node.config.ros_graph import GraphConfig, UrdfJoint, command_order, held_positions, \
-    trajectory_duration
+from ik_node.model.urdf_joints import UrdfJoint, trajectory_duration
+from ik_node.ros.targets import stamp_text
 
 #: ``send(publisher, msg)``: how the node's parts publish.
 Send = Callable[[Any, Any], None]
@@ -43,6 +45,31 @@ def send_unless_shut_down(context) -> Send:
             if context.ok():
                 raise
     return send
+
+
+def check_publishable(chain: Chain, q: np.ndarray) -> np.ndarray:
+    """``q`` as a float array if it is finite and within the joint limits, else TargetError."""
+    q = np.asarray(q, dtype=float).reshape(-1)
+    if q.shape != (chain.n,):
+        raise TargetError(f'joint vector has {q.size} values; the chain has {chain.n} joints')
+    values = q.tolist()  # plain floats: for a handful of joints numpy's per-call cost dominates
+    if not all(math.isfinite(v) for v in values):
+        raise TargetError(f'solution contains NaN or inf: {values}')
+    if not chain.within_limits(q):
+        bad = [f'{n}={v:.6g} not in [{lo:.6g}, {hi:.6g}]' for n, v, lo, hi in
+               zip(chain.joint_names, q, chain.lower, chain.upper) if not lo - 1e-9 <= v <=
+               hi + 1e-9]
+        raise TargetError(f'solution outside the joint limits: {", ".join(bad)}')
+    return q
+
+
+def joint_state_msg(names: Sequence[str], q: Sequence[float], stamp) -> JointState:
+    """A ``sensor_msgs/JointState`` with names and positions [rad or m] (no velocity/effort)."""
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = [float(v) for v in q]
+    return msg
 
 
 class OutputPlan:
@@ -64,7 +91,7 @@ class OutputPlan:
         self.velocities = [velocity.get(n, math.inf) for n in self.command_names]
         # One message, refilled by joint_state(): its names are set once (rclpy validates every
         # string on assignment, which cost more than the rest of the message).
-        self._joint_state = conv.joint_state_msg(self.state_names, [], TimeMsg())
+        self._joint_state = joint_state_msg(self.state_names, [], TimeMsg())
 
     def joint_state(self, q: Sequence[float], stamp) -> JointState:
         """The JointState of ``q`` (chain order) and the held joints: the plan's one message,
@@ -120,7 +147,7 @@ class ResultOutput:
         if self.kind == 'joint_states':
             stamp = self._node.get_clock().now().to_msg()
             self._send(self._pub, self.plan.joint_state(q, stamp))
-            return conv.stamp_text((stamp.sec, stamp.nanosec))
+            return stamp_text((stamp.sec, stamp.nanosec))
         if self.kind == 'position_command':
             self._send(self._pub, self.plan.command(q))
         else:

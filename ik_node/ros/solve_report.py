@@ -1,0 +1,71 @@
+"""One solve as the node's outputs see it: a frozen value handed to the statuses and markers.
+
+No rclpy: a plain dataclass over the chain, the solver's result and the targets solved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ik_node.model.chain import Chain
+from ik_node.ros.outputs.jump_guard import Verdict
+from ik_node.ros.targets import TargetInBase
+from ik_node.solvers.base import IkResult
+
+
+@dataclass(frozen=True)
+class SolveReport:
+    """A solve, answered: what was solved, how, and what went out.
+
+    Attributes:
+        chain: the chain solved.
+        solver: the solver's name.
+        result: the solver's result.
+        targets: the targets of this solve in the base frame, by slot (a tip; None for a
+            serial chain's one tip).
+        standing: a branched chain's standing target position of every tip [m] (the new ones
+            included), which the solve answered together; empty for a serial chain.
+        q: the solution checked for publishing (finite, within the limits) [rad or m].
+        frame: the frames the targets were given in, comma-separated.
+        stamps: the stamps of the targets answered, comma-separated.
+        count: the solve's number (``solve_count``).
+        seed_note: where the seed came from (``measured`` or why the last solution).
+        output: the output kind (``joint_states``, ``position_command``, ...).
+        joint_state_stamp: the stamp of the output message sent ('' when the guard held it).
+        guard: the jump guard's verdict on ``q``.
+    """
+
+    chain: Chain
+    solver: str
+    result: IkResult
+    targets: Mapping[Optional[str], TargetInBase]
+    standing: Mapping[str, np.ndarray]
+    q: np.ndarray
+    frame: str
+    stamps: str
+    count: int
+    seed_note: str
+    output: str
+    joint_state_stamp: str
+    guard: Optional[Verdict] = None
+
+    @property
+    def placed(self) -> Dict[Optional[str], Tuple[np.ndarray, Optional[np.ndarray]]]:
+        """``{slot: (position [m], quat_xyzw or None)}`` of the targets solved (base frame)."""
+        return {slot: (t.position, t.quat_xyzw) for slot, t in self.targets.items()}
+
+    @property
+    def tip_stamps(self) -> Dict[str, str]:
+        """The stamp of the target each named tip answers (a tip solved again for its earlier
+        target has none)."""
+        return {tip: t.target.stamp_text for tip, t in self.targets.items() if tip}
+
+    @property
+    def projected_m(self) -> Optional[float]:
+        """The largest distance a point target was moved onto the chain's plane [m], None when
+        none was."""
+        moved = [t.projected_m for t in self.targets.values() if t.projected_m]
+        return max(moved) if moved else None
