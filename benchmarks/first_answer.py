@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / 'test' / 'ros'))
+sys.path.insert(0, str(REPO / 'test'))
 os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 90 + 5))
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
