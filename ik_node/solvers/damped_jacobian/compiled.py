@@ -170,6 +170,62 @@ def _pose_cost(model, n, target, settings, q, work):
     return position_sq + settings[_W2] * angle * angle
 
 
+def _rotation_vector(target, T, E, scale):
+    """``scale`` times the rotation vector taking the tip's orientation (``T``) to the
+    target's, and its angle [rad]: ``(angle, x, y, z)``, from the skew part and trace of
+    ``E = R_target R^T`` (3 x 3 scratch); near half a turn the axis from ``(E + I) / 2 = a a^T``,
+    signed by the skew part."""
+    for a in range(3):
+        for c in range(3):
+            E[a, c] = (target[3 + 3 * a] * T[c, 0] + target[4 + 3 * a] * T[c, 1] +
+                       target[5 + 3 * a] * T[c, 2])
+    sx = 0.5 * (E[2, 1] - E[1, 2])
+    sy = 0.5 * (E[0, 2] - E[2, 0])
+    sz = 0.5 * (E[1, 0] - E[0, 1])
+    c = 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)
+    sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
+    angle = math.atan2(sin_angle, c)
+    if sin_angle > 1e-6:
+        f = scale * angle / sin_angle
+        return angle, sx * f, sy * f, sz * f
+    if c > 0.0:
+        return angle, scale * sx, scale * sy, scale * sz
+    k = 0
+    if E[1, 1] > E[k, k]:
+        k = 1
+    if E[2, 2] > E[k, k]:
+        k = 2
+    bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
+    ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
+    ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
+    az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
+    if ax * sx + ay * sy + az * sz < 0.0:
+        ax, ay, az = -ax, -ay, -az
+    f = scale * angle
+    return angle, ax * f, ay * f, az * f
+
+
+def _jacobian(model, n, T, axes, origins, J, orientation):
+    """The tip's Jacobian at the frames of :func:`_tip` into ``J`` (3 rows, or 6 with
+    ``orientation``; one column per joint)."""
+    px, py, pz = T[0, 3], T[1, 3], T[2, 3]
+    for i in range(n):
+        zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
+        if model[i, _PRISMATIC] != 0.0:
+            J[0, i], J[1, i], J[2, i] = zx, zy, zz
+            if orientation:
+                J[3, i] = J[4, i] = J[5, i] = 0.0
+        else:
+            ex = px - origins[i, 0]
+            ey = py - origins[i, 1]
+            ez = pz - origins[i, 2]
+            J[0, i] = zy * ez - zz * ey
+            J[1, i] = zz * ex - zx * ez
+            J[2, i] = zx * ey - zy * ex
+            if orientation:
+                J[3, i], J[4, i], J[5, i] = zx, zy, zz
+
+
 def _evaluate(model, n, target, settings, q, A, b, work):
     """The error of ``q`` and, above the tolerances, its step system in ``A``, ``b``.
 
@@ -188,37 +244,8 @@ def _evaluate(model, n, target, settings, q, A, b, work):
     dz = target[2] - T[2, 3]
     angle = 0.0
     wx = wy = wz = 0.0
-    if orientation:
-        # E = R_target R^T: its skew part and trace give the rotation vector.
-        for a in range(3):
-            for c in range(3):
-                E[a, c] = (target[3 + 3 * a] * T[c, 0] + target[4 + 3 * a] * T[c, 1] +
-                           target[5 + 3 * a] * T[c, 2])
-        sx = 0.5 * (E[2, 1] - E[1, 2])
-        sy = 0.5 * (E[0, 2] - E[2, 0])
-        sz = 0.5 * (E[1, 0] - E[0, 1])
-        c = 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)
-        sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
-        angle = math.atan2(sin_angle, c)
-        if sin_angle > 1e-6:
-            f = w2 * angle / sin_angle
-            wx, wy, wz = sx * f, sy * f, sz * f
-        elif c > 0.0:
-            wx, wy, wz = w2 * sx, w2 * sy, w2 * sz
-        else:  # half a turn: the axis from (E + I) / 2 = a a^T, signed by the skew part
-            k = 0
-            if E[1, 1] > E[k, k]:
-                k = 1
-            if E[2, 2] > E[k, k]:
-                k = 2
-            bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
-            ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
-            ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
-            az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
-            if ax * sx + ay * sy + az * sz < 0.0:
-                ax, ay, az = -ax, -ay, -az
-            f = w2 * angle
-            wx, wy, wz = ax * f, ay * f, az * f
+    if orientation:  # w2 times the rotation vector
+        angle, wx, wy, wz = _rotation_vector(target, T, E, w2)
     position_sq = dx * dx + dy * dy + dz * dz
     position_error = math.sqrt(position_sq)
     cost = position_sq + w2 * angle * angle if orientation else position_sq
@@ -227,22 +254,7 @@ def _evaluate(model, n, target, settings, q, A, b, work):
     dual = settings[_DUAL] != 0.0
     if dual:  # the position Jacobian itself is the system
         J = A
-    px, py, pz = T[0, 3], T[1, 3], T[2, 3]
-    for i in range(n):
-        zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
-        if model[i, _PRISMATIC] != 0.0:
-            J[0, i], J[1, i], J[2, i] = zx, zy, zz
-            if orientation:
-                J[3, i] = J[4, i] = J[5, i] = 0.0
-        else:
-            ex = px - origins[i, 0]
-            ey = py - origins[i, 1]
-            ez = pz - origins[i, 2]
-            J[0, i] = zy * ez - zz * ey
-            J[1, i] = zz * ex - zx * ez
-            J[2, i] = zx * ey - zy * ex
-            if orientation:
-                J[3, i], J[4, i], J[5, i] = zx, zy, zz
+    _jacobian(model, n, T, axes, origins, J, orientation)
     if dual:
         b[0], b[1], b[2] = dx, dy, dz
         return cost, position_error, angle, True
@@ -583,52 +595,12 @@ def _tree_evaluate(tree_model, tips, columns, targets, settings, x, H, g, errors
         angle = 0.0
         ox = oy = oz = 0.0
         if orientation:
-            for a in range(3):
-                for c in range(3):
-                    E[a, c] = (target[3 + 3 * a] * T[c, 0] + target[4 + 3 * a] * T[c, 1] +
-                               target[5 + 3 * a] * T[c, 2])
-            sx = 0.5 * (E[2, 1] - E[1, 2])
-            sy = 0.5 * (E[0, 2] - E[2, 0])
-            sz = 0.5 * (E[1, 0] - E[0, 1])
-            c_angle = 0.5 * (E[0, 0] + E[1, 1] + E[2, 2] - 1.0)
-            sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
-            angle = math.atan2(sin_angle, c_angle)
-            if sin_angle > 1e-6:
-                f = angle / sin_angle
-                ox, oy, oz = sx * f, sy * f, sz * f
-            elif c_angle > 0.0:
-                ox, oy, oz = sx, sy, sz
-            else:  # half a turn: the axis from (E + I) / 2 = a a^T, signed by the skew part
-                k = 0
-                if E[1, 1] > E[k, k]:
-                    k = 1
-                if E[2, 2] > E[k, k]:
-                    k = 2
-                bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
-                ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
-                ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
-                az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
-                if ax * sx + ay * sy + az * sz < 0.0:
-                    ax, ay, az = -ax, -ay, -az
-                ox, oy, oz = ax * angle, ay * angle, az * angle
+            angle, ox, oy, oz = _rotation_vector(target, T, E, 1.0)
         position_sq = dx * dx + dy * dy + dz * dz
         errors[t, 0] = math.sqrt(position_sq)
         errors[t, 1] = angle
         cost += weight2 * (position_sq + w2 * angle * angle if orientation else position_sq)
-        px, py, pz = T[0, 3], T[1, 3], T[2, 3]
-        for i in range(m):
-            zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
-            if model[i, _PRISMATIC] != 0.0:
-                J[0, i], J[1, i], J[2, i] = zx, zy, zz
-                J[3, i] = J[4, i] = J[5, i] = 0.0
-            else:
-                ex = px - origins[i, 0]
-                ey = py - origins[i, 1]
-                ez = pz - origins[i, 2]
-                J[0, i] = zy * ez - zz * ey
-                J[1, i] = zz * ex - zx * ez
-                J[2, i] = zx * ey - zy * ex
-                J[3, i], J[4, i], J[5, i] = zx, zy, zz
+        _jacobian(model, m, T, axes, origins, J, True)
         for i in range(m):
             a = int(columns[first + i])
             for j in range(m):
@@ -749,8 +721,8 @@ def _tree_cost(tree_model, tips, columns, targets, settings, x):
 
 _KERNELS = {}
 _HELPERS = ('_work_size', '_scratch_size', '_work_views', '_new_work', '_tip', '_pose_cost',
-            '_evaluate', '_damped_solve', '_dual_solve', '_sits_out', '_trial',
-            '_null_space_shift', '_tree_evaluate', '_tree_within')
+            '_rotation_vector', '_jacobian', '_evaluate', '_damped_solve', '_dual_solve',
+            '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
 
 
 def compile() -> None:
