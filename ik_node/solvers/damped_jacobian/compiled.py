@@ -784,6 +784,23 @@ def _default_params() -> dict:
             'null_space_gain': 0.5}
 
 
+def _descent_settings(params: dict) -> np.ndarray:
+    """The settings array of a descent with the solver's parameters (``orientation_weight``,
+    the tolerances with their margin, ``damping``) and damped_jacobian's shared constants."""
+    settings = np.zeros(_SETTINGS)
+    settings[_W2] = params['orientation_weight'] ** 2
+    settings[_TOL_P] = dls.TOLERANCE_MARGIN * params['position_tolerance']
+    settings[_TOL_R] = dls.TOLERANCE_MARGIN * params['orientation_tolerance']
+    settings[_LAMBDA_MIN], settings[_LAMBDA_MAX] = dls.LAMBDA_MIN, dls.LAMBDA_MAX
+    settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
+    settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
+    settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
+    settings[_STALL_FACTOR] = dls.STALL_FACTOR
+    settings[_MAX_STEP] = MAX_STEP
+    settings[_DAMPING] = params['damping']
+    return settings
+
+
 class CompiledDescent:
     """The compiled descents bound to one serial chain and one solver's parameters.
 
@@ -836,16 +853,7 @@ class CompiledDescent:
             if orientation and dual:
                 self.settings[True] = None
                 continue
-            settings = np.zeros(_SETTINGS)
-            settings[_W2] = params['orientation_weight'] ** 2
-            settings[_TOL_P] = dls.TOLERANCE_MARGIN * params['position_tolerance']
-            settings[_TOL_R] = dls.TOLERANCE_MARGIN * params['orientation_tolerance']
-            settings[_LAMBDA_MIN], settings[_LAMBDA_MAX] = dls.LAMBDA_MIN, dls.LAMBDA_MAX
-            settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
-            settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
-            settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
-            settings[_STALL_FACTOR] = dls.STALL_FACTOR
-            settings[_MAX_STEP] = MAX_STEP
+            settings = _descent_settings(params)
             settings[_MAX_ITERATIONS] = params['max_iterations']
             settings[_ORIENTATION] = float(orientation)
             settings[_DUAL] = float(dual)
@@ -855,7 +863,6 @@ class CompiledDescent:
             settings[_STREAM_STALL] = STREAM_STALL_FACTOR
             settings[_NULL_DAMPING] = NULL_SPACE_DAMPING
             settings[_FACTOR_MAX] = FACTOR_MAX
-            settings[_DAMPING] = params['damping']
             self.settings[orientation] = settings
         self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
         self._runs = threading.local()  # per thread: its DescentRun, reused by every solve
@@ -1009,18 +1016,7 @@ class TreeKernel:
         self._low, self._high = chain.lower.tolist(), chain.upper.tolist()
         self._wraps = list(wraps)
         self._plans = {}
-        settings = np.zeros(_SETTINGS)
-        settings[_W2] = params['orientation_weight'] ** 2
-        settings[_TOL_P] = dls.TOLERANCE_MARGIN * params['position_tolerance']
-        settings[_TOL_R] = dls.TOLERANCE_MARGIN * params['orientation_tolerance']
-        settings[_LAMBDA_MIN], settings[_LAMBDA_MAX] = dls.LAMBDA_MIN, dls.LAMBDA_MAX
-        settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
-        settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
-        settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
-        settings[_STALL_FACTOR] = dls.STALL_FACTOR
-        settings[_MAX_STEP] = MAX_STEP
-        settings[_DAMPING] = params['damping']
-        self.settings = settings
+        self.settings = _descent_settings(params)
 
     def serves(self) -> bool:
         """Whether the kernels are loaded (never blocks)."""
