@@ -129,7 +129,7 @@ def solver_fit(chain: Chain) -> Tuple[Tuple[str, ...], Dict[str, str]]:
             unfit[name] = 'no moving joint to solve for'
             continue
         try:
-            make_solver(name, chain)
+            make_solver(name, chain, {'self_collision': False})  # the fit, not the meshes
         except IkError as exc:
             unfit[name] = str(exc)
             continue

@@ -19,6 +19,7 @@ EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
 #: node over ROS 2: its module is in ``ik_node.ros`` (the only package that imports rclpy).
 SUBCOMMANDS: Dict[str, str] = {
     'chains': 'ik_node.cli.chains',
+    'collisions': 'ik_node.cli.collisions',
     'reach-map': 'ik_node.cli.reach_map',
     'target': 'ik_node.ros.cli_target_client',
 }

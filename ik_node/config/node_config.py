@@ -91,6 +91,8 @@ class IkConfig:
         max_description_bytes: largest URDF accepted [bytes].
         solver_params: for every registered solver, its full validated parameter dict.
         xacro_args: arguments of a .xacro ``urdf_file`` ('' with ``robot_description``).
+        collision: the collision check's SRDF, ground plane and obstacles
+            (:func:`ik_node.config.collision_world.collision_world`; {}: the defaults).
     """
 
     robot_description: str
@@ -103,6 +105,7 @@ class IkConfig:
     max_description_bytes: int = DEFAULT_MAX_DESCRIPTION_BYTES
     solver_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     xacro_args: str = ''
+    collision: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def tip_link(self) -> str:
@@ -255,7 +258,16 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
                     diagnostics_rate=numbers['diagnostics_rate'],
                     max_description_bytes=numbers['max_description_bytes'],
                     solver_params=solver_params,
-                    xacro_args='' if strings['robot_description'] else strings['xacro_args'])
+                    xacro_args='' if strings['robot_description'] else strings['xacro_args'],
+                    collision=_collision_world(strings, source))
+
+
+def _collision_world(strings: Mapping[str, str], source: str) -> Dict[str, Any]:
+    from ik_node.config.collision_world import collision_world
+    try:
+        return collision_world(dict(strings))
+    except ConfigError as exc:
+        raise ConfigError(f'{source}: {exc}') from None
 
 
 def _given(value: Any) -> bool:
@@ -294,4 +306,7 @@ def build_solver(config: IkConfig, chain: Chain) -> Solver:
     Raises:
         ConfigError: bad solver parameters. ChainError: the solver does not fit the chain.
     """
-    return make_solver(config.solver, chain, config.params_of())
+    solver = make_solver(config.solver, chain, config.params_of())
+    if config.collision:
+        solver.configure_collision(**config.collision)
+    return solver

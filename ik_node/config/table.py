@@ -44,6 +44,14 @@ STRING_PARAMS: Dict[str, Tuple[str, str]] = {
     'base_link': ('base_link', 'link the chain starts at; targets are solved in its frame'),
     'tip_link': ('', 'end-effector link of a serial chain'),
     'solver': (DEFAULT_SOLVER, 'IK solver'),
+    'srdf_file': ('', 'SRDF whose <disable_collisions> pick the link pairs the collision check '
+                      'skips (empty: computed as MoveIt Setup Assistant does)'),
+    'robot_description_semantic': ('', 'SRDF XML text (MoveIt\'s parameter); when not empty it '
+                                       'is used instead of srdf_file'),
+    'collision.ground_z': ('', 'height [m] of a ground plane in the base frame that no moving '
+                               'link may reach (empty: none)'),
+    'collision.obstacles': ('', 'obstacles in the base frame [m], ";"-separated: "NAME box X Y Z '
+                                'SX SY SZ", "NAME sphere X Y Z R", "NAME cylinder X Y Z R L"'),
 }
 TIP_LINKS_DESCRIPTION = ('end-effector links of a branched chain (one target topic pair per '
                          'tip); when not empty it is used instead of tip_link')

@@ -103,7 +103,8 @@ class ReachabilityBuilder:
     def __init__(self, chain: Chain, tip: Optional[str] = None, *,
                  samples: int = DEFAULT_SAMPLES, voxel_size: float = DEFAULT_VOXEL_M,
                  seed: int = 0, position_only: Optional[bool] = None,
-                 directions: int = DEFAULT_DIRECTIONS, chunk_size: int = DEFAULT_CHUNK) -> None:
+                 directions: int = DEFAULT_DIRECTIONS, chunk_size: int = DEFAULT_CHUNK,
+                 self_collision: bool = True) -> None:
         _check_whole('samples', samples, 1)
         _check_whole('chunk_size', chunk_size, 1)
         _check_whole('seed', seed, 0)
@@ -133,6 +134,8 @@ class ReachabilityBuilder:
         self._low = np.where(np.isfinite(lower), lower, -math.pi)
         self._high = np.where(np.isfinite(upper), upper, math.pi)
         self._rng = np.random.default_rng(self.seed)
+        #: Keeps the collision-free rows of a chunk of samples (None: every row counts).
+        self._free = _collision_filter(chain, self._joints) if self_collision else None
         # per chunk: (sorted unique voxel-direction keys, their sample counts)
         self._pairs: List[Tuple[np.ndarray, np.ndarray]] = []
 
@@ -152,11 +155,17 @@ class ReachabilityBuilder:
         if count <= 0:
             return self.progress
         q = self._rng.uniform(self._low, self._high, size=(count, len(self._low)))
+        if self._free is not None:
+            q = q[self._free(q)]
+            if len(q) == 0:
+                self.samples_done += count
+                return self.progress
         p, R = self._pose(np.ascontiguousarray(q.T))
-        p = np.column_stack([np.broadcast_to(c, (count,)) for c in p])
+        kept = len(q)
+        p = np.column_stack([np.broadcast_to(c, (kept,)) for c in p])
         keys = _pack(np.rint(p / self.voxel_size).astype(np.int64)) * MAX_DIRECTIONS
         if not self.position_only:
-            keys += self._bins.bin_of(*(np.broadcast_to(R[i], (count,)) for i in (2, 5, 8)))
+            keys += self._bins.bin_of(*(np.broadcast_to(R[i], (kept,)) for i in (2, 5, 8)))
         self._pairs.append(_unique_counts(keys))
         self.samples_done += count
         if len(self._pairs) >= 64:  # merge now and then: memory stays about the map's size
@@ -195,6 +204,19 @@ class ReachabilityBuilder:
             self._pairs = [_unique_counts(keys, weights=counts)]
 
 
+def _collision_filter(chain: Chain, joints) -> Optional[Callable[[np.ndarray], np.ndarray]]:
+    """The mask of self-collision-free rows of sampled configurations (every joint of a chain
+    with collision geometry sampled), or None: no geometry, a tree's tip (its other joints
+    unsampled), or the collision libraries missing (the map then counts every sample)."""
+    from ik_node import collision
+    if list(joints) != list(range(chain.n)) or not collision.has_collision_geometry(chain):
+        return None
+    try:
+        return collision.checker_for(chain).free_mask
+    except collision.CollisionUnavailable:
+        return None
+
+
 def build_reachability_map(chain: Chain, tip: Optional[str] = None, *,
                            progress: Optional[Callable[[BuildProgress], None]] = None,
                            cancel=None, **params) -> Optional[ReachabilityMap]:
@@ -207,7 +229,8 @@ def build_reachability_map(chain: Chain, tip: Optional[str] = None, *,
         cancel: anything with ``is_set()`` (a ``threading.Event``), checked before every
             chunk; once set, the build stops.
         **params: ``samples``, ``voxel_size``, ``seed``, ``position_only``, ``directions``,
-            ``chunk_size``.
+            ``chunk_size``, ``self_collision`` (True: only self-collision-free samples count,
+            for a chain with collision geometry).
 
     Returns:
         The map, or None when cancelled.

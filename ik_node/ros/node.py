@@ -50,9 +50,11 @@ from ik_node.config.node_config import IkConfig, config_from_flat
 from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat
 from ik_node.errors import IkError
 from ik_node.model.urdf_checks import check_description_size
+from ik_node.solvers.collision_guard import collision_outputs
 from ik_node.ros import run
 from ik_node.ros.inputs import NodeInputs
 from ik_node.ros.latest_targets import LatestTargets
+from ik_node.ros.obstacles import ObstacleInput
 from ik_node.ros.outputs.diagnostics import StatusReports, model_name
 from ik_node.ros.outputs.solution_output import (SolutionOutput, check_publishable,
                                                  send_unless_shut_down)
@@ -65,6 +67,7 @@ from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
 from ik_node.ros.solve_report import SolveReport
 from ik_node.ros.target_pipeline import TargetPipeline
 from ik_node.ros.targets import Target, stamps_of
+from ik_node.solvers import kernels
 
 __all__ = ['IkNode', 'main']
 
@@ -118,6 +121,9 @@ class IkNode(Node):
             self, self._inputs, self._targets,
             report_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
             resume=self._solve_all_pending)
+        self._obstacles = ObstacleInput(
+            self, lambda: self._config.base_link, self._on_obstacles,
+            on_error=lambda message: self._status.error(message, ''))
         self._inputs.follow(self._graph, self._config.has_model)
         # Targets are answered (refused) while waiting for a model too.
         self._inputs.subscribe_targets(self._config.tip_links, self._config.branched)
@@ -127,6 +133,7 @@ class IkNode(Node):
             self._status.waiting(force=True)
         self._timer = self.create_timer(1.0 / self._config.publish_rate, self._on_timer)
         self._changes = ParameterChanges(self, self._params, self._apply_configuration)
+        kernels.report(self.get_logger().info)  # which solver path serves: compiled or Python
 
     # ---------------------------------------------------------------------------- targets
     def _on_targets(self, *targets: Target) -> None:
@@ -216,9 +223,11 @@ class IkNode(Node):
             if verdict.q is not None:  # held: nothing goes out, the last command stays
                 self._q = np.array(verdict.q)
                 out_stamp = self._solution.publish(self._q, job.seed)
+            collision, colliding = collision_outputs(model.solver, q, result)
             report = SolveReport(chain, config.solver, result, job.targets,
                                  self._pipeline.standing, q, job.frame, job.stamps, count,
-                                 job.seed_note, self._solution.kind, out_stamp, verdict)
+                                 job.seed_note, self._solution.kind, out_stamp, verdict,
+                                 collision, colliding)
             self._markers.hold(report)
             self._answered(job.stamps, out_stamp, result)
             self._drag.show(config, report)
@@ -254,6 +263,8 @@ class IkNode(Node):
         new_chain = old is None or old.chain is not model.chain
         # First, as it can fail (a topic rclpy refuses): then nothing else has changed.
         self._solution.use(model.plan)
+        if self._obstacles.obstacles:  # the topic's obstacles hold for every model
+            model.solver.configure_collision(**self._obstacles.world(model.config.collision))
         self._model = model
         config, chain = model.config, model.chain
         if new_chain:
@@ -279,6 +290,17 @@ class IkNode(Node):
             f'{", ".join(config.tip_links)} ({chain.n} joints), solver '
             f'{config.solver}, output {self._solution.kind} on {self._solution.topic}; '
             f'targets on {", ".join(self._inputs.target_topics)}')
+
+    def _on_obstacles(self, obstacles) -> None:
+        """New obstacles on ~/obstacles: the solver in force checks against them from now."""
+        with self._lock:
+            model = self._model
+            if model is None:
+                return
+            try:
+                model.solver.configure_collision(**self._obstacles.world(model.config.collision))
+            except IkError as exc:
+                self._status.error(f'obstacles refused: {exc}', '')
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""

@@ -5,7 +5,7 @@ No rclpy: a plain dataclass over the chain, the solver's result and the targets 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Tuple
 
 import numpy as np
@@ -36,6 +36,10 @@ class SolveReport:
         output: the output kind (``joint_states``, ``position_command``, ...).
         joint_state_stamp: the stamp of the output message sent ('' when the guard held it).
         guard: the jump guard's verdict on ``q``.
+        collision: the collision check's key-values of ``q`` (``min_distance_m``,
+            ``closest_pair``, ``colliding_links``); empty without collision geometry.
+        colliding_triangles: the colliding links' hull triangles in the base frame,
+            ``(m, 3, 3)`` [m], for RViz; None when no link collides.
     """
 
     chain: Chain
@@ -51,6 +55,8 @@ class SolveReport:
     output: str
     joint_state_stamp: str
     guard: Optional[Verdict] = None
+    collision: Mapping[str, str] = field(default_factory=dict)
+    colliding_triangles: Optional[np.ndarray] = None
 
     @property
     def placed(self) -> Dict[Optional[str], Tuple[np.ndarray, Optional[np.ndarray]]]:

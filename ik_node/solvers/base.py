@@ -108,6 +108,10 @@ class Solver(abc.ABC):
     #: from one solver per leg. :mod:`ik_node.solvers.registry`, which composes the solvers, sets
     #: it to :class:`~ik_node.solvers.trees.legs.Legs`: the contract names no strategy.
     compose_legs: ClassVar[Callable[[Chain, Callable[[Chain], Any]], Any]]
+    #: ``collision_hook(solver)``: what checks the solver's answers for collisions (None: no
+    #: check). :mod:`ik_node.solvers.registry` sets it to
+    #: :func:`~ik_node.solvers.collision_guard.collision_hook`.
+    collision_hook: ClassVar[Callable[[Any], Any]] = staticmethod(lambda solver: None)
 
     def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
         self.chain = chain
@@ -129,6 +133,7 @@ class Solver(abc.ABC):
             if not shared:
                 leg_params = {k: v for k, v in self.params.items()
                               if k not in self.PER_TIP_PARAMS}
+                leg_params['self_collision'] = False  # the whole robot is checked, not a leg
                 self.legs = self.compose_legs(chain, lambda leg: type(self)(leg, leg_params))
             elif not self.solves_trees:
                 raise ChainError(
@@ -152,6 +157,8 @@ class Solver(abc.ABC):
         self._plane = None if self._several_tips else chain.motion_plane()
         self._tol_p = self.params['position_tolerance']
         self._tol_r = self.params['orientation_tolerance']
+        #: Answers within tolerance are reachable only when collision-free (collision_guard).
+        self._collision = type(self).collision_hook(self)
 
     # -------------------------------------------------------------------------- parameters
     @classmethod
@@ -187,6 +194,16 @@ class Solver(abc.ABC):
         """Optional hook: raise :class:`ChainError` if the solver cannot work on this chain. By
         default every chain is accepted."""
         return None
+
+    def configure_collision(self, srdf: Optional[str] = None, ground_z: Optional[float] = None,
+                            obstacles: Sequence[Any] = ()) -> None:
+        """The pairs and the world of the collision check (:mod:`ik_node.solvers.collision_guard`):
+        an SRDF's text whose ``<disable_collisions>`` picks the pairs (None: computed), the
+        ground plane's height in the base frame [m] (None: none), and
+        :class:`ik_node.collision.Obstacle` s. Raises :class:`ConfigError` for bad ones."""
+        self.collision_world = {'srdf': srdf, 'ground_z': ground_z,
+                                'obstacles': tuple(obstacles)}
+        self._collision = type(self).collision_hook(self)
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
@@ -241,7 +258,10 @@ class Solver(abc.ABC):
         start = time.perf_counter()
         raw = self._raw_solution(p_list, R_target, q_seed_list)
         elapsed = time.perf_counter() - start
-        return self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+        result = self._finish(raw, p_list, R_target, elapsed, ignored, q_seed_list)
+        if self._collision is None:
+            return result
+        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
 
     def _raw_solution(self, p_list: List[float], R_target: Optional[np.ndarray],
                       q_seed_list: List[float]) -> RawSolution:
@@ -259,12 +279,19 @@ class Solver(abc.ABC):
                               'target_position or target_orientation')
         parsed = tip_targets_from_input(targets, self.chain.tip_links, self._tip_index)
         q_seed = self._seed_values(seed)
+        if self._collision is not None and self._several_tips:
+            return self._collision.targets(self, parsed, q_seed)
+        return self._solve_parsed(parsed, q_seed)
+
+    def _solve_parsed(self, parsed: Sequence[TipTarget], q_seed: List[float]) -> IkResult:
+        """:meth:`_solve_targets` on checked targets and seed, for a chain with several tips
+        or one."""
         if not self._several_tips:
             target = parsed[0]
             result = self.solve(target.position, target.quat_xyzw, q_seed)
             return dataclasses.replace(result, tips={target.link: TipResult(
                 result.reachable, result.position_error, result.min_residual, result.status,
-                result.orientation_error, result.message)})
+                result.orientation_error, result.message, result.best_found)})
         if self.legs is not None:
             return self.legs.solve(parsed, q_seed, self.params.get('timeout'))
         ignored = not self.supports_orientation and any(t.R is not None for t in parsed)
@@ -345,7 +372,8 @@ class Solver(abc.ABC):
             reachable=reached, status=status, position_error=pos_err, orientation_error=rot_err,
             min_residual=min_residual, iterations=int(raw.iterations), solve_time=elapsed,
             message=raw.message, orientation_ignored=orientation_ignored,
-            history=None if history is None else tuple(float(e) for e in history), tips=None)
+            history=None if history is None else tuple(float(e) for e in history), tips=None,
+            best_found=not reached and not raw.vouched)
 
     def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                   q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,

@@ -105,6 +105,18 @@ COMMON_PARAMS: Dict[str, ParamSpec] = {
     'max_iterations': ParamSpec(int, 100, 'iteration cap of one solve', '', min=1, max=1_000_000),
     'record_history': ParamSpec(bool, False, 'keep the position error of every iteration in '
                                 'result.history (for plots; slows the solve)'),
+    'self_collision': ParamSpec(bool, True, 'an answer is reachable only when free of self- '
+                                'and world collision (for a URDF with <collision> geometry)'),
+    'collision_padding': ParamSpec(float, 0.005, 'links closer than this count as colliding',
+                                   'm', min=0.0, max=0.1),
+    'collision_restarts': ParamSpec(int, 20, 'most new seeds tried for a target whose answer '
+                                    'collides', '', min=0, max=1000),
+    'collision_retry_time': ParamSpec(float, 0.01, 'wall time the collision retries may add '
+                                      'to a solve (beyond its timeout, if it has one)', 's',
+                                      min=0.0, max=10.0, min_inclusive=False),
+    'collision_skip_missing_meshes': ParamSpec(bool, False, 'leave out a <collision> whose '
+                                               'mesh file is missing instead of refusing the '
+                                               'description'),
 }
 
 

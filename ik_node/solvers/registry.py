@@ -1,8 +1,8 @@
 """The solver registry: solver name -> class, and :func:`make_solver`.
 
 The top of the solvers package: it imports every solver and composes them with the strategies
-they share (:class:`~ik_node.solvers.trees.legs.Legs` for independent legs); no solver imports
-it.
+they share (:class:`~ik_node.solvers.trees.legs.Legs` for independent legs, the collision guard
+of :mod:`ik_node.solvers.collision_guard`); no solver imports it.
 """
 
 from typing import Any, Dict, Mapping, Optional, Type
@@ -10,6 +10,7 @@ from typing import Any, Dict, Mapping, Optional, Type
 from ik_node.errors import ConfigError
 from ik_node.model.chain import Chain
 from ik_node.solvers.base import Solver
+from ik_node.solvers.collision_guard import collision_hook
 from ik_node.solvers.damped_jacobian.solver import DampedJacobianSolver
 from ik_node.solvers.fabrik.solver import FabrikSolver
 from ik_node.solvers.hip_knee.solver import HipKneeSolver
@@ -17,6 +18,8 @@ from ik_node.solvers.trees.legs import Legs
 
 # Every solver solves a tree of independent legs leg by leg, with one instance per leg.
 Solver.compose_legs = Legs
+# Every solver's answers within tolerance count as reached only when collision-free.
+Solver.collision_hook = staticmethod(collision_hook)
 
 #: Every solver by its name (``Solver.name``), the values of the ``solver`` parameter.
 SOLVERS: Dict[str, Type[Solver]] = {

@@ -47,11 +47,13 @@ def model_name(config: IkConfig) -> str:
 
 def node_values(report: SolveReport) -> Dict[str, str]:
     """The node's own key-values of a solve's status, beside the solver's: the seed, the output,
-    the stamp of the message sent, the jump guard's verdict and a planar projection."""
+    the stamp of the message sent, the jump guard's verdict, the collision check's distances
+    and a planar projection."""
     values = {'seed': report.seed_note, 'output': report.output,
               'joint_state_stamp': report.joint_state_stamp,
               'jump_guard': report.guard.action if report.guard is not None else 'pass',
-              **(guard_values(report.guard) if report.guard is not None else {})}
+              **(guard_values(report.guard) if report.guard is not None else {}),
+              **report.collision}
     if report.projected_m is not None:
         values['planar_projection_m'] = f'{report.projected_m:.4g}'
     return values

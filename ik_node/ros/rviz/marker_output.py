@@ -76,7 +76,8 @@ class MarkerOutput:
         with self._lock:
             held, self._held = self._held, None
         if held is not None:
-            self.result(chain, frame, held.result, held.placed, held.standing, branched, held.q)
+            self.result(chain, frame, held.result, held.placed, held.standing, branched, held.q,
+                        held.colliding_triangles)
 
     def set_thresholds(self, singular_threshold: float, limit_threshold: float) -> None:
         """The fragility thresholds of the node's WARN (``singular_threshold``,
@@ -84,7 +85,7 @@ class MarkerOutput:
         self._thresholds = (float(singular_threshold), float(limit_threshold))
 
     def result(self, chain: Chain, frame: str, result, placed: Mapping, standing: Mapping,
-               branched: bool, q: np.ndarray) -> None:
+               branched: bool, q: np.ndarray, colliding_triangles=None) -> None:
         """The markers of a solve: envelope, per targeted tip its target (sphere, orientation
         arrows, the line from a missing tip) and a label saying how far it missed and every
         fragility warning, and the joint rings with a label on a joint near a limit.
@@ -93,6 +94,8 @@ class MarkerOutput:
             placed: the targets solved, ``(position [m], quat_xyzw or None)`` in the base
                 frame by slot.
             standing: a branched chain's standing target position of every tip [m].
+            colliding_triangles: the colliding links' hull triangles (base frame, (m, 3, 3)
+                [m]), drawn red; None: the highlight is deleted.
         """
         stamp = self._stamp()
         sizes = self._sizes
@@ -124,6 +127,7 @@ class MarkerOutput:
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
                                          flagged=targeted))
+        out.append(markers.collision_marker(frame, stamp, colliding_triangles))
         self._send(self._pub, markers.marker_array(out))
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:

@@ -16,6 +16,7 @@ Marker ids (namespace ``ik``) are stable, so each update replaces the previous o
 600 + k        tip ``k``'s warning label: every fragility warning of its solution
 200 + j        joint ``j``'s ring about its axis, coloured by its limit margin
 500 + j        joint ``j``'s label when it is near a limit
+700            the colliding links' convex hulls, red (deleted when none collides)
 =============  ==================================================================
 
 The reachability map is drawn by :mod:`ik_node.ros.rviz.map_markers`, in its own namespaces
@@ -50,6 +51,8 @@ PLANAR_RGBA = (0.3, 0.6, 1.0, 0.12)
 #: Ids (see the module docstring).
 TARGET_ID, LINE_ID, RING_ID, AXES_ID, MISS_LABEL_ID, JOINT_LABEL_ID, WARN_LABEL_ID = \
     10, 100, 200, 300, 400, 500, 600
+COLLISION_ID = 700
+COLLISION_RGBA = (1.0, 0.05, 0.05, 0.6)
 
 
 @dataclass(frozen=True)
@@ -373,3 +376,14 @@ def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float,
     norm = float(np.linalg.norm(away))
     away = away / norm if norm > 1e-9 else np.array([-1.0, 0.0, 0.0])
     return origin + away * radius + np.array([0.0, 0.0, radius + height])
+
+
+def collision_marker(frame_id: str, stamp, triangles: Optional[np.ndarray]) -> Marker:
+    """The colliding links' convex hulls as one red TRIANGLE_LIST (``triangles``: (m, 3, 3) in
+    the base frame [m]), or the deletion of the previous one when ``triangles`` is None."""
+    if triangles is None or len(triangles) == 0:
+        return deleted(frame_id, stamp, COLLISION_ID)
+    m = new_marker(frame_id, stamp, COLLISION_ID, Marker.TRIANGLE_LIST, COLLISION_RGBA)
+    m.scale.x = m.scale.y = m.scale.z = 1.0
+    m.points = [point_msg(p) for p in np.asarray(triangles, dtype=float).reshape(-1, 3)]
+    return m

@@ -47,28 +47,21 @@ from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
                                                     DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
-from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
-from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
-from ik_node.solvers.damped_jacobian.settings import \
-    STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candidates,
                                                     restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.numerics.null_space import STREAM_ERROR_M
+from ik_node.solvers.numerics.null_space import centring_terms
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
+from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, search_outcome
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.trees.several_tips import TipTarget
@@ -173,10 +166,13 @@ class DampedJacobianSolver(Solver):
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
+        self._exact = ExactLeg.of(chain) if self._closest is not None else None
         self._compiled = self._compiled_descent(chain, fast)
         if self._closest is not None and self._reach is not None and fast is not None:
             # Once per solver, with the generated kinematics of a serial chain (5-20 ms).
             self._closest.reach = measure_reach(self._closest, self._reach)
+        if self._closest is not None and fast is not None and self._exact is None:
+            self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built
@@ -194,21 +190,16 @@ class DampedJacobianSolver(Solver):
         return self._tree_solver.solve(targets, q_seed)
 
     def _compiled_descent(self, chain: Chain, fast) -> Optional[compiled.CompiledDescent]:
-        """The compiled 6D descent (:mod:`.compiled`) where numba is installed and the chain
-        is serial with the n x n normal equations; else None (the Python descent serves)."""
-        params = self.params
+        """The compiled descents (:mod:`.compiled`) where numba may serve and the chain is
+        serial; else None (the Python descent serves). Their kernels load in the background
+        (:mod:`ik_node.solvers.kernels`): the Python descent serves until then."""
         if not compiled.available() or fast is None or self._descent is None or \
-                self._descent.normals[True] is None or params['method'] != 'dls':
+                self.params['method'] != 'dls':
             return None
-        kernel = compiled.CompiledDescent(
+        return compiled.CompiledDescent(
             fast.joint_transforms, fast.tip_transform, [j.is_prismatic for j in chain.joints],
-            self._wraps, self._bounded, self._low, self._high, params['orientation_weight'],
-            _TOLERANCE_MARGIN * params['position_tolerance'],
-            _TOLERANCE_MARGIN * params['orientation_tolerance'], _LAMBDA_MIN, _LAMBDA_MAX,
-            _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS, _STALL_ITERATIONS_BLOCKED,
-            _STALL_FACTOR, MAX_STEP, params['max_iterations'])
-        kernel.warm_up()
-        return kernel
+            self._wraps, self._bounded, self._low, self._high,
+            centring_terms(self._low, self._high, self._bounded), self.params)
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
@@ -225,15 +216,17 @@ class DampedJacobianSolver(Solver):
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
                 (self._low, self._high, self._wraps), params['record_history'])
         else:
+            if self._compiled is not None:
+                self._compiled.start_loading()  # once, in the background
             evaluator = self._descent.evaluator
-            raw = self._solve_dls(evaluator(p_target, R_target)
-                                  if R_target is None or self._compiled is None else
-                                  functools.partial(evaluator, p_target, R_target),
+            raw = self._solve_dls(functools.partial(evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
                                   p_target, R_target)
-        raw.min_residual = min_residual
+        if raw.min_residual is None or (min_residual is not None and
+                                        min_residual > raw.min_residual):
+            raw.min_residual = min_residual  # (a leg's closed form may prove more)
         return raw
 
     def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
@@ -289,42 +282,39 @@ class DampedJacobianSolver(Solver):
             # arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
-        kernel = self._compiled if with_orientation and history is None else None
-        evaluate = None if with_orientation and self._compiled is not None else evaluator
-        check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
+        kernel = self._compiled
+        if kernel is not None and (history is not None or not kernel.serves(with_orientation)):
+            kernel = None  # a history, or the kernels not loaded yet: the Python descents
         run = None if kernel is None else kernel.start(p_target, R_target, q)
+        check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
         q_seed = q
         # Whether the next descent starts at or near a stream's seed (within STREAM_ERROR_M of
-        # the target): None, the seed's descent tells (it evaluates the seed anyway). A
-        # stream's descents run in Python, where its rules are (descent.py): the compiled
-        # descent's cost of the seed tells here.
+        # the target): None, the seed's descent tells (it evaluates the seed anyway).
         near: Optional[bool] = None
-        if run is not None and run.cost(q) <= STREAM_ERROR_M * STREAM_ERROR_M:
-            near, run = True, None
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         descend = self._descent.descend
         problem: Optional[DescentProblem] = None  # the Python descents', built when first needed
         while True:  # one descent from q per pass
             descent_start = iterations
+            # Once a stream's near starts are spent, its best stays the best near the seed.
+            keep_best = near is not False or not stream
             if run is not None:
-                end, q, iterations, last_blocked = run.descend(
-                    q, params['damping'], floor, iterations, last_blocked, budget)
-                best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
+                end, q, iterations, last_blocked, near = run.descend(
+                    q, floor, good_enough, iterations, last_blocked, budget, near=near,
+                    pull=first_descent, keep_best=keep_best)
+                best_q, best_cost = run.best_q.tolist(), run.best_cost
             else:
                 if problem is None:
-                    if evaluate is None:  # 6D, compiled descents, a history recorded
-                        evaluate = evaluator()
-                    problem = DescentProblem(evaluate, with_orientation, floor, good_enough,
+                    problem = DescentProblem(evaluator(), with_orientation, floor, good_enough,
                                              budget, history)
                 progress = DescentProgress(best_q, best_cost, iterations, last_blocked)
-                # Once a stream's near starts are spent, its best stays the best near the seed.
                 end, q, near = descend(problem, progress, q, near=near, pull=first_descent,
-                                       keep_best=near is not False or not stream)
+                                       keep_best=keep_best)
                 best_q, best_cost = progress.best_q, progress.best_cost
                 iterations, last_blocked = progress.iterations, progress.last_blocked
-                if first_descent and near:
-                    stream, near_seed_radii = True, list(NEAR_SEED_RADII)
+            if first_descent and near:
+                stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False
             if end == compiled.CONVERGED:
                 return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
@@ -333,7 +323,12 @@ class DampedJacobianSolver(Solver):
             if end == GOOD_ENOUGH:
                 return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message='out of reach: the closest '
-                                   'configuration found is within tolerance of the bound')
+                                   'configuration found is within tolerance of the bound',
+                                   vouched=True)
+            if end in (compiled.ITERATION_CAP, compiled.TIMEOUT) and not with_orientation and \
+                    self._exact is not None:  # a leg's closed form costs no iteration
+                return self._closest_pose(p_target, best_q, budget, iterations, restarts,
+                                          min_residual, history)
             if end == compiled.ITERATION_CAP:
                 return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
                                    history=history,
@@ -402,6 +397,11 @@ class DampedJacobianSolver(Solver):
                       history: Optional[List[float]]) -> RawSolution:
         """The closest-pose search (:mod:`ik_node.solvers.out_of_reach.closest_pose`) from ``q``,
         within what is left of the solve's time, iterations and restarts."""
+        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+            raw = self._exact.closest(p_target.tolist(), list(q))
+            raw.iterations += iterations
+            raw.history = history
+            return raw
         params = self.params
         search = self._search(p_target, q, budget, iterations, restarts, min_residual, history)
         iterations += search.iterations
@@ -409,7 +409,7 @@ class DampedJacobianSolver(Solver):
         status, message = search_outcome(search, self._joint_names, iterations, restarts,
                                          params['timeout'])
         return RawSolution(np.array(search.q), status, iterations, history=history,
-                           message=message)
+                           message=message, vouched=search.stop in VOUCHED_STOPS)
 
     def _search(self, p_target: np.ndarray, q: List[float], budget: Budget, iterations: int,
                 restarts: int, min_residual: Optional[float], history: Optional[List[float]]):

@@ -1,0 +1,231 @@
+"""Is a configuration free of collisions? Capsules first, GJK on the convex hulls where they
+cannot decide.
+
+:class:`CollisionChecker` checks the pairs of links that the pair table keeps
+(:mod:`ik_node.collision.pairs`) and each link against the world (:mod:`ik_node.collision.world`).
+A pair is free when its capsule gap exceeds the padding (the capsules enclose the hulls, the
+hulls enclose the meshes); otherwise python-fcl measures the signed distance between the pieces
+(convex hulls of meshes, boxes, cylinders, spheres as they are), and the pair collides when that
+distance is below the padding. So the check is conservative: a configuration it calls free has
+every checked pair at least ``padding`` apart by its hulls, hence by its meshes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.collision.capsules import compiled_kernel
+from ik_node.collision.dependencies import require
+from ik_node.collision.model import CollisionModel
+from ik_node.collision.report import CollisionReport, Contact
+from ik_node.collision.world import World
+
+#: Default padding [m]: a pair closer than this counts as colliding.
+DEFAULT_PADDING_M = 0.005
+
+
+class CollisionChecker:
+    """Self-collision (and world) checks of a chain's configurations.
+
+    Args:
+        model: the links' geometry and capsules.
+        pairs: the link pairs to check, as ``(link_a, link_b)`` names.
+        padding: pairs closer than this are colliding [m] (>= 0).
+        world: the ground plane and obstacles (None: none).
+    """
+
+    def __init__(self, model: CollisionModel, pairs: Sequence[Tuple[str, str]],
+                 padding: float = DEFAULT_PADDING_M, world: Optional[World] = None):
+        if not (math.isfinite(padding) and padding >= 0.0):
+            raise ValueError(f'padding must be a finite number >= 0 [m], got {padding!r}')
+        self.model = model
+        self.padding = float(padding)
+        self.world = world if world is not None else World()
+        self.pair_names = tuple(tuple(p) for p in pairs)
+        self.pairs = np.array([[model.index[a], model.index[b]] for a, b in self.pair_names],
+                              dtype=np.int64).reshape(-1, 2)
+        chain = model.chain
+        self._kernel = compiled_kernel()
+        cap_pairs, starts = model.capsule_pairs(self.pairs)
+        cap_owner = np.zeros(len(cap_pairs), dtype=np.int64)
+        for m, start in enumerate(starts.tolist()):
+            cap_owner[start:] = m
+        self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
+                             chain._prismatic.copy(), chain.parents.astype(np.int64),
+                             model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
+                             model.seg_b, model.radius, cap_pairs, cap_owner)
+        self._frames = np.empty((chain.n, 4, 4))
+        self._links = np.empty((len(model.links), 4, 4))
+        self._gaps = np.empty(len(self.pairs))
+        self._quats = np.empty((len(model.links), 4))
+        self._fcl = require('fcl')
+        self._objects = [[_fcl_object(self._fcl, piece) for piece in model.pieces[link]]
+                         for link in model.links]
+        # Unsigned distance (FCL's signed-distance query can loop forever on concentric
+        # spheres); a penetration depth comes from a contact query (see signed_distance).
+        self._request = self._fcl.DistanceRequest()
+        self._contact_request = self._fcl.CollisionRequest(enable_contact=True,
+                                                           num_max_contacts=1)
+        self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
+                             for link in model.links]
+
+    # ------------------------------------------------------------------------ broad phase
+    def _screen(self, q) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+        """Link transforms (L, 4, 4), capsule gaps (P,) and the links' quaternions (L, 4) (None
+        without the compiled kernel) of one configuration."""
+        q = np.asarray(q, dtype=float)
+        if self._kernel is not None:
+            self._kernel(q, *self._kernel_args, self._frames, self._links, self._gaps,
+                         self._quats)
+            return self._links, self._gaps, self._quats
+        T = self.model.link_transforms(q)
+        return T, self.model.pair_gaps(T, self.pairs), None
+
+    # ---------------------------------------------------------------------- narrow phase
+    def pair_distance(self, T_links: np.ndarray, i: int, j: int,
+                      quats: Optional[np.ndarray] = None) -> float:
+        """Signed distance [m] between links ``i`` and ``j`` (indices of ``model.links``) at
+        link transforms ``T_links`` (with their quaternions ``quats``, when known): the
+        smallest over their pieces (negative: penetration)."""
+        best = math.inf
+        objects_b = self._placed(T_links, j, quats)
+        for obj_a in self._placed(T_links, i, quats):
+            for obj_b in objects_b:
+                d = self.signed_distance(obj_a, obj_b)
+                if d < best:
+                    best = d
+        return best
+
+    def signed_distance(self, obj_a, obj_b) -> float:
+        """Distance [m] between two placed python-fcl objects; in collision, minus the
+        penetration depth of their deepest contact (0.0 when FCL reports none)."""
+        fcl = self._fcl
+        d = fcl.distance(obj_a, obj_b, self._request, fcl.DistanceResult())
+        if d >= 0.0:
+            return d
+        result = fcl.CollisionResult()
+        fcl.collide(obj_a, obj_b, self._contact_request, result)
+        return -max((c.penetration_depth for c in result.contacts), default=0.0)
+
+    def _placed(self, T_links: np.ndarray, k: int, quats: Optional[np.ndarray] = None) -> list:
+        """The python-fcl objects of link ``k``'s pieces, moved to ``T_links[k]``."""
+        T_link = T_links[k]
+        out = []
+        for (obj, T_piece) in self._objects[k]:
+            if T_piece is None and quats is not None:
+                obj.setQuatRotation(quats[k])
+                obj.setTranslation(T_link[:3, 3])
+            else:
+                T = T_link if T_piece is None else T_link @ T_piece
+                obj.setRotation(T[:3, :3])
+                obj.setTranslation(T[:3, 3])
+            out.append(obj)
+        return out
+
+    # --------------------------------------------------------------------------- queries
+    def is_free(self, q) -> bool:
+        """True when every checked pair is at least ``padding`` apart (by the hulls) and no link
+        is within ``padding`` of the world. Stops at the first collision."""
+        T, gaps, quats = self._screen(q)
+        pad = self.padding
+        if len(gaps) and gaps.min() <= pad:
+            for m in np.flatnonzero(gaps <= pad).tolist():
+                i, j = self.pairs[m]
+                if self.pair_distance(T, int(i), int(j), quats) < pad:
+                    return False
+        if self.world.empty:
+            return True
+        return not self.world.contacts(self, T, first_only=True)
+
+    def report(self, q) -> CollisionReport:
+        """Every checked pair closer than the padding, and the closest pair, by GJK.
+
+        Pairs are measured in the order of their capsule gaps (lower bounds of their distances),
+        and no further once a gap exceeds both the padding and the closest distance measured:
+        the closest pair is exact at the cost of a few GJK calls.
+        """
+        T, gaps, _ = self._screen(q)
+        T = np.array(T)
+        gaps = np.array(gaps)
+        contacts: List[Contact] = []
+        closest: Optional[Contact] = None
+        for m in np.argsort(gaps, kind='stable').tolist():
+            if gaps[m] >= self.padding and closest is not None and \
+                    gaps[m] >= closest.distance_m:
+                break
+            i, j = self.pairs[m]
+            d = self.pair_distance(T, int(i), int(j))
+            contact = Contact(*self.pair_names[m], float(d))
+            if d < self.padding:
+                contacts.append(contact)
+            if closest is None or d < closest.distance_m:
+                closest = contact
+        if not self.world.empty:
+            for contact in self.world.contacts(self, T, first_only=False, all_distances=True):
+                if contact.distance_m < self.padding:
+                    contacts.append(contact)
+                if closest is None or contact.distance_m < closest.distance_m:
+                    closest = contact
+        contacts.sort(key=lambda c: c.distance_m)
+        return CollisionReport(not contacts, tuple(contacts), closest)
+
+    def free_mask(self, Q: np.ndarray, world: bool = True) -> np.ndarray:
+        """``is_free`` of every row of ``Q`` (k, n): capsules for all rows at once (numpy), GJK
+        only where they cannot decide; ``world`` False: self-collision only."""
+        Q = np.asarray(Q, dtype=float).reshape(-1, self.model.chain.n)
+        T = self.model.link_transforms(Q)
+        gaps = self.model.pair_gaps(T, self.pairs)
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        free = np.ones(len(Q), dtype=bool)
+        for row, m in zip(*np.nonzero(gaps <= self.padding)):
+            if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m])) < self.padding:
+                free[row] = False
+        if world and not self.world.empty:
+            for row in np.flatnonzero(free).tolist():
+                if self.world.contacts(self, T[row], first_only=True):
+                    free[row] = False
+        return free
+
+    def link_points(self, k: int) -> np.ndarray:
+        """Every hull vertex of link ``k`` in its own frame, (m, 3) [m]."""
+        return self._hull_points[k]
+
+
+def _fcl_object(fcl, piece) -> Tuple[object, Optional[np.ndarray]]:
+    """A python-fcl collision object for a piece and the transform from its link to it (None
+    for a hull, whose vertices are in the link frame already)."""
+    if piece.kind == 'mesh':
+        faces = np.hstack([np.full((len(piece.hull_faces), 1), 3),
+                           piece.hull_faces]).ravel()
+        shape = fcl.Convex(piece.hull_vertices, len(piece.hull_faces), faces)
+        return fcl.CollisionObject(shape, fcl.Transform()), None
+    if piece.kind == 'box':
+        shape = fcl.Box(*piece.size)
+    elif piece.kind == 'cylinder':
+        shape = fcl.Cylinder(*piece.size)
+    else:
+        shape = fcl.Sphere(*piece.size)
+    return fcl.CollisionObject(shape, fcl.Transform()), piece.T_link_piece
+
+
+def exact_mesh_objects(model: CollisionModel) -> Dict[str, list]:
+    """Per link, python-fcl objects of its raw triangle meshes (BVH) and primitives, with their
+    transforms from the link: the independent exact check of tests and benchmarks."""
+    fcl = require('fcl')
+    out = {}
+    for link in model.links:
+        items = []
+        for piece in model.pieces[link]:
+            if piece.kind == 'mesh':
+                bvh = fcl.BVHModel()
+                bvh.beginModel(len(piece.mesh_vertices), len(piece.mesh_faces))
+                bvh.addSubModel(piece.mesh_vertices, piece.mesh_faces)
+                bvh.endModel()
+                items.append((fcl.CollisionObject(bvh, fcl.Transform()), None))
+            else:
+                items.append(_fcl_object(fcl, piece))
+        out[link] = items
+    return out

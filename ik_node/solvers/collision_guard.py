@@ -1,0 +1,292 @@
+"""Reachable means collision-free: the self-collision and world check of every solver's answer.
+
+:meth:`Solver.solve <ik_node.solvers.base.Solver.solve>` hands each measured answer of a chain
+whose URDF has collision geometry to :class:`CollisionGuard` (with ``self_collision`` on, the
+default). An answer within tolerance is ``reachable`` only when the checker finds it free. One
+that collides is solved again from new seeds, in turn a collision-free configuration whose tip
+lies near the target (from a pool of random collision-free configurations made with the
+solver) and a random configuration within the limits (seeded per solver so runs repeat; for
+``analytic_hip_knee`` a new seed picks the other knee branch under ``branch: closest``), at
+most ``collision_restarts`` times, within a budget: the whole solve, retries included, ends
+within the solver's ``timeout`` (where it has one) plus ``collision_retry_time``; each retry
+gets a share of what is left. When no
+collision-free answer within tolerance turns up, the result is ``in_collision``
+(``reachable: false``), its joints are the best collision-free pose found (nearest the target,
+else the seed when that is free, else the colliding answer itself), and its message names the
+colliding pair and the depth.
+
+Why restarts rather than a collision term in the descent: on the vendors' arms a fresh seed
+finds a collision-free branch for nearly every target that has one (the measured figures are in
+benchmarks/results/collisions.md), the check costs microseconds, and the same rule serves every
+solver, closed-form ones included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+import weakref
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ik_node.solvers.results import IkResult, IkStatus, RawSolution
+
+#: Random configurations drawn once per guard; the collision-free ones seed retries near a target.
+POOL_SIZE = 2000
+_pools: 'weakref.WeakKeyDictionary' = weakref.WeakKeyDictionary()
+_pool_lock = threading.Lock()
+#: Used when collision checking is wanted but cannot run (a library missing): said once per
+#: result, so no answer is taken as checked when it was not.
+NOT_CHECKED = 'self-collision not checked: '
+
+
+class CollisionGuard:
+    """Checks answers and re-solves colliding ones (see the module docstring).
+
+    Args:
+        checker: an :class:`ik_node.collision.CollisionChecker` of the solver's chain.
+        lower, upper: the joint limits (infinite ones are sampled within +-pi).
+        restarts: the most new seeds tried for one target.
+        budget_s: wall time [s] a solve may spend in all, retries included.
+        seed: of the random seeds' generator.
+    """
+
+    def __init__(self, checker, lower: np.ndarray, upper: np.ndarray, restarts: int,
+                 budget_s: float, seed: int = 0):
+        self.checker = checker
+        self._lower = np.where(np.isfinite(lower), lower, -np.pi)
+        self._upper = np.where(np.isfinite(upper), upper, np.pi)
+        self.restarts = int(restarts)
+        self.budget_s = float(budget_s)
+        self._rng = np.random.default_rng(seed)
+        #: The colliding answer behind the newest ``in_collision`` result (for the RViz view).
+        self.last_colliding_q: Optional[np.ndarray] = None
+        self._pool: Optional[np.ndarray] = None  # collision-free configurations
+        self._pool_tips: Optional[np.ndarray] = None
+        self._pool_seeds(None)  # made now, not in a solve's budget
+
+    def _pool_seeds(self, p_target) -> List[List[float]]:
+        """Self-collision-free configurations whose first tip lies nearest ``p_target`` [m],
+        nearest first (made once per collision model: ``POOL_SIZE`` random configurations, the
+        free ones kept; the world is checked on the answers, not on the seeds)."""
+        if self._pool is None:
+            model = self.checker.model
+            with _pool_lock:
+                if model not in _pools:
+                    chain = model.chain
+                    Q = np.random.default_rng(1).uniform(self._lower, self._upper,
+                                                         size=(POOL_SIZE, chain.n))
+                    pool = Q[self.checker.free_mask(Q, world=False)]
+                    frames = chain.joint_frames(pool)
+                    tip = chain.tips[0]
+                    tips = (frames[:, tip.parent] @ tip.T_joint_tip)[:, :3, 3] \
+                        if tip.parent >= 0 else np.zeros((len(pool), 3))
+                    _pools[model] = (pool, tips)
+                self._pool, self._pool_tips = _pools[model]
+        if p_target is None or not len(self._pool):
+            return []
+        d = np.linalg.norm(self._pool_tips - np.asarray(p_target, dtype=float), axis=1)
+        count = min(self.restarts, len(d))
+        nearest = np.argpartition(d, count - 1)[:count]
+        return self._pool[nearest[np.argsort(d[nearest])]].tolist()
+
+    # ------------------------------------------------------------------ the solver's hooks
+    def values(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
+               started: float) -> IkResult:
+        """The guarded result of a one-tip solve (``Solver._solve_values``)."""
+        if not result.reachable or self.checker.is_free(result.joint_positions):
+            return result
+
+        def solve_from(seed):
+            raw = solver._raw_solution(p_list, R_target, seed)
+            return solver._finish(raw, p_list, R_target, 0.0, result.orientation_ignored,
+                                  seed)
+
+        def measure(q):
+            raw = RawSolution(list(q), IkStatus.NOT_REACHED, 0)
+            return solver._finish(raw, p_list, R_target, 0.0, result.orientation_ignored,
+                                  q_seed)
+        return self._resolve(solver, result, solve_from, measure, q_seed, started,
+                             self._pool_seeds(p_list))
+
+    def targets(self, solver, parsed, q_seed: List[float]) -> IkResult:
+        """The guarded result of a solve of several tips (``Solver._solve_targets``)."""
+        started = time.perf_counter()
+        result = solver._solve_parsed(parsed, q_seed)
+        if not result.reachable or self.checker.is_free(result.joint_positions):
+            return result
+        return self._resolve(solver, result, lambda seed: solver._solve_parsed(parsed, seed),
+                             None, q_seed, started)
+
+    # ----------------------------------------------------------------------- the retries
+    def _resolve(self, solver, result: IkResult, solve_from: Callable, measure: Optional[
+            Callable], q_seed: List[float], started: float,
+            near_seeds: Sequence[List[float]] = ()) -> IkResult:
+        """New seeds for a reachable answer in collision, then ``in_collision``: in turn a
+        collision-free configuration with its tip near the target (``near_seeds``) and a random
+        one."""
+        checker = self.checker
+        deadline = started + self.budget_s
+        best_free: Optional[IkResult] = None
+        attempts = 0
+        while attempts < self.restarts:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0.0:
+                break
+            attempts += 1
+            if attempts % 2 == 1 and attempts // 2 < len(near_seeds):
+                seed = near_seeds[attempts // 2]
+            else:
+                seed = self._rng.uniform(self._lower, self._upper).tolist()
+            # A share of what is left, so one seed that does not converge leaves time for more.
+            share = remaining / min(3, self.restarts - attempts + 1)
+            with _timeout(solver, share):
+                retry = solve_from(seed)
+            if not checker.is_free(retry.joint_positions):
+                continue
+            if retry.reachable:
+                message = f'collision-free answer from restart {attempts}'
+                if retry.message:
+                    message = f'{retry.message}; {message}'
+                return self._timed(dataclasses.replace(retry, message=message), started)
+            if best_free is None or _error_key(retry) < _error_key(best_free):
+                best_free = retry
+        report = checker.report(result.joint_positions)
+        if best_free is None and measure is not None and \
+                checker.is_free(np.asarray(q_seed, dtype=float)):
+            best_free = measure(q_seed)
+        chosen = best_free if best_free is not None else result
+        self.last_colliding_q = np.array(result.joint_positions, dtype=float)
+        what = report.message() or 'in collision'
+        if chosen is result:
+            message = f'reachable only in collision: {what}; no collision-free pose found ' \
+                      f'in {attempts} restart(s)'
+        else:
+            message = f'reachable only in collision ({what}); the best collision-free pose ' \
+                      f'found in {attempts} restart(s)'
+        tips = None
+        if chosen.tips is not None:
+            tips = {tip: dataclasses.replace(t, reachable=False, status=IkStatus.IN_COLLISION,
+                                             message=message)
+                    for tip, t in chosen.tips.items()}
+        return self._timed(dataclasses.replace(chosen, reachable=False,
+                                               status=IkStatus.IN_COLLISION, message=message,
+                                               tips=tips), started)
+
+    @staticmethod
+    def _timed(result: IkResult, started: float) -> IkResult:
+        return dataclasses.replace(result, solve_time=time.perf_counter() - started)
+
+
+class NotChecked:
+    """The hook of a solver whose chain has collision geometry that cannot be checked (a library
+    missing): every result says so in its message."""
+
+    def __init__(self, note: str):
+        self.note = note
+
+    def values(self, solver, result: IkResult, p_list, R_target, q_seed, started) -> IkResult:
+        """``result`` with the note."""
+        return self._noted(result)
+
+    def targets(self, solver, parsed, q_seed) -> IkResult:
+        """The unguarded solve, with the note."""
+        return self._noted(solver._solve_parsed(parsed, q_seed))
+
+    def _noted(self, result: IkResult) -> IkResult:
+        message = f'{result.message}; {self.note}' if result.message else self.note
+        return dataclasses.replace(result, message=message)
+
+
+@contextlib.contextmanager
+def _timeout(solver, seconds: float):
+    """The solver's ``timeout`` parameter set to ``seconds`` for one retry (solvers read it at
+    the start of each solve), restored after."""
+    params = solver.params
+    if 'timeout' not in params:
+        yield
+        return
+    saved = params['timeout']
+    params['timeout'] = min(saved, max(seconds, 1e-6))
+    try:
+        yield
+    finally:
+        params['timeout'] = saved
+
+
+def _error_key(result: IkResult):
+    return (result.position_error, result.orientation_error or 0.0)
+
+
+def collision_hook(solver):
+    """The collision hook of ``solver`` (its chain, its parameters): a :class:`CollisionGuard`,
+    a :class:`NotChecked` when a library is missing, or None when its URDF has no collision
+    geometry or ``self_collision`` is off.
+
+    Raises:
+        CollisionModelError: a missing or unreadable mesh (unless
+            ``collision_skip_missing_meshes``), a package not found, a bad SRDF.
+    """
+    from ik_node import collision
+    params = solver.params
+    if not params.get('self_collision', False) or not collision.has_collision_geometry(
+            solver.chain):
+        return None
+    settings = collision.CollisionSettings(
+        padding=params['collision_padding'],
+        skip_missing_meshes=params['collision_skip_missing_meshes'],
+        **getattr(solver, 'collision_world', {}))
+    try:
+        checker = collision.checker_for(solver.chain, settings)
+    except collision.CollisionUnavailable as exc:
+        return NotChecked(NOT_CHECKED + str(exc))
+    budget = (params.get('timeout') or 0.0) + params['collision_retry_time']
+    return CollisionGuard(checker, solver.chain.lower, solver.chain.upper,
+                          params['collision_restarts'], budget)
+
+
+def collision_outputs(solver, q, result: Optional[IkResult] = None
+                      ) -> Tuple[Dict[str, str], Optional[np.ndarray]]:
+    """What the node shows of answer ``q`` (of ``result``) under ``solver``'s collision check.
+
+    Returns:
+        ``(values, triangles)``: diagnostic values ``min_distance_m`` (signed distance of the
+        closest checked pair at ``q`` [m], negative: penetration), ``closest_pair`` and
+        ``colliding_links``; and the convex-hull triangles of the colliding links in the base
+        frame, ``(m, 3, 3)`` [m], or None when none collides: those of ``q``, or for an
+        ``in_collision`` result those of the colliding answer it replaced (the pose that
+        reaches the target, shown where it collides). ``({}, None)`` when the solver checks no
+        collision.
+    """
+    guard = getattr(solver, '_collision', None)
+    if not isinstance(guard, CollisionGuard):
+        return {}, None
+    checker = guard.checker
+    q = np.asarray(q, dtype=float)
+    report = checker.report(q)
+    if report.closest is None:
+        return {}, None
+    model = checker.model
+    colliding = sorted({name for c in report.colliding for name in (c.link_a, c.link_b)
+                        if name in model.index})
+    values = {'min_distance_m': f'{report.closest.distance_m:.4g}',
+              'closest_pair': report.closest.pair_text,
+              'colliding_links': ', '.join(colliding)}
+    if result is not None and result.status is IkStatus.IN_COLLISION and \
+            guard.last_colliding_q is not None:
+        q = guard.last_colliding_q
+        colliding = sorted({name for c in checker.report(q).colliding
+                            for name in (c.link_a, c.link_b) if name in model.index})
+    if not colliding:
+        return values, None
+    T = model.link_transforms(q)
+    triangles = []
+    for link in colliding:
+        T_link = T[model.index[link]]
+        for piece in model.pieces[link]:
+            points = piece.hull_vertices @ T_link[:3, :3].T + T_link[:3, 3]
+            triangles.append(points[piece.hull_faces])
+    return values, np.concatenate(triangles)

@@ -1,0 +1,281 @@
+"""The collision model and check: geometry placed where the URDF puts it, capsules that enclose
+the hulls, a check that never calls free what the raw meshes find colliding, the pair table, the
+world, and every bad input refused with its reason.
+
+Reads the vendors' UR5e and FR3 with their meshes from ../shared/robots (skipped when absent);
+the primitives are tested on URDFs written here.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import transforms3d
+
+from ik_node import Chain
+
+fcl = pytest.importorskip('fcl')
+pytest.importorskip('trimesh')
+pytest.importorskip('scipy')
+
+from ik_node.collision import (CollisionModelError, CollisionSettings, Obstacle,  # noqa: E402
+                               checker_for, pair_table_for)
+from ik_node.collision.capsules import _gaps_kernel, compiled_kernel  # noqa: E402
+from ik_node.collision.check import CollisionChecker, exact_mesh_objects  # noqa: E402
+from ik_node.collision.model import CollisionModel  # noqa: E402
+from ik_node.collision.pairs import (adjacent_pairs, srdf_from_table,  # noqa: E402
+                                     table_from_srdf)
+from ik_node.collision.world import World  # noqa: E402
+
+ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp')}
+
+
+@pytest.fixture(scope='module', params=sorted(ROBOTS))
+def vendor_chain(request, collision_robot):
+    base, tip = ROBOTS[request.param]
+    return Chain.from_urdf_file(collision_robot(f'{request.param}.urdf'), base, tip)
+
+
+def random_q(chain, rng, count):
+    lower = np.maximum(chain.lower, -math.pi)
+    upper = np.minimum(chain.upper, math.pi)
+    return rng.uniform(lower, upper, size=(count, chain.n))
+
+
+def test_every_link_is_placed_where_the_urdf_puts_it(vendor_chain):
+    model = CollisionModel.from_chain(vendor_chain)
+    assert len(model.links) >= 7
+    rng = np.random.default_rng(3)
+    for q in random_q(vendor_chain, rng, 5):
+        T = model.link_transforms(q)
+        for k, link in enumerate(model.links):
+            np.testing.assert_allclose(T[k], vendor_chain.link_transform(link, q), atol=1e-9)
+
+
+def test_every_capsule_set_encloses_its_links_hull_vertices(vendor_chain):
+    from ik_node.collision.capsules import segment_distances
+    model = CollisionModel.from_chain(vendor_chain)
+    for k, link in enumerate(model.links):
+        points = np.vstack([p.hull_vertices for p in model.pieces[link]])
+        caps = model.caps_of_link[k]
+        d = segment_distances(model.seg_a[caps][None], model.seg_b[caps][None],
+                              points[:, None], points[:, None]) - model.radius[caps]
+        assert d.min(axis=1).max() <= 1e-9, link
+
+
+def test_the_compiled_kernel_matches_the_numpy_gaps(vendor_chain):
+    checker = checker_for(vendor_chain)
+    rng = np.random.default_rng(4)
+    for q in random_q(vendor_chain, rng, 20):
+        T_numpy = checker.model.link_transforms(q)
+        gaps_numpy = checker.model.pair_gaps(T_numpy, checker.pairs)
+        frames, links = np.empty((vendor_chain.n, 4, 4)), np.empty_like(T_numpy)
+        gaps, quats = np.empty(len(checker.pairs)), np.empty((len(links), 4))
+        _gaps_kernel(q, *checker._kernel_args, frames, links, gaps, quats)  # as plain Python
+        np.testing.assert_allclose(links, T_numpy, atol=1e-9)
+        np.testing.assert_allclose(gaps, gaps_numpy, atol=1e-9)
+        for T, quat in zip(T_numpy, quats):
+            np.testing.assert_allclose(transforms3d.quaternions.quat2mat(quat), T[:3, :3],
+                                       atol=1e-9)
+        if compiled_kernel() is not None:
+            compiled_gaps = np.empty_like(gaps)
+            compiled_kernel()(q, *checker._kernel_args, frames, links, compiled_gaps, quats)
+            np.testing.assert_allclose(compiled_gaps, gaps_numpy, atol=1e-9)
+
+
+def mesh_contact_pairs(checker, exact, q):
+    """Checked pairs whose raw meshes (BVH) touch at ``q``: the independent exact check."""
+    T = checker.model.link_transforms(q)
+    out = []
+    for a, b in checker.pair_names:
+        for obj_a, T_a in exact[a]:
+            for obj_b, T_b in exact[b]:
+                Ta = T[checker.model.index[a]] @ (np.eye(4) if T_a is None else T_a)
+                Tb = T[checker.model.index[b]] @ (np.eye(4) if T_b is None else T_b)
+                obj_a.setTransform(fcl.Transform(Ta[:3, :3], Ta[:3, 3]))
+                obj_b.setTransform(fcl.Transform(Tb[:3, :3], Tb[:3, 3]))
+                if fcl.collide(obj_a, obj_b, fcl.CollisionRequest(), fcl.CollisionResult()):
+                    out.append((a, b))
+    return out
+
+
+@pytest.mark.slow
+def test_with_no_padding_no_mesh_contact_is_called_free(vendor_chain):
+    """The approximation is conservative: whenever the raw meshes of a checked pair touch, the
+    check (padding 0: capsules, then hulls) reports a collision, and names that pair."""
+    base = checker_for(vendor_chain)
+    checker = CollisionChecker(base.model, base.pair_names, padding=0.0)
+    exact = exact_mesh_objects(checker.model)
+    rng = np.random.default_rng(5)
+    Q = random_q(vendor_chain, rng, 400)
+    mask = checker.free_mask(Q)
+    contacts_seen = 0
+    for q, free in zip(Q, mask):
+        touching = mesh_contact_pairs(checker, exact, q)
+        contacts_seen += bool(touching)
+        assert checker.is_free(q) == free
+        if touching:
+            assert not free, (q, touching)
+            named = {(c.link_a, c.link_b) for c in checker.report(q).colliding}
+            assert set(touching) <= named
+    assert contacts_seen > 5  # the sample did test contacts
+
+
+def test_a_configuration_folded_into_itself_is_named_with_its_depth(collision_robot):
+    chain = Chain.from_urdf_file(collision_robot('ur5e.urdf'), 'base_link', 'tool0')
+    checker = checker_for(chain)
+    q = np.array([0.0, -1.57, 2.9, 0.0, 0.0, 0.0])  # the elbow folded: forearm into the base
+    report = checker.report(q)
+    assert not report.free and not checker.is_free(q)
+    deepest = report.colliding[0]
+    assert deepest.distance_m < 0.0
+    assert 'penetration' in report.message() and deepest.link_a in report.message()
+    assert checker.is_free(np.array([0.0, -1.57, 0.0, -1.57, 0.0, 0.0]))
+
+
+def test_the_pair_table_leaves_out_adjacent_pairs_and_checks_the_elbow_against_the_base(
+        collision_robot):
+    chain = Chain.from_urdf_file(collision_robot('ur5e.urdf'), 'base_link', 'tool0')
+    model, table, pairs = pair_table_for(chain)
+    for pair in adjacent_pairs(model):
+        assert table[pair] == 'adjacent' and pair not in pairs
+    assert ('base_link_inertia', 'forearm_link') in pairs
+    assert ('shoulder_link', 'upper_arm_link') not in pairs
+    # The same table read back from the SRDF it writes.
+    srdf = srdf_from_table('ur', table)
+    assert set(table_from_srdf(srdf, model)) == set(table)
+
+
+def test_an_srdf_naming_an_unknown_link_is_refused_naming_it(collision_robot):
+    chain = Chain.from_urdf_file(collision_robot('ur5e.urdf'), 'base_link', 'tool0')
+    srdf = '<robot name="ur"><disable_collisions link1="base_link_inertia" ' \
+           'link2="no_such_link" reason="Never"/></robot>'
+    with pytest.raises(CollisionModelError, match='no_such_link'):
+        checker_for(chain, CollisionSettings(srdf=srdf))
+    with pytest.raises(CollisionModelError, match='malformed SRDF'):
+        checker_for(chain, CollisionSettings(srdf='<robot'))
+
+
+# --------------------------------------------------------------------- written URDFs
+def two_links(geometry_a, geometry_b, length=0.5):
+    """A base with one geometry and an arm turning about y carrying another, ``length`` up."""
+    return f'''<robot name="two">
+      <link name="base"><collision>{geometry_a}</collision></link>
+      <link name="arm"><collision><origin xyz="0 0 {length}"/>{geometry_b}</collision></link>
+      <link name="tip"/>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/>
+        <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+      <joint name="t" type="fixed"><parent link="arm"/><child link="tip"/>
+        <origin xyz="0 0 1"/></joint>
+    </robot>'''
+
+
+@pytest.mark.parametrize('shape_b', ['<geometry><box size="0.2 0.2 0.2"/></geometry>',
+                                     '<geometry><sphere radius="0.1"/></geometry>',
+                                     '<geometry><cylinder radius="0.1" length="0.2"/>'
+                                     '</geometry>'])
+def test_primitives_collide_exactly_where_their_shapes_meet(shape_b):
+    # A box base 0.2 wide at the origin; the arm's shape at 0.5 m swings down past x = 0.45.
+    xml = two_links('<origin xyz="0.5 0 0"/><geometry><box size="0.2 0.2 0.2"/></geometry>',
+                    shape_b)
+    chain = Chain.from_urdf_string(xml, 'base', 'tip')
+    srdf = '<robot name="two"/>'  # check the adjacent pair too
+    checker = checker_for(chain, CollisionSettings(padding=0.0, srdf=srdf))
+    assert checker.pair_names == (('arm', 'base'),)
+    assert checker.is_free(np.array([0.0]))
+    assert not checker.is_free(np.array([math.pi / 2]))  # the arm's shape on the base's box
+    d = checker.report(np.array([math.pi / 2])).closest.distance_m
+    assert d < -0.05
+
+
+def test_ground_and_obstacles_are_checked_against_moving_links_only():
+    xml = two_links('<geometry><box size="0.2 0.2 0.2"/></geometry>',
+                    '<geometry><sphere radius="0.1"/></geometry>')
+    chain = Chain.from_urdf_string(xml, 'base', 'tip')
+    srdf = '<robot name="two"><disable_collisions link1="arm" link2="base"/></robot>'
+    # The base box reaches z = -0.1: below a ground at 0, but it is fixed, so not counted.
+    checker = checker_for(chain, CollisionSettings(srdf=srdf, ground_z=0.0))
+    assert checker.is_free(np.array([0.0]))
+    assert not checker.is_free(np.array([math.pi]))  # the sphere swung below the ground
+    report = checker.report(np.array([math.pi]))
+    assert report.colliding[0].link_b == 'ground'
+    ball = Obstacle('ball', 'sphere', (0.05,), np.array([[1, 0, 0, 0.5], [0, 1, 0, 0],
+                                                         [0, 0, 1, 0], [0, 0, 0, 1.0]]))
+    checker = checker_for(chain, CollisionSettings(srdf=srdf, obstacles=(ball,)))
+    assert checker.is_free(np.array([0.0]))
+    assert not checker.is_free(np.array([math.pi / 2]))
+    assert checker.report(np.array([math.pi / 2])).colliding[0].link_b == 'ball'
+
+
+@pytest.mark.parametrize('kind, size, match', [('cone', (1.0,), 'not one of'),
+                                               ('box', (1.0, 2.0), 'takes 3'),
+                                               ('sphere', (-1.0,), 'sizes > 0'),
+                                               ('sphere', (float('nan'),), 'sizes > 0')])
+def test_a_bad_obstacle_is_refused_saying_why(kind, size, match):
+    with pytest.raises(CollisionModelError, match=match):
+        Obstacle('bad', kind, size)
+    with pytest.raises(CollisionModelError, match='ground_z'):
+        World(ground_z=float('inf'))
+
+
+def test_a_missing_mesh_is_refused_naming_it_unless_the_user_skips_it(tmp_path):
+    xml = two_links('<geometry><box size="0.2 0.2 0.2"/></geometry>',
+                    f'<geometry><mesh filename="file://{tmp_path}/gone.stl"/></geometry>')
+    chain = Chain.from_urdf_string(xml, 'base', 'tip')
+    with pytest.raises(CollisionModelError, match='gone.stl.*not found'):
+        checker_for(chain)
+    checker = checker_for(chain, CollisionSettings(skip_missing_meshes=True))
+    assert checker.model.links == ('base',)
+
+
+def test_an_unreadable_mesh_is_refused_naming_it(tmp_path):
+    bad = tmp_path / 'bad.stl'
+    bad.write_bytes(b'solid nothing\nthis is not an stl\n')
+    xml = two_links('<geometry><box size="0.2 0.2 0.2"/></geometry>',
+                    f'<geometry><mesh filename="{bad}"/></geometry>')
+    chain = Chain.from_urdf_string(xml, 'base', 'tip')
+    with pytest.raises(CollisionModelError, match='bad.stl'):
+        checker_for(chain)
+
+
+def test_a_package_not_on_the_ament_index_is_refused_saying_how_to_add_it(monkeypatch):
+    monkeypatch.setenv('AMENT_PREFIX_PATH', '/nonexistent')
+    xml = two_links('<geometry><box size="0.2 0.2 0.2"/></geometry>',
+                    '<geometry><mesh filename="package://no_such_pkg/m.stl"/></geometry>')
+    chain = Chain.from_urdf_string(xml, 'base', 'tip')
+    with pytest.raises(CollisionModelError, match='no_such_pkg.*AMENT_PREFIX_PATH'):
+        checker_for(chain)
+
+
+def test_a_scaled_mesh_is_scaled(tmp_path, collision_robot):
+    import shutil
+    source = collision_robot('collision_prefix/share/ur_description/meshes/ur5e/collision/'
+                             'wrist3.stl')
+    shutil.copy(source, tmp_path / 'w.stl')
+    sizes = []
+    for scale in ('1 1 1', '2 2 2'):
+        xml = two_links('<geometry><box size="0.2 0.2 0.2"/></geometry>',
+                        f'<geometry><mesh filename="{tmp_path}/w.stl" scale="{scale}"/>'
+                        '</geometry>')
+        model = CollisionModel.from_chain(Chain.from_urdf_string(xml, 'base', 'tip'))
+        hull = model.pieces['arm'][0].hull_vertices
+        sizes.append(np.ptp(hull, axis=0))
+    np.testing.assert_allclose(sizes[1], 2 * sizes[0], rtol=1e-9)
+
+
+def test_segment_distances_match_a_dense_sampling_of_both_segments():
+    from ik_node.collision.capsules import _segment_distance, segment_distances
+    rng = np.random.default_rng(8)
+    u = np.linspace(0.0, 1.0, 201)
+    for case in range(60):
+        p1, q1, p2, q2 = rng.normal(size=(4, 3))
+        if case % 3 == 1:
+            q2 = p2.copy()  # a point
+        elif case % 3 == 2:
+            q1 = p1.copy()
+        A = p1 + u[:, None] * (q1 - p1)
+        B = p2 + u[:, None] * (q2 - p2)
+        sampled = np.linalg.norm(A[:, None] - B[None], axis=2).min()
+        d = float(segment_distances(p1, q1, p2, q2))
+        assert d <= sampled + 1e-12 and d >= sampled - 0.02
+        assert _segment_distance(*p1, *q1, *p2, *q2) == pytest.approx(d, abs=1e-12)

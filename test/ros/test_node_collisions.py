@@ -1,0 +1,84 @@
+"""The node on the vendors' UR5e with its collision meshes (../shared/robots; skipped when
+absent), over real rclpy and DDS: a target reachable only in collision is answered
+``in_collision`` with the pair named and the colliding links drawn, ~/obstacles are checked, and
+a bad obstacle message is refused while the node keeps answering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import transforms3d
+
+rclpy = pytest.importorskip('rclpy')
+pytest.importorskip('fcl')
+pytest.importorskip('trimesh')
+
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+
+import collision_robots  # noqa: E402
+from harness import values  # noqa: E402
+from ik_node import Chain  # noqa: E402
+
+collision_robot = collision_robots.collision_robot
+
+
+def start_ur5e(harness, collision_robot):
+    path = collision_robot('ur5e.urdf')
+    ik, probe = harness.start('arm6', urdf_file=str(path), base_link='base_link',
+                              tip_link='tool0', solver='damped_jacobian')
+    return Chain.from_urdf_file(path, 'base_link', 'tool0'), ik, probe
+
+
+def pose_of(chain, q):
+    T = chain.fk(np.asarray(q, dtype=float))
+    w, x, y, z = transforms3d.quaternions.mat2quat(T[:3, :3])
+    return T[:3, 3].tolist(), [x, y, z, w]
+
+
+def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
+                                                                       collision_robot):
+    chain, ik, probe = start_ur5e(harness, collision_robot)
+    mark = probe.mark()
+    probe.send_pose(*pose_of(chain, [0.0, -1.57, 2.9, 0.0, 0.0, 0.0]))
+    v = values(probe.next_result(mark, 0))
+    assert v['status'] == 'in_collision' and v['reachable'] == 'false'
+    assert 'penetration' in v['message'] and v['closest_pair']
+    markers = probe.wait_for('the collision highlight', lambda: next(
+        (a for a in probe.marker_arrays[mark[2]:] if any(m.id == 700 for m in a.markers)),
+        None))
+    (highlight,) = [m for m in markers.markers if m.id == 700]
+    assert highlight.type == Marker.TRIANGLE_LIST and len(highlight.points) > 0
+    # a collision-free pose: reached, the distance to the closest pair positive
+    mark = probe.mark()
+    probe.send_pose(*pose_of(chain, [0.0, -1.57, 0.0, -1.57, 0.0, 0.0]))
+    v = values(probe.next_result(mark, 1))
+    assert v['reachable'] == 'true' and float(v['min_distance_m']) > 0.0
+
+
+def test_obstacles_on_the_topic_are_checked_and_a_bad_one_is_refused(harness,
+                                                                     collision_robot):
+    chain, ik, probe = start_ur5e(harness, collision_robot)
+    q = [0.0, -1.57, 0.0, -1.57, 0.0, 0.0]
+    elbow = chain.link_transform('forearm_link', np.array(q))[:3, 3]
+    publisher = probe.node.create_publisher(MarkerArray, f'/{probe.ik_name}/obstacles', 10)
+    ball = Marker(type=Marker.SPHERE, ns='test', id=1)
+    ball.pose.position.x, ball.pose.position.y, ball.pose.position.z = elbow.tolist()
+    ball.pose.orientation.w = 1.0
+    ball.scale.x = ball.scale.y = ball.scale.z = 0.1
+    bad = Marker(type=Marker.ARROW, ns='test', id=2)
+    mark = probe.mark()
+    publisher.publish(MarkerArray(markers=[bad]))
+    error = probe.next_status(mark, lambda s: s.level == DiagnosticStatus.ERROR, 'an error')
+    assert 'obstacles' in error.message and 'test/2' in error.message
+    probe.wait_for('the obstacle taken', lambda: ik._model.solver._collision.checker.world
+                   .obstacles or (publisher.publish(MarkerArray(markers=[ball])) and None))
+    mark = probe.mark()
+    probe.send_pose(*pose_of(chain, q))
+    v = values(probe.next_result(mark, 0))
+    if v['reachable'] == 'false':  # only the pose through the ball reaches it: said so
+        assert v['status'] == 'in_collision' and 'test/1' in v['message']
+    answer = probe.wait_for('a joint state', lambda: (probe.joint_states[mark[0]:] or [None])[-1])
+    names = list(answer.name)
+    q_answer = np.array([answer.position[names.index(n)] for n in chain.joint_names])
+    assert not np.allclose(q_answer, q, atol=1e-3)  # never the pose through the obstacle
