@@ -22,7 +22,7 @@ from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.model.quality import fragility_report
+from ik_node.model.quality import fragility_report, is_fragile
 from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, diagnostic_array,
                                                diagnostic_status, error_values, result_level,
                                                result_summary, result_values, tip_level,
@@ -196,9 +196,9 @@ class StatusReports:
         tip answers (``report.tip_stamps``).
 
         The fragility measures (a Jacobian and its SVD) and the reachability map distance are
-        computed once, and only when needed: the measures at once for a reached target (they
-        decide OK or WARN), otherwise when the status is built; most statuses of a fast stream
-        never are.
+        computed once, and only when the status is built; most statuses of a fast stream never
+        are. A reached target's OK or WARN is decided for every solve by
+        :func:`~ik_node.model.quality.is_fragile` (the same verdict, mostly without the SVD).
         """
         graph, reach, skipped = self._graph, self._reach, self._targets.skipped
         chain, result, guard = report.chain, report.result, report.guard
@@ -228,8 +228,17 @@ class StatusReports:
                 measured.update(values=values, fragile=fragile)
             return measured
 
+        def fragile() -> bool:  # OK or WARN: without the SVD where floats settle it
+            if not measured:
+                try:
+                    return is_fragile(chain, report.q, tips, position_only,
+                                      graph.singular_threshold, graph.limit_margin_threshold)
+                except Exception:  # measures() reports why
+                    pass
+            return bool(measures()['fragile'])
+
         level = result_level(result)
-        if level == OK and measures()['fragile']:
+        if level == OK and fragile():
             level = WARN
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
