@@ -196,7 +196,7 @@ class IkNode(Node):
             self._answered(job.stamps, out_stamp, result)
             self._drag.show(config, report)
         if self._status.solve(report):
-            self._publish_held_markers()  # offered with a status that goes out
+            self._publish_held_markers()  # markers go out with a status that does
 
     def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
         """Called (lock held) right after every solve's answer is published, with the pair of
@@ -209,12 +209,11 @@ class IkNode(Node):
         with self._lock:
             if self._solution.steady and self._model is not None:
                 self._solution.publish(self._q)
-        self._status.flush()
-        self._publish_held_markers()  # the newest result's, when their time has come
+        if self._status.flush():
+            self._publish_held_markers()  # those of the result whose status was held
 
     def _publish_held_markers(self) -> None:
-        """Markers of the newest solve not shown yet (envelope, target spheres, miss lines),
-        at most ``diagnostics_rate`` arrays a second."""
+        """Markers of the newest solve not shown yet: envelope, target spheres, miss lines."""
         with self._lock:
             model = self._model
             if model is not None:
@@ -240,7 +239,6 @@ class IkNode(Node):
             self._solution.publish(self._q)
         graph = model.plan.graph
         self._markers.set_thresholds(graph.singular_threshold, graph.limit_margin_threshold)
-        self._markers.set_rate(config.diagnostics_rate)
         self._markers.envelope(chain, model.solver, config.base_link, reset=new_chain)
         self._reach.follow(chain, graph.reachability_samples, graph.reachability_voxel_size)
         self._drag.set_robot(config, chain, self._q,

@@ -2,17 +2,13 @@
 
 The marker contents are built in :mod:`ik_node.ros.rviz.markers` (no rclpy); this class owns the
 publisher and remembers the envelope so each array carries it. A solve's markers are held
-(:meth:`MarkerOutput.hold`) and built and published at most ``diagnostics_rate`` times a second
-(:meth:`MarkerOutput.publish_held`, offered with every status that goes out and by the node's
-timer): they are for a person, so a fast target stream, or a status level flipping with it,
-neither floods RViz nor costs the node a marker array per answer.
+(:meth:`MarkerOutput.hold`) and published only with a status that goes out
+(:meth:`MarkerOutput.publish_held`): a fast target stream does not flood RViz either.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-import time
 from typing import Callable, Dict, Mapping, Optional
 
 import numpy as np
@@ -42,8 +38,6 @@ class MarkerOutput:
         self._held: Optional[tuple] = None
         self._sizes = markers.Sizes()
         self._thresholds = (DEFAULT_SINGULAR_THRESHOLD, DEFAULT_LIMIT_THRESHOLD)
-        self._period_s = 0.0  # between two arrays of held markers (1 / diagnostics_rate)
-        self._last_sent = -math.inf  # time.monotonic() of the last one
 
     def _stamp(self):
         return self._node.get_clock().now().to_msg()
@@ -89,18 +83,10 @@ class MarkerOutput:
         with self._lock:
             self._held = None
 
-    def set_rate(self, rate_hz: float) -> None:
-        """At most ``rate_hz`` arrays of held markers a second (``diagnostics_rate``)."""
-        self._period_s = 1.0 / float(rate_hz)
-
     def publish_held(self, chain: Chain, frame: str, branched: bool) -> None:
-        """Publish the held solve's markers, if any, unless the last array went out less than
-        ``1 / rate`` ago (:meth:`set_rate`): then they stay held for a later call."""
+        """Publish the held solve's markers, if any (then none is held)."""
         with self._lock:
-            now = time.monotonic()
-            if self._held is None or now - self._last_sent < self._period_s:
-                return
-            held, self._held, self._last_sent = self._held, None, now
+            held, self._held = self._held, None
         if held is not None:
             self.result(chain, frame, held.result, held.placed, held.standing, branched, held.q)
 
