@@ -311,6 +311,17 @@ def _gram_clears(J: Sequence[Sequence[float]], s2: float) -> bool:
     """True if ``J Jᵀ - s2 I`` is positive definite (every singular value of ``J`` above
     ``sqrt(s2)``): its Cholesky factorisation in plain floats, ``J`` a few rows of a few
     joints."""
+    if len(J) == 3:  # position rows: J Jᵀ's LDLᵀ pivots, unrolled
+        a, b, c = J
+        g00, g10, g20 = sum(map(mul, a, a)) - s2, sum(map(mul, b, a)), sum(map(mul, c, a))
+        if not g00 > 0.0:
+            return False
+        l10, l20 = g10 / g00, g20 / g00
+        d1 = sum(map(mul, b, b)) - s2 - l10 * g10
+        if not d1 > 0.0:
+            return False
+        g21 = sum(map(mul, c, b)) - l20 * g10
+        return sum(map(mul, c, c)) - s2 - l20 * g20 - g21 * g21 / d1 > 0.0
     L: List[List[float]] = []
     for i, row_i in enumerate(J):
         L_i: List[float] = []
