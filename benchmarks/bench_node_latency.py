@@ -494,15 +494,16 @@ def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, A
     trace_path.unlink(missing_ok=True)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                IK_NODE_TRACE=str(trace_path),
-               PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [os.environ.get(
-                   'PYTHONPATH')] if p]))
+               PYTHONPATH=os.pathsep.join([str(REPO if relay else args.node_repo or REPO)] + [
+                   p for p in [os.environ.get('PYTHONPATH')] if p]))
     if args.profile and not relay:
         env['IK_NODE_PROFILE'] = str(args.out / f'profile_{name}.pstats')
     log_path = args.out / f'{kind}_{name}.log'
     with open(log_path, 'w') as node_log:
         extra = [a for p in args.node_param for a in ('-p', p)]
         command = [sys.executable, str(HERE / 'relay_node.py'), str(config_file)] if relay \
-            else [sys.executable, str(HERE / 'traced_node.py'), '--ros-args', '--params-file',
+            else [sys.executable, str((args.node_repo or REPO) / 'benchmarks' / 'traced_node.py'),
+                  '--ros-args', '--params-file',
                   str(config_file), *extra]
         proc = subprocess.Popen(command, cwd=str(REPO), env=env, stdout=node_log,
                                 stderr=subprocess.STDOUT)
@@ -850,6 +851,9 @@ def main(argv=None) -> int:
     ap.add_argument('--no-relay', dest='relay', action='store_false',
                     help='skip the relay (relay_node.py: the same executor, QoS and message '
                          'types, no solve) that each node run is compared with')
+    ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
+                    help='run the node (not the relay) from another checkout of ik_node, e.g. '
+                         'to compare two versions in one session (default: this one)')
     ap.add_argument('--label', default='', help='free text recorded in the results')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
                     help='extra node parameter (repeatable), e.g. reachability_samples:=0')
