@@ -206,12 +206,11 @@ class StatusReports:
         tips = [tip or chain.tip_link for tip in placed]
         position_only = result.orientation_ignored or \
             all(quat is None for _, quat in placed.values())
-        extra = node_values(report)
         measured: Dict[str, Any] = {}
 
         def measures() -> Dict[str, Any]:
             if not measured:
-                values = dict(extra)
+                values = node_values(report)
                 try:
                     quality, fragile = fragility_report(
                         chain, report.q, tips, position_only, graph.singular_threshold,
@@ -248,7 +247,7 @@ class StatusReports:
             text = result_summary(result, report.solver)
             if report.projected_m is not None:
                 text += (f"; point target projected onto the chain's plane (moved "
-                         f"{float(extra['planar_projection_m']):.3g} m)")
+                         f"{float(f'{report.projected_m:.4g}'):.3g} m)")
             fragile = measures()['fragile']
             text = f'{text}; fragile: {fragile}' if fragile else text
             return f'{guard.message}; {text}' if guarded else text
