@@ -437,6 +437,23 @@ def wait_for_relay(chain, publisher, recorder, pose: bool, proc, log_path: Path)
     raise RuntimeError(f'the relay answered no target in 30 s; see {log_path}')
 
 
+def wait_for_map(params: Dict[str, Any], node_params: List[str], log_path: Path,
+                 timeout_s: float = 180.0) -> None:
+    """Wait until the node has published its reachability map (its log says so), unless
+    ``reachability_samples`` is 0: the map is built in a thread of the node after start-up, a
+    one-off cost that would otherwise fall into the first phases' CPU per answer."""
+    samples = next((p.split(':=', 1)[1] for p in node_params
+                    if p.startswith('reachability_samples:=')),
+                   params.get('reachability_samples', 1))
+    if int(samples) == 0:
+        return
+    deadline = time.monotonic() + timeout_s
+    while 'reachability map published' not in log_path.read_text():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'no reachability map in {timeout_s:g} s; see {log_path}')
+        time.sleep(0.2)
+
+
 def tip_positions(chain, q: np.ndarray) -> np.ndarray:
     """``(n, tips, 3)``: every tip's position [m] at each configuration of ``q`` ``(n, dof)``."""
     return np.stack([chain.fk(q, tip)[..., :3, 3] for tip in chain.tip_links], axis=1)
@@ -507,8 +524,13 @@ def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, A
                   str(config_file), *extra]
         proc = subprocess.Popen(command, cwd=str(REPO), env=env, stdout=node_log,
                                 stderr=subprocess.STDOUT)
-    recorder = Recorder(domain)
-    publisher = Publisher(params['base_link'])
+    try:
+        recorder = Recorder(domain)
+        publisher = Publisher(params['base_link'])
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     result: Dict[str, Any] = {'config': name, 'solver': 'relay' if relay else solver,
                               'dof': chain.n,
                               'target': f'PoseArray ({len(tips)} tips)' if several else
@@ -527,6 +549,7 @@ def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, A
             wait_for_relay(chain, publisher, recorder, pose, proc, log_path)
         else:
             wait_for_answers(chain, publisher, recorder, pose, log_path)
+            wait_for_map(params, args.node_param, log_path)
         phases = [(True, args.warmup_rate, 1.0)] + [(False, r, args.duration) for r in args.rates]
         for warm, rate, seconds in phases:
             n = int(rate * seconds)
