@@ -14,6 +14,7 @@ Usage::
 
     python benchmarks/profile_node_answer.py --configs leg3 arm6 quad12 --n 3000
     python benchmarks/profile_node_answer.py --configs quad12 --profile --sort tottime
+    python benchmarks/profile_node_answer.py --node-repo ../main   # another checkout's node
 """
 
 from __future__ import annotations
@@ -135,7 +136,10 @@ def run(name: str, n: int, profile: bool, sort: str) -> None:
             profiler.disable()
             pstats.Stats(profiler).sort_stats(sort).print_stats(40)
         mean_solve = float(np.mean(solve_s)) if solve_s else float('nan')
-        print(f'{name}: {n} answers in {wall:.2f} s: CPU {cpu / n * 1e3:.4f} ms per answer, '
+        import ik_node
+        checkout = Path(ik_node.__file__).parents[1].name
+        print(f'{name} ({checkout}): {n} answers in {wall:.2f} s: CPU {cpu / n * 1e3:.4f} ms '
+              'per answer, '
               f'solve {mean_solve * 1e3:.4f} ms mean ({len(solve_s)} solves); CPU less solve '
               f'{(cpu / n - mean_solve) * 1e3:.4f} ms; load {os.getloadavg()[0]:.1f}')
         for key, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
@@ -150,7 +154,11 @@ def main(argv=None) -> int:
     ap.add_argument('--n', type=int, default=3000, help='answers timed per config')
     ap.add_argument('--profile', action='store_true', help='cProfile table instead of parts')
     ap.add_argument('--sort', default='cumulative', help='cProfile sort key')
+    ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
+                    help='import ik_node from another checkout (default: this one)')
     args = ap.parse_args(argv)
+    if args.node_repo is not None:
+        sys.path.insert(0, str(args.node_repo.resolve()))
     os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(201, 230))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     import rclpy
