@@ -272,9 +272,9 @@ def is_fragile(chain: Chain, q: np.ndarray, tips: Sequence[str], position_only: 
     needed only for the statuses that go out. Per tip: the nearest limit in floats, then the
     singular values' test as a Cholesky factorisation of ``J Jᵀ - s² I`` (positive definite
     exactly when every singular value exceeds ``s``), with ``s`` the threshold raised by
-    :data:`CLEAR_MARGIN` so that rounding cannot clear a solution the SVD would call near
-    singular. A tip the test does not clear (near singular, a task rank below its rows, fewer
-    joints than rows) is measured by :func:`fragility_report`'s SVD.
+    :data:`CLEAR_MARGIN` and :data:`GRAM_ROUNDING` so that rounding cannot clear a solution the
+    SVD would call near singular. A tip the test does not clear (near singular, a task rank
+    below its rows, fewer joints than rows) is measured by :func:`fragility_report`'s SVD.
 
     Args:
         q: the checked solution (finite floats, one per joint of ``chain``) [rad or m].
@@ -305,30 +305,36 @@ def is_fragile(chain: Chain, q: np.ndarray, tips: Sequence[str], position_only: 
 #: :func:`is_fragile` clears a tip whose smallest singular value is above the threshold times
 #: this: far beyond the rounding of ``J Jᵀ``, so it decides as the SVD does.
 CLEAR_MARGIN = 1.0 + 1e-6
+#: ... and whose ``J Jᵀ`` keeps every eigenvalue this share of its trace above the squared
+#: threshold: a threshold near 0 is left to the SVD, whose singular values are exact to the
+#: rounding of ``J`` (the Gram matrix's only to the square root of it).
+GRAM_ROUNDING = 1e-12
 
 
 def _gram_clears(J: Sequence[Sequence[float]], s2: float) -> bool:
-    """True if ``J Jᵀ - s2 I`` is positive definite (every singular value of ``J`` above
-    ``sqrt(s2)``): its Cholesky factorisation in plain floats, ``J`` a few rows of a few
-    joints."""
-    if len(J) == 3:  # position rows: J Jᵀ's LDLᵀ pivots, unrolled
+    """True if ``J Jᵀ - (s2 + GRAM_ROUNDING trace(J Jᵀ)) I`` is positive definite: every
+    singular value of ``J`` above ``sqrt(s2)`` beyond rounding. Its Cholesky factorisation in
+    plain floats, ``J`` a few rows of a few joints."""
+    diagonal = [sum(map(mul, row, row)) for row in J]
+    s2 += GRAM_ROUNDING * sum(diagonal)
+    if len(J) == 3:  # position rows: the LDLᵀ pivots, unrolled
         a, b, c = J
-        g00, g10, g20 = sum(map(mul, a, a)) - s2, sum(map(mul, b, a)), sum(map(mul, c, a))
-        if not g00 > 0.0:
+        d0 = diagonal[0] - s2
+        if not d0 > 0.0:
             return False
-        l10, l20 = g10 / g00, g20 / g00
-        d1 = sum(map(mul, b, b)) - s2 - l10 * g10
+        g10, g20 = sum(map(mul, b, a)), sum(map(mul, c, a))
+        d1 = diagonal[1] - s2 - g10 * g10 / d0
         if not d1 > 0.0:
             return False
-        g21 = sum(map(mul, c, b)) - l20 * g10
-        return sum(map(mul, c, c)) - s2 - l20 * g20 - g21 * g21 / d1 > 0.0
+        g21 = sum(map(mul, c, b)) - g20 * g10 / d0
+        return diagonal[2] - s2 - g20 * g20 / d0 - g21 * g21 / d1 > 0.0
     L: List[List[float]] = []
     for i, row_i in enumerate(J):
         L_i: List[float] = []
         for j in range(i):
             L_j = L[j]
             L_i.append((sum(map(mul, row_i, J[j])) - sum(map(mul, L_i, L_j))) / L_j[j])
-        value = sum(map(mul, row_i, row_i)) - sum(map(mul, L_i, L_i)) - s2
+        value = diagonal[i] - sum(map(mul, L_i, L_i)) - s2
         if not value > 0.0:
             return False
         L_i.append(math.sqrt(value))

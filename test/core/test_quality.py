@@ -287,3 +287,23 @@ def test_is_fragile_gives_fragility_reports_verdict(robot, tips, mixed):
             (trial, q.tolist(), singular, limit)
         verdicts.add(expected)
     assert verdicts == {True, False}  # both verdicts were tested
+
+
+@pytest.mark.parametrize('robot, tips', [('leg3', ['foot']), ('arm6', ['tool0']),
+                                         ('quad12', ['FL_foot', 'RR_foot'])])
+def test_is_fragile_at_a_singular_configuration_with_tiny_thresholds(robot, tips):
+    """At a singular configuration (a knee or elbow straight) the smallest singular value is
+    near rounding; is_fragile gives the SVD's verdict with thresholds from 1e-14 to 0.1."""
+    from ik_node.model.quality import fragility_report, is_fragile
+    chain = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', 'base_link',
+                                 tips if len(tips) > 1 else tips[0])
+    q = chain.clip(np.full(chain.n, 0.4))
+    for name in chain.joint_names:
+        if 'knee' in name or name == 'elbow':
+            q[chain.joint_names.index(name)] = 0.0
+    q = chain.clip(q)
+    for position_only in (True, False):
+        for singular in (1e-14, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 0.1):
+            expected = fragility_report(chain, q, tips, position_only, singular, 0.0)[1] != ''
+            assert is_fragile(chain, q, tips, position_only, singular, 0.0) == expected, \
+                (position_only, singular)
