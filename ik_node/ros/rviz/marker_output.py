@@ -20,7 +20,7 @@ from ik_node.ros.rviz import markers
 from ik_node.ros.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
-                                   fragility_reasons, tip_quality)
+                                   fragility_reasons, is_fragile, tip_quality)
 
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -136,8 +136,11 @@ class MarkerOutput:
         self._send(self._pub, markers.marker_array(out))
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
-        """The fragility reasons of one tip, as the node's WARN words them."""
+        """The fragility reasons of one tip, as the node's WARN words them (measured only when
+        :func:`~ik_node.model.quality.is_fragile` says there are some)."""
         try:
+            if not is_fragile(chain, q, [tip], position_only, *self._thresholds):
+                return []
             return fragility_reasons(tip_quality(chain, q, tip, position_only,
                                                  *self._thresholds))
         except Exception as exc:  # a picture never fails a solve

@@ -317,8 +317,9 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
     for j, joint in enumerate(chain.joints):
         origin = frames[j, :3, 3]
         axis = frames[j, :3, :3] @ joint.axis
-        nested = sum(1 for o in origins if np.linalg.norm(o - origin) < radius0)
-        origins.append(origin)
+        xyz = origin.tolist()  # plain floats: numpy's per-call cost dominates a 3-vector
+        nested = sum(1 for o in origins if math.dist(o, xyz) < radius0)
+        origins.append(xyz)
         lo, hi = float(chain.lower[j]), float(chain.upper[j])
         limited = math.isfinite(lo) and math.isfinite(hi) and hi > lo
         gap, side = (min((q[j] - lo, 'lower'), (hi - q[j], 'upper')) if limited
