@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Streamed smooth paths on the real arms: how far does a joint move between two answers?
 
-Each path is FK of a smooth joint curve (``joint_curve`` of ``test/core/test_smooth_paths.py``:
+Each path is FK of a smooth joint curve (``joint_curve`` of ``test/core/smooth_paths.py``:
 per joint ``c + a sin(2 pi f t + phi)``, amplitude 0.3-0.8 rad, 0.5-1.5 cycles, 0.15 rad inside
 the limits), so a continuous solution exists. Every solve is seeded with the previous answer, as
 the node does, with the solver's default parameters (its wall-clock ``timeout`` included: the
 budget decides when restarts begin, as in the node). Per arm and path: the steps above
 ``--jump`` [rad], and the share of steps within the first-order bound
-``2 (|J+ dx| + 2 ||J+|| tol)`` derived in ``test/core/test_smooth_paths.py`` (a step whose bound
+``2 (|J+ dx| + 2 ||J+|| tol)`` derived in ``test/core/smooth_paths.py`` (a step whose bound
 is infinite, at a singular Jacobian, counts as within).
 
 Usage::
@@ -39,9 +39,8 @@ for folder in (REPO, REPO / 'test' / 'core'):
 
 from ik_node.config.node_config import build_chain, load_config  # noqa: E402
 from ik_node.model.chain import Chain  # noqa: E402
-from test_smooth_paths import joint_curve, step_bound, stream  # noqa: E402
-# name -> (file, base, tip); arm6 is the packaged arm (its config/arm6.yaml chain).
-from test_streaming import ARMS  # noqa: E402
+# ARMS: name -> (file, base, tip); arm6 is the packaged arm (its config/arm6.yaml chain).
+from smooth_paths import ARMS, joint_curve, step_bound, stream  # noqa: E402
 
 
 

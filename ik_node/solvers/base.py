@@ -264,7 +264,7 @@ class Solver(abc.ABC):
             result = self.solve(target.position, target.quat_xyzw, q_seed)
             return dataclasses.replace(result, tips={target.link: TipResult(
                 result.reachable, result.position_error, result.min_residual, result.status,
-                result.orientation_error, result.message)})
+                result.orientation_error, result.message, result.best_found)})
         if self.legs is not None:
             return self.legs.solve(parsed, q_seed, self.params.get('timeout'))
         ignored = not self.supports_orientation and any(t.R is not None for t in parsed)
@@ -345,7 +345,8 @@ class Solver(abc.ABC):
             reachable=reached, status=status, position_error=pos_err, orientation_error=rot_err,
             min_residual=min_residual, iterations=int(raw.iterations), solve_time=elapsed,
             message=raw.message, orientation_ignored=orientation_ignored,
-            history=None if history is None else tuple(float(e) for e in history), tips=None)
+            history=None if history is None else tuple(float(e) for e in history), tips=None,
+            best_found=not reached and not raw.vouched)
 
     def _measured(self, raw: RawSolution, p_target: List[float], R_target: Optional[np.ndarray],
                   q_seed: List[float]) -> Tuple[List[float], bool, IkStatus, float,

@@ -58,6 +58,8 @@ class TipResult:
         orientation_error: FK-measured angle to the target orientation [rad]; None for a
             position target (or an orientation ignored by a position-only solver).
         message: what happened to this tip, when there is something to say.
+        best_found: the tip missed its target and its pose is only the best the solver found
+            (see :attr:`IkResult.best_found`).
     """
 
     reachable: bool
@@ -66,13 +68,20 @@ class TipResult:
     status: Optional[IkStatus] = None
     orientation_error: Optional[float] = None
     message: str = ''
+    best_found: bool = False
+
+    @property
+    def excess_bound(self) -> Optional[float]:
+        """See :attr:`IkResult.excess_bound`."""
+        return _excess_bound(self)
 
     def as_dict(self) -> Dict[str, Any]:
         """A JSON-ready dict of the fields."""
         return {'reachable': self.reachable, 'position_error': self.position_error,
                 'min_residual': self.min_residual,
                 'status': None if self.status is None else self.status.value,
-                'orientation_error': self.orientation_error, 'message': self.message}
+                'orientation_error': self.orientation_error, 'message': self.message,
+                'best_found': self.best_found, 'excess_bound': self.excess_bound}
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,13 @@ class IkResult:
     targeted tip); ``position_error`` and ``orientation_error`` are then the largest of the tips,
     ``min_residual`` the largest proven bound, ``reachable`` true when every targeted tip is, and
     ``status`` summarises the tips' statuses (:func:`combined_status`).
+
+    ``best_found`` is True when the target is missed and the pose is only the best the solver
+    found within its budget: not shown to be the closest pose within the limits (by a closed
+    form, a proven bound, the measured reach or the closest-pose search's confirmation; see
+    :mod:`ik_node.solvers.out_of_reach.outcome`). False for a reached target and for a pose
+    vouched for as the closest. :attr:`excess_bound` says by how much at most it can be farther
+    from the target than the closest pose, where a proven bound is known.
     """
 
     joint_positions: np.ndarray
@@ -99,6 +115,14 @@ class IkResult:
     orientation_ignored: bool = False
     history: Optional[Tuple[float, ...]] = None
     tips: Optional[Dict[str, TipResult]] = None
+    best_found: bool = False
+
+    @property
+    def excess_bound(self) -> Optional[float]:
+        """With :attr:`best_found` and a known ``min_residual``: the most [m] by which
+        ``position_error`` can exceed the closest pose's error (``position_error -
+        min_residual``); else None."""
+        return _excess_bound(self)
 
     def as_dict(self) -> Dict[str, Any]:
         """A JSON-ready dict of the result fields."""
@@ -114,6 +138,8 @@ class IkResult:
             'solve_time': self.solve_time,
             'message': self.message,
             'orientation_ignored': self.orientation_ignored,
+            'best_found': self.best_found,
+            'excess_bound': self.excess_bound,
         }
         if self.tips is not None:
             out['tips'] = {k: v.as_dict() for k, v in self.tips.items()}
@@ -126,6 +152,9 @@ class RawSolution:
 
     ``q`` is an (n,) array or a list of n floats (cheaper for a closed-form solver).
     ``tip_residuals`` holds the proven lower bound [m] of each tip of a tree solve that has one.
+    ``vouched``: the solver vouches for ``q`` as the closest pose within the limits when the
+    target is missed (a closed form, a proven bound, the measured reach, the closest-pose
+    search's confirmation); a missed target without it is reported ``best_found``.
     """
 
     q: Union[np.ndarray, List[float]]
@@ -135,6 +164,13 @@ class RawSolution:
     message: str = ''
     history: Optional[list] = None
     tip_residuals: Dict[str, float] = field(default_factory=dict)
+    vouched: bool = False
+
+
+def _excess_bound(result: Union['IkResult', TipResult]) -> Optional[float]:
+    if not result.best_found or result.min_residual is None:
+        return None
+    return max(result.position_error - result.min_residual, 0.0)
 
 
 _new_object = object.__new__
@@ -143,13 +179,14 @@ _set_attribute = object.__setattr__
 
 def new_tip_result(reachable: bool, position_error: float, min_residual: Optional[float],
                    status: Optional[IkStatus], orientation_error: Optional[float],
-                   message: str) -> TipResult:
+                   message: str, best_found: bool = False) -> TipResult:
     """``TipResult(...)`` with every field given, without the frozen dataclass's ``__init__``
     (one ``object.__setattr__`` per field: a microsecond per tip of a four-leg solve)."""
     result = _new_object(TipResult)
     _set_attribute(result, '__dict__', {
         'reachable': reachable, 'position_error': position_error, 'min_residual': min_residual,
-        'status': status, 'orientation_error': orientation_error, 'message': message})
+        'status': status, 'orientation_error': orientation_error, 'message': message,
+        'best_found': best_found})
     return result
 
 

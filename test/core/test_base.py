@@ -210,9 +210,10 @@ def test_the_fast_result_constructor_builds_the_dataclass_one():
                   status=IkStatus.DEGENERATE, position_error=1e-6, orientation_error=None,
                   min_residual=0.0, iterations=3, solve_time=1e-5, message='m',
                   orientation_ignored=True, history=(0.5, 1e-6))
-    fast, slow = new_result(**fields, tips=None), IkResult(**fields)
+    fast, slow = new_result(**fields, tips=None, best_found=True), IkResult(**fields,
+                                                                           best_found=True)
     assert type(fast) is IkResult
-    assert [f.name for f in dataclasses.fields(IkResult)] == [*fields, 'tips']
+    assert [f.name for f in dataclasses.fields(IkResult)] == [*fields, 'tips', 'best_found']
     assert repr(fast) == repr(slow)
     assert fast.as_dict() == slow.as_dict()
     assert dataclasses.replace(fast, message='x') == dataclasses.replace(slow, message='x')

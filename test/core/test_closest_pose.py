@@ -16,6 +16,8 @@ from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
@@ -269,3 +271,24 @@ def test_reach_gap_is_the_distance_outside_the_measured_ranges():
             assert search.reach_gap(target.tolist()) == pytest.approx(
                 max(distance - outer, inner - distance, clearance - from_axis,
                     reach.second.lower_bound(target.tolist())), abs=1e-12)
+
+
+@pytest.mark.parametrize('name', ['planar4', 'panda'])
+def test_tip_sample_starts_are_in_limit_configurations_nearest_first_and_spread(name):
+    chain = load(name)
+    sample = tip_sample(chain, samples=3000)
+    np.testing.assert_allclose(sample.tips[:20], [chain.fk(q)[:3, 3] for q in sample.q[:20]],
+                               atol=1e-12)
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        target = rng.normal(size=3)
+        starts = np.array(list(sample.starts(target.tolist())))
+        assert len(starts) >= 1
+        assert all(chain.within_limits(q, tol=0.0) for q in starts)
+        distances = [np.linalg.norm(chain.fk(q)[:3, 3] - target) for q in starts]
+        assert distances == sorted(distances)
+        # the first is the nearest sampled tip of all
+        assert distances[0] == pytest.approx(np.linalg.norm(sample.tips - target, axis=1).min())
+        for i in range(len(starts)):
+            for j in range(i):
+                assert np.max(np.abs(starts[i] - starts[j])) > tip_sample_module.MIN_SPACING

@@ -322,12 +322,12 @@ def test_package_xml_is_well_formed_and_declares_xacro():
 
 
 def test_setup_py_installs_xacro_from_pypi(tmp_path):
-    from test_setup_requires import requires_in
+    from install_requires import requires_in
     assert 'xacro' in requires_in(tmp_path)
 
 
 def test_a_plain_install_gets_ament_index_python_for_find_unless_ros_provides_it(tmp_path):
-    from test_setup_requires import fake_distribution, requires_in
+    from install_requires import fake_distribution, requires_in
     assert 'ros-jazzy-ament-index-python' in requires_in(tmp_path / 'plain')
     fake_distribution(tmp_path / 'ros', 'ament_index_python', 'ament_index_python')
     assert 'ros-jazzy-ament-index-python' not in requires_in(tmp_path / 'ros')

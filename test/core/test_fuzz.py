@@ -23,7 +23,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_urdf_faults import returns_within
+from hang_guard import returns_within
 
 from ik_node import SOLVERS, Chain, IkError, make_solver
 from ik_node.config.node_config import (build_chain, build_solver, config_from_mapping, load_yaml,

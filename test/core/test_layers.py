@@ -126,3 +126,23 @@ def test_no_solver_imports_the_registry():
         if path.name in ('registry.py', '__init__.py') and path.parent == SOLVERS:
             continue
         assert 'ik_node.solvers.registry' not in imports_of(path), path
+
+
+# ------------------------------------------------------------------------- the test modules
+def imported_names(path: Path) -> set:
+    """Top-level module names ``path`` imports, anywhere in the file."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split('.')[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split('.')[0])
+    return names
+
+
+def test_test_modules_and_benchmarks_import_no_test_module():
+    """Shared test code lives in helper modules (``harness``, ``smooth_paths``, ``urdf_texts``,
+    ...), never in a test module another one imports."""
+    test_modules = {p.stem for p in (REPO / 'test').rglob('test_*.py')}
+    for path in [*(REPO / 'test').rglob('*.py'), *(REPO / 'benchmarks').glob('*.py')]:
+        assert not imported_names(path) & test_modules, (path, imported_names(path) & test_modules)

@@ -22,7 +22,7 @@ import pytest
 from closest_reference import long_search, newton_system
 from ik_node import Chain, IkStatus, make_solver
 from ik_node.model.chain import chain_lengths
-from ik_node.errors import ConfigError
+from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.out_of_reach.closest_pose import NEWTON_DECREMENT_M
 from ik_node.solvers.out_of_reach.outcome import AT_REACH_MESSAGE
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
@@ -68,9 +68,17 @@ def random_q(chain, rng):
 
 def missed_status(result, solver) -> IkStatus:
     """The status a result that missed its target must carry: ``unreachable`` only with a proven
-    ``min_residual`` above the tolerance, else ``not_reached`` (the closest pose found)."""
+    ``min_residual`` above the tolerance, else ``not_reached`` (the closest pose found), or on a
+    leg that the analytic solver takes (its closed form proves it) ``joint_limited`` when the
+    target is within the leg's reach but no solution is within the limits."""
     tolerance = solver.params['position_tolerance']
     proven = result.min_residual is not None and result.min_residual > tolerance
+    if not proven and result.status is IkStatus.JOINT_LIMITED:
+        try:
+            make_solver('analytic_hip_knee', solver.chain)
+        except ChainError:
+            return IkStatus.NOT_REACHED
+        return IkStatus.JOINT_LIMITED
     return IkStatus.UNREACHABLE if proven else IkStatus.NOT_REACHED
 
 
@@ -256,11 +264,32 @@ def test_fabrik_tiny_timeout_ends_a_solve_with_a_huge_iteration_cap():
             float(np.linalg.norm(chain.fk(r.joint_positions)[:3, 3] - target)), abs=1e-12)
 
 
+def search_only(solver):
+    """``solver`` with its closest-pose search in charge on a leg (as on every chain that does
+    not fit the analytic leg geometry), not the leg's closed form."""
+    solver._exact = None
+    return solver
+
+
 def test_fabrik_tiny_timeout_on_an_unproven_unreachable_target_says_timeout():
     chain = load('leg3')
-    solver = make_solver('fabrik', chain, {'timeout': 1e-6, 'max_iterations': 1_000_000})
+    solver = search_only(make_solver('fabrik', chain, {'timeout': 1e-6,
+                                                       'max_iterations': 1_000_000}))
     r = solver.solve(LEG3_HIP + np.array([0.05, 0.0, 0.0]), seed=[0.5, 0.5, 0.5])
     assert r.status is IkStatus.TIMEOUT and r.min_residual is None
+    assert r.best_found and r.excess_bound is None
+
+
+def test_a_leg_gets_its_closed_form_closest_pose_even_with_a_tiny_timeout():
+    chain = load('leg3')
+    target = LEG3_HIP + np.array([0.05, 0.0, 0.0])
+    closed = make_solver('analytic_hip_knee', chain).solve(target, seed=[0.5, 0.5, 0.5])
+    for name in ('fabrik', 'damped_jacobian'):
+        solver = make_solver(name, chain, {'timeout': 1e-6, 'max_iterations': 1_000_000})
+        r = solver.solve(target, seed=[0.5, 0.5, 0.5])
+        assert not r.best_found and r.status is closed.status, r.message
+        np.testing.assert_allclose(chain.fk(r.joint_positions)[:3, 3],
+                                   chain.fk(closed.joint_positions)[:3, 3], atol=1e-9)
 
 
 @pytest.mark.parametrize('value', [0.0, -1.0, float('nan'), 'soon'])
@@ -326,7 +355,7 @@ def test_one_stalled_step_does_not_end_a_solve_early(monkeypatch, solver_name):
     # leg3, a target above its hip, behind the hip pitch limits: descents from several starts
     # confirm the closest pose, so steps follow the stall.
     chain = Chain.from_urdf_file(REPO_URDF / 'leg3.urdf', 'base_link', 'foot')
-    solver = make_solver(solver_name, chain, {'timeout': 0.5})
+    solver = search_only(make_solver(solver_name, chain, {'timeout': 0.5}))
     target = np.array([0.08, -0.08, 0.38])
     undisturbed = solver.solve(target, None, np.zeros(chain.n))
     assert undisturbed.status is missed_status(undisturbed, solver), undisturbed.message
@@ -347,7 +376,7 @@ def test_a_solve_whose_first_step_stalls_still_finds_the_closest_pose(monkeypatc
     # leg3, a target in the hole around the hip (not provable by the reach bound, so the
     # solver's own iterations run first).
     chain = Chain.from_urdf_file(REPO_URDF / 'leg3.urdf', 'base_link', 'foot')
-    solver = make_solver(solver_name, chain, {'timeout': 0.5})
+    solver = search_only(make_solver(solver_name, chain, {'timeout': 0.5}))
     target = chain.joint_frames(np.zeros(chain.n))[0, :3, 3] + [0.02, 0.01, -0.05]
     undisturbed = solver.solve(target, None, np.zeros(chain.n))
     assert undisturbed.status is IkStatus.NOT_REACHED, undisturbed.message

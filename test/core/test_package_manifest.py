@@ -41,7 +41,8 @@ def declared(tag):
 
 def imported_by(*folders):
     """{top-level module: [files importing it]} of third-party imports under ``folders``."""
-    own = {p.stem for p in REPO.rglob('*.py')} | {'ik_node'}
+    own = {p.stem for folder in ('ik_node', 'launch', 'test', 'benchmarks', 'demo', 'scripts')
+           for p in (REPO / folder).rglob('*.py')} | {'ik_node'}  # not a venv inside the clone
     found = {}
     for folder in folders:
         for path in sorted((REPO / folder).rglob('*.py')):

@@ -11,24 +11,10 @@ import pytest
 
 from ik_node import Chain, ChainError, ConfigError, TargetError
 from ik_node.model.quality import SolutionQuality, nearest_limit, solution_quality
+from urdf_texts import MIXED_URDF
 
 REPO = Path(__file__).resolve().parents[2]
 H = 1e-6  # finite-difference step [rad]
-
-# A base yaw that turns forever (continuous), a prismatic lift and a revolute elbow.
-MIXED_URDF = '''<robot name="mixed">
-  <link name="base"/><link name="turret"/><link name="carriage"/><link name="tool"/>
-  <joint name="yaw" type="continuous"><parent link="base"/><child link="turret"/>
-    <axis xyz="0 0 1"/></joint>
-  <joint name="lift" type="prismatic"><parent link="turret"/><child link="carriage"/>
-    <origin xyz="0.2 0 0"/><axis xyz="0 0 1"/>
-    <limit lower="0" upper="0.5" effort="1" velocity="1"/></joint>
-  <joint name="elbow" type="revolute"><parent link="carriage"/><child link="tool"/>
-    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/>
-    <limit lower="-1" upper="1.5" effort="1" velocity="1"/></joint>
-</robot>'''
-
-
 
 
 @pytest.fixture(scope='module')

@@ -78,7 +78,7 @@ def test_vectorised_fk_of_each_tip_of_a_tree_equals_chain_fk(twin):
 
 
 def test_continuous_and_prismatic_joints_are_sampled_over_a_turn_and_their_travel():
-    from test_quality import MIXED_URDF  # yaw (continuous), lift (prismatic 0..0.5 m), elbow
+    from urdf_texts import MIXED_URDF  # yaw (continuous), lift (prismatic 0..0.5 m), elbow
     mixed = Chain.from_urdf_string(MIXED_URDF, 'base', 'tool')
     joints, pose = tip_pose_function(mixed)
     q = _samples(mixed, list(joints), 30, seed=9)

@@ -116,13 +116,20 @@ def test_the_closest_pose_on_a_real_leg_is_the_closest_of_a_long_search(shared_r
 def test_a_confirmed_closest_pose_without_a_proven_bound_is_not_reached(shared_robot,
                                                                         solver_name):
     # Go1, a target behind the limits near its hip: no bound proves it out of reach, so the
-    # closest pose found is reported as 'not_reached' with the best effort, never 'unreachable'.
+    # closest pose is never reported 'unreachable': the leg's closed form (which every solver
+    # takes on a leg) proves it within the leg's reach and every solution beyond a limit,
+    # 'joint_limited'; the search alone reports the pose it confirms as 'not_reached'.
     chain = leg(shared_robot, 'go1')
     solver = make_solver(solver_name, chain, NO_CLOCK)
     target = chain.fk(np.array([0.0, -1.5, -0.3]))[:3, 3]  # thigh and knee past their limits
     best, _ = out_of_reach.long_search(chain, target, 40, np.random.default_rng(3))
     assert best > 1e-3  # the premise: out of reach
     r = solver.solve(target)
-    assert not r.reachable and r.min_residual is None
+    assert not r.reachable and r.min_residual is None and not r.best_found
+    assert r.status is IkStatus.JOINT_LIMITED, r.message
+    assert r.position_error <= best + 1e-6
+    solver._exact = None  # the search alone
+    r = solver.solve(target)
+    assert not r.reachable and r.min_residual is None and not r.best_found
     assert r.status is IkStatus.NOT_REACHED, r.message
     assert r.position_error <= best + 1e-6

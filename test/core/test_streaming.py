@@ -24,23 +24,14 @@ from ik_node.model.chain import Chain
 from ik_node.config.node_config import build_chain, load_config
 from ik_node.solvers import make_solver
 from ik_node.solvers.numerics.null_space import centring_terms, limit_pull
-from test_smooth_paths import (REPO, _quat_xyzw, _restarted, _task, joint_curve, step_bound,
-                               stream)
+from smooth_paths import (ARMS, REPO, joint_curve, quat_xyzw, restarted, step_bound, stream,
+                          task_step)
 
 STEPS = 400
 JUMP_RAD = 1.0
 WITHIN_SHARE = 0.995
 PRESSED_RAD = 1e-3
 NO_CLOCK = {'timeout': 60.0}
-ARMS = {
-    'ur5': ('ur5.urdf', 'base_link', 'tool0'),
-    'ur10': ('ur10.urdf', 'base_link', 'tool0'),
-    'panda': ('panda.urdf', 'panda_link0', 'panda_hand_tcp'),
-    'iiwa14': ('iiwa14.urdf', 'iiwa_link_0', 'iiwa_link_ee'),
-    'kinova': ('kinova_j2s6s200.urdf', 'j2s6s200_link_base', 'j2s6s200_end_effector'),
-    'baxter': ('baxter.urdf', 'base', 'right_hand_link'),
-    'arm6': None,
-}
 #: Paths (RNG seeds of joint_curve) per arm: those that jump without the stream rules (6D, no
 #: clock), and path 0 where none does.
 PATHS = {'ur5': (4,), 'ur10': (0,), 'panda': (3, 9, 14), 'iiwa14': (4, 6),
@@ -59,7 +50,7 @@ def pull_allowance(s, k: int, gain: float) -> float:
     if gain == 0.0 or s.chain.n <= (6 if s.six_d else 3):
         return 0.0
     q_prev = s.results[k - 1].joint_positions
-    dx, _ = _task(s, k, q_prev)
+    dx, _ = task_step(s, k, q_prev)
     if s.six_d:
         dx = np.concatenate([dx[:3], 0.5 * dx[3:]])  # the default orientation_weight [m/rad]
     e = float(np.linalg.norm(dx)) + s.tol_r
@@ -94,7 +85,7 @@ def measure(s, gain: float):
         bound = step_bound(s, k)
         within += bool(move[i] <= bound or not math.isfinite(bound))
         counted = (s.results[k - 1].reachable and s.results[k].reachable and
-                   not _restarted(s.results[k]) and not _pressed(s, k) and bound < math.pi)
+                   not restarted(s.results[k]) and not _pressed(s, k) and bound < math.pi)
         if counted and move[i] > bound + pull_allowance(s, k, gain):
             over.append(f'step {k}: {s.chain.joint_names[i]} moved {move[i]:.4f} > bound '
                         f'{bound:.4f} + pull {pull_allowance(s, k, gain):.4f}')
@@ -126,7 +117,7 @@ def test_a_stream_moves_a_redundant_arm_away_from_a_joint_limit(shared_robot):
     chain = arm_chain('panda', shared_robot)
     q_start = np.array([2.6, -0.4, 0.2, -2.0, 0.3, 1.8, 0.5])
     T = chain.fk(q_start)
-    quat = _quat_xyzw(T[:3, :3])
+    quat = quat_xyzw(T[:3, :3])
     margin = {}
     for gain in (0.0, 0.5):
         solver = make_solver('damped_jacobian', chain, {'null_space_gain': gain, **NO_CLOCK})
@@ -147,6 +138,6 @@ def test_a_target_that_stays_put_moves_nothing(shared_robot):
     q_seed = np.array([0.3, -0.4, 0.2, -2.0, 2.6, 1.8, 0.5])
     T = chain.fk(q_seed)
     solver = make_solver('damped_jacobian', chain, NO_CLOCK)
-    result = solver.solve(T[:3, 3], _quat_xyzw(T[:3, :3]), q_seed)
+    result = solver.solve(T[:3, 3], quat_xyzw(T[:3, :3]), q_seed)
     assert result.reachable
     np.testing.assert_array_equal(result.joint_positions, q_seed)

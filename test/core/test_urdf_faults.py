@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,33 +19,13 @@ import pytest
 
 from ik_node import Chain, ChainError, ConfigError
 from ik_node.config.node_config import build_chain, config_from_mapping
+from hang_guard import returns_within
 from urdf_texts import ARM6_XML, DEFAULT_LIMIT_BYTES, arm, joint, links, padded, robot
 
 REPO = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 30.0
 
 
-def returns_within(seconds: float, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` in a daemon thread: its value, or its exception re-raised.
-
-    Fails the test when it has not returned after ``seconds`` (a hang guard, not a timing figure).
-    """
-    box = {}
-
-    def run():
-        try:
-            box['value'] = fn(*args, **kwargs)
-        except BaseException as exc:  # re-raised in the test's thread
-            box['error'] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        pytest.fail(f'{getattr(fn, "__name__", fn)} did not return within {seconds} s (hang)')
-    if 'error' in box:
-        raise box['error']
-    return box['value']
 
 
 # ------------------------------------------------------------------------------- URDF text

@@ -179,6 +179,23 @@ def test_unreachable_result_is_warn_and_error_values_keep_the_keys(leg):
     assert err['status'] == 'error' and err['message'] == 'bad target: NaN'
 
 
+def test_a_best_found_answer_says_so_in_its_values_and_summary():
+    arm = Chain.from_urdf_file(Path(__file__).resolve().parents[2] / 'urdf' / 'arm6.urdf',
+                               'base_link', 'tool0')
+    far = [3.0, 0.5, 0.2]  # beyond the reach: proven, so the excess is bounded
+    # the closest-pose search cut short by the iteration cap
+    cut = make_solver('damped_jacobian', arm, {'max_iterations': 1}).solve(far)
+    assert cut.best_found and cut.excess_bound is not None
+    assert status_format.result_values(cut, 'damped_jacobian', 'b', 0, 0)['best_found'] == 'true'
+    summary = status_format.result_summary(cut, 'damped_jacobian')
+    assert 'not shown to be the closest' in summary and f'{cut.excess_bound:.3g} m' in summary
+    full = make_solver('damped_jacobian', arm, {'timeout': 30.0}).solve(far)
+    assert not full.best_found
+    assert status_format.result_values(full, 'damped_jacobian', 'b', 0, 0)['best_found'] == 'false'
+    assert 'not shown to be the closest' not in status_format.result_summary(full,
+                                                                              'damped_jacobian')
+
+
 def test_diagnostics_gate_limits_the_rate_but_lets_errors_and_changes_through():
     gate = StatusRateGate(10.0)  # one per 0.1 s
     assert gate.offer(0.0, status_format.OK, 'a')

@@ -43,6 +43,7 @@ def result_values(result: IkResult, solver: str, target_frame: str, skipped: int
         'position_error_m': _fmt(result.position_error),
         'orientation_error_rad': _fmt(result.orientation_error),
         'min_residual_m': _fmt(result.min_residual),
+        'best_found': str(result.best_found).lower(),
         'iterations': str(result.iterations),
         'solve_time_ms': _fmt(result.solve_time * 1e3),
         'target_frame': target_frame,
@@ -103,6 +104,10 @@ def result_summary(result: IkResult, solver: str) -> str:
                 f'error {result.position_error:.3g} m')
         if result.min_residual is not None:
             text += f', at least {result.min_residual:.3g} m out of reach'
+        if result.best_found:
+            excess = result.excess_bound
+            text += ('; the best pose found, not shown to be the closest' +
+                     (f' (at most {excess:.3g} m farther)' if excess is not None else ''))
     if result.tips:
         missed = [tip for tip, r in result.tips.items() if not r.reachable]
         if missed:
@@ -119,7 +124,7 @@ def error_values(solver: str, target_frame: str, skipped: int, solve_count: int,
     ``target_stamp`` names the target refused ('' for an error that answers no target).
     """
     values = {k: '' for k in ('reachable', 'status', 'position_error_m', 'orientation_error_rad',
-                              'min_residual_m', 'iterations', 'solve_time_ms',
+                              'min_residual_m', 'best_found', 'iterations', 'solve_time_ms',
                               'orientation_ignored')}
     values.update({'solver': solver, 'status': 'error', 'target_frame': target_frame,
                    'skipped_targets': str(skipped), 'solve_count': str(solve_count),

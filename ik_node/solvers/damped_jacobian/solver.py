@@ -68,7 +68,9 @@ from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.numerics.null_space import STREAM_ERROR_M
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, search_outcome
+from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, search_outcome
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.trees.several_tips import TipTarget
@@ -173,10 +175,13 @@ class DampedJacobianSolver(Solver):
             fast.position_newton if fast is not None else None, self._low, self._high,
             self._wraps, [j.is_prismatic for j in chain.joints],
             max(sum(chain_lengths(chain)), 1e-3))
+        self._exact = ExactLeg.of(chain) if self._closest is not None else None
         self._compiled = self._compiled_descent(chain, fast)
         if self._closest is not None and self._reach is not None and fast is not None:
             # Once per solver, with the generated kinematics of a serial chain (5-20 ms).
             self._closest.reach = measure_reach(self._closest, self._reach)
+        if self._closest is not None and fast is not None and self._exact is None:
+            self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built
@@ -233,7 +238,9 @@ class DampedJacobianSolver(Solver):
                                                     R_target, params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
                                   p_target, R_target)
-        raw.min_residual = min_residual
+        if raw.min_residual is None or (min_residual is not None and
+                                        min_residual > raw.min_residual):
+            raw.min_residual = min_residual  # (a leg's closed form may prove more)
         return raw
 
     def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
@@ -333,7 +340,12 @@ class DampedJacobianSolver(Solver):
             if end == GOOD_ENOUGH:
                 return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message='out of reach: the closest '
-                                   'configuration found is within tolerance of the bound')
+                                   'configuration found is within tolerance of the bound',
+                                   vouched=True)
+            if end in (compiled.ITERATION_CAP, compiled.TIMEOUT) and not with_orientation and \
+                    self._exact is not None:  # a leg's closed form costs no iteration
+                return self._closest_pose(p_target, best_q, budget, iterations, restarts,
+                                          min_residual, history)
             if end == compiled.ITERATION_CAP:
                 return RawSolution(np.array(best_q), IkStatus.MAX_ITERATIONS, iterations,
                                    history=history,
@@ -402,6 +414,11 @@ class DampedJacobianSolver(Solver):
                       history: Optional[List[float]]) -> RawSolution:
         """The closest-pose search (:mod:`ik_node.solvers.out_of_reach.closest_pose`) from ``q``,
         within what is left of the solve's time, iterations and restarts."""
+        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+            raw = self._exact.closest(p_target.tolist(), list(q))
+            raw.iterations += iterations
+            raw.history = history
+            return raw
         params = self.params
         search = self._search(p_target, q, budget, iterations, restarts, min_residual, history)
         iterations += search.iterations
@@ -409,7 +426,7 @@ class DampedJacobianSolver(Solver):
         status, message = search_outcome(search, self._joint_names, iterations, restarts,
                                          params['timeout'])
         return RawSolution(np.array(search.q), status, iterations, history=history,
-                           message=message)
+                           message=message, vouched=search.stop in VOUCHED_STOPS)
 
     def _search(self, p_target: np.ndarray, q: List[float], budget: Budget, iterations: int,
                 restarts: int, min_residual: Optional[float], history: Optional[List[float]]):

@@ -54,7 +54,9 @@ from ik_node.solvers.trees.residuals import TipPath
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.outcome import search_outcome
+from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
@@ -163,6 +165,9 @@ class FabrikSolver(Solver):
                 max(float(sum(chain_lengths(chain))), 1e-3))
             if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
+        self._exact = ExactLeg.of(chain) if self._closest is not None else None
+        if self._closest is not None and self._exact is None:
+            self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
 
     # ------------------------------------------------------------------------------ solving
     def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
@@ -261,8 +266,8 @@ class FabrikSolver(Solver):
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
-        elif search and run.iterations < max_iterations and (
-                not run.timed_out or budget.can_hand_over()):
+        elif search and (self._exact is not None or run.iterations < max_iterations and (
+                not run.timed_out or budget.can_hand_over())):  # (a leg's closed form: always)
             # Also after a run that stopped for time: its iterations are paced by the slowest
             # so far, and the search's Newton steps may still fit (one FABRIK iteration
             # stretched by a stall of the machine ended runs with most of the budget left).
@@ -290,6 +295,15 @@ class FabrikSolver(Solver):
         """The closest-pose search from ``q`` (FABRIK's best configuration, or the seed), within
         what is left of the solve's time and iterations after ``iterations`` (restarts: the
         ``restarts`` parameter)."""
+        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+            raw = self._exact.closest(p_target.tolist(), q.tolist())
+            raw.iterations += iterations
+            raw.history = history
+            if bound is not None and (raw.min_residual is None or bound > raw.min_residual):
+                raw.min_residual = bound
+            if raw.min_residual is not None:
+                raw.tip_residuals = {self.chain.tip_links[tip_indices[0]]: raw.min_residual}
+            return raw
         params = self.params
         tolerance = params['position_tolerance']
         found = self._closest.search(
@@ -304,4 +318,4 @@ class FabrikSolver(Solver):
                            min_residual=max(known) if known else None, message=message,
                            history=history,
                            tip_residuals={self.chain.tip_links[tip_indices[0]]: bound}
-                           if bound is not None else {})
+                           if bound is not None else {}, vouched=found.stop in VOUCHED_STOPS)

@@ -160,14 +160,14 @@ class HipKneeSolver(FloatSolver):
             message = (f'every solution breaks a joint limit: returned the nearest pose within '
                        f'limits, {out.error:.4g} m from the target{self._at_limits(out.q)}')
             return RawSolution(out.q, IkStatus.JOINT_LIMITED, 1, None,
-                               f'{message}; {note}' if note else message, history)
+                               f'{message}; {note}' if note else message, history, vouched=True)
         limited = '' if out.within_limits else \
             f'; joint limits bind too{self._at_limits(out.q)}'
         if out.bound > TIE_M:
             message = (f'target is {out.bound:.4g} m out of the leg\'s reach: returned the '
                        f'nearest pose{limited}')
             return RawSolution(out.q, IkStatus.UNREACHABLE, 1, out.bound,
-                               f'{message}; {note}' if note else message, history)
+                               f'{message}; {note}' if note else message, history, vouched=True)
         # Out of reach by an amount the geometry does not bound (both offsets): not claimed.
         message = (f'target is out of the leg\'s reach: returned the nearest pose found, '
                    f'{out.error:.4g} m from the target{limited}')
@@ -350,11 +350,11 @@ class HipKneeSolver(FloatSolver):
             limited = '' if within_limits else f'; joint limits bind too{self._at_limits(q)}'
             message = f'target is {where}: returned the nearest pose{limited}'
             return RawSolution(q, IkStatus.UNREACHABLE, 1, bound,
-                               f'{message}; {note}' if note else message, history)
+                               f'{message}; {note}' if note else message, history, vouched=True)
         if within_limits:
             status = IkStatus.DEGENERATE if note else IkStatus.CONVERGED
             return RawSolution(q, status, 1, 0.0, note, history)
         message = (f'every solution breaks a joint limit: returned the nearest pose within '
                    f'limits, {error:.4g} m from the target{self._at_limits(q)}')
         return RawSolution(q, IkStatus.JOINT_LIMITED, 1, None,
-                           f'{message}; {note}' if note else message, history)
+                           f'{message}; {note}' if note else message, history, vouched=True)

@@ -27,22 +27,26 @@ singular configuration instead of arriving. Here:
 
 **The restart rule.** A restart is spent only while the best stationary point found is not yet
 *confirmed*: confirmed when two descents from different starts ended at it (errors within
-``agreement``), one of the two from a random configuration, and every *flip* queued so far has
-been descended from. A flip (:meth:`ClosestPose._flips`) is a stationary point with the joints
-that a limit stopped moved to the other ends of their ranges: the way round to the other side of
-the target, which the structured starts never take. The structured starts share a bias: near
-the base they fold the chain against the same limits, mirror images of each other; on arms with
-lopsided limits (Jaco2, Baxter) the seed's and the stretched mid configuration's descents can
-agree on a pose far worse than the best; next to a folded knee (Solo 12) FABRIK's last
-configuration and the stretched mid configuration agree on a free local minimum beside a
-reachable target; behind a leg's limits (Go1, ANYmal C) random starts too agree on the near
-side of a limit while the closest pose is on the far one (the figures:
-``benchmarks/results/closest_legs.md``). The search also stops when the best error is within
+``agreement``), one of the two from a start that covers the joint space. The covering starts
+are the configurations of the chain's tip sample whose tips lie nearest the target
+(:mod:`ik_node.solvers.out_of_reach.tip_sample`, when the solver has set :attr:`samples`), then
+random configurations. The structured starts share a bias: near the base they fold the chain
+against the same limits, mirror images of each other; on arms with lopsided limits (Jaco2,
+Baxter) the seed's and the stretched mid configuration's descents can agree on a pose far worse
+than the best; behind a limit the closest pose may be on its far side, which they never aim
+at. The nearest sampled tips lie next to the closest pose wherever it is.
+
+Without a tip sample a confirmation also waits until every *flip* queued so far has been
+descended from: a flip (:meth:`ClosestPose._flips`) is a stationary point with the joints that a
+limit stopped moved to the other ends of their ranges, the way round to the other side of the
+target that random starts seldom take. The search also stops when the best error is within
 ``agreement`` of the proven lower bound (nothing can be closer; see
 :mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent reaches the target, and at the
 time, iteration or restart limits (:mod:`ik_node.solvers.numerics.budget`). A confirmed point is the
 closest pose found, not a proof: the solvers report it as ``not_reached`` unless the proven
-bound exceeds the tolerance (:mod:`ik_node.solvers.out_of_reach.outcome`).
+bound exceeds the tolerance; a search stopped by a limit leaves its best point *best found*
+(:mod:`ik_node.solvers.out_of_reach.outcome`). The held-out figures:
+``benchmarks/results/closest_legs.md``.
 
 **The measured reach** (:mod:`ik_node.solvers.out_of_reach.measured_reach`, measured once when
 a solver is built): a target outside the range of the tip's distances from a centre on the first
@@ -52,10 +56,15 @@ descent (stop ``'reach'``).
 
 The starts, in order: the caller's own configuration (continuity with the seed) when its tip
 is at least as near the target as the next start's, the mid configuration stretched from the
-base, the same stretched from the tip, then the best of a few random configurations, stretched
-from the base. A seed farther than the stretched mid configuration (a random seed, a jump of the
-target) is not descended from: its descent is the longest of a search, and the other starts
-find the same closest poses on the benchmark robots.
+base, the same stretched from the tip, the tip sample's nearest configurations (each differing
+from the ones before by more than half a radian in some joint), then the best of a few random
+configurations; the sampled and random ones stretched from the base (fewer descents before two
+agree on the 7-joint arms). A seed farther than the stretched mid configuration (a
+random seed, a jump of the target) is not descended from: its descent is the longest of a
+search, and the other starts find the same closest poses on the benchmark robots.
+
+A leg that fits the analytic leg geometry never gets here: its solvers take its closed-form
+closest pose (:mod:`ik_node.solvers.out_of_reach.exact_leg`).
 
 Plain floats and the math module: the Jacobians come from the chain's generated kinematics.
 """
@@ -72,6 +81,7 @@ from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
+from ik_node.solvers.out_of_reach.tip_sample import TipSample
 
 
 _TWO_PI = 2.0 * math.pi
@@ -178,6 +188,9 @@ class ClosestPose:
         #: The chain's measured reach (:mod:`ik_node.solvers.out_of_reach.measured_reach`), set
         #: by the solver that owns this search; None: searches stop by the other rules only.
         self.reach: Optional[MeasuredReach] = None
+        #: The chain's tip sample (:mod:`ik_node.solvers.out_of_reach.tip_sample`), set by the
+        #: solver that owns this search; None: the structured and random starts only.
+        self.samples: Optional[TipSample] = None
 
     def reach_gap(self, target: Sequence[float]) -> float:
         """:meth:`MeasuredReach.gap` of the target, -inf without a measured reach."""
@@ -407,8 +420,6 @@ class ClosestPose:
                              tolerance, history)
             iterations += d.iterations
             descents += 1
-            if d.stationary:
-                flips.extend(self._flips(d, flipped))
             if best is None or d.error < best.error - agreement or (
                     d.error <= tolerance < best.error):  # (a reached target is never "the same")
                 best, agreeing, random_agrees = d, int(d.stationary), is_random
@@ -417,6 +428,8 @@ class ClosestPose:
                 # answer stays with the seed's configuration where it is as close.
                 agreeing += 1
                 random_agrees = random_agrees or is_random
+            if d.stationary and self.samples is None:
+                flips.extend(self._flips(d, flipped))
             if best.error <= tolerance:
                 stop = 'converged'
                 break
@@ -471,12 +484,16 @@ class ClosestPose:
 
     def _starts(self, target, q_own, rng: random.Random):
         """``(make_start, is_random, is_own)`` in order; a start after the second is computed
-        only when needed."""
+        only when needed. A start from the tip sample counts as random (it covers the joint
+        space)."""
         stretched = self.stretch(target, self._mid, from_base=True)
         if self._distance(target, q_own) <= self._distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
         yield (lambda: self.stretch(target, self._mid, from_base=False)), False, False
+        if self.samples is not None:
+            for q in self.samples.starts(target):
+                yield (lambda q=q: self.stretch(target, q)), True, False
         while True:
             yield (lambda: self.stretch(target, self._random_start(target, rng))), True, False
 

@@ -20,6 +20,10 @@ iterations     ``max_iterations`` out of iterations
 restarts       ``max_iterations`` out of restarts
 =============  =================  ===========================================================
 
+The first four stops vouch for the pose as the closest within the limits (``vouched``: the
+result is not ``best_found``); the last three leave it the best found in the budget, and the
+result says so (``best_found``, with ``excess_bound`` where the proven bound gives one).
+
 :meth:`~ik_node.solvers.base.Solver.solve` still measures the answer, and a missed target is
 ``unreachable`` exactly when its proven ``min_residual`` exceeds the tolerance
 (:func:`~ik_node.solvers.results.honest_status`), whatever the stop.
@@ -46,6 +50,9 @@ STOP_STATUS: Dict[str, IkStatus] = {
     'iterations': IkStatus.MAX_ITERATIONS,
     'restarts': IkStatus.MAX_ITERATIONS,
 }
+
+#: The stops that vouch for the pose as the closest (see the table).
+VOUCHED_STOPS = frozenset(('converged', 'proven', 'reach', 'confirmed'))
 
 
 def search_outcome(search: Search, joint_names: Sequence[str], iterations: int, restarts: int,

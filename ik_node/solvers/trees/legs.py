@@ -110,7 +110,8 @@ class Legs:
             else:
                 for j, v in zip(joints, q_leg):
                     q[j] = v
-            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message)
+            tips[tip] = new_tip_result(reached, error, bound, status, angle, raw.message,
+                                       not reached and not raw.vouched)
             iterations += int(raw.iterations)
         return result_of_tips(np.array(q, FLOAT64), self._joint_names, tips, iterations,
                               time.perf_counter() - start, '', ignored)

@@ -157,7 +157,8 @@ def measured_tips(T_tips: Dict[str, np.ndarray], targets: Sequence[TipTarget], r
             message = f'out of reach: at least {bound:.6g} m from every reachable point'
         else:
             status, message = fallback, ''
-        tips[target.link] = TipResult(reached, error, bound, status, angle, message)
+        tips[target.link] = TipResult(reached, error, bound, status, angle, message,
+                                      not reached)  # a tree solve vouches for no pose
     return tips
 
 
@@ -166,13 +167,15 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
                    history: Optional[Tuple[float, ...]] = None) -> IkResult:
     """One :class:`IkResult` for a solve of several tips: reached when every tip is; the largest
     errors and proven bound; the status from the tips' (:func:`combined_status`); the message
-    names each tip that missed its target, with its status and its own message.
+    names each tip that missed its target, with its status and its own message; ``best_found``
+    when a tip's is (each tip's :attr:`~TipResult.excess_bound` is its own).
 
     One pass over the tips (this runs after every four-foot solve); the message and
     :func:`combined_status` only when some tip did not converge.
     """
     position_error = angle = bound = None
     reachable = converged = True
+    best_found = False
     for t in tips.values():
         e = t.position_error
         if position_error is None or e > position_error:
@@ -185,6 +188,8 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
             bound = b
         if not t.reachable:
             reachable = False
+            if t.best_found:
+                best_found = True
         if t.status is not _CONVERGED:
             converged = False
     if converged:
@@ -201,4 +206,5 @@ def result_of_tips(q: np.ndarray, joint_names: Tuple[str, ...], tips: Dict[str, 
         joint_positions=q, joint_names=joint_names, reachable=reachable, status=status,
         position_error=position_error, orientation_error=angle, min_residual=bound,
         iterations=int(iterations), solve_time=solve_time, message=message,
-        orientation_ignored=orientation_ignored, history=history, tips=tips)
+        orientation_ignored=orientation_ignored, history=history, tips=tips,
+        best_found=best_found)
