@@ -4,9 +4,9 @@
 # environment and only reinstalls when setup.py, setup.cfg, package.xml or this script changed.
 #
 #   ./quickstart.sh demo   the node on the default robot, fed scripted targets over ROS 2 topics
-#   ./quickstart.sh test   lint and the whole test suite
-#   ./quickstart.sh test-fast   the solver tests again with the optional numba accelerator, in a
-#                          second environment (IK_NODE_FAST_VENV, default .venv-fast)
+#   ./quickstart.sh test   lint and the whole test suite (the compiled kernels serve)
+#   ./quickstart.sh test-python   the core tests again on the pure-Python path
+#                          (IK_NODE_NO_NUMBA=1), slow ones left out
 #   ./quickstart.sh env    only set up; prints the venv's python
 #
 # Environment: IK_NODE_VENV (default .venv beside this script), PYTHON (interpreter to use).
@@ -39,10 +39,13 @@ setup_env() {
   if [ "$(cat "$venv/.ik_node_stamp" 2>/dev/null)" != "$stamp" ]; then
     echo "quickstart: installing ik_node and its dependencies into $venv (first run: a few minutes)" >&2
     "$venv/bin/python" -m pip install -q --disable-pip-version-check 'setuptools<80' wheel
+    # numba (the compiled kernels) comes with ik_node's install requirements; the cache of
+    # compiled kernels is warmed right after, so the first node start loads it.
     # --use-pep517: an editable wheel, so ik_node and ik-solve land in the venv's bin/ (the
     # legacy `setup.py develop` would follow setup.cfg's colcon layout into lib/ik_node).
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --use-pep517 \
       -e ".[ros,test,demo]"
+    "$venv/bin/python" -m ik_node.solvers.kernels warm || true
     echo "$stamp" > "$venv/.ik_node_stamp"
   fi
 }
@@ -58,13 +61,10 @@ case "$cmd" in
     setup_env
     "$venv/bin/python" -m ruff check .
     exec "$venv/bin/python" -m pytest -q -p no:cacheprovider test "$@" ;;
-  test-fast)
-    venv="${IK_NODE_FAST_VENV:-$here/.venv-fast}"
+  test-python)
     setup_env
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check numba
-    exec "$venv/bin/python" -m pytest -q -p no:cacheprovider test/core/test_compiled_descent.py \
-      test/core/test_damped_jacobian.py test/core/test_pose_position_check.py \
-      test/core/test_streaming.py "$@" ;;
+    IK_NODE_NO_NUMBA=1 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" \
+      test/core "$@" ;;
   *)
-    echo "usage: ./quickstart.sh [demo|test|test-fast|env] [args...]" >&2; exit 2 ;;
+    echo "usage: ./quickstart.sh [demo|test|test-python|env] [args...]" >&2; exit 2 ;;
 esac

@@ -24,6 +24,13 @@ ROS_WHEELS = [
 ]
 
 
+def numba_requirement():
+    """numba, for the compiled kernels (docs/speed.md; rosdep key python3-numba), on the
+    machines numba publishes wheels for; elsewhere pip would try to build LLVM, so there the
+    pure-Python path serves (the solvers are complete without numba)."""
+    machines = ('x86_64', 'AMD64', 'aarch64', 'arm64')
+    return 'numba>=0.55; ' + ' or '.join(f'platform_machine == "{m}"' for m in machines)
+
 
 def install_requires():
     """The pip dependencies. On a ROS 2 install, rosdep provides the URDF parser from
@@ -33,7 +40,8 @@ def install_requires():
     name is required only where no other distribution provides the module. The same for
     ament_index_python (rosdep key ``ament_index_python``), which xacro's ``$(find pkg)``
     needs."""
-    requires = ['setuptools', 'numpy>=1.21', 'transforms3d>=0.3.1', 'PyYAML', 'lxml', 'xacro']
+    requires = ['setuptools', 'numpy>=1.21', 'transforms3d>=0.3.1', 'PyYAML', 'lxml', 'xacro',
+                numba_requirement()]
     if not _provided_by_another_distribution('urdf_parser_py', 'urdf_parser_py'):
         requires.append('urdf_parser_py')
     # xacro's $(find pkg) imports ament_index_python (rosdep key ament_index_python): pure
@@ -80,8 +88,8 @@ setup(
         'demo': ['matplotlib'],
         # the compiled peers of benchmarks/bench_solvers.py (optional; skipped when missing)
         'bench': ['optik-py', 'pytracik'],
-        # damped_jacobian's optional compiled descent (docs/speed.md; rosdep key python3-numba)
-        'fast': ['numba'],
+        # kept for old commands: numba is an install requirement (docs/speed.md)
+        'fast': [numba_requirement()],
         'test': ['pytest', 'hypothesis', 'ruff', 'psutil', 'wheel', 'setuptools<80',
                  'colcon-core', 'colcon-ros', 'colcon-package-selection'],
     },

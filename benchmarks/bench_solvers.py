@@ -57,6 +57,7 @@ from peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot, Skip, Target,  # 
                    rotation_error_rad)
 import report  # noqa: E402
 import target_checks  # noqa: E402
+from ik_node.solvers import kernels  # noqa: E402
 
 #: name -> (file, base, tip, where)
 KNOWN_ROBOTS = {
@@ -472,6 +473,24 @@ def fabrik_iterations(robot: Robot, targets, params) -> Optional[Dict[str, Any]]
 
 
 # ---------------------------------------------------------------------------------- main
+def machine_conditions() -> tuple:
+    """(1-minute load average, steal jiffies, all jiffies) of the machine now."""
+    try:
+        with open('/proc/stat') as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        steal, total = (values[7] if len(values) > 7 else 0), sum(values)
+    except (OSError, ValueError):
+        steal = total = 0
+    return __import__('os').getloadavg()[0], steal, total
+
+
+def conditions_text(start: tuple, end: tuple) -> str:
+    """The load average at the start and end of the run and the hypervisor's steal over it."""
+    steal = 100.0 * (end[1] - start[1]) / max(end[2] - start[2], 1)
+    return (f'load average {start[0]:.1f} at the start, {end[0]:.1f} at the end; steal '
+            f'{steal:.1f} % over the run')
+
+
 def environment(args, factories) -> Dict[str, Any]:
     try:
         commit = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'],
@@ -488,6 +507,7 @@ def environment(args, factories) -> Dict[str, Any]:
         'machine': f'{platform.machine()}, {platform.processor() or "?"}, '
                    f'{__import__("os").cpu_count()} cpus',
         'numpy': np.__version__,
+        'solver_path': kernels.serving(),
         'ik_node': f'{ik_node.__version__} at {Path(ik_node.__file__).parent} '
                    f'(git {commit}{", ik_node/ has uncommitted changes" if dirty else ""})',
         'peers': {f.name: (f.version if not f.why_not else f'missing: {f.why_not}')
@@ -553,6 +573,10 @@ def main(argv=None) -> int:
     for f in factories:
         log(f'peer {f.name}: ' + (f'{f.package} {f.version}' if not f.why_not
                                   else f'SKIPPED, {f.why_not}'))
+    # The path a user's solves take once the node runs: the compiled kernels where numba may
+    # serve (loaded before the first timed solve), else pure Python (IK_NODE_NO_NUMBA=1).
+    kernels.wait()
+    log(kernels.serving())
     robots = load_robots(args)
     if not robots:
         log('no robot to benchmark')
@@ -563,6 +587,7 @@ def main(argv=None) -> int:
     unreachable = []
     fabrik = stream = None
     t_start = time.perf_counter()
+    conditions_start = machine_conditions()
     for robot in robots:
         targets, q_seeds = make_targets(robot.chain, args.n, args.rng_seed)
         q_mid = robot.chain.mid_configuration()
@@ -600,7 +625,9 @@ def main(argv=None) -> int:
             fabrik = fabrik_iterations(robot, targets, params.get('fabrik', {}))
             if fabrik:
                 log(f'[fabrik iterations, planar4] {fabrik}')
-    results = {'meta': environment(args, factories), 'blocks': blocks,
+    meta = environment(args, factories)
+    meta['conditions'] = conditions_text(conditions_start, machine_conditions())
+    results = {'meta': meta, 'blocks': blocks,
                'out_of_reach': unreachable,
                'fabrik_iterations': fabrik, 'hip_knee_stream': stream,
                'elapsed_s': time.perf_counter() - t_start}

@@ -246,6 +246,8 @@ def markdown(results) -> str:
         '',
         f'Run {m["date"]}: `{m["command"]}`  ',
         f'Python {m["python"]}; numpy {m["numpy"]}; {m["machine"]}  ',
+        *([f'{m["solver_path"]}  '] if m.get('solver_path') else []),
+        *([f'Conditions: {m["conditions"]}  '] if m.get('conditions') else []),
         f'ik_node {m["ik_node"]}  ',
         *([f'{m["label"]}  '] if m.get('label') else []),
         'Peers: ' + '; '.join(f'{k} {v}' for k, v in m['peers'].items()),

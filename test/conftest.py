@@ -42,6 +42,15 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: takes seconds or more (deselect with -m "not slow")')
 
 
+@pytest.fixture(scope='session', autouse=True)
+def compiled_kernels():
+    """The compiled kernels loaded before the first test where numba may serve (the default
+    install), so every solve of the suite takes the path a user gets; with
+    ``IK_NODE_NO_NUMBA=1`` the pure-Python path serves throughout."""
+    from ik_node.solvers import kernels
+    kernels.wait()
+
+
 @pytest.fixture
 def shared_robot():
     """Path of a reference URDF in ../shared/robots, or skip when it is absent."""

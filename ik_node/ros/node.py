@@ -64,6 +64,7 @@ from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
 from ik_node.ros.solve_report import SolveReport
 from ik_node.ros.target_pipeline import TargetPipeline
 from ik_node.ros.targets import Target, stamps_of
+from ik_node.solvers import kernels
 
 __all__ = ['IkNode', 'main']
 
@@ -124,6 +125,7 @@ class IkNode(Node):
             self._status.waiting(force=True)
         self._timer = self.create_timer(1.0 / self._config.publish_rate, self._on_timer)
         self._changes = ParameterChanges(self, self._params, self._apply_configuration)
+        kernels.report(self.get_logger().info)  # which solver path serves: compiled or Python
 
     # ---------------------------------------------------------------------------- targets
     def _on_targets(self, *targets: Target) -> None:

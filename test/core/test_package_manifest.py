@@ -26,9 +26,10 @@ ROSDEP_KEYS = {
     'numba': 'python3-numba',
 }
 
-#: Imports of the code that are optional at run time, and what happens without them.
+#: Imports of the code that are optional at run time, and what happens without them. (numba is
+#: an exec_depend: the compiled kernels are the default; where it cannot load, damped_jacobian
+#: runs its pure-Python descents.)
 OPTIONAL_IN_THE_CODE = {
-    'numba': 'damped_jacobian runs its pure-Python descents',
     'matplotlib': 'ik-solve reach-map writes no PNG and says so (a test_depend: its test needs '
                   'it or skips)',
 }

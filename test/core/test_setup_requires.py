@@ -27,3 +27,15 @@ def test_a_plain_python_gets_the_pypi_urdf_parser(tmp_path):
 def test_the_pypi_distribution_itself_stays_required(tmp_path):
     fake_distribution(tmp_path, 'urdf_parser_py', 'urdf_parser_py')
     assert 'urdf_parser_py' in requires_in(tmp_path)
+
+
+def test_numba_is_required_where_it_has_wheels_and_nowhere_else(tmp_path):
+    numba = [r for r in requires_in(tmp_path) if r.startswith('numba')]
+    assert len(numba) == 1
+    name, marker = numba[0].split(';')
+    assert name.strip() == 'numba>=0.55'
+    machines = {clause.split('==')[1].strip().strip('"')
+                for clause in marker.split(' or ')
+                if clause.split('==')[0].strip() == 'platform_machine'}
+    assert machines == {'x86_64', 'AMD64', 'aarch64', 'arm64'}
+    assert marker.count('==') == len(machines), marker  # nothing but machines

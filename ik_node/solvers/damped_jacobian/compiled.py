@@ -1,53 +1,68 @@
-"""Optional compiled descent of damped_jacobian: one 6D Levenberg-Marquardt descent in numba.
+"""The compiled descents of damped_jacobian: Levenberg-Marquardt descents in numba.
 
-Why one file of this size: the numba kernel must see its helper functions in one module to
-compile them together; it mirrors the Python descent in descent.py step for step.
+Why one file of this size: numba compiles a kernel with the helper functions it calls, and
+caches them together, when they live in one module; the kernel mirrors the Python descent of
+:mod:`.descent` step for step, so the two are read side by side.
 
-The pure-Python solver (:mod:`ik_node.solvers.damped_jacobian.solver`) is complete without this
-module. Where `numba <https://numba.pydata.org>`_ is installed (``pip install numba``; rosdep key
-``python3-numba``), a pose target on a serial chain runs each descent's iterations here: the
-same FK, weighted error, normal equations ``J^T W J``, damped Cholesky step with joints at a limit
-sitting out, step cap, wrapping and clipping, adaptive damping and stall test as the Python loop,
-in machine code (one call per few iterations instead of two generated Python functions per
-iteration). Restarts, the closest-pose check and the budget stay in Python.
+A descent on a serial chain runs its iterations here, for a pose (6D) and for a position
+target: the same FK, error, normal equations ``J^T W J`` (or, position only with six joints or
+more, the 3 x 3 system ``J J^T`` of :func:`~.descent.trial_dual`), damped Cholesky step with
+joints at a limit sitting out, step cap, wrapping and clipping, adaptive damping, stall test,
+and a stream's rules (a small damping near the seed, the stream's stall factor, the first step's
+pull along the self-motion away from the limits) as the Python loop, in machine code. Restarts,
+the closest-pose search and the budget stay in Python.
 
 The kernel is generic: a chain is passed as an array (per joint the constant 3 x 4 transform of
-:class:`~ik_node.model.fast_kinematics.SerialKinematics`, its limits and kind), so one compiled
-function serves every chain. It is compiled when the first solver using it is built and cached
-on disk by numba (``cache=True``: later processes load it); ``IK_NODE_NO_NUMBA=1`` turns the
-accelerator off. Install size and start-up cost: docs/speed.md.
+:class:`~ik_node.model.fast_kinematics.SerialKinematics`, its limits, kind and centring terms),
+so one compiled function serves every chain. :mod:`ik_node.solvers.kernels` compiles it (or
+loads it from numba's cache on disk, ``cache=True``) in a background thread; until then, and
+where numba cannot serve, the Python descent does.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
+import threading
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+import ik_node.solvers.kernels as kernels
+from ik_node.solvers.numerics.codegen import MAX_STEP
+from ik_node.solvers.damped_jacobian import settings as dls
+from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
 
-# Kernel exit codes.
+# Exit codes of a descent (the kernel's, and TIMEOUT and GOOD_ENOUGH of descent.py).
 CONVERGED = 0
 STUCK = 1
 ITERATION_CAP = 2
 CHUNK_DONE = 3
-TIMEOUT = 4  # the budget is spent (set by CompiledDescent.descend, not the kernel)
+TIMEOUT = 4  # the budget is spent (set by DescentRun.descend, not the kernel)
+GOOD_ENOUGH = -1  # position only, within tolerance of the proven bound (descent.GOOD_ENOUGH)
+
+#: Near a stream's seed: the stall factor (descent.STREAM_STALL_FACTOR) and the null-space
+#: projector's relative damping (descent._NULL_SPACE_DAMPING); a test keeps them equal.
+STREAM_STALL_FACTOR = 0.7
+NULL_SPACE_DAMPING = 1e-9
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
-_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = 12, 13, 14, 15, 16
-_MODEL_COLUMNS = 17
-# Entries of the settings array.
+(_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED, _CENTRED, _MIDDLE, _INVERSE_HALF) = range(12, 20)
+_MODEL_COLUMNS = 20
+# Entries of the settings array (one array per target kind).
 (_W2, _TOL_P, _TOL_R, _LAMBDA_MIN, _LAMBDA_MAX, _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS,
- _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _MAX_ITERATIONS) = range(12)
+ _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _MAX_ITERATIONS, _ORIENTATION, _DUAL,
+ _NULL_SPACE, _NULL_GAIN, _STREAM_COST, _STREAM_STALL, _NULL_DAMPING, _FACTOR_MAX,
+ _DAMPING) = range(21)
+_SETTINGS = 21
+# Entries of a descent's state array, kept between the kernel's calls.
+(_LAM, _ITERATIONS, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _BEST_COST, _STALL_NOW,
+ _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH) = range(13)
+_STATE = 13
+
+
 def available() -> bool:
-    """Whether numba is installed (and not turned off by ``IK_NODE_NO_NUMBA``); it is
-    imported, and the kernel compiled or loaded from numba's cache, only when the first
-    :class:`CompiledDescent` is made (importing numba takes a noticeable part of a second)."""
-    if os.environ.get('IK_NODE_NO_NUMBA', '') not in ('', '0'):
-        return False
-    return importlib.util.find_spec('numba') is not None
+    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    return kernels.available()
 
 
 class _Work(NamedTuple):
@@ -60,11 +75,47 @@ class _Work(NamedTuple):
     T: np.ndarray        # 3 x 4: the tip
     E: np.ndarray        # 3 x 3: R_target R^T
     J: np.ndarray        # 6 x n: the Jacobian
+    Jb: np.ndarray       # 3 x n: the Jacobian with the columns of joints sitting out
+    H2: np.ndarray       # n x n: the normal equations with joints sitting out
+    g2: np.ndarray       # n
+    L: np.ndarray        # n x n: a Cholesky factor
+    x: np.ndarray        # n: a step
+    y: np.ndarray        # 3: the dual system's solution
+    r: np.ndarray        # 3: a right-hand side of the dual system
+    d: np.ndarray        # n: the pull away from the limits
+    q_new: np.ndarray    # n: a trial configuration
+    shifted: np.ndarray  # n: the iterate moved along the self-motion
 
 
 def _new_work(n):
-    return _Work(np.empty((3, 4)), np.empty((3, 4)), np.empty((n, 3)), np.empty((n, 3)),
-                 np.empty((3, 4)), np.empty((3, 3)), np.empty((6, n)))
+    return _work_views(np.empty(_scratch_size(n)), n)
+
+
+def _work_size(n):
+    """The floats of a :class:`_Work`."""
+    return 51 + 20 * n + 2 * n * n
+
+
+def _scratch_size(n):
+    """The floats of one descent's scratch: its :class:`_Work`, then its two step systems
+    (``A``, ``b`` of at most max(n, 3) rows each)."""
+    return _work_size(n) + 2 * max(n, 3) * (n + 1)
+
+
+def _work_views(scratch, n):
+    """The :class:`_Work` of a descent as views of ``scratch`` (:func:`_scratch_size`
+    floats): no allocation per kernel call."""
+    sizes = (12, 12, 3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n * n, n, n * n, n, 3, 3, n, n, n)
+    views = []
+    start = 0
+    for size in sizes:
+        views.append(scratch[start:start + size])
+        start += size
+    return _Work(views[0].reshape((3, 4)), views[1].reshape((3, 4)), views[2].reshape((n, 3)),
+                 views[3].reshape((n, 3)), views[4].reshape((3, 4)), views[5].reshape((3, 3)),
+                 views[6].reshape((6, n)), views[7].reshape((3, n)), views[8].reshape((n, n)),
+                 views[9], views[10].reshape((n, n)), views[11], views[12], views[13],
+                 views[14], views[15], views[16])
 
 
 def _tip(model, n, q, work):
@@ -103,36 +154,31 @@ def _tip(model, n, q, work):
     return T
 
 
-def _pose_cost(model, n, target, w2, q, work):
-    """The weighted 6D cost of ``q`` as ``residuals.cost_function`` computes it (the angle by
-    acos), which ranks restart candidates in the Python descent."""
+def _pose_cost(model, n, target, settings, q, work):
+    """The cost of ``q`` as ``residuals.cost_function`` computes it (the angle by acos), which
+    ranks restart candidates in the Python descent."""
     T = _tip(model, n, q, work)
+    position_sq = (target[0] - T[0, 3]) ** 2 + (target[1] - T[1, 3]) ** 2 + \
+        (target[2] - T[2, 3]) ** 2
+    if settings[_ORIENTATION] == 0.0:
+        return position_sq
     c = 0.0
     for a in range(3):
         for b in range(3):
             c += target[3 + 3 * a + b] * T[a, b]
     angle = math.acos(max(-1.0, min(1.0, 0.5 * (c - 1.0))))
-    return ((target[0] - T[0, 3]) ** 2 + (target[1] - T[1, 3]) ** 2 +
-            (target[2] - T[2, 3]) ** 2 + w2 * angle * angle)
+    return position_sq + settings[_W2] * angle * angle
 
 
-def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g, work):
-    """The weighted 6D error of ``q`` and, above the tolerances, its normal equations.
-
-    Returns ``(cost, position error, angle error, built)``; ``H`` (n x n, full) and ``g`` are
-    filled when ``built`` (errors above ``tol_p`` or ``tol_r``). As ``pose_normal`` of
-    :class:`~ik_node.model.fast_kinematics.SerialKinematics`.
-    """
-    T = _tip(model, n, q, work)
-    axes, origins, E, J = work.axes, work.origins, work.E, work.J
-    dx = target[0] - T[0, 3]
-    dy = target[1] - T[1, 3]
-    dz = target[2] - T[2, 3]
-    # E = R_target R^T: its skew part and trace give the rotation vector.
+def _rotation_vector(target, T, E, scale):
+    """``scale`` times the rotation vector taking the tip's orientation (``T``) to the
+    target's, and its angle [rad]: ``(angle, x, y, z)``, from the skew part and trace of
+    ``E = R_target R^T`` (3 x 3 scratch); near half a turn the axis from ``(E + I) / 2 = a a^T``,
+    signed by the skew part."""
     for a in range(3):
-        for b in range(3):
-            E[a, b] = (target[3 + 3 * a] * T[b, 0] + target[4 + 3 * a] * T[b, 1] +
-                       target[5 + 3 * a] * T[b, 2])
+        for c in range(3):
+            E[a, c] = (target[3 + 3 * a] * T[c, 0] + target[4 + 3 * a] * T[c, 1] +
+                       target[5 + 3 * a] * T[c, 2])
     sx = 0.5 * (E[2, 1] - E[1, 2])
     sy = 0.5 * (E[0, 2] - E[2, 0])
     sz = 0.5 * (E[1, 0] - E[0, 1])
@@ -140,35 +186,35 @@ def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g, work):
     sin_angle = math.sqrt(sx * sx + sy * sy + sz * sz)
     angle = math.atan2(sin_angle, c)
     if sin_angle > 1e-6:
-        f = w2 * angle / sin_angle
-        wx, wy, wz = sx * f, sy * f, sz * f
-    elif c > 0.0:
-        wx, wy, wz = w2 * sx, w2 * sy, w2 * sz
-    else:  # half a turn: the axis from (E + I) / 2 = a a^T, signed by the skew part
-        k = 0
-        if E[1, 1] > E[k, k]:
-            k = 1
-        if E[2, 2] > E[k, k]:
-            k = 2
-        bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
-        ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
-        ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
-        az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
-        if ax * sx + ay * sy + az * sz < 0.0:
-            ax, ay, az = -ax, -ay, -az
-        f = w2 * angle
-        wx, wy, wz = ax * f, ay * f, az * f
-    position_sq = dx * dx + dy * dy + dz * dz
-    position_error = math.sqrt(position_sq)
-    cost = position_sq + w2 * angle * angle
-    if position_error <= tol_p and angle <= tol_r:
-        return cost, position_error, angle, False
+        f = scale * angle / sin_angle
+        return angle, sx * f, sy * f, sz * f
+    if c > 0.0:
+        return angle, scale * sx, scale * sy, scale * sz
+    k = 0
+    if E[1, 1] > E[k, k]:
+        k = 1
+    if E[2, 2] > E[k, k]:
+        k = 2
+    bkk = math.sqrt(max(0.5 * (E[k, k] + 1.0), 1e-300))
+    ax = 0.5 * (E[0, k] + (1.0 if k == 0 else 0.0)) / bkk
+    ay = 0.5 * (E[1, k] + (1.0 if k == 1 else 0.0)) / bkk
+    az = 0.5 * (E[2, k] + (1.0 if k == 2 else 0.0)) / bkk
+    if ax * sx + ay * sy + az * sz < 0.0:
+        ax, ay, az = -ax, -ay, -az
+    f = scale * angle
+    return angle, ax * f, ay * f, az * f
+
+
+def _jacobian(model, n, T, axes, origins, J, orientation):
+    """The tip's Jacobian at the frames of :func:`_tip` into ``J`` (3 rows, or 6 with
+    ``orientation``; one column per joint)."""
     px, py, pz = T[0, 3], T[1, 3], T[2, 3]
     for i in range(n):
         zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
         if model[i, _PRISMATIC] != 0.0:
             J[0, i], J[1, i], J[2, i] = zx, zy, zz
-            J[3, i] = J[4, i] = J[5, i] = 0.0
+            if orientation:
+                J[3, i] = J[4, i] = J[5, i] = 0.0
         else:
             ex = px - origins[i, 0]
             ey = py - origins[i, 1]
@@ -176,15 +222,54 @@ def _evaluate(model, n, target, w2, tol_p, tol_r, q, H, g, work):
             J[0, i] = zy * ez - zz * ey
             J[1, i] = zz * ex - zx * ez
             J[2, i] = zx * ey - zy * ex
-            J[3, i], J[4, i], J[5, i] = zx, zy, zz
+            if orientation:
+                J[3, i], J[4, i], J[5, i] = zx, zy, zz
+
+
+def _evaluate(model, n, target, settings, q, A, b, work):
+    """The error of ``q`` and, above the tolerances, its step system in ``A``, ``b``.
+
+    Returns ``(cost, position error, angle error, built)``; ``A`` and ``b`` are filled when
+    ``built`` (errors above the tolerances): the normal equations ``H`` (n x n, full) and ``g``,
+    as ``pose_normal`` of :class:`~ik_node.model.fast_kinematics.SerialKinematics` (6D) or the
+    generated normal equations (position only); or, in the dual system (``settings[_DUAL]``),
+    the position Jacobian (3 x n) and the error, as ``position_residual``.
+    """
+    T = _tip(model, n, q, work)
+    axes, origins, E, J = work.axes, work.origins, work.E, work.J
+    w2, tol_p, tol_r = settings[_W2], settings[_TOL_P], settings[_TOL_R]
+    orientation = settings[_ORIENTATION] != 0.0
+    dx = target[0] - T[0, 3]
+    dy = target[1] - T[1, 3]
+    dz = target[2] - T[2, 3]
+    angle = 0.0
+    wx = wy = wz = 0.0
+    if orientation:  # w2 times the rotation vector
+        angle, wx, wy, wz = _rotation_vector(target, T, E, w2)
+    position_sq = dx * dx + dy * dy + dz * dz
+    position_error = math.sqrt(position_sq)
+    cost = position_sq + w2 * angle * angle if orientation else position_sq
+    if position_error <= tol_p and angle <= tol_r:
+        return cost, position_error, angle, False
+    dual = settings[_DUAL] != 0.0
+    if dual:  # the position Jacobian itself is the system
+        J = A
+    _jacobian(model, n, T, axes, origins, J, orientation)
+    if dual:
+        b[0], b[1], b[2] = dx, dy, dz
+        return cost, position_error, angle, True
     for a in range(n):
-        for b in range(a + 1):
-            h = (J[0, a] * J[0, b] + J[1, a] * J[1, b] + J[2, a] * J[2, b] +
-                 w2 * (J[3, a] * J[3, b] + J[4, a] * J[4, b] + J[5, a] * J[5, b]))
-            H[a, b] = h
-            H[b, a] = h
-        g[a] = (J[0, a] * dx + J[1, a] * dy + J[2, a] * dz + J[3, a] * wx + J[4, a] * wy +
-                J[5, a] * wz)
+        for c in range(a + 1):
+            h = J[0, a] * J[0, c] + J[1, a] * J[1, c] + J[2, a] * J[2, c]
+            if orientation:
+                h += w2 * (J[3, a] * J[3, c] + J[4, a] * J[4, c] + J[5, a] * J[5, c])
+            A[a, c] = h
+            A[c, a] = h
+        if orientation:
+            b[a] = (J[0, a] * dx + J[1, a] * dy + J[2, a] * dz + J[3, a] * wx +
+                    J[4, a] * wy + J[5, a] * wz)
+        else:
+            b[a] = J[0, a] * dx + J[1, a] * dy + J[2, a] * dz
     return cost, position_error, angle, True
 
 
@@ -214,40 +299,92 @@ def _damped_solve(H, g, lam, n, L, x):
     return True
 
 
-def _trial(model, n, q, H, g, lam, max_step, q_new, L, x, H2, g2):
-    """One damped step from ``q`` into ``q_new`` (as ``damped_trial_function`` of
-    :mod:`ik_node.solvers.numerics.codegen`): solve, bounded joints at a limit whose step points
-    outwards sit out (solved again without them), the step scaled to ``max_step`` per joint,
-    wrapped or clipped into the limits. Returns -1 if the system is not positive definite,
-    else the number of joints that sat out."""
-    if not _damped_solve(H, g, lam, n, L, x):
+def _dual_solve(J, e, lam, n, L, y, x):
+    """``x = J^T (J J^T + lam I)^-1 e`` (``J`` 3 x n) by Cholesky, as the generated
+    ``damped_step_function(3, n)``; False if not positive definite (round-off)."""
+    for a in range(3):
+        for c in range(a + 1):
+            s = 0.0
+            for k in range(n):
+                s += J[a, k] * J[c, k]
+            if a == c:
+                s += lam
+            for k in range(c):
+                s -= L[a, k] * L[c, k]
+            if a == c:
+                if s <= 0.0:
+                    return False
+                L[a, a] = math.sqrt(s)
+            else:
+                L[a, c] = s / L[c, c]
+    for a in range(3):
+        s = e[a]
+        for k in range(a):
+            s -= L[a, k] * y[k]
+        y[a] = s / L[a, a]
+    for a in range(2, -1, -1):
+        s = y[a]
+        for k in range(a + 1, 3):
+            s -= L[k, a] * y[k]
+        y[a] = s / L[a, a]
+    for k in range(n):
+        x[k] = J[0, k] * y[0] + J[1, k] * y[1] + J[2, k] * y[2]
+    return True
+
+
+def _sits_out(model, k, q, x):
+    """Whether joint ``k`` is bounded, at a limit, and its step ``x[k]`` points outwards."""
+    return model[k, _BOUNDED] != 0.0 and ((x[k] < 0.0 and q[k] <= model[k, _LOW]) or
+                                          (x[k] > 0.0 and q[k] >= model[k, _HIGH]))
+
+
+def _trial(model, n, settings, q, A, b, lam, work):
+    """One damped step from ``q`` into ``work.q_new`` (as ``damped_trial_function`` of
+    :mod:`ik_node.solvers.numerics.codegen`, or :func:`~.descent.trial_dual` in the dual
+    system): solve, bounded joints at a limit whose step points outwards sit out (solved again
+    without them),
+    the step scaled to the step cap per joint, wrapped or clipped into the limits. Returns -1
+    if the system is not positive definite, else the number of joints that sat out."""
+    L, x = work.L, work.x
+    dual = settings[_DUAL] != 0.0
+    if dual:
+        if not _dual_solve(A, b, lam, n, L, work.y, x):
+            return -1
+    elif not _damped_solve(A, b, lam, n, L, x):
         return -1
     blocked = 0
     for k in range(n):
-        if model[k, _BOUNDED] != 0.0 and (
-                (x[k] < 0.0 and q[k] <= model[k, _LOW]) or
-                (x[k] > 0.0 and q[k] >= model[k, _HIGH])):
+        if _sits_out(model, k, q, x):
             blocked += 1
-    if blocked:
-        for a in range(n):
-            g2[a] = g[a]
-            for b in range(n):
-                H2[a, b] = H[a, b]
+    if blocked and dual:
+        Jb = work.Jb
         for k in range(n):
-            if model[k, _BOUNDED] != 0.0 and (
-                    (x[k] < 0.0 and q[k] <= model[k, _LOW]) or
-                    (x[k] > 0.0 and q[k] >= model[k, _HIGH])):
-                for b in range(n):
-                    H2[k, b] = 0.0
-                    H2[b, k] = 0.0
+            out = _sits_out(model, k, q, x)
+            for a in range(3):
+                Jb[a, k] = 0.0 if out else A[a, k]
+        if not _dual_solve(Jb, b, lam, n, L, work.y, x):
+            return -1
+    elif blocked:
+        H2, g2 = work.H2, work.g2
+        for a in range(n):
+            g2[a] = b[a]
+            for c in range(n):
+                H2[a, c] = A[a, c]
+        for k in range(n):
+            if _sits_out(model, k, q, x):
+                for c in range(n):
+                    H2[k, c] = 0.0
+                    H2[c, k] = 0.0
                 g2[k] = 0.0
         if not _damped_solve(H2, g2, lam, n, L, x):
             return -1
     largest = 0.0
     for k in range(n):
         largest = max(largest, abs(x[k]))
+    max_step = settings[_MAX_STEP]
     scale = max_step / largest if largest > max_step else 1.0
     two_pi = 2.0 * math.pi
+    q_new = work.q_new
     for k in range(n):
         v = q[k] + x[k] * scale
         lo, hi = model[k, _LOW], model[k, _HIGH]
@@ -259,41 +396,100 @@ def _trial(model, n, q, H, g, lam, max_step, q_new, L, x, H2, g2):
     return blocked
 
 
-def _descend(model, settings, target, q, best_q, best_cost, lam, floor, iterations,
-             last_blocked, stall_cost, stall_iteration, fresh, steps):
-    """Up to ``steps`` iterations of one descent from ``q`` (updated in place, as ``best_q``
-    when a configuration of lower cost than ``best_cost`` is found).
+def _null_space_shift(model, n, settings, q, A, cost, work):
+    """``q`` moved along the self-motion away from the limits into ``work.shifted``, as
+    ``PythonDescent.null_space_shift``: ``d`` from ``limit_pull``, projected by
+    ``mu (H + mu I)^-1 d`` or ``d - J+ J d``. False when the projection fails (round-off)."""
+    d, shifted = work.d, work.shifted
+    scale = settings[_NULL_GAIN] * math.sqrt(cost)
+    factor_max = settings[_FACTOR_MAX]
+    for k in range(n):
+        d[k] = 0.0
+        if model[k, _CENTRED] != 0.0:
+            x = (q[k] - model[k, _MIDDLE]) * model[k, _INVERSE_HALF]
+            factor = x / max(1.0 - x * x, 1e-12)
+            d[k] = -scale * max(-factor_max, min(factor, factor_max))
+    if settings[_DUAL] == 0.0:  # A = H
+        trace = 0.0
+        for k in range(n):
+            trace += A[k, k]
+        mu = settings[_NULL_DAMPING] * max(trace / n, 1e-12)
+        if not _damped_solve(A, d, mu, n, work.L, work.x):
+            return False
+        for k in range(n):
+            shifted[k] = q[k] + mu * work.x[k]
+        return True
+    r = work.r  # A = J, 3 x n
+    trace = 0.0
+    for a in range(3):
+        s = 0.0
+        for k in range(n):
+            s += A[a, k] * d[k]
+            trace += A[a, k] * A[a, k]
+        r[a] = s
+    mu = settings[_NULL_DAMPING] * max(trace / 3.0, 1e-12)
+    if not _dual_solve(A, r, mu, n, work.L, work.y, work.x):
+        return False
+    for k in range(n):
+        shifted[k] = q[k] + d[k] - work.x[k]
+    return True
 
-    The loop of ``descent.PythonDescent.descend``. At the start of a descent (``fresh``) the
-    stall reference is set here. Returns ``(code, best_cost, lam, iterations, last_blocked,
-    stall_cost, stall_iteration)``, code CONVERGED, STUCK, ITERATION_CAP or CHUNK_DONE (call
-    again with the values returned to go on).
+
+def _descend(model, settings, target, q, best_q, state, scratch, steps):
+    """Up to ``steps`` iterations of one descent from ``q`` (updated in place, as ``best_q``
+    when a configuration of lower cost than the best is found and ``state[_KEEP_BEST]``).
+
+    The loop of ``descent.PythonDescent.descend``; ``state`` carries the damping, iteration
+    counts, stall reference, best cost and the stream's rules between calls. At the start of a
+    descent (``state[_FRESH]``) the damping, the stream's rules (``state[_NEAR]`` -1: near when
+    the cost of ``q`` is within the stream's) and the stall reference are set here. Returns the
+    code CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or CHUNK_DONE (call again with the state
+    returned to go on).
     """
     n = q.shape[0]
-    w2, tol_p, tol_r = settings[_W2], settings[_TOL_P], settings[_TOL_R]
-    H = np.empty((n, n))
-    g = np.empty(n)
-    Ht = np.empty((n, n))
-    gt = np.empty(n)
-    H2 = np.empty((n, n))
-    g2 = np.empty(n)
-    L = np.empty((n, n))
-    x = np.empty(n)
-    q_new = np.empty(n)
-    work = _new_work(n)
-    cost, position_error, angle_error, built = _evaluate(model, n, target, w2, tol_p, tol_r, q,
-                                                         H, g, work)
-    if fresh:
-        if cost < best_cost:
+    work = _work_views(scratch, n)
+    rows = 3 if settings[_DUAL] != 0.0 else n
+    start = _work_size(n)
+    A = scratch[start:start + rows * n].reshape((rows, n))
+    At = scratch[start + rows * n:start + 2 * rows * n].reshape((rows, n))
+    b = scratch[start + 2 * rows * n:start + 2 * rows * n + rows]
+    bt = scratch[start + 2 * rows * n + rows:start + 2 * rows * n + 2 * rows]
+    tol_p, tol_r = settings[_TOL_P], settings[_TOL_R]
+    cost, position_error, angle_error, built = _evaluate(model, n, target, settings, q, A, b,
+                                                         work)
+    keep_best = state[_KEEP_BEST] != 0.0
+    best_cost = state[_BEST_COST]
+    iterations = int(state[_ITERATIONS])
+    pull = False
+    if state[_FRESH] != 0.0:
+        lam = settings[_DAMPING]
+        if state[_NEAR] < 0.0:
+            state[_NEAR] = 1.0 if cost <= settings[_STREAM_COST] else 0.0
+        stall_factor = settings[_STALL_FACTOR]
+        if state[_NEAR] > 0.0:
+            # A stream's step: a small damping lets a descent near a singularity converge.
+            lam = min(lam, max(cost, settings[_LAMBDA_MIN]))
+            stall_factor = settings[_STREAM_STALL]
+            pull = state[_PULL] != 0.0 and settings[_NULL_SPACE] != 0.0
+        if cost < best_cost and keep_best:
             best_cost = cost
             best_q[:] = q
         stall_cost, stall_iteration = cost, iterations
+        state[_FRESH] = 0.0
+    else:
+        lam, stall_factor = state[_LAM], state[_STALL_NOW]
+        stall_cost, stall_iteration = state[_STALL_COST], int(state[_STALL_ITERATION])
+    last_blocked = int(state[_LAST_BLOCKED])
+    floor, good_enough = state[_FLOOR], state[_GOOD]
     max_iterations = int(settings[_MAX_ITERATIONS])
     code = CHUNK_DONE
     taken = 0
     while True:
         if position_error <= tol_p and angle_error <= tol_r:
             code = CONVERGED
+            break
+        if position_error <= good_enough:
+            code = GOOD_ENOUGH
             break
         if iterations >= max_iterations:
             code = ITERATION_CAP
@@ -303,23 +499,201 @@ def _descend(model, settings, target, q, best_q, best_cost, lam, floor, iteratio
         iterations += 1
         taken += 1
         stuck = False
-        blocked = _trial(model, n, q, H, g, lam, settings[_MAX_STEP], q_new, L, x, H2, g2)
+        shifted = False
+        if pull:
+            pull = False
+            shifted = _null_space_shift(model, n, settings, q, A, cost, work)
+        blocked = _trial(model, n, settings, work.shifted if shifted else q, A, b, lam, work)
         if blocked > 0:
             last_blocked = iterations
         accepted = False
         if blocked >= 0:
-            t_cost, t_position, t_angle, t_built = _evaluate(model, n, target, w2, tol_p,
-                                                             tol_r, q_new, Ht, gt, work)
+            t_cost, t_position, t_angle, t_built = _evaluate(model, n, target, settings,
+                                                             work.q_new, At, bt, work)
             if t_cost < cost:
                 accepted = True
-                q[:] = q_new
+                q[:] = work.q_new
                 cost, position_error, angle_error = t_cost, t_position, t_angle
-                if t_built:  # the trial's normal equations become the iterate's
-                    H, Ht = Ht, H
-                    g, gt = gt, g
-                if cost < best_cost:
+                if t_built:  # the trial's system becomes the iterate's
+                    A, At = At, A
+                    b, bt = bt, b
+                if cost < best_cost and keep_best:
                     best_cost = cost
                     best_q[:] = q
+                lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
+        if not accepted and not shifted:  # reject; damp more (not after a spoilt pull)
+            lam *= settings[_LAMBDA_UP]
+            stuck = lam > settings[_LAMBDA_MAX]
+        window = (settings[_STALL_ITERATIONS_BLOCKED] if last_blocked > stall_iteration
+                  else settings[_STALL_ITERATIONS])
+        if iterations - stall_iteration >= window:
+            stuck = stuck or cost - floor > stall_factor * (stall_cost - floor)
+            stall_cost, stall_iteration = cost, iterations
+        if stuck:
+            code = STUCK
+            break
+    state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = lam, iterations, last_blocked
+    state[_STALL_COST], state[_STALL_ITERATION] = stall_cost, stall_iteration
+    state[_BEST_COST], state[_STALL_NOW] = best_cost, stall_factor
+    return code
+
+
+def _lowest_cost(model, settings, target, candidates):
+    """The index of the candidate configuration (a row) of lowest cost (the first of
+    equals)."""
+    n = candidates.shape[1]
+    work = _new_work(n)
+    best, best_cost = 0, math.inf
+    for k in range(candidates.shape[0]):
+        cost = _pose_cost(model, n, target, settings, candidates[k], work)
+        if cost < best_cost:
+            best, best_cost = k, cost
+    return best
+
+
+def _cost(model, settings, target, q):
+    """The cost of ``q`` (:func:`_pose_cost`)."""
+    n = q.shape[0]
+    return _pose_cost(model, n, target, settings, q, _new_work(n))
+
+
+# ------------------------------------------------------------------------------------ trees
+# Columns of a tree's tips array: per targeted tip its first row in the tree's model array, its
+# joint count, whether it has an orientation target, its weight, its first entry in the columns
+# array (the active column of each of its path's joints).
+_TIP_ROW, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_WEIGHT, _TIP_COLUMNS = range(5)
+
+
+def _tree_evaluate(tree_model, tips, columns, targets, settings, x, H, g, errors, q_path,
+                   work):
+    """The stacked error of every targeted tip at ``x`` (the active joints), as
+    ``trees.residuals.stacked_residual`` with the normal equations of
+    :class:`~.tree.TreeDampedLeastSquares`: returns the cost ``sum_k w_k^2 (|p_t - p|^2 +
+    w_o^2 angle^2)``; each tip's (position error, angle error) into ``errors``; ``H = J^T J``,
+    ``g = J^T e`` of the weighted stacked Jacobian into ``H`` (n x n) and ``g``."""
+    n = x.shape[0]
+    w2 = settings[_W2]
+    for a in range(n):
+        g[a] = 0.0
+        for c in range(n):
+            H[a, c] = 0.0
+    E, J, axes, origins = work.E, work.J, work.axes, work.origins
+    cost = 0.0
+    for t in range(tips.shape[0]):
+        row, m = int(tips[t, _TIP_ROW]), int(tips[t, _TIP_JOINTS])
+        first = int(tips[t, _TIP_COLUMNS])
+        orientation = tips[t, _TIP_ORIENTATION] != 0.0
+        weight2 = tips[t, _TIP_WEIGHT] * tips[t, _TIP_WEIGHT]
+        for i in range(m):
+            q_path[i] = x[int(columns[first + i])]
+        model = tree_model[row:row + m + 1]
+        T = _tip(model, m, q_path, work)
+        target = targets[t]
+        dx = target[0] - T[0, 3]
+        dy = target[1] - T[1, 3]
+        dz = target[2] - T[2, 3]
+        angle = 0.0
+        ox = oy = oz = 0.0
+        if orientation:
+            angle, ox, oy, oz = _rotation_vector(target, T, E, 1.0)
+        position_sq = dx * dx + dy * dy + dz * dz
+        errors[t, 0] = math.sqrt(position_sq)
+        errors[t, 1] = angle
+        cost += weight2 * (position_sq + w2 * angle * angle if orientation else position_sq)
+        _jacobian(model, m, T, axes, origins, J, True)
+        for i in range(m):
+            a = int(columns[first + i])
+            for j in range(m):
+                c = int(columns[first + j])
+                h = J[0, i] * J[0, j] + J[1, i] * J[1, j] + J[2, i] * J[2, j]
+                if orientation:
+                    h += w2 * (J[3, i] * J[3, j] + J[4, i] * J[4, j] + J[5, i] * J[5, j])
+                H[a, c] += weight2 * h
+            r = J[0, i] * dx + J[1, i] * dy + J[2, i] * dz
+            if orientation:
+                r += w2 * (J[3, i] * ox + J[4, i] * oy + J[5, i] * oz)
+            g[a] += weight2 * r
+    return cost
+
+
+def _tree_within(errors, tol_p, tol_r, good):
+    """1 when every tip is within the tolerances, 2 when every tip's position error is within
+    its ``good`` (position only, every tip bounded; -1 entries: never), else 0."""
+    within = True
+    enough = True
+    for t in range(errors.shape[0]):
+        if not (errors[t, 0] <= tol_p and errors[t, 1] <= tol_r):
+            within = False
+        if not errors[t, 0] <= good[t]:
+            enough = False
+    return 1 if within else (2 if enough else 0)
+
+
+def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x, best_x, good,
+                  state, steps):
+    """Up to ``steps`` iterations of one descent of :class:`~.tree.TreeDampedLeastSquares`
+    from ``x`` (the active joints, updated in place; ``best_x`` as the best configuration):
+    its loop, with ``active_model`` the active joints' limits and kinds (the columns of a
+    serial model). Returns CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or CHUNK_DONE."""
+    n = x.shape[0]
+    work = _new_work(n)
+    A, At = np.empty((n, n)), np.empty((n, n))
+    b, bt = np.empty(n), np.empty(n)
+    errors, t_errors = np.empty((tips.shape[0], 2)), np.empty((tips.shape[0], 2))
+    q_path = np.empty(n)
+    cost = _tree_evaluate(tree_model, tips, columns, targets, settings, x, A, b, errors, q_path,
+                          work)
+    best_cost = state[_BEST_COST]
+    iterations = int(state[_ITERATIONS])
+    if state[_FRESH] != 0.0:
+        lam = settings[_DAMPING]
+        if cost < best_cost:
+            best_cost = cost
+            best_x[:] = x
+        stall_cost, stall_iteration = cost, iterations
+        state[_FRESH] = 0.0
+    else:
+        lam = state[_LAM]
+        stall_cost, stall_iteration = state[_STALL_COST], int(state[_STALL_ITERATION])
+    last_blocked = int(state[_LAST_BLOCKED])
+    floor = state[_FLOOR]
+    tol_p, tol_r = settings[_TOL_P], settings[_TOL_R]
+    max_iterations = int(settings[_MAX_ITERATIONS])
+    code = CHUNK_DONE
+    taken = 0
+    while True:
+        within = _tree_within(errors, tol_p, tol_r, good)
+        if within == 1:
+            code = CONVERGED
+            break
+        if within == 2:
+            code = GOOD_ENOUGH
+            break
+        if iterations >= max_iterations:
+            code = ITERATION_CAP
+            break
+        if taken >= steps:
+            break
+        iterations += 1
+        taken += 1
+        stuck = False
+        blocked = _trial(active_model, n, settings, x, A, b, lam, work)
+        if blocked > 0:
+            last_blocked = iterations
+        accepted = False
+        if blocked >= 0:
+            t_cost = _tree_evaluate(tree_model, tips, columns, targets, settings, work.q_new,
+                                    At, bt, t_errors, q_path, work)
+            if t_cost < cost:
+                accepted = True
+                x[:] = work.q_new
+                cost = t_cost
+                A, At = At, A
+                b, bt = bt, b
+                errors, t_errors = t_errors, errors
+                if cost < best_cost:
+                    best_cost = cost
+                    best_x[:] = x
                 lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
         if not accepted:
             lam *= settings[_LAMBDA_UP]
@@ -332,57 +706,107 @@ def _descend(model, settings, target, q, best_q, best_cost, lam, floor, iteratio
         if stuck:
             code = STUCK
             break
-    return code, best_cost, lam, iterations, last_blocked, stall_cost, stall_iteration
+    state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = lam, iterations, last_blocked
+    state[_STALL_COST], state[_STALL_ITERATION] = stall_cost, stall_iteration
+    state[_BEST_COST] = best_cost
+    return code
 
 
-def _lowest_cost(model, settings, target, candidates):
-    """The index of the candidate configuration (a row) of lowest weighted 6D cost (the first
-    of equals)."""
-    n = candidates.shape[1]
-    work = _new_work(n)
-    best, best_cost = 0, math.inf
-    for k in range(candidates.shape[0]):
-        cost = _pose_cost(model, n, target, settings[_W2], candidates[k], work)
-        if cost < best_cost:
-            best, best_cost = k, cost
-    return best
-
-
-def _cost(model, settings, target, q):
-    """The weighted 6D cost of ``q`` (:func:`_pose_cost`): the solver asks it of the seed to
-    tell a stream's step, whose descents run in Python."""
-    n = q.shape[0]
-    return _pose_cost(model, n, target, settings[_W2], q, _new_work(n))
+def _tree_cost(tree_model, tips, columns, targets, settings, x):
+    """The stacked cost of ``x`` (:func:`_tree_evaluate`), for restart candidates."""
+    n = x.shape[0]
+    return _tree_evaluate(tree_model, tips, columns, targets, settings, x, np.empty((n, n)),
+                          np.empty(n), np.empty((tips.shape[0], 2)), np.empty(n), _new_work(n))
 
 
 _KERNELS = {}
+_HELPERS = ('_work_size', '_scratch_size', '_work_views', '_new_work', '_tip', '_pose_cost',
+            '_rotation_vector', '_jacobian', '_evaluate', '_damped_solve', '_dual_solve',
+            '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
 
 
-def _kernels():
-    """``(descend, lowest_cost)`` compiled by numba (once per process; numba's cache on disk
-    keeps the machine code between processes)."""
+def compile() -> None:
+    """Compile the kernels (or load them from numba's cache on disk) and run each once on a
+    small chain; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
         import numba
         jit = numba.njit(cache=True, nogil=True)
-        # The helpers are compiled first: the functions calling them see the compiled ones.
-        global _new_work, _tip, _pose_cost, _evaluate, _damped_solve, _trial
-        _new_work = jit(_new_work)
-        _tip = jit(_tip)
-        _pose_cost = jit(_pose_cost)
-        _evaluate = jit(_evaluate)
-        _damped_solve = jit(_damped_solve)
-        _trial = jit(_trial)
-        _KERNELS['descend'] = jit(_descend)
-        _KERNELS['lowest_cost'] = jit(_lowest_cost)
-        _KERNELS['cost'] = jit(_cost)
-    return _KERNELS['descend'], _KERNELS['lowest_cost']
+        # The helpers first: the functions calling them see the compiled ones.
+        namespace = globals()
+        for name in _HELPERS:
+            namespace[name] = jit(namespace[name])
+        kernels_ = {'descend': jit(_descend), 'lowest_cost': jit(_lowest_cost),
+                    'cost': jit(_cost), 'tree_descend': jit(_tree_descend),
+                    'tree_cost': jit(_tree_cost)}
+        _exercise(kernels_)
+        _KERNELS.update(kernels_)
+
+
+def _exercise(kernels_) -> None:
+    """Run every kernel once, in each of its kinds (6D, position in both systems), so that
+    numba compiles (or loads) every specialisation now, not in a solve."""
+    for n, orientation in ((6, True), (6, False), (3, False)):
+        transforms = [np.eye(4)[:3] for _ in range(n)]
+        descent = CompiledDescent(transforms, np.eye(4)[:3], [False] * n, [False] * n,
+                                  list(range(n)), [-1.0] * n, [1.0] * n,
+                                  [(k, 0.0, 1.0) for k in range(n)], _default_params(),
+                                  compiled_kernels=kernels_)
+        run = descent.start([0.1, 0.0, 0.0], np.eye(3) if orientation else None, [0.0] * n)
+        run.descend([0.0] * n, 0.0, -1.0, 0, -1, None, near=True, pull=True)
+        run.lowest_cost([[0.0] * n] * 2)
+        run.cost([0.0] * n)
+    # A tree of two tips on three joints (one shared), a pose and a position target.
+    tree_model = np.zeros((6, _MODEL_COLUMNS))
+    tree_model[:, :12] = np.eye(4)[:3].ravel()
+    tips = np.array([[0, 2, 1, 1.0, 0], [3, 2, 0, 1.0, 2]], dtype=float)
+    columns = np.array([0, 1, 0, 2], dtype=float)
+    targets = np.zeros((2, 12))
+    targets[:, 0] = 0.1
+    targets[0, 3:] = np.eye(3).ravel()
+    active_model = np.zeros((3, _MODEL_COLUMNS))
+    active_model[:, _LOW], active_model[:, _HIGH], active_model[:, _BOUNDED] = -1.0, 1.0, 1.0
+    settings = np.zeros(_SETTINGS)
+    settings[_LAMBDA_MIN], settings[_LAMBDA_MAX], settings[_LAMBDA_UP] = 1e-9, 1e9, 10.0
+    settings[_LAMBDA_DOWN], settings[_MAX_STEP], settings[_MAX_ITERATIONS] = 0.1, 1.0, 20
+    settings[_STALL_ITERATIONS] = settings[_STALL_ITERATIONS_BLOCKED] = 2
+    settings[_DAMPING], settings[_STALL_FACTOR] = 0.1, 0.25
+    state = np.zeros(_STATE)
+    state[_BEST_COST], state[_FRESH] = math.inf, 1.0
+    kernels_['tree_descend'](tree_model, tips, columns, targets, active_model, settings,
+                             np.zeros(3), np.zeros(3), np.full(2, -1.0), state, 16)
+    kernels_['tree_cost'](tree_model, tips, columns, targets, settings, np.zeros(3))
+
+
+def _default_params() -> dict:
+    """The solver parameters the kernels read, at typical values (for :func:`_exercise`)."""
+    return {'orientation_weight': 0.5, 'position_tolerance': 1e-5,
+            'orientation_tolerance': 1e-4, 'damping': 0.1, 'max_iterations': 20,
+            'null_space_gain': 0.5}
+
+
+def _descent_settings(params: dict) -> np.ndarray:
+    """The settings array of a descent with the solver's parameters (``orientation_weight``,
+    the tolerances with their margin, ``damping``) and damped_jacobian's shared constants."""
+    settings = np.zeros(_SETTINGS)
+    settings[_W2] = params['orientation_weight'] ** 2
+    settings[_TOL_P] = dls.TOLERANCE_MARGIN * params['position_tolerance']
+    settings[_TOL_R] = dls.TOLERANCE_MARGIN * params['orientation_tolerance']
+    settings[_LAMBDA_MIN], settings[_LAMBDA_MAX] = dls.LAMBDA_MIN, dls.LAMBDA_MAX
+    settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
+    settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
+    settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
+    settings[_STALL_FACTOR] = dls.STALL_FACTOR
+    settings[_MAX_STEP] = MAX_STEP
+    settings[_DAMPING] = params['damping']
+    return settings
 
 
 class CompiledDescent:
-    """The compiled 6D descent bound to one serial chain and one set of solver settings.
+    """The compiled descents bound to one serial chain and one solver's parameters.
 
     A solve calls :meth:`start` with its target and runs its descents on the
-    :class:`DescentRun` it returns.
+    :class:`DescentRun` it returns. :meth:`serves` tells whether the kernels are loaded (a
+    solver asks before each solve and takes the Python descent until then).
 
     Args:
         joint_transforms: per joint the constant 3 x 4 transform of
@@ -390,9 +814,11 @@ class CompiledDescent:
         tip_transform: the tip's constant 3 x 4 transform.
         prismatic, wraps, bounded: per joint (see ``DampedJacobianSolver``).
         low, high: the joint limits [rad or m].
-        weight, tol_p, tol_r, ...: the orientation weight [m/rad], the tolerances with their
-            margin [m, rad], the damping and stall constants, the step cap and the iteration
-            cap of the solver.
+        centring: the null-space pull's ``(index, middle, 1 / half range)`` per joint
+            (:func:`~ik_node.solvers.null_space.centring_terms`).
+        params: the solver's parameters (``orientation_weight``, the tolerances, ``damping``,
+            ``max_iterations``, ``null_space_gain``).
+        compiled_kernels: the kernels to use (by default those :func:`compile` loaded).
     """
 
     #: Iterations per kernel call between two checks of the budget.
@@ -400,10 +826,9 @@ class CompiledDescent:
 
     def __init__(self, joint_transforms: Sequence[np.ndarray], tip_transform: np.ndarray,
                  prismatic: Sequence[bool], wraps: Sequence[bool], bounded: Sequence[int],
-                 low: Sequence[float], high: Sequence[float], weight: float, tol_p: float,
-                 tol_r: float, lambda_min: float, lambda_max: float, lambda_down: float,
-                 lambda_up: float, stall_iterations: int, stall_iterations_blocked: int,
-                 stall_factor: float, max_step: float, max_iterations: int):
+                 low: Sequence[float], high: Sequence[float],
+                 centring: Sequence[Tuple[int, float, float]], params: dict,
+                 compiled_kernels: Optional[dict] = None):
         n = len(joint_transforms)
         model = np.zeros((n + 1, _MODEL_COLUMNS))
         for i, C in enumerate(joint_transforms):
@@ -412,28 +837,63 @@ class CompiledDescent:
             model[i, _PRISMATIC] = float(prismatic[i])
             model[i, _WRAPS] = float(wraps[i])
             model[i, _BOUNDED] = float(i in bounded)
+        for k, middle, inverse_half in centring:
+            model[k, _CENTRED], model[k, _MIDDLE], model[k, _INVERSE_HALF] = \
+                1.0, middle, inverse_half
         model[n, :12] = np.asarray(tip_transform, dtype=float)[:3, :4].ravel()
         self.model = model
-        self.settings = np.array([weight * weight, tol_p, tol_r, lambda_min, lambda_max,
-                                  lambda_down, lambda_up, stall_iterations,
-                                  stall_iterations_blocked, stall_factor, max_step,
-                                  max_iterations], dtype=float)
         self.n = n
-        self.descend_kernel, self.lowest_cost_kernel = _kernels()
-        self.cost_kernel = _KERNELS['cost']
+        gain = params['null_space_gain']
+        #: Per with_orientation: the settings array (the 6D one None where the Python descent
+        #: serves: the dual system for 12 joints or more).
+        self.settings = {}
+        for orientation in (False, True):
+            rows = 6 if orientation else 3
+            dual = 2 * rows <= n
+            if orientation and dual:
+                self.settings[True] = None
+                continue
+            settings = _descent_settings(params)
+            settings[_MAX_ITERATIONS] = params['max_iterations']
+            settings[_ORIENTATION] = float(orientation)
+            settings[_DUAL] = float(dual)
+            settings[_NULL_SPACE] = float(gain > 0.0 and bool(centring) and n > rows)
+            settings[_NULL_GAIN] = gain
+            settings[_STREAM_COST] = STREAM_ERROR_M * STREAM_ERROR_M
+            settings[_STREAM_STALL] = STREAM_STALL_FACTOR
+            settings[_NULL_DAMPING] = NULL_SPACE_DAMPING
+            settings[_FACTOR_MAX] = FACTOR_MAX
+            self.settings[orientation] = settings
+        self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
+        self._runs = threading.local()  # per thread: its DescentRun, reused by every solve
 
-    def warm_up(self) -> None:
-        """Compile (or load from numba's cache) the kernel now, not in the first solve."""
-        run = self.start([0.0, 0.0, 0.0], np.eye(3), [0.0] * self.n)
-        run.descend([0.0] * self.n, 0.1, 0.0, 0, -1, None)
-        run.lowest_cost([[0.0] * self.n] * 2)
-        run.cost([0.0] * self.n)
+    def ready(self) -> bool:
+        """Whether the compiled kernels are loaded (never blocks)."""
+        return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
 
-    def start(self, p_target: Sequence[float], R_target: np.ndarray,
+    def serves(self, with_orientation: bool) -> bool:
+        """Whether a target of this kind runs here now (the kernels loaded, the kind
+        compiled); never blocks."""
+        return self.settings[with_orientation] is not None and self.ready()
+
+    def start_loading(self) -> None:
+        """Start loading the kernels in the background unless they are (a solve calls it
+        before its budget starts: starting a thread can take milliseconds on a loaded
+        machine). Not at construction: importing numba would slow down a node's start-up."""
+        if not self.ready():
+            kernels.start()
+
+    def start(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
               q: Sequence[float]) -> 'DescentRun':
-        """The descents of one solve toward a target (position [m], rotation matrix), with no
-        best configuration yet (``q``, cost infinite)."""
-        return DescentRun(self, p_target, R_target, q)
+        """The descents of one solve toward a target (position [m], rotation matrix or None
+        for a position target), with no best configuration yet (``q``, cost infinite). The
+        run's arrays are this thread's, reused by its next solve: a solve copies what it
+        returns."""
+        run = getattr(self._runs, 'run', None)
+        if run is None:
+            run = self._runs.run = DescentRun(self)
+        run.aim(p_target, R_target, q)
+        return run
 
 
 class DescentRun:
@@ -441,58 +901,222 @@ class DescentRun:
     configuration of all its descents :attr:`best_q` (arrays) with its cost :attr:`best_cost`.
     Its own arrays: solves on one solver from several threads do not share them."""
 
-    __slots__ = ('kernel', 'target', 'q', 'best_q', 'best_cost')
+    __slots__ = ('descend_kernel', 'cost_kernel', 'lowest_cost_kernel', 'model', 'settings',
+                 'with_orientation', 'target', 'q', 'best_q', 'state', 'scratch')
 
-    def __init__(self, kernel: CompiledDescent, p_target: Sequence[float], R_target: np.ndarray,
-                 q: Sequence[float]):
-        self.kernel = kernel
-        target = self.target = np.empty(12)
-        target[:3] = p_target
-        target[3:] = R_target.ravel()
+    def __init__(self, kernel: CompiledDescent):
+        kernels_ = kernel._kernels
+        self.descend_kernel = kernels_['descend']
+        self.cost_kernel = kernels_['cost']
+        self.lowest_cost_kernel = kernels_['lowest_cost']
+        self.model = kernel.model
+        self.settings = kernel.settings
+        self.with_orientation = False
+        self.target = np.zeros(12)
         self.q = np.empty(kernel.n)
-        self.best_q = np.array(q, dtype=float)
-        self.best_cost = math.inf
+        self.best_q = np.empty(kernel.n)
+        self.state = np.zeros(_STATE)
+        self.scratch = np.empty(_scratch_size(kernel.n))
 
-    def descend(self, q: Sequence[float], lam: float, floor: float, iterations: int,
-                last_blocked: int, budget, stall_factor: Optional[float] = None
-                ) -> Tuple[int, np.ndarray, int, int]:
-        """One descent from ``q`` with initial damping ``lam`` and cost floor ``floor``
-        (and, when given, another stall factor than the solver's for this descent);
-        ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code, last
-        iterate, iterations, last_blocked)``: code CONVERGED, STUCK, ITERATION_CAP or TIMEOUT
-        (the budget spent); the last iterate is :attr:`q` (reused by the next descent)."""
-        kernel = self.kernel
+    def aim(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
+            q: Sequence[float]) -> None:
+        """Start a solve toward a target, :attr:`best_q` ``q`` at infinite cost."""
+        self.with_orientation = R_target is not None
+        target = self.target
+        target[:3] = p_target
+        if R_target is not None:
+            target[3:] = R_target.ravel()
+        self.best_q[:] = q
+        self.state[_BEST_COST] = math.inf
+
+    @property
+    def best_cost(self) -> float:
+        """The cost of :attr:`best_q` (infinite before any descent kept one)."""
+        return float(self.state[_BEST_COST])
+
+    def descend(self, q: Sequence[float], floor: float, good_enough: float, iterations: int,
+                last_blocked: int, budget, near: Optional[bool] = False, pull: bool = False,
+                keep_best: bool = True) -> Tuple[int, np.ndarray, int, int, bool]:
+        """One descent from ``q``, as :meth:`.descent.PythonDescent.descend` (the same
+        ``floor``, ``good_enough``, ``near``, ``pull`` and ``keep_best``); ``budget`` (or
+        None) is asked before each chunk of iterations. Returns ``(code, last iterate,
+        iterations, last_blocked, near)``: code CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or
+        TIMEOUT (the budget spent; STUCK for a position target when enough is left to hand it
+        to the closest-pose search); the last iterate is :attr:`q` (reused by the next
+        descent)."""
         q_array = self.q
         q_array[:] = q
-        settings = kernel.settings
-        if stall_factor is not None:
-            settings = settings.copy()
-            settings[_STALL_FACTOR] = stall_factor
-        best_cost = self.best_cost
-        stall_cost, stall_iteration, fresh = 0.0, 0, True
+        state = self.state
+        state[_ITERATIONS], state[_LAST_BLOCKED] = iterations, last_blocked
+        state[_NEAR] = -1.0 if near is None else float(near)
+        state[_FLOOR], state[_GOOD] = floor, good_enough
+        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), float(pull), 1.0
+        settings = self.settings[self.with_orientation]
         while True:
             if budget is not None and not budget.allows():
-                code = TIMEOUT
+                code = STUCK if not self.with_orientation and budget.can_hand_over() \
+                    else TIMEOUT
                 break
-            code, best_cost, lam, iterations, last_blocked, stall_cost, stall_iteration = \
-                kernel.descend_kernel(kernel.model, settings, self.target, q_array, self.best_q,
-                                      best_cost, lam, floor, iterations, last_blocked,
-                                      stall_cost, stall_iteration, fresh, kernel.CHUNK)
-            fresh = False
+            code = self.descend_kernel(self.model, settings, self.target, q_array,
+                                       self.best_q, state, self.scratch, CompiledDescent.CHUNK)
             if code != CHUNK_DONE:
                 break
-        self.best_cost = best_cost
-        return code, q_array, iterations, last_blocked
+        return (code, q_array, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]),
+                state[_NEAR] > 0.0)
 
     def cost(self, q: Sequence[float]) -> float:
-        """The weighted 6D cost of ``q`` to the target [m^2]."""
-        kernel = self.kernel
-        return float(kernel.cost_kernel(kernel.model, kernel.settings, self.target,
-                                        np.asarray(q, dtype=float)))
+        """The cost of ``q`` to the target [m^2] (weighted, for a pose)."""
+        return float(self.cost_kernel(self.model, self.settings[self.with_orientation],
+                                      self.target,
+                                      np.asarray(q, dtype=float)))
 
     def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
-        """The candidate configuration of lowest weighted 6D cost to the target (the first of
-        equals)."""
-        kernel = self.kernel
-        return candidates[kernel.lowest_cost_kernel(kernel.model, kernel.settings, self.target,
-                                                    np.array(candidates, dtype=float))]
+        """The candidate configuration of lowest cost to the target (the first of equals)."""
+        return candidates[self.lowest_cost_kernel(
+            self.model, self.settings[self.with_orientation], self.target,
+            np.array(candidates, dtype=float))]
+
+
+def tree_kernel(chain, params: dict, wraps: Sequence[bool]) -> Optional['TreeKernel']:
+    """The :class:`TreeKernel` of ``chain`` where numba may serve and every tip's path has
+    generated kinematics; else None (the Python descents serve)."""
+    if not available():
+        return None
+    try:
+        return TreeKernel(chain, params, wraps)
+    except ValueError:
+        return None
+
+
+class TreeKernel:
+    """The compiled descents of :class:`~.tree.TreeDampedLeastSquares` on one tree: per tip
+    its serial path's model (the generated kinematics' constant transforms), per set of
+    targeted tips the stacked model (cached), and :meth:`start` for one solve.
+
+    Args:
+        chain: the tree (its tips' serial paths have generated kinematics).
+        params: the damped_jacobian parameters (``orientation_weight``, the tolerances,
+            ``damping``, ``max_iterations``).
+        wraps: per joint of the tree, whether it wraps by whole turns.
+    """
+
+    def __init__(self, chain, params: dict, wraps: Sequence[bool]):
+        self._paths = []
+        for tip in chain.tip_links:
+            fast = chain.serial_chain(tip).fast_kinematics
+            if fast is None:
+                raise ValueError(f'tip {tip!r}: no generated kinematics for its path')
+            joints = chain.joints_of_tip(tip)
+            model = np.zeros((len(joints) + 1, _MODEL_COLUMNS))
+            for i, C in enumerate(fast.joint_transforms):
+                model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+                model[i, _PRISMATIC] = float(chain.joints[joints[i]].is_prismatic)
+            model[len(joints), :12] = np.asarray(fast.tip_transform, dtype=float)[:3, :4].ravel()
+            self._paths.append((joints, model))
+        self._low, self._high = chain.lower.tolist(), chain.upper.tolist()
+        self._wraps = list(wraps)
+        self._plans = {}
+        self.settings = _descent_settings(params)
+
+    def serves(self) -> bool:
+        """Whether the kernels are loaded (never blocks)."""
+        return bool(_KERNELS) and kernels.ready()
+
+    def start_loading(self) -> None:
+        """As :meth:`CompiledDescent.start_loading`."""
+        if not self.serves():
+            kernels.start()
+
+    def _plan(self, tips: Tuple[int, ...], active: Sequence[int], weights: Sequence[float]):
+        """The stacked model of the targeted ``tips`` (in order) on the ``active`` joints."""
+        key = (tips, tuple(weights))
+        plan = self._plans.get(key)
+        if plan is None:
+            column = {j: c for c, j in enumerate(active)}
+            rows = [self._paths[k][1] for k in tips]
+            tree_model = np.concatenate(rows)
+            table = np.zeros((len(tips), 5))
+            columns: List[int] = []
+            row = 0
+            for t, k in enumerate(tips):
+                joints = self._paths[k][0]
+                table[t, _TIP_ROW], table[t, _TIP_JOINTS] = row, len(joints)
+                table[t, _TIP_WEIGHT], table[t, _TIP_COLUMNS] = weights[k], len(columns)
+                columns += [column[j] for j in joints]
+                row += len(joints) + 1
+            active_model = np.zeros((len(active), _MODEL_COLUMNS))
+            for c, j in enumerate(active):
+                lo, hi, wrap = self._low[j], self._high[j], self._wraps[j]
+                active_model[c, _LOW], active_model[c, _HIGH] = lo, hi
+                active_model[c, _WRAPS] = float(wrap)
+                active_model[c, _BOUNDED] = float(not wrap and math.isfinite(lo) and
+                                                  math.isfinite(hi))
+            plan = (tree_model, table, np.array(columns, dtype=float), active_model)
+            self._plans[key] = plan
+        return plan
+
+    def start(self, targets, active: Sequence[int], weights: Sequence[float],
+              good_enough: Optional[Sequence[float]], floor: float,
+              max_iterations: int) -> 'TreeRun':
+        """The descents of one solve of ``targets`` (:class:`TipTarget` s: ``index``,
+        ``position``, ``R``) on the ``active`` joints."""
+        tree_model, table, columns, active_model = self._plan(
+            tuple(t.index for t in targets), active, weights)
+        table = table.copy()
+        target_array = np.zeros((len(targets), 12))
+        for k, t in enumerate(targets):
+            target_array[k, :3] = t.position
+            if t.R is not None:
+                target_array[k, 3:] = np.asarray(t.R, dtype=float).ravel()
+                table[k, _TIP_ORIENTATION] = 1.0
+        settings = self.settings.copy()
+        settings[_MAX_ITERATIONS] = max_iterations
+        good = np.full(len(targets), -1.0) if good_enough is None else \
+            np.array(good_enough, dtype=float)
+        return TreeRun((tree_model, table, columns, target_array, active_model, settings),
+                       good, floor, len(active))
+
+
+class TreeRun:
+    """The compiled descents of one tree solve: the best configuration of the active joints
+    :attr:`best_x` with its cost :attr:`best_cost`."""
+
+    def __init__(self, problem: tuple, good: np.ndarray, floor: float, n: int):
+        self._problem = problem
+        self._good = good
+        self.x = np.empty(n)
+        self.best_x = np.empty(n)
+        self.state = np.zeros(_STATE)
+        self.state[_BEST_COST] = math.inf
+        self.state[_FLOOR] = floor
+
+    @property
+    def best_cost(self) -> float:
+        """The cost of :attr:`best_x` (infinite before any descent)."""
+        return float(self.state[_BEST_COST])
+
+    def descend(self, x: Sequence[float], iterations: int, last_blocked: int,
+                budget) -> Tuple[int, List[float], int, int]:
+        """One descent from ``x`` (the active joints); ``budget`` is asked before each chunk of
+        iterations. Returns ``(code, last iterate, iterations, last_blocked)``: CONVERGED,
+        GOOD_ENOUGH, STUCK, ITERATION_CAP or TIMEOUT."""
+        tree_model, table, columns, targets, active_model, settings = self._problem
+        self.x[:] = x
+        state = self.state
+        state[_ITERATIONS], state[_LAST_BLOCKED], state[_FRESH] = iterations, last_blocked, 1.0
+        descend = _KERNELS['tree_descend']
+        while True:
+            if not budget.allows():
+                code = TIMEOUT
+                break
+            code = descend(tree_model, table, columns, targets, active_model, settings, self.x,
+                           self.best_x, self._good, state, CompiledDescent.CHUNK)
+            if code != CHUNK_DONE:
+                break
+        return code, self.x.tolist(), int(state[_ITERATIONS]), int(state[_LAST_BLOCKED])
+
+    def cost(self, x: Sequence[float]) -> float:
+        """The stacked cost of ``x`` (the active joints)."""
+        tree_model, table, columns, targets, _, settings = self._problem
+        return float(_KERNELS['tree_cost'](tree_model, table, columns, targets, settings,
+                                           np.asarray(x, dtype=float)))

@@ -47,25 +47,16 @@ from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
                                                     DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
-from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
-from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
-from ik_node.solvers.damped_jacobian.settings import \
-    STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candidates,
                                                     restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
-from ik_node.solvers.numerics.null_space import STREAM_ERROR_M
+from ik_node.solvers.numerics.null_space import centring_terms
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
@@ -199,21 +190,16 @@ class DampedJacobianSolver(Solver):
         return self._tree_solver.solve(targets, q_seed)
 
     def _compiled_descent(self, chain: Chain, fast) -> Optional[compiled.CompiledDescent]:
-        """The compiled 6D descent (:mod:`.compiled`) where numba is installed and the chain
-        is serial with the n x n normal equations; else None (the Python descent serves)."""
-        params = self.params
+        """The compiled descents (:mod:`.compiled`) where numba may serve and the chain is
+        serial; else None (the Python descent serves). Their kernels load in the background
+        (:mod:`ik_node.solvers.kernels`): the Python descent serves until then."""
         if not compiled.available() or fast is None or self._descent is None or \
-                self._descent.normals[True] is None or params['method'] != 'dls':
+                self.params['method'] != 'dls':
             return None
-        kernel = compiled.CompiledDescent(
+        return compiled.CompiledDescent(
             fast.joint_transforms, fast.tip_transform, [j.is_prismatic for j in chain.joints],
-            self._wraps, self._bounded, self._low, self._high, params['orientation_weight'],
-            _TOLERANCE_MARGIN * params['position_tolerance'],
-            _TOLERANCE_MARGIN * params['orientation_tolerance'], _LAMBDA_MIN, _LAMBDA_MAX,
-            _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS, _STALL_ITERATIONS_BLOCKED,
-            _STALL_FACTOR, MAX_STEP, params['max_iterations'])
-        kernel.warm_up()
-        return kernel
+            self._wraps, self._bounded, self._low, self._high,
+            centring_terms(self._low, self._high, self._bounded), self.params)
 
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
@@ -230,10 +216,10 @@ class DampedJacobianSolver(Solver):
                                            _TOLERANCE_MARGIN * params['orientation_tolerance']),
                 (self._low, self._high, self._wraps), params['record_history'])
         else:
+            if self._compiled is not None:
+                self._compiled.start_loading()  # once, in the background
             evaluator = self._descent.evaluator
-            raw = self._solve_dls(evaluator(p_target, R_target)
-                                  if R_target is None or self._compiled is None else
-                                  functools.partial(evaluator, p_target, R_target),
+            raw = self._solve_dls(functools.partial(evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
@@ -296,42 +282,39 @@ class DampedJacobianSolver(Solver):
             # arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
-        kernel = self._compiled if with_orientation and history is None else None
-        evaluate = None if with_orientation and self._compiled is not None else evaluator
-        check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
+        kernel = self._compiled
+        if kernel is not None and (history is not None or not kernel.serves(with_orientation)):
+            kernel = None  # a history, or the kernels not loaded yet: the Python descents
         run = None if kernel is None else kernel.start(p_target, R_target, q)
+        check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
         q_seed = q
         # Whether the next descent starts at or near a stream's seed (within STREAM_ERROR_M of
-        # the target): None, the seed's descent tells (it evaluates the seed anyway). A
-        # stream's descents run in Python, where its rules are (descent.py): the compiled
-        # descent's cost of the seed tells here.
+        # the target): None, the seed's descent tells (it evaluates the seed anyway).
         near: Optional[bool] = None
-        if run is not None and run.cost(q) <= STREAM_ERROR_M * STREAM_ERROR_M:
-            near, run = True, None
         first_descent, stream = True, False
         near_seed_radii: List[float] = []  # the next starts of a stream's stuck solve
         descend = self._descent.descend
         problem: Optional[DescentProblem] = None  # the Python descents', built when first needed
         while True:  # one descent from q per pass
             descent_start = iterations
+            # Once a stream's near starts are spent, its best stays the best near the seed.
+            keep_best = near is not False or not stream
             if run is not None:
-                end, q, iterations, last_blocked = run.descend(
-                    q, params['damping'], floor, iterations, last_blocked, budget)
-                best_q, best_cost = run.best_q, run.best_cost  # arrays of the run
+                end, q, iterations, last_blocked, near = run.descend(
+                    q, floor, good_enough, iterations, last_blocked, budget, near=near,
+                    pull=first_descent, keep_best=keep_best)
+                best_q, best_cost = run.best_q.tolist(), run.best_cost
             else:
                 if problem is None:
-                    if evaluate is None:  # 6D, compiled descents, a history recorded
-                        evaluate = evaluator()
-                    problem = DescentProblem(evaluate, with_orientation, floor, good_enough,
+                    problem = DescentProblem(evaluator(), with_orientation, floor, good_enough,
                                              budget, history)
                 progress = DescentProgress(best_q, best_cost, iterations, last_blocked)
-                # Once a stream's near starts are spent, its best stays the best near the seed.
                 end, q, near = descend(problem, progress, q, near=near, pull=first_descent,
-                                       keep_best=near is not False or not stream)
+                                       keep_best=keep_best)
                 best_q, best_cost = progress.best_q, progress.best_cost
                 iterations, last_blocked = progress.iterations, progress.last_blocked
-                if first_descent and near:
-                    stream, near_seed_radii = True, list(NEAR_SEED_RADII)
+            if first_descent and near:
+                stream, near_seed_radii = True, list(NEAR_SEED_RADII)
             first_descent = False
             if end == compiled.CONVERGED:
                 return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,

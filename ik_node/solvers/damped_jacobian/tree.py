@@ -38,6 +38,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain
+from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
@@ -58,6 +59,14 @@ from ik_node.solvers.trees.residuals import TipPath, stacked_residual
 
 #: A tip provably out of reach: the best after the first descent and this many restarts.
 _OUT_OF_REACH_RESTARTS = 1
+#: The compiled descents' ends that answer (status, message), as the loop of _descents does.
+_COMPILED_ENDS = {
+    compiled.CONVERGED: (IkStatus.CONVERGED, 'converged after {restarts} restarts'),
+    compiled.GOOD_ENOUGH: (IkStatus.UNREACHABLE, 'out of reach: every tip within tolerance of '
+                           'its proven bound'),
+    compiled.ITERATION_CAP: (IkStatus.MAX_ITERATIONS, '{iterations} iterations, {restarts} '
+                             'restarts'),
+    compiled.TIMEOUT: (IkStatus.TIMEOUT, 'timeout {timeout:g} s after {restarts} restarts')}
 _TWO_PI = 2.0 * math.pi
 
 
@@ -85,6 +94,8 @@ class TreeDampedLeastSquares:
         self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in low]
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in high]
         self._plans: Dict[Tuple[int, ...], Tuple[List[int], Callable, Callable]] = {}
+        # The compiled descents (same iterations as the loop of _descents) where numba serves.
+        self._compiled = compiled.tree_kernel(chain, params, self._wraps)
 
     # ---------------------------------------------------------------------------- helpers
     def _plan(self, tips: Tuple[int, ...]) -> Tuple[List[int], Callable, Callable]:
@@ -129,6 +140,8 @@ class TreeDampedLeastSquares:
         answer and the task-priority one (:mod:`ik_node.solvers.trees.task_priority`: the others on
         their targets first)."""
         params = self.params
+        if self._compiled is not None:
+            self._compiled.start_loading()  # once, in the background
         budget = Budget(params['timeout'])
         raw = self._descents(targets, q_seed, budget, params['max_iterations'])
         if raw.status is IkStatus.CONVERGED:
@@ -180,6 +193,10 @@ class TreeDampedLeastSquares:
         last_blocked = -1
         mid_next = x != mid
         best_x, best_cost = x, math.inf
+        run = None
+        if self._compiled is not None and history is None and self._compiled.serves():
+            run = self._compiled.start(targets, active, self._weights, good_enough, floor,
+                                       max_iterations)
 
         def answer(x_out: List[float], status: IkStatus, message: str) -> RawSolution:
             q = list(q_full)
@@ -189,16 +206,28 @@ class TreeDampedLeastSquares:
                                tip_residuals)
 
         while True:  # one descent from x per pass
-            lam = params['damping']
-            cost, errors, e, J = evaluate(x)
-            if history is not None:
-                history.append(max(p for p, _ in errors))
-            if cost < best_cost:
-                best_x, best_cost = x, cost
-            normal = None  # (H as a flat lower triangle, g) at x
-            stall_cost, stall_iteration = cost, iterations
             descent_start = iterations
-            stuck = False
+            if run is not None:  # compiled: the iterations of the loop below
+                end, x, iterations, last_blocked = run.descend(x, iterations, last_blocked,
+                                                               budget)
+                best_x = run.best_x.tolist()
+                if end in _COMPILED_ENDS:
+                    status, message = _COMPILED_ENDS[end]
+                    return answer(x if status in (IkStatus.CONVERGED, IkStatus.UNREACHABLE)
+                                  else best_x, status,
+                                  message.format(iterations=iterations, restarts=restarts,
+                                                 timeout=params['timeout']))
+                stuck = True
+            else:
+                lam = params['damping']
+                cost, errors, e, J = evaluate(x)
+                if history is not None:
+                    history.append(max(p for p, _ in errors))
+                if cost < best_cost:
+                    best_x, best_cost = x, cost
+                normal = None  # (H as a flat lower triangle, g) at x
+                stall_cost, stall_iteration = cost, iterations
+                stuck = False
             while not stuck:
                 if all(p <= tol_p and a <= tol_r for p, a in errors):
                     return answer(x, IkStatus.CONVERGED, f'converged after {restarts} restarts')
@@ -261,7 +290,8 @@ class TreeDampedLeastSquares:
             mid_next = False
             if rng is None:
                 rng = random.Random(params['restart_seed'])
-            x = self._restart(rng, spans, evaluate)
+            x = self._restart(rng, spans, evaluate if run is None else
+                              lambda candidate: (run.cost(candidate),))
 
     @staticmethod
     def _restart(rng: random.Random, spans: List[Tuple[float, float]],
