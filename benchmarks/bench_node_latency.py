@@ -454,6 +454,22 @@ def wait_for_map(params: Dict[str, Any], node_params: List[str], log_path: Path,
         time.sleep(0.2)
 
 
+def wait_for_kernels(log_path: Path, timeout_s: float = 120.0) -> str:
+    """Wait until the node's solvers run on the path that serves from then on: the last
+    ``solver path:`` line of its log says no longer that compiled kernels load in the
+    background (they are compiled or loaded in a thread of the node, a one-off cost). Returns
+    that line ('' without one), or the line with ``(still loading)`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = [ln for ln in log_path.read_text().splitlines() if 'solver path:' in ln]
+        last = lines[-1].split('solver path:', 1)[1].strip() if lines else ''
+        if 'background' not in last:
+            return last
+        if time.monotonic() > deadline:
+            return f'{last} (still loading)'
+        time.sleep(0.2)
+
+
 def tip_positions(chain, q: np.ndarray) -> np.ndarray:
     """``(n, tips, 3)``: every tip's position [m] at each configuration of ``q`` ``(n, dof)``."""
     return np.stack([chain.fk(q, tip)[..., :3, 3] for tip in chain.tip_links], axis=1)
@@ -550,6 +566,7 @@ def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, A
         else:
             wait_for_answers(chain, publisher, recorder, pose, log_path)
             wait_for_map(params, args.node_param, log_path)
+            result['solver_path'] = wait_for_kernels(log_path)
         phases = [(True, args.warmup_rate, 1.0)] + [(False, r, args.duration) for r in args.rates]
         for warm, rate, seconds in phases:
             n = int(rate * seconds)
