@@ -376,6 +376,8 @@ def analyse(out_mask: np.ndarray, sent: np.ndarray, stamps: np.ndarray, received
         out.update(_percentiles(e2e[timed & mask], f'{kind}latency'))
         out.update(_percentiles(node_side[answered & mask], f'{kind}node_side'))
         out.update(_percentiles(solve_ms[answered & mask], f'{kind}solve'))
+    solved = answered & ~np.isnan(solve_ms)
+    out['solve_mean_ms'] = float(solve_ms[solved].mean()) if solved.any() else None
     if timed.any():
         lat = e2e[timed]
         ts = (sent[timed] - sent[0]) * 1e-9
@@ -415,6 +417,59 @@ def wait_for_answers(chain, publisher, recorder, pose: bool, log_path: Path) -> 
     raise RuntimeError(f'the node answered no target in 30 s; see {log_path}')
 
 
+def wait_for_relay(chain, publisher, recorder, pose: bool, proc, log_path: Path) -> None:
+    """:func:`wait_for_answers` for the relay: it publishes nothing but answers, so any
+    JointState received is one."""
+    q = trajectory(chain, 1, 10.0, 1.0, rng_seed=99)
+    if len(chain.tip_links) > 1:
+        msgs = publisher.messages(tip_positions(chain, q), None)
+    else:
+        msgs = publisher.messages(chain.fk(q)[:, :3, 3], [[0.0, 0.0, 0.0, 1.0]] if pose else None)
+    recorder.ask('reset')
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f'relay exited with {proc.returncode}; see {log_path}')
+        publisher.publish_paced(msgs, 10.0)
+        time.sleep(0.1)
+        if recorder.ask('count'):
+            return
+    raise RuntimeError(f'the relay answered no target in 30 s; see {log_path}')
+
+
+def wait_for_map(params: Dict[str, Any], node_params: List[str], log_path: Path,
+                 timeout_s: float = 180.0) -> None:
+    """Wait until the node has published its reachability map (its log says so), unless
+    ``reachability_samples`` is 0: the map is built in a thread of the node after start-up, a
+    one-off cost that would otherwise fall into the first phases' CPU per answer."""
+    samples = next((p.split(':=', 1)[1] for p in node_params
+                    if p.startswith('reachability_samples:=')),
+                   params.get('reachability_samples', 1))
+    if int(samples) == 0:
+        return
+    deadline = time.monotonic() + timeout_s
+    while 'reachability map published' not in log_path.read_text():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'no reachability map in {timeout_s:g} s; see {log_path}')
+        time.sleep(0.2)
+
+
+def wait_for_kernels(log_path: Path, timeout_s: float = 120.0) -> str:
+    """Wait until the node's solvers run on the path that serves from then on: the last
+    ``solver path:`` line of its log says no longer that compiled kernels load in the
+    background (they are compiled or loaded in a thread of the node, a one-off cost). Returns
+    that line ('' without one), or the line with ``(still loading)`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = [ln for ln in log_path.read_text().splitlines() if 'solver path:' in ln]
+        last = lines[-1].split('solver path:', 1)[1].strip() if lines else ''
+        if 'background' not in last:
+            return last
+        if time.monotonic() > deadline:
+            return f'{last} (still loading)'
+        time.sleep(0.2)
+
+
 def tip_positions(chain, q: np.ndarray) -> np.ndarray:
     """``(n, tips, 3)``: every tip's position [m] at each configuration of ``q`` ``(n, dof)``."""
     return np.stack([chain.fk(q, tip)[..., :3, 3] for tip in chain.tip_links], axis=1)
@@ -450,7 +505,9 @@ def read_trace(path: Path) -> Dict[int, tuple]:
     return answers
 
 
-def run_config(name: str, args, domain: int) -> Dict[str, Any]:
+def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, Any]:
+    """One node (``relay``: the relay of ``relay_node.py`` instead) with config ``name``, every
+    rate of ``args`` in turn; its phases' figures."""
     import ik_node
     config_file = REPO / 'config' / f'{name}.yaml'
     params = read_config(config_file)
@@ -465,37 +522,51 @@ def run_config(name: str, args, domain: int) -> Dict[str, Any]:
                   params['solver'])  # a --node-param solver:=... overrides the config's
     pose = solver != 'analytic_hip_knee' and chain.n >= 6 and not args.points and \
         not several
-    trace_path = args.out / f'trace_{name}.json'
+    kind = 'relay' if relay else 'node'
+    trace_path = args.out / f'trace_{name}_{kind}.json'
     trace_path.unlink(missing_ok=True)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                IK_NODE_TRACE=str(trace_path),
-               PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [os.environ.get(
-                   'PYTHONPATH')] if p]))
-    if args.profile:
+               PYTHONPATH=os.pathsep.join([str(REPO if relay else args.node_repo or REPO)] + [
+                   p for p in [os.environ.get('PYTHONPATH')] if p]))
+    if args.profile and not relay:
         env['IK_NODE_PROFILE'] = str(args.out / f'profile_{name}.pstats')
-    log_path = args.out / f'node_{name}.log'
+    log_path = args.out / f'{kind}_{name}.log'
     with open(log_path, 'w') as node_log:
         extra = [a for p in args.node_param for a in ('-p', p)]
-        proc = subprocess.Popen([sys.executable, str(HERE / 'traced_node.py'), '--ros-args',
-                                 '--params-file', str(config_file), *extra],
-                                cwd=str(REPO), env=env, stdout=node_log,
+        command = [sys.executable, str(HERE / 'relay_node.py'), str(config_file)] if relay \
+            else [sys.executable, str((args.node_repo or REPO) / 'benchmarks' / 'traced_node.py'),
+                  '--ros-args', '--params-file',
+                  str(config_file), *extra]
+        proc = subprocess.Popen(command, cwd=str(REPO), env=env, stdout=node_log,
                                 stderr=subprocess.STDOUT)
-    recorder = Recorder(domain)
-    publisher = Publisher(params['base_link'])
-    result: Dict[str, Any] = {'config': name, 'solver': solver, 'dof': chain.n,
+    try:
+        recorder = Recorder(domain)
+        publisher = Publisher(params['base_link'])
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    result: Dict[str, Any] = {'config': name, 'solver': 'relay' if relay else solver,
+                              'dof': chain.n,
                               'target': f'PoseArray ({len(tips)} tips)' if several else
                               'PoseStamped' if pose else 'PointStamped', 'phases': []}
     raw = []
     try:
         deadline = time.monotonic() + 30
-        while not recorder.ask('count'):
+        while not relay and not recorder.ask('count'):
             if proc.poll() is not None:
                 raise RuntimeError(f'node exited with {proc.returncode}; see {log_path}:\n'
                                    + log_path.read_text()[-2000:])
             if time.monotonic() > deadline:
                 raise RuntimeError(f'no /joint_states from the node in 30 s; see {log_path}')
             time.sleep(0.1)
-        wait_for_answers(chain, publisher, recorder, pose, log_path)
+        if relay:
+            wait_for_relay(chain, publisher, recorder, pose, proc, log_path)
+        else:
+            wait_for_answers(chain, publisher, recorder, pose, log_path)
+            wait_for_map(params, args.node_param, log_path)
+            result['solver_path'] = wait_for_kernels(log_path)
         phases = [(True, args.warmup_rate, 1.0)] + [(False, r, args.duration) for r in args.rates]
         for warm, rate, seconds in phases:
             n = int(rate * seconds)
@@ -643,6 +714,8 @@ def markdown(results) -> str:
                 f'{f("node_cpu_ms_per_answer")} | {f("recorder_cpu_pct", 0)} / '
                 f'{f("publisher_cpu_pct", 0)} | {f("steal_pct", 1)} | '
                 f'{f("load_avg_1min", 1)} |')
+    if results.get('against_relay'):
+        lines += [''] + relay_markdown(results['against_relay'])
     lines += [''] + target_checks.markdown(results['target_checks'])
     return '\n'.join(lines) + '\n'
 
@@ -651,6 +724,8 @@ def checks(results) -> List[Dict[str, Any]]:
     """p99 <= 3 ms at 1 kHz, no growing backlog: medians over the runs of each config."""
     by_config: Dict[tuple, List[Dict[str, Any]]] = {}
     for r in results['configs']:
+        if r.get('solver') == 'relay':
+            continue
         for p in r.get('phases', []):
             if p['rate_hz'] == 1000:
                 by_config.setdefault((r['config'], r['solver'], p['out_of_reach_share']),
@@ -678,6 +753,124 @@ def checks(results) -> List[Dict[str, Any]]:
     return out
 
 
+#: Node CPU per answer may exceed the relay's plus the solve time by this much [ms].
+CPU_OVER_FLOOR_MS = 0.05
+#: e2e p99 target [ms] in phases whose steal stays below STEAL_LIMIT_PCT.
+FLOOR_P99_MS = 1.0
+STEAL_LIMIT_PCT = 1.0
+
+
+def against_relay(results) -> List[Dict[str, Any]]:
+    """Every node phase beside the relay's phase of the same run, config and rate: CPU per
+    answer, e2e latency, answered share and steal, and the node's CPU per answer above the
+    relay's and the solve's."""
+    relays = {(r['config'], r['run']): {p['rate_hz']: p for p in r['phases']}
+              for r in results['configs'] if r.get('solver') == 'relay' and 'error' not in r}
+    out = []
+    for r in results['configs']:
+        if r.get('solver') == 'relay' or 'error' in r:
+            continue
+        floors = relays.get((r['config'], r['run']), {})
+        for p in r['phases']:
+            f = floors.get(p['rate_hz'])
+            if f is None:
+                continue
+
+            def ratio(key, p=p, f=f):
+                a, b = p.get(key), f.get(key)
+                return a / b if a is not None and b else None
+            cpu, floor_cpu, solve = (p.get('node_cpu_ms_per_answer'),
+                                     f.get('node_cpu_ms_per_answer'), p.get('solve_mean_ms'))
+            out.append({
+                'config': r['config'], 'solver': r['solver'], 'target': r['target'],
+                'run': r['run'], 'rate_hz': p['rate_hz'],
+                'out_of_reach_share': p['out_of_reach_share'],
+                'node_cpu_ms_per_answer': cpu, 'relay_cpu_ms_per_answer': floor_cpu,
+                'cpu_ratio': ratio('node_cpu_ms_per_answer'), 'solve_mean_ms': solve,
+                'cpu_over_floor_ms': None if None in (cpu, floor_cpu, solve) else
+                cpu - floor_cpu - solve,
+                'latency_p50_ms': p.get('latency_p50_ms'),
+                'relay_latency_p50_ms': f.get('latency_p50_ms'),
+                'latency_p50_ratio': ratio('latency_p50_ms'),
+                'latency_p99_ms': p.get('latency_p99_ms'),
+                'relay_latency_p99_ms': f.get('latency_p99_ms'),
+                'latency_p99_ratio': ratio('latency_p99_ms'),
+                'sent': p['sent'], 'answered': p['answered'], 'relay_sent': f['sent'],
+                'relay_answered': f['answered'], 'steal_pct': p.get('steal_pct'),
+                'relay_steal_pct': f.get('steal_pct'), 'load_avg_1min': p.get('load_avg_1min')})
+    return out
+
+
+def _joined(values, digits: int = 2) -> str:
+    return ', '.join(f'{v:.{digits}f}' for v in values)
+
+
+def relay_checks(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """At 1 kHz, per config: CPU per answer <= relay's + solve + CPU_OVER_FLOOR_MS (median
+    over runs); no target dropped (leg3, arm6: every run); e2e p99 <= FLOOR_P99_MS in every
+    phase whose steal stays below STEAL_LIMIT_PCT."""
+    by_config: Dict[str, List[Dict[str, Any]]] = {}
+    for row in rows:
+        if row['rate_hz'] == 1000:
+            by_config.setdefault(row['config'], []).append(row)
+    out = []
+    for config, group in by_config.items():
+        over = [g['cpu_over_floor_ms'] for g in group if g['cpu_over_floor_ms'] is not None]
+        if over:
+            median = float(np.median(over))
+            out.append(target_checks.check(
+                f'{config} at 1 kHz: node CPU per answer <= the relay\'s + solve + '
+                f'{CPU_OVER_FLOOR_MS:g} ms (median of {len(over)} run{"s" * (len(over) > 1)})',
+                f'node - relay - solve {median * 1e3:.0f} µs (runs: '
+                f'{", ".join(f"{v * 1e3:.0f}" for v in over)} µs; CPU ratio to the relay '
+                f'{_joined(g["cpu_ratio"] for g in group if g["cpu_ratio"])})',
+                median <= CPU_OVER_FLOOR_MS))
+        if config in ('leg3', 'arm6'):
+            dropped = [g['sent'] - g['answered'] for g in group]
+            out.append(target_checks.check(
+                f'{config} at 1 kHz: no target dropped (every run)',
+                f'unanswered per run: {", ".join(str(d) for d in dropped)} of '
+                f'{group[0]["sent"]}', all(d == 0 for d in dropped)))
+        calm = [g for g in group if g['steal_pct'] is not None and
+                g['steal_pct'] < STEAL_LIMIT_PCT and g['latency_p99_ms'] is not None]
+        out.append(target_checks.check(
+            f'{config} at 1 kHz: e2e p99 <= {FLOOR_P99_MS:g} ms where steal < '
+            f'{STEAL_LIMIT_PCT:g} %',
+            'no phase with steal below the limit' if not calm else
+            f'p99 {_joined(g["latency_p99_ms"] for g in calm)} ms (steal '
+            f'{_joined((g["steal_pct"] for g in calm), 1)} %)',
+            None if not calm else all(g['latency_p99_ms'] <= FLOOR_P99_MS for g in calm)))
+    return out
+
+
+def relay_markdown(rows: List[Dict[str, Any]]) -> List[str]:
+    """The node against the relay of the same run, as a markdown section."""
+    lines = ['## The node against the relay (same run, same executor, QoS and message types)',
+             '', 'relay: benchmarks/relay_node.py answers every target message with one '
+             'JointState (the names the node publishes), no solve. **CPU over floor**: node CPU '
+             'per answer - relay CPU per answer - the mean solve time of the answered targets.',
+             '', '| config | run | rate Hz | node / relay CPU ms per answer | CPU ratio | '
+             'solve mean ms | CPU over floor ms | e2e p50 node / relay ms | p50 ratio | '
+             'e2e p99 node / relay ms | p99 ratio | answered node / relay of sent | '
+             'steal node / relay % | load |', '|---|---|---|---|---|---|---|---|---|---|---|---|'
+             '---|---|']
+
+    def f(v, d=3):
+        return '-' if v is None else f'{v:.{d}f}'
+    for g in rows:
+        lines.append(
+            f'| {g["config"]} | {g["run"]} | {g["rate_hz"]:g} | '
+            f'{f(g["node_cpu_ms_per_answer"])} / {f(g["relay_cpu_ms_per_answer"])} | '
+            f'{f(g["cpu_ratio"], 2)} | {f(g["solve_mean_ms"])} | {f(g["cpu_over_floor_ms"])} | '
+            f'{f(g["latency_p50_ms"], 2)} / {f(g["relay_latency_p50_ms"], 2)} | '
+            f'{f(g["latency_p50_ratio"], 2)} | {f(g["latency_p99_ms"], 2)} / '
+            f'{f(g["relay_latency_p99_ms"], 2)} | {f(g["latency_p99_ratio"], 2)} | '
+            f'{g["answered"]} / {g["relay_answered"]} of {g["sent"]} | '
+            f'{f(g["steal_pct"], 1)} / {f(g["relay_steal_pct"], 1)} | '
+            f'{f(g["load_avg_1min"], 1)} |')
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--configs', nargs='+', default=['leg3', 'arm6'],
@@ -695,6 +888,12 @@ def main(argv=None) -> int:
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of every config (a fresh node each); the target checks use the '
                          'median')
+    ap.add_argument('--no-relay', dest='relay', action='store_false',
+                    help='skip the relay (relay_node.py: the same executor, QoS and message '
+                         'types, no solve) that each node run is compared with')
+    ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
+                    help='run the node (not the relay) from another checkout of ik_node, e.g. '
+                         'to compare two versions in one session (default: this one)')
     ap.add_argument('--label', default='', help='free text recorded in the results')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
                     help='extra node parameter (repeatable), e.g. reachability_samples:=0')
@@ -721,17 +920,23 @@ def main(argv=None) -> int:
     try:
         for run in range(1, args.repeat + 1):
             for name in args.configs:
-                log(f'run {run}: starting the node with config/{name}.yaml')
-                try:
-                    result = run_config(name, args, domain)
-                except Exception as exc:
-                    log(f'[{name}] failed: {exc}')
-                    result = {'config': name, 'error': str(exc)}
-                result['run'] = run
-                results['configs'].append(result)
+                # node and relay interleaved, the order alternating from run to run
+                kinds = [False, True] if args.relay else [False]
+                for relay in (kinds if run % 2 else kinds[::-1]):
+                    what = 'the relay' if relay else 'the node'
+                    log(f'run {run}: starting {what} with config/{name}.yaml')
+                    try:
+                        result = run_config(name, args, domain, relay)
+                    except Exception as exc:
+                        log(f'[{name}] failed: {exc}')
+                        result = {'config': name, 'error': str(exc),
+                                  **({'solver': 'relay'} if relay else {})}
+                    result['run'] = run
+                    results['configs'].append(result)
     finally:
         rclpy.try_shutdown() if hasattr(rclpy, 'try_shutdown') else rclpy.shutdown()
-    results['target_checks'] = checks(results)
+    results['against_relay'] = against_relay(results)
+    results['target_checks'] = checks(results) + relay_checks(results['against_relay'])
     (args.out / f'{args.stem}.json').write_text(json.dumps(results, indent=1))
     (args.out / f'{args.stem}.md').write_text(markdown(results))
     log(f'wrote {args.out / f"{args.stem}.json"} and {args.out / f"{args.stem}.md"}')

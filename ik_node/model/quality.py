@@ -26,6 +26,7 @@ Imports numpy only (and ik_node's chain).
 from __future__ import annotations
 
 import math
+from operator import mul
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -262,6 +263,86 @@ def fragility_report(chain: Chain, q, tips: Sequence[str], position_only: bool,
     if nearest.near_limit:
         why += fragility_reasons(nearest)[-1:]
     return values, ', '.join(why)
+
+
+def is_fragile(chain: Chain, q: np.ndarray, tips: Sequence[str], position_only: bool,
+               singular_threshold: float = DEFAULT_SINGULAR_THRESHOLD,
+               limit_threshold: float = DEFAULT_LIMIT_THRESHOLD) -> bool:
+    """True when :func:`fragility_report` would name a reason (its second value is not empty),
+    decided without its SVD where plain floats settle it.
+
+    The node decides OK or WARN for every reached solve; the key-values (and so the SVD) are
+    needed only for the statuses that go out. Per tip: the nearest limit in floats, then the
+    singular values' test as a Cholesky factorisation of ``J Jᵀ - s² I`` (positive definite
+    exactly when every singular value exceeds ``s``), with ``s`` the threshold raised by
+    :data:`CLEAR_MARGIN` and :data:`GRAM_ROUNDING` so that rounding cannot clear a solution the
+    SVD would call near singular. A tip the test does not clear (near singular, a task rank
+    below its rows, fewer joints than rows) is measured by :func:`fragility_report`'s SVD.
+
+    Args:
+        q: the checked solution (finite floats, one per joint of ``chain``) [rad or m].
+
+    Raises:
+        ChainError: a tip is not a tip of ``chain``.
+    """
+    q_list = q.tolist()
+    s2 = (float(singular_threshold) * CLEAR_MARGIN) ** 2
+    for tip in tips:
+        plan = _tip_plan(chain, tip, position_only)
+        _, joints, rows, rank, lower, upper, names, path_kinematics = plan
+        if _nearest_gap(q_list, joints, lower, upper, names)[0] < limit_threshold:
+            return True
+        if singular_threshold <= 0.0:
+            continue  # no singular value is below 0
+        if path_kinematics is not None and rank == rows <= len(joints):
+            q_path = [q_list[i] for i in joints]
+            J = path_kinematics.position_jacobian(q_path)[1] if rows == 3 else \
+                path_kinematics.pose_jacobian(q_path)[2]
+            if _gram_clears(J, s2):
+                continue
+        if _measure(chain, q, plan, singular_threshold, limit_threshold).near_singular:
+            return True
+    return False
+
+
+#: :func:`is_fragile` clears a tip whose smallest singular value is above the threshold times
+#: this: far beyond the rounding of ``J Jᵀ``, so it decides as the SVD does.
+CLEAR_MARGIN = 1.0 + 1e-6
+#: ... and whose ``J Jᵀ`` keeps every eigenvalue this share of its trace above the squared
+#: threshold: a threshold near 0 is left to the SVD, whose singular values are exact to the
+#: rounding of ``J`` (the Gram matrix's only to the square root of it).
+GRAM_ROUNDING = 1e-12
+
+
+def _gram_clears(J: Sequence[Sequence[float]], s2: float) -> bool:
+    """True if ``J Jᵀ - (s2 + GRAM_ROUNDING trace(J Jᵀ)) I`` is positive definite: every
+    singular value of ``J`` above ``sqrt(s2)`` beyond rounding. Its Cholesky factorisation in
+    plain floats, ``J`` a few rows of a few joints."""
+    diagonal = [sum(map(mul, row, row)) for row in J]
+    s2 += GRAM_ROUNDING * sum(diagonal)
+    if len(J) == 3:  # position rows: the LDLᵀ pivots, unrolled
+        a, b, c = J
+        d0 = diagonal[0] - s2
+        if not d0 > 0.0:
+            return False
+        g10, g20 = sum(map(mul, b, a)), sum(map(mul, c, a))
+        d1 = diagonal[1] - s2 - g10 * g10 / d0
+        if not d1 > 0.0:
+            return False
+        g21 = sum(map(mul, c, b)) - g20 * g10 / d0
+        return diagonal[2] - s2 - g20 * g20 / d0 - g21 * g21 / d1 > 0.0
+    L: List[List[float]] = []
+    for i, row_i in enumerate(J):
+        L_i: List[float] = []
+        for j in range(i):
+            L_j = L[j]
+            L_i.append((sum(map(mul, row_i, J[j])) - sum(map(mul, L_i, L_j))) / L_j[j])
+        value = diagonal[i] - sum(map(mul, L_i, L_i)) - s2
+        if not value > 0.0:
+            return False
+        L_i.append(math.sqrt(value))
+        L.append(L_i)
+    return True
 
 
 def fragility_reasons(quality: SolutionQuality) -> List[str]:

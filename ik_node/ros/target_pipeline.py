@@ -133,7 +133,7 @@ class TargetPipeline:
         lookup = self._inputs.frame_lookup(base_link)
         placed: Dict[Optional[str], TargetInBase] = {}
         refused_stamps = set()
-        max_distance = float(self._node.get_parameter(planar_targets.PARAM).value)
+        max_distance = None  # read once, for the first point target on a planar chain
         for tip, target in targets.items():
             if target.index is not None and target.stamp in refused_stamps:
                 continue
@@ -156,6 +156,8 @@ class TargetPipeline:
             moved = 0.0
             plane = self._planes.get(tip or tip_link)
             if quat is None and plane is not None:
+                if max_distance is None:
+                    max_distance = float(self._node.get_parameter(planar_targets.PARAM).value)
                 p, moved = planar_targets.onto_plane(p, plane, max_distance)
             placed[tip] = TargetInBase(target, p, quat, moved)
         return {tip: t for tip, t in placed.items()

@@ -147,7 +147,7 @@ class TargetInBase:
 def stamps_of(targets: Iterable[Target]) -> str:
     """The stamps naming ``targets`` in a status, comma-separated, each once (the targets of
     one ``~/target_poses`` message share theirs)."""
-    return ','.join(dict.fromkeys(t.stamp_text for t in targets))
+    return ','.join(stamp_text(stamp) for stamp in dict.fromkeys(t.stamp for t in targets))
 
 
 def target_in_base(target: Target, chain: Chain, q: np.ndarray,

@@ -236,3 +236,60 @@ def test_fragility_report_gives_solution_qualitys_measures(robot, tips, mixed):
         assert (f'from its {side} limit' in why) == near_limit
         if near_limit:
             assert why.split(', ')[-1].startswith(f'{joint} ')
+
+
+@pytest.mark.parametrize('robot, tips', [
+    ('leg3', ['foot']), ('arm6', ['tool0']), ('planar4', ['tip']),
+    ('twin_arm', ['left_hand', 'right_hand']),
+    ('quad12', ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot']), ('mixed', ['tool'])])
+def test_is_fragile_gives_fragility_reports_verdict(robot, tips, mixed):
+    """is_fragile decides as fragility_report's reason does: on random configurations, at and
+    past limits, at singular ones (a joint at 0: straight knees and elbows), with the singular
+    threshold at the smallest singular value itself and just above it."""
+    from ik_node.model.quality import fragility_report, is_fragile
+    chain = mixed if robot == 'mixed' else Chain.from_urdf_file(
+        REPO / 'urdf' / f'{robot}.urdf', 'base_link', tips if len(tips) > 1 else tips[0])
+    rng = np.random.default_rng(5)
+    verdicts = set()
+    for trial in range(80):
+        q = _random_q(chain, rng)
+        if trial % 4 == 1:  # at or past a limit
+            i = int(rng.integers(chain.n))
+            if math.isfinite(chain.upper[i]):
+                q[i] = chain.upper[i] + rng.choice([0.0, 0.01, -0.01])
+        if trial % 4 == 2:  # singular: a joint straight
+            q[int(rng.integers(chain.n))] = 0.0
+            q = chain.clip(q)
+        position_only = bool(trial % 2)
+        singular, limit = [(0.01, 0.05), (0.0, 0.0), (0.3, 0.0), (0.05, 0.1)][trial % 4]
+        if trial % 8 == 3:  # the threshold at the tip's smallest singular value, and above
+            sigma = float(fragility_report(chain, q, tips, position_only, 1.0, 0.0)[0][
+                'min_singular_value'])
+            quality = solution_quality(chain, q, tips[0], position_only=position_only or None)
+            singular = quality.min_singular_value * (1.0 + 1e-12 * (trial % 16 == 3)) \
+                if len(tips) == 1 else sigma
+        expected = fragility_report(chain, q, tips, position_only, singular, limit)[1] != ''
+        assert is_fragile(chain, q, tips, position_only, singular, limit) == expected, \
+            (trial, q.tolist(), singular, limit)
+        verdicts.add(expected)
+    assert verdicts == {True, False}  # both verdicts were tested
+
+
+@pytest.mark.parametrize('robot, tips', [('leg3', ['foot']), ('arm6', ['tool0']),
+                                         ('quad12', ['FL_foot', 'RR_foot'])])
+def test_is_fragile_at_a_singular_configuration_with_tiny_thresholds(robot, tips):
+    """At a singular configuration (a knee or elbow straight) the smallest singular value is
+    near rounding; is_fragile gives the SVD's verdict with thresholds from 1e-14 to 0.1."""
+    from ik_node.model.quality import fragility_report, is_fragile
+    chain = Chain.from_urdf_file(REPO / 'urdf' / f'{robot}.urdf', 'base_link',
+                                 tips if len(tips) > 1 else tips[0])
+    q = chain.clip(np.full(chain.n, 0.4))
+    for name in chain.joint_names:
+        if 'knee' in name or name == 'elbow':
+            q[chain.joint_names.index(name)] = 0.0
+    q = chain.clip(q)
+    for position_only in (True, False):
+        for singular in (1e-14, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 0.1):
+            expected = fragility_report(chain, q, tips, position_only, singular, 0.0)[1] != ''
+            assert is_fragile(chain, q, tips, position_only, singular, 0.0) == expected, \
+                (position_only, singular)

@@ -1,6 +1,7 @@
 """Smoke test of the node latency benchmark: a short half-out-of-reach run matches every answer
 to its target by stamp (the traced node's pairs agree with /diagnostics), for targets in reach
-and out of reach. No timing is asserted (the machine is shared)."""
+and out of reach, and runs the relay beside the node, compared phase by phase. No timing is
+asserted (the machine is shared)."""
 
 import json
 import subprocess
@@ -22,8 +23,17 @@ def test_short_half_out_of_reach_run_times_answers_in_and_out_of_reach(tmp_path)
         capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((tmp_path / 'node_latency.json').read_text())
-    [config] = results['configs']
+    [config] = [r for r in results['configs'] if r['solver'] != 'relay']
+    [relay] = [r for r in results['configs'] if r['solver'] == 'relay']
     [phase] = config['phases']
+    [floor] = relay['phases']
+    # the relay answers the same stream, every answer matched by stamp through its trace
+    assert floor['sent'] == 400 and floor['answered'] > 0 and floor['answers_not_received'] == 0
+    [row] = results['against_relay']
+    assert row['node_cpu_ms_per_answer'] > 0 and row['relay_cpu_ms_per_answer'] > 0
+    assert row['cpu_ratio'] == pytest.approx(row['node_cpu_ms_per_answer'] /
+                                             row['relay_cpu_ms_per_answer'])
+    assert row['solve_mean_ms'] > 0
     assert phase['sent'] == 400 and phase['sent_out_of_reach'] == 200
     assert phase['answered_out_of_reach'] > 0 and phase['answered'] > phase['answered_out_of_reach']
     assert phase['reported_reached_out_of_reach'] == 0  # pushed beyond the summed bone lengths
@@ -32,5 +42,8 @@ def test_short_half_out_of_reach_run_times_answers_in_and_out_of_reach(tmp_path)
     for kind in ('', 'in_reach_', 'out_of_reach_'):
         assert phase[f'{kind}latency_p99_ms'] is not None
         assert phase[f'{kind}node_side_p50_ms'] > 0.0
-    assert (tmp_path / 'trace_leg3.json').is_file()
-    assert '| leg3 | analytic_hip_knee |' in (tmp_path / 'node_latency.md').read_text()
+    assert (tmp_path / 'trace_leg3_node.json').is_file()
+    assert (tmp_path / 'trace_leg3_relay.json').is_file()
+    text = (tmp_path / 'node_latency.md').read_text()
+    assert '| leg3 | analytic_hip_knee |' in text and '| leg3 | relay |' in text
+    assert 'The node against the relay' in text

@@ -22,7 +22,7 @@ from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.model.quality import fragility_report
+from ik_node.model.quality import fragility_report, is_fragile
 from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, diagnostic_array,
                                                diagnostic_status, error_values, result_level,
                                                result_summary, result_values, tip_level,
@@ -198,9 +198,9 @@ class StatusReports:
         tip answers (``report.tip_stamps``).
 
         The fragility measures (a Jacobian and its SVD) and the reachability map distance are
-        computed once, and only when needed: the measures at once for a reached target (they
-        decide OK or WARN), otherwise when the status is built; most statuses of a fast stream
-        never are.
+        computed once, and only when the status is built; most statuses of a fast stream never
+        are. A reached target's OK or WARN is decided for every solve by
+        :func:`~ik_node.model.quality.is_fragile` (the same verdict, mostly without the SVD).
         """
         graph, reach, skipped = self._graph, self._reach, self._targets.skipped
         chain, result, guard = report.chain, report.result, report.guard
@@ -208,12 +208,11 @@ class StatusReports:
         tips = [tip or chain.tip_link for tip in placed]
         position_only = result.orientation_ignored or \
             all(quat is None for _, quat in placed.values())
-        extra = node_values(report)
         measured: Dict[str, Any] = {}
 
         def measures() -> Dict[str, Any]:
             if not measured:
-                values = dict(extra)
+                values = node_values(report)
                 try:
                     quality, fragile = fragility_report(
                         chain, report.q, tips, position_only, graph.singular_threshold,
@@ -230,8 +229,17 @@ class StatusReports:
                 measured.update(values=values, fragile=fragile)
             return measured
 
+        def fragile() -> bool:  # OK or WARN: without the SVD where floats settle it
+            if not measured:
+                try:
+                    return is_fragile(chain, report.q, tips, position_only,
+                                      graph.singular_threshold, graph.limit_margin_threshold)
+                except Exception:  # measures() reports why
+                    pass
+            return bool(measures()['fragile'])
+
         level = result_level(result)
-        if level == OK and measures()['fragile']:
+        if level == OK and fragile():
             level = WARN
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
@@ -241,7 +249,7 @@ class StatusReports:
             text = result_summary(result, report.solver)
             if report.projected_m is not None:
                 text += (f"; point target projected onto the chain's plane (moved "
-                         f"{float(extra['planar_projection_m']):.3g} m)")
+                         f"{float(f'{report.projected_m:.4g}'):.3g} m)")
             fragile = measures()['fragile']
             text = f'{text}; fragile: {fragile}' if fragile else text
             return f'{guard.message}; {text}' if guarded else text

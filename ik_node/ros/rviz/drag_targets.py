@@ -87,11 +87,12 @@ class DragTargets:
         for tip in report.targets if not config.branched else report.standing:
             name = tip or config.tip_link
             server.set_reached(name, tips[name].reachable if name in tips else result.reachable)
-        snap = self._node.get_parameter('target_marker.snap_on_release').value
+        if not self._released:
+            return
         for tip, placed in report.targets.items():
             if self._released.get(tip) is placed.target:
                 del self._released[tip]
-                if snap:
+                if self._node.get_parameter('target_marker.snap_on_release').value:
                     T = chain.fk(q, tip or config.tip_link)
                     server.snap(tip or config.tip_link, T[:3, 3],
                                 quat_xyzw_from_rotation(T[:3, :3]))

@@ -20,7 +20,7 @@ from ik_node.ros.rviz import markers
 from ik_node.ros.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
-                                   fragility_reasons, tip_quality)
+                                   fragility_reasons, is_fragile, tip_quality)
 
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -33,6 +33,7 @@ class MarkerOutput:
         self._node, self._send = node, send
         self._pub = node.create_publisher(MarkerArray, '~/markers', LATCHED_QOS)
         self._envelope: Optional[markers.Envelope] = None
+        self._envelope_markers: list = []  # built once per envelope, restamped per array
         self._lock = threading.Lock()
         self._held: Optional[tuple] = None
         self._sizes = markers.Sizes()
@@ -53,12 +54,23 @@ class MarkerOutput:
         self._sizes = markers.sizes_of(chain)
         stamp = self._stamp()
         out = list(markers.delete_all(frame, stamp)) if reset else []
-        out += markers.envelope_markers(frame, stamp, self._envelope)
+        self._envelope_markers = list(markers.envelope_markers(frame, stamp, self._envelope))
+        out += self._envelope_markers
         self._send(self._pub, markers.marker_array(out))
+
+    def _envelope_now(self, frame: str, stamp) -> list:
+        """The envelope's markers stamped ``stamp`` (the same for every array of a chain:
+        built in :meth:`envelope`, only their stamp set here)."""
+        if not self._envelope_markers or self._envelope_markers[0].header.frame_id != frame:
+            self._envelope_markers = list(markers.envelope_markers(frame, stamp,
+                                                                   self._envelope))
+        for marker in self._envelope_markers:
+            marker.header.stamp = stamp
+        return list(self._envelope_markers)
 
     def clear(self, frame: str) -> None:
         """Delete every marker (no chain)."""
-        self._envelope = None
+        self._envelope, self._envelope_markers = None, []
         self._send(self._pub, markers.marker_array(markers.delete_all(frame, self._stamp())))
 
     def hold(self, report: SolveReport) -> None:
@@ -99,7 +111,7 @@ class MarkerOutput:
         """
         stamp = self._stamp()
         sizes = self._sizes
-        out = list(markers.envelope_markers(frame, stamp, self._envelope))
+        out = self._envelope_now(frame, stamp)
         tips_T: Dict[str, np.ndarray] = chain.fk_tips(result.joint_positions)
         position_only = result.orientation_ignored or \
             all(quat is None for _, quat in placed.values())
@@ -132,8 +144,11 @@ class MarkerOutput:
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
         """A reached tip's singularity warning, as the node's WARN words it (a joint near its
-        limit has its own label by its ring: said once)."""
+        limit has its own label by its ring: said once); measured only when
+        :func:`~ik_node.model.quality.is_fragile` says there is a reason."""
         try:
+            if not is_fragile(chain, q, [tip], position_only, *self._thresholds):
+                return []
             quality = tip_quality(chain, q, tip, position_only, *self._thresholds)
             return fragility_reasons(quality)[:1] if quality.near_singular else []
         except Exception as exc:  # a picture never fails a solve

@@ -35,7 +35,8 @@ from visualization_msgs.msg import Marker
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.ros.rviz.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
                                        delete_all, deleted, marker_array, new_marker, place,
-                                       plane_basis, point_msg, quat_xyzw_z_onto, ramp)
+                                       plane_basis, point_msg, points_msg, quat_xyzw_z_onto,
+                                       ramp)
 
 GREEN = (0.1, 0.8, 0.2, 0.55)
 RED = (0.9, 0.1, 0.1, 0.55)
@@ -330,8 +331,9 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
     for j, joint in enumerate(chain.joints):
         origin = frames[j, :3, 3]
         axis = frames[j, :3, :3] @ joint.axis
-        nested = sum(1 for o in origins if np.linalg.norm(o - origin) < radius0)
-        origins.append(origin)
+        xyz = origin.tolist()  # plain floats: numpy's per-call cost dominates a 3-vector
+        nested = sum(1 for o in origins if math.dist(o, xyz) < radius0)
+        origins.append(xyz)
         lo, hi = float(chain.lower[j]), float(chain.upper[j])
         limited = math.isfinite(lo) and math.isfinite(hi) and hi > lo
         gap, side = (min((q[j] - lo, 'lower'), (hi - q[j], 'upper')) if limited
@@ -342,7 +344,7 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
         ring = new_marker(frame_id, stamp, RING_ID + j, Marker.LINE_STRIP, (r, g, b, 1.0))
         ring.scale.x = sizes.line_width * (1.6 if near else 0.8)
         radius = radius0 * (1.0 + 0.45 * nested) * (NEAR_LIMIT_GROWTH if near else 1.0)
-        ring.points = [point_msg(p) for p in circle_points(origin, axis, radius)]
+        ring.points = points_msg(circle_points(origin, axis, radius))
         out.append(ring)
         if near:
             label = new_marker(frame_id, stamp, JOINT_LABEL_ID + j, Marker.TEXT_VIEW_FACING,

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Where the node's CPU per answer goes: its target callback called in-process, no DDS in.
+
+Builds ``IkNode`` with ``config/<config>.yaml`` (rclpy initialised, a private domain) and calls
+its own subscription callback (``~/target_point``, ``~/target_pose`` on 6-joint chains, or
+``~/target_poses`` for several tips) with the messages of ``bench_node_latency.py``'s smooth
+path, stamped as they go, the node's timer run every 100 answers. Reports the CPU per answer
+(``time.process_time``), the solver's own time, and the CPU of each part of the path
+(pipeline, solution publish, status, markers, interactive markers) counted by wrappers; with
+``--profile``, cProfile's table of the same loop instead (the profiler slows it: use the
+table's shares, not its times). Publishing goes to DDS as in the node (nobody subscribes).
+
+Usage::
+
+    python benchmarks/profile_node_answer.py --configs leg3 arm6 quad12 --n 3000
+    python benchmarks/profile_node_answer.py --configs quad12 --profile --sort tottime
+    python benchmarks/profile_node_answer.py --node-repo ../main   # another checkout's node
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+import numpy as np  # noqa: E402
+
+from bench_node_latency import read_config, tip_positions, trajectory  # noqa: E402
+
+#: The node's parts timed by wrappers: attribute of IkNode, method.
+PARTS = (('_pipeline', 'prepare'), ('_pipeline', 'solve'), ('_solution', 'publish'),
+         ('_status', 'solve'), ('_markers', 'publish_held'), ('_drag', 'show'))
+
+
+def messages(chain, params, n: int):
+    """``(topic, messages)``: ``n`` targets of the smooth path at 1 kHz, as the benchmark
+    sends them."""
+    import transforms3d
+    from geometry_msgs.msg import PointStamped, Pose, PoseArray, PoseStamped
+    q = trajectory(chain, n, 1000.0, 1.0)
+    out = []
+    if len(chain.tip_links) > 1:
+        for feet in tip_positions(chain, q):
+            msg = PoseArray()
+            for p in feet:
+                pose = Pose()
+                pose.position.x, pose.position.y, pose.position.z = (float(v) for v in p)
+                pose.orientation.w = 0.0
+                msg.poses.append(pose)
+            out.append(msg)
+        topic = 'target_poses'
+    elif params['solver'] != 'analytic_hip_knee' and chain.n >= 6:
+        for T in chain.fk(q):
+            msg = PoseStamped()
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = \
+                (float(v) for v in T[:3, 3])
+            o = msg.pose.orientation
+            o.x, o.y, o.z, o.w = (float(v) for v in np.roll(
+                transforms3d.quaternions.mat2quat(T[:3, :3]), -1))
+            out.append(msg)
+        topic = 'target_pose'
+    else:
+        for T in chain.fk(q):
+            msg = PointStamped()
+            msg.point.x, msg.point.y, msg.point.z = (float(v) for v in T[:3, 3])
+            out.append(msg)
+        topic = 'target_point'
+    for msg in out:
+        msg.header.frame_id = params['base_link']
+    return topic, out
+
+
+def run(name: str, n: int, profile: bool, sort: str) -> None:
+    from ik_node.ros.node import IkNode
+    config_file = REPO / 'config' / f'{name}.yaml'
+    params = read_config(config_file)
+    node = IkNode(cli_args=['--ros-args', '--params-file', str(config_file)])
+    try:
+        chain = node._model.chain
+        topic, msgs = messages(chain, params, n + 200)
+        callback = next(s.callback for s in node.subscriptions
+                        if s.topic_name == f'/{node.get_name()}/{topic}')
+        spent = {}
+
+        def timed(owner, method, key):
+            inner = getattr(owner, method)
+
+            def wrapper(*args, **kwargs):
+                t = time.process_time()
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    spent[key] = spent.get(key, 0.0) + time.process_time() - t
+            setattr(owner, method, wrapper)
+        solve_s = []
+        solve = node._pipeline.solve
+
+        def solve_timed(model, job):
+            result = solve(model, job)
+            solve_s.append(result.solve_time)
+            return result
+        node._pipeline.solve = solve_timed
+        if not profile:
+            for attr, method in PARTS:
+                timed(getattr(node, attr), method, f'{attr[1:]}.{method}')
+        sent = {'statuses': 0, 'marker arrays': 0}
+
+        def counted(owner, key):
+            inner = owner._send
+
+            def send(publisher, msg):
+                sent[key] += 1
+                return inner(publisher, msg)
+            owner._send = send
+        counted(node._status._out, 'statuses')
+        counted(node._markers, 'marker arrays')
+
+        def feed(batch):
+            for k, msg in enumerate(batch):
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
+                                                                        1_000_000_000)
+                callback(msg)
+                if k % 100 == 99:
+                    node._on_timer()
+        feed(msgs[:200])  # warm-up
+        spent.clear()
+        solve_s.clear()
+        sent.update({key: 0 for key in sent})
+        profiler = None
+        if profile:
+            import cProfile
+            profiler = cProfile.Profile()
+            profiler.enable()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        feed(msgs[200:])
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        if profiler is not None:
+            import pstats
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats(sort).print_stats(40)
+        # the solve's CPU where the parts are timed, else the solver's own (wall) time
+        mean_solve = spent['pipeline.solve'] / n if 'pipeline.solve' in spent else \
+            float(np.mean(solve_s)) if solve_s else float('nan')
+        import ik_node
+        checkout = Path(ik_node.__file__).parents[1].name
+        print(f'{name} ({checkout}): {n} answers in {wall:.2f} s: CPU {cpu / n * 1e3:.4f} ms '
+              'per answer, '
+              f'solve {mean_solve * 1e3:.4f} ms mean ({len(solve_s)} solves); CPU less solve '
+              f'{(cpu / n - mean_solve) * 1e3:.4f} ms; {sent["statuses"]} statuses, '
+              f'{sent["marker arrays"]} marker arrays; load {os.getloadavg()[0]:.1f}')
+        for key, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+            print(f'  {key:<24} {seconds / n * 1e3:.4f} ms per answer')
+    finally:
+        node.destroy_node()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--configs', nargs='+', default=['leg3', 'arm6', 'quad12'])
+    ap.add_argument('--n', type=int, default=3000, help='answers timed per config')
+    ap.add_argument('--profile', action='store_true', help='cProfile table instead of parts')
+    ap.add_argument('--sort', default='cumulative', help='cProfile sort key')
+    ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
+                    help='import ik_node from another checkout (default: this one)')
+    args = ap.parse_args(argv)
+    if args.node_repo is not None:
+        sys.path.insert(0, str(args.node_repo.resolve()))
+    os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(201, 230))
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    import rclpy
+    rclpy.init()
+    try:
+        for name in args.configs:
+            run(name, args.n, args.profile, args.sort)
+    finally:
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
