@@ -44,7 +44,8 @@ def test_json_solution_puts_the_foot_on_the_target(solver):
     chain = Chain.from_urdf_file(REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot')
     target = chain.fk(np.array([0.4, 0.5, -1.1]))[:3, 3]
     proc = run('--urdf', 'urdf/leg3.urdf', '--base', 'base_link', '--tip', 'foot',
-               '--solver', solver, '--param', 'position_tolerance=1e-6', '--param', 'timeout=10',
+               '--solver', solver, '--param', 'position_tolerance=1e-6',
+               *(() if solver == 'analytic_hip_knee' else ('--param', 'timeout=10')),
                '--target', *map(str, target), '--json')
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
