@@ -7,7 +7,8 @@ phase; only the others go to GJK (:mod:`ik_node.collision.check`).
 
 Kinematics and gaps of one configuration run in one numba kernel where numba is installed
 (``IK_NODE_NO_NUMBA=1`` turns it off), else in numpy; the same numpy code serves batches of
-configurations (the pair table's sampling).
+configurations (the pair table's sampling). The kernel takes arrays and scalars (numba compiles
+no objects of ours), so its parameter list is long.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """The solver contract: what a solver implements, the result type and the honest wrap around a
 solve.
 
+Why one file of this size: the wrap (input checks, timing, measuring the answer, limits, nearest
+turns, independent legs, the collision hook) is the contract every solver relies on, read in one
+place.
+
 The result types are in :mod:`~ik_node.solvers.results`, the input checks in
 :mod:`~ik_node.solvers.input_checks`, the parameter specs in :mod:`~ik_node.solvers.params`.
 

@@ -2,7 +2,8 @@
 
 Why one file of this size: numba compiles a kernel with the helper functions it calls, and
 caches them together, when they live in one module; the kernel mirrors the Python descent of
-:mod:`.descent` step for step, so the two are read side by side.
+:mod:`.descent` step for step, so the two are read side by side. A numba kernel takes arrays and
+scalars, not the frozen problem objects of the Python path, so its parameter lists are long.
 
 A descent on a serial chain runs its iterations here, for a pose (6D) and for a position
 target: the same FK, error, normal equations ``J^T W J`` (or, position only with six joints or
