@@ -13,7 +13,7 @@ from ik_node import Chain
 from ik_node.model.chain import chain_lengths
 from ik_node.solvers.out_of_reach import closest_pose
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
+from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module
@@ -166,8 +166,8 @@ def test_search_stops_as_soon_as_its_rule_allows_and_counts_its_descents():
     seed = [0.3, 0.3, 0.3, 0.3]
 
     def run(bound):
-        return search.search(target, seed, Budget(3600.0), 1000, 100, 1e-9, 1e-6, bound,
-                             random.Random(0))
+        return search.search(target, seed, Budget(3600.0), SearchLimits(1000, 100, 1e-9, 1e-6),
+                             bound, random.Random(0))
     # A tight proven bound: the first descent reaching it ends the search.
     tight = run(bound)
     assert (tight.stop, tight.descents) == ('proven', 1)
@@ -189,8 +189,8 @@ def test_a_closest_pose_pressed_against_limits_needs_a_random_start_to_confirm_i
     chain = load('leg3')
     search = search_of(chain)
     target = [0.08, -0.08, 0.38]
-    found = search.search(target, [0.3, 0.3, 0.3], Budget(3600.0), 1000, 100, 1e-9, 1e-6,
-                          None, random.Random(0))
+    found = search.search(target, [0.3, 0.3, 0.3], Budget(3600.0),
+                          SearchLimits(1000, 100, 1e-9, 1e-6), None, random.Random(0))
     assert found.stop == 'confirmed' and found.pressed
     assert found.descents >= 4  # the seed's, the two stretched mid configurations', a random
     best = min(search.descend(target, rng_q.tolist(), Budget(3600.0), 500, 1e-9).error

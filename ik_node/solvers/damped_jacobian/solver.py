@@ -57,7 +57,7 @@ from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candid
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.numerics.null_space import centring_terms
-from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
+from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, search_outcome
@@ -417,10 +417,11 @@ class DampedJacobianSolver(Solver):
         solve's iterations and restarts."""
         params = self.params
         tolerance = params['position_tolerance']
-        return self._closest.search(
-            p_target.tolist(), q, budget, params['max_iterations'] - iterations,
-            params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance, tolerance,
-            min_residual, random.Random(params['restart_seed']), history)
+        limits = SearchLimits(params['max_iterations'] - iterations,
+                              params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance,
+                              tolerance)
+        return self._closest.search(p_target.tolist(), q, budget, limits, min_residual,
+                                    random.Random(params['restart_seed']), history)
 
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:

@@ -52,7 +52,7 @@ from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priori
                                                  split_by_proof)
 from ik_node.solvers.trees.residuals import TipPath
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.out_of_reach.closest_pose import ClosestPose
+from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
@@ -306,10 +306,10 @@ class FabrikSolver(Solver):
             return raw
         params = self.params
         tolerance = params['position_tolerance']
-        found = self._closest.search(
-            p_target.tolist(), q.tolist(), budget, params['max_iterations'] - iterations,
-            params['restarts'], _TOLERANCE_MARGIN * tolerance, tolerance, bound,
-            random.Random(0), history)
+        limits = SearchLimits(params['max_iterations'] - iterations, params['restarts'],
+                              _TOLERANCE_MARGIN * tolerance, tolerance)
+        found = self._closest.search(p_target.tolist(), q.tolist(), budget, limits, bound,
+                                     random.Random(0), history)
         iterations += found.iterations
         restarts = max(found.descents - 1, 0)
         status, message = search_outcome(found, self.chain.joint_names, iterations, restarts,

@@ -75,7 +75,7 @@ import math
 import random
 from dataclasses import dataclass
 from operator import mul
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
@@ -124,6 +124,15 @@ class Descent:
     pressed: Tuple[int, ...]  # joints at a limit with the gradient pointing outwards
     minimum: bool = False   # stationary with a positive definite Hessian on the free joints
     #                         (not a saddle such as a stretched arm short of an inner target)
+
+
+class SearchLimits(NamedTuple):
+    """How far :meth:`ClosestPose.search` may go and what it counts as one answer."""
+
+    max_iterations: int       # Newton steps over all its descents
+    max_restarts: int         # descents after the first
+    tolerance: float          # [m] an error this small is the target reached
+    agreement: float          # [m] errors this close count as the same minimum
 
 
 @dataclass
@@ -382,13 +391,13 @@ class ClosestPose:
 
     # ------------------------------------------------------------------------------- search
     def search(self, target: Sequence[float], q_own: Sequence[float], budget: Budget,
-               max_iterations: int, max_restarts: int, tolerance: float, agreement: float,
-               bound: Optional[float], rng: Optional[random.Random] = None,
+               limits: SearchLimits, bound: Optional[float],
+               rng: Optional[random.Random] = None,
                history: Optional[List[float]] = None) -> Search:
         """Descents from ``q_own`` and then from the restart starts, until the rule stops them
         (module docstring). ``bound``: a proven lower bound of the error [m], or None;
-        ``agreement`` [m]: errors this close count as the same minimum; ``tolerance`` [m]: an
-        error this small is the target reached."""
+        ``limits``: iterations, restarts, the tolerance and the agreement of two minima."""
+        max_iterations, max_restarts, tolerance, agreement = limits
         budget.mark()
         reach_gap = self.reach_gap(target)
         best: Optional[Descent] = None
