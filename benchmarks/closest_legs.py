@@ -10,8 +10,9 @@ Targets come from a generator the closest-pose search was not developed on
 the limits per chain; a target lies 0.02-0.30 m beyond the sample tip farthest in a random
 direction; its reference is the best of a bounded Levenberg-Marquardt refinement of the 8
 sample tips nearest it. Every solver is built with its defaults (5 ms budget; ``--timeout``
-overrides it) and solves from the mid configuration. The RNG seed is drawn at random unless
-``--seed`` is given, and printed.
+overrides it) and solves from the mid configuration, the compiled kernels loaded first
+(:func:`ik_node.solvers.kernels.wait`; ``IK_NODE_NO_NUMBA=1``: the Python path). The RNG seed
+is drawn at random unless ``--seed`` is given, and printed.
 
 Per chain and solver: the share of out-of-reach answers *closest* (within 1 mm of the reference
 and not flagged ``best_found``), the flagged ones, the *unflagged misses* (more than 1 mm above
@@ -39,6 +40,7 @@ sys.path.insert(0, str(REPO / 'test'))
 from closest_reference import HeldOutTargets  # noqa: E402
 
 from ik_node import Chain, make_solver  # noqa: E402
+from ik_node.solvers import kernels  # noqa: E402
 
 SHARED = REPO.parent / 'shared' / 'robots'
 if not SHARED.is_dir():  # a worktree beside the main checkout
@@ -113,9 +115,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), 'little')
     params = {} if args.timeout is None else {'timeout': args.timeout}
+    kernels.wait()  # the compiled kernels serve from the first solve, as in a running node
     print(f'seed {seed}, {args.n} targets per chain, load {args.load} busy processes, '
           f'{os.cpu_count()} cores, parameters {params or "defaults"}, load average '
-          f'{os.getloadavg()}')
+          f'{os.getloadavg()}; {kernels.serving()}')
     busy = [subprocess.Popen([sys.executable, '-c', BUSY]) for _ in range(args.load)]
     try:
         print('| chain | solver | targets | closest (within 1 mm, not flagged) | flagged '

@@ -173,6 +173,7 @@ class DampedJacobianSolver(Solver):
             self._closest.reach = measure_reach(self._closest, self._reach)
         if self._closest is not None and fast is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
+            self._closest.use_compiled(chain)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built

@@ -168,6 +168,7 @@ class FabrikSolver(Solver):
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
         if self._closest is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
+            self._closest.use_compiled(chain)
 
     # ------------------------------------------------------------------------------ solving
     def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:

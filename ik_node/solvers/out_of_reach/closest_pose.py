@@ -71,6 +71,7 @@ Plain floats and the math module: the Jacobians come from the chain's generated 
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
+from ik_node.solvers.out_of_reach.compiled_search import REACHED, STATIONARY, CompiledSearch
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
 from ik_node.solvers.out_of_reach.tip_sample import TipSample
 
@@ -200,6 +202,16 @@ class ClosestPose:
         #: The chain's tip sample (:mod:`ik_node.solvers.out_of_reach.tip_sample`), set by the
         #: solver that owns this search; None: the structured and random starts only.
         self.samples: Optional[TipSample] = None
+        #: The compiled descents and sweeps (:mod:`ik_node.solvers.out_of_reach.compiled_search`),
+        #: set by the solver that owns this search; they serve once loaded, unless a history
+        #: is recorded.
+        self.kernel: Optional[CompiledSearch] = None
+
+    def use_compiled(self, chain) -> None:
+        """Set :attr:`kernel` to the compiled descents of ``chain`` (this search's chain, with
+        generated serial kinematics) where numba may serve."""
+        self.kernel = CompiledSearch.of(chain, self._low, self._high, self._wraps,
+                                        self._bounded)
 
     def reach_gap(self, target: Sequence[float]) -> float:
         """:meth:`MeasuredReach.gap` of the target, -inf without a measured reach."""
@@ -400,11 +412,16 @@ class ClosestPose:
         max_iterations, max_restarts, tolerance, agreement = limits
         budget.mark()
         reach_gap = self.reach_gap(target)
+        kernel = self.kernel if history is None and self.kernel is not None and \
+            self.kernel.ready() else None
+        descend = self.descend if kernel is None else functools.partial(
+            self._descend_compiled, kernel)
+        sweep = self.stretch if kernel is None else kernel.stretch
         best: Optional[Descent] = None
         agreeing = iterations = descents = 0
         random_agrees = False
         stop = 'restarts'
-        starts = self._starts(target, q_own, rng or random.Random(0))
+        starts = self._starts(target, q_own, rng or random.Random(0), sweep)
         flips: List[List[float]] = []  # stationary points with joints moved to their other ends
         flipped: set = set()           # the flips queued so far: ((joint, end), ...)
         while True:
@@ -425,8 +442,8 @@ class ClosestPose:
                 px, py, pz = self._position(q_start)
                 history.append(math.sqrt((target[0] - px) ** 2 + (target[1] - py) ** 2 +
                                          (target[2] - pz) ** 2))
-            d = self.descend(target, q_start, budget, max_iterations - iterations,
-                             tolerance, history)
+            d = descend(target, q_start, budget, max_iterations - iterations, tolerance,
+                        history)
             iterations += d.iterations
             descents += 1
             if best is None or d.error < best.error - agreement or (
@@ -491,20 +508,29 @@ class ClosestPose:
         out.reverse()  # popped from the end: all flipped first
         return out
 
-    def _starts(self, target, q_own, rng: random.Random):
+    def _starts(self, target, q_own, rng: random.Random, sweep: Callable):
         """``(make_start, is_random, is_own)`` in order; a start after the second is computed
         only when needed. A start from the tip sample counts as random (it covers the joint
-        space)."""
-        stretched = self.stretch(target, self._mid, from_base=True)
+        space). ``sweep``: :meth:`stretch` or the compiled one."""
+        stretched = sweep(target, self._mid, True)
         if self._distance(target, q_own) <= self._distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
-        yield (lambda: self.stretch(target, self._mid, from_base=False)), False, False
+        yield (lambda: sweep(target, self._mid, False)), False, False
         if self.samples is not None:
             for q in self.samples.starts(target):
-                yield (lambda q=q: self.stretch(target, q)), True, False
+                yield (lambda q=q: sweep(target, q, True)), True, False
         while True:
-            yield (lambda: self.stretch(target, self._random_start(target, rng))), True, False
+            yield (lambda: sweep(target, self._random_start(target, rng), True)), True, False
+
+    def _descend_compiled(self, kernel: CompiledSearch, target: Sequence[float],
+                          q: Sequence[float], budget: Budget, max_iterations: int,
+                          tolerance: float, history: None = None) -> Descent:
+        """:meth:`descend` in the compiled kernel (the same steps, to round-off)."""
+        q_end, error, iterations, end, minimum, pressed = kernel.descend(
+            target, q, budget, max_iterations, tolerance, self._gradient_scale)
+        stationary = end in (REACHED, STATIONARY)
+        return Descent(q_end, error, iterations, stationary, pressed, stationary and minimum)
 
     def _distance(self, target, q) -> float:
         px, py, pz = self._position(q)
