@@ -19,7 +19,9 @@ from ik_node.model.chain import chain_lengths
 from ik_node.solvers import kernels
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach import closest_pose, compiled_search
+from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
+from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
@@ -88,7 +90,7 @@ def test_a_compiled_sweep_is_the_python_sweep(name, loaded):
     search = search_of(chain)
     for target, q in cases(chain, 20, 1):
         for from_base in (True, False):
-            np.testing.assert_allclose(search.kernel.stretch(target, q, from_base),
+            np.testing.assert_allclose(search.kernel.stretch(np.array(target), q, from_base),
                                        search.stretch(target, q, from_base), atol=1e-9)
 
 
@@ -101,7 +103,8 @@ def test_a_compiled_descent_ends_where_the_python_descent_ends(name, loaded):
     all_cases = cases(chain, 30, 2)
     for target, q in all_cases:
         python = search.descend(target, q, UNLIMITED, 500, 1e-6)
-        compiled = search._descend_compiled(kernel, target, q, UNLIMITED, 500, 1e-6)
+        compiled = search._descend_compiled(kernel, np.array(target), target, q, UNLIMITED, 500,
+                                            1e-6)
         assert python.stationary and compiled.stationary
         assert chain.within_limits(np.array(compiled.q), tol=0.0)
         # The compiled end is where it says: its error measured by FK.
@@ -116,6 +119,19 @@ def test_a_compiled_descent_ends_where_the_python_descent_ends(name, loaded):
     # Round-off may tip a damping decision the other way on a long, flat descent; the ends
     # agree on nearly every start.
     assert agree >= len(all_cases) - 1, agree
+
+
+@pytest.mark.parametrize('name', ['panda', 'planar4'])
+def test_the_compiled_nearest_sample_starts_are_the_python_ones(name, loaded):
+    chain = load(name)
+    sample = tip_sample(chain, samples=3000)
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        target = rng.normal(size=3)
+        np.testing.assert_array_equal(
+            compiled_search.CompiledSearch.nearest(sample, target, tip_sample_module.CANDIDATES,
+                                                   tip_sample_module.MIN_SPACING),
+            list(sample.starts(target.tolist())))
 
 
 @pytest.mark.parametrize('name', ['panda', 'ur5', 'planar4'])

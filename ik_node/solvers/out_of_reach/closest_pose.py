@@ -66,7 +66,9 @@ search, and the other starts find the same closest poses on the benchmark robots
 A leg that fits the analytic leg geometry never gets here: its solvers take its closed-form
 closest pose (:mod:`ik_node.solvers.out_of_reach.exact_leg`).
 
-Plain floats and the math module: the Jacobians come from the chain's generated kinematics.
+Plain floats and the math module: the Jacobians come from the chain's generated kinematics;
+once the compiled kernels are loaded, the descents, sweeps and nearest sample tips run in them
+(:mod:`ik_node.solvers.out_of_reach.compiled_search`: the same steps, tens of times faster).
 """
 
 from __future__ import annotations
@@ -78,12 +80,14 @@ from dataclasses import dataclass
 from operator import mul
 from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
+
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
 from ik_node.solvers.out_of_reach.compiled_search import REACHED, STATIONARY, CompiledSearch
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
-from ik_node.solvers.out_of_reach.tip_sample import TipSample
+from ik_node.solvers.out_of_reach.tip_sample import CANDIDATES, MIN_SPACING, TipSample
 
 
 _TWO_PI = 2.0 * math.pi
@@ -414,14 +418,18 @@ class ClosestPose:
         reach_gap = self.reach_gap(target)
         kernel = self.kernel if history is None and self.kernel is not None and \
             self.kernel.ready() else None
-        descend = self.descend if kernel is None else functools.partial(
-            self._descend_compiled, kernel)
-        sweep = self.stretch if kernel is None else kernel.stretch
+        if kernel is None:
+            descend, sweep, nearest = self.descend, self.stretch, self._nearest_samples
+        else:
+            target_array = np.array(target, dtype=float)
+            descend = functools.partial(self._descend_compiled, kernel, target_array)
+            sweep = functools.partial(_sweep_compiled, kernel, target_array)
+            nearest = functools.partial(_nearest_compiled, kernel, target_array, self.samples)
         best: Optional[Descent] = None
         agreeing = iterations = descents = 0
         random_agrees = False
         stop = 'restarts'
-        starts = self._starts(target, q_own, rng or random.Random(0), sweep)
+        starts = self._starts(target, q_own, rng or random.Random(0), sweep, nearest)
         flips: List[List[float]] = []  # stationary points with joints moved to their other ends
         flipped: set = set()           # the flips queued so far: ((joint, end), ...)
         while True:
@@ -508,27 +516,33 @@ class ClosestPose:
         out.reverse()  # popped from the end: all flipped first
         return out
 
-    def _starts(self, target, q_own, rng: random.Random, sweep: Callable):
+    def _starts(self, target, q_own, rng: random.Random, sweep: Callable, nearest: Callable):
         """``(make_start, is_random, is_own)`` in order; a start after the second is computed
         only when needed. A start from the tip sample counts as random (it covers the joint
-        space). ``sweep``: :meth:`stretch` or the compiled one."""
+        space). ``sweep(target, q, from_base)``: :meth:`stretch` or the compiled one;
+        ``nearest(target)``: the tip sample's starts (:meth:`_nearest_samples` or compiled)."""
         stretched = sweep(target, self._mid, True)
         if self._distance(target, q_own) <= self._distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
         yield (lambda: sweep(target, self._mid, False)), False, False
         if self.samples is not None:
-            for q in self.samples.starts(target):
+            for q in nearest(target):
                 yield (lambda q=q: sweep(target, q, True)), True, False
         while True:
             yield (lambda: sweep(target, self._random_start(target, rng), True)), True, False
 
-    def _descend_compiled(self, kernel: CompiledSearch, target: Sequence[float],
-                          q: Sequence[float], budget: Budget, max_iterations: int,
-                          tolerance: float, history: None = None) -> Descent:
-        """:meth:`descend` in the compiled kernel (the same steps, to round-off)."""
+    def _nearest_samples(self, target):
+        return self.samples.starts(target)
+
+    def _descend_compiled(self, kernel: CompiledSearch, target_array: np.ndarray,
+                          target: Sequence[float], q: Sequence[float], budget: Budget,
+                          max_iterations: int, tolerance: float, history: None = None
+                          ) -> Descent:
+        """:meth:`descend` in the compiled kernel (the same steps, to round-off);
+        ``target_array``: ``target`` as an array."""
         q_end, error, iterations, end, minimum, pressed = kernel.descend(
-            target, q, budget, max_iterations, tolerance, self._gradient_scale)
+            target_array, q, budget, max_iterations, tolerance, self._gradient_scale)
         stationary = end in (REACHED, STATIONARY)
         return Descent(q_end, error, iterations, stationary, pressed, stationary and minimum)
 
@@ -546,3 +560,15 @@ class ClosestPose:
             if cost < best_cost:
                 best, best_cost = q, cost
         return best
+
+
+def _sweep_compiled(kernel: CompiledSearch, target_array, target, q, from_base: bool
+                    ) -> List[float]:
+    """:meth:`ClosestPose.stretch` in the compiled kernel."""
+    return kernel.stretch(target_array, q, from_base)
+
+
+def _nearest_compiled(kernel: CompiledSearch, target_array, samples: TipSample, target
+                      ) -> List[List[float]]:
+    """:meth:`TipSample.starts` in the compiled kernel."""
+    return kernel.nearest(samples, target_array, CANDIDATES, MIN_SPACING)

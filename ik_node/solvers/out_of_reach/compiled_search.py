@@ -352,6 +352,44 @@ def _distance(model, target, q):
                      (target[2] - p[2]) ** 2)
 
 
+def _nearest(tips, qs, target, count, spacing, out):
+    """The indices (into ``out``) of the ``count`` sample tips nearest ``target``, nearest
+    first, each configuration differing from every one kept before by more than ``spacing`` in
+    some joint (``TipSample.starts``); their number."""
+    m = tips.shape[0]
+    count = min(count, m)
+    best = np.full(count, np.inf)
+    index = np.zeros(count, np.int64)
+    for i in range(m):
+        d = (tips[i, 0] - target[0]) ** 2 + (tips[i, 1] - target[1]) ** 2 + \
+            (tips[i, 2] - target[2]) ** 2
+        if d < best[count - 1]:
+            j = count - 1
+            while j > 0 and best[j - 1] > d:
+                best[j] = best[j - 1]
+                index[j] = index[j - 1]
+                j -= 1
+            best[j] = d
+            index[j] = i
+    kept = 0
+    n = qs.shape[1]
+    for c in range(count):
+        i = index[c]
+        spread = True
+        for r in range(kept):
+            other = out[r]
+            largest = 0.0
+            for k in range(n):
+                largest = max(largest, abs(qs[i, k] - qs[other, k]))
+            if largest <= spacing:
+                spread = False
+                break
+        if spread:
+            out[kept] = i
+            kept += 1
+    return kept
+
+
 _HELPERS = ('_tip', '_columns', '_newton', '_pressed', '_solve', '_advance', '_near_angle',
             '_wrap', '_clamp_on_circle')
 
@@ -367,7 +405,7 @@ def compile() -> None:
     for name in _HELPERS:  # the helpers first: the functions calling them see the compiled ones
         namespace[name] = jit(namespace[name])
     compiled = {'descend': jit(_descend), 'stretch': jit(_stretch),
-                'distance': jit(_distance)}
+                'distance': jit(_distance), 'nearest': jit(_nearest)}
     model = np.zeros((4, _COLUMNS))
     model[:, :12] = np.eye(4)[:3].ravel()
     model[:3, _LOW], model[:3, _HIGH], model[:3, _BOUNDED] = -1.0, 1.0, 1.0
@@ -376,6 +414,7 @@ def compile() -> None:
     compiled['stretch'](model, target, q, True)
     compiled['descend'](model, target, q, np.zeros(_STATE + 3), 4, 100, 1e-6, 1e-7)
     compiled['distance'](model, target, q)
+    compiled['nearest'](np.zeros((4, 3)), np.zeros((4, 3)), target, 2, 0.5, np.zeros(2, np.int64))
     _KERNELS.update(compiled)
 
 
@@ -425,15 +464,15 @@ class CompiledSearch:
         kernels.start()
         return False
 
-    def descend(self, target: Sequence[float], q: Sequence[float], budget, max_iterations: int,
-                tolerance: float, gradient_scale: float
+    def descend(self, target_array: np.ndarray, q: Sequence[float], budget,
+                max_iterations: int, tolerance: float, gradient_scale: float
                 ) -> Tuple[List[float], float, int, int, bool, Tuple[int, ...]]:
-        """One descent from ``q``, the budget asked before each chunk of :data:`CHUNK`
-        iterations: ``(q, error [m], iterations, end, minimum, pressed)``, ``end`` REACHED,
-        STATIONARY, CAPPED or CHUNK_DONE (out of time)."""
+        """One descent from ``q`` toward ``target_array`` (3 floats [m], an array), the
+        budget asked before each chunk of :data:`CHUNK` iterations: ``(q, error [m],
+        iterations, end, minimum, pressed)``, ``end`` REACHED, STATIONARY, CAPPED or
+        CHUNK_DONE (out of time)."""
         n = self.n
         q_array = np.array(q, dtype=float)
-        target_array = np.array(target, dtype=float)
         state = np.zeros(_STATE + n)
         descend = _KERNELS['descend']
         code, ran = CHUNK_DONE, False
@@ -445,13 +484,24 @@ class CompiledSearch:
                 break
         if not ran:  # no time for an iteration: the start as it is
             state[_ERROR] = _KERNELS['distance'](self.model, target_array, q_array)
-        pressed = tuple(int(k) for k in np.flatnonzero(state[_STATE:]))
-        return (q_array.tolist(), float(state[_ERROR]), int(state[_ITERATIONS]), code,
-                state[_MINIMUM] != 0.0, pressed)
+        values = state.tolist()
+        pressed = tuple(k for k, v in enumerate(values[_STATE:]) if v)
+        return (q_array.tolist(), values[_ERROR], int(values[_ITERATIONS]), code,
+                values[_MINIMUM] != 0.0, pressed)
 
-    def stretch(self, target: Sequence[float], q: Sequence[float], from_base: bool
+    def stretch(self, target_array: np.ndarray, q: Sequence[float], from_base: bool
                 ) -> List[float]:
-        """:meth:`ClosestPose.stretch` in the kernel."""
+        """:meth:`ClosestPose.stretch` in the kernel (the target an array)."""
         q_array = np.array(q, dtype=float)
-        _KERNELS['stretch'](self.model, np.array(target, dtype=float), q_array, from_base)
+        _KERNELS['stretch'](self.model, target_array, q_array, from_base)
         return q_array.tolist()
+
+    @staticmethod
+    def nearest(samples, target_array: np.ndarray, count: int, spacing: float
+                ) -> List[List[float]]:
+        """:meth:`~ik_node.solvers.out_of_reach.tip_sample.TipSample.starts` in the kernel:
+        the configurations of the ``count`` sample tips nearest the target, each differing
+        from those before by more than ``spacing``."""
+        out = np.empty(count, np.int64)
+        kept = _KERNELS['nearest'](samples.tips, samples.q, target_array, count, spacing, out)
+        return samples.q[out[:kept]].tolist()
