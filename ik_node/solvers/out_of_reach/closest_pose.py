@@ -525,10 +525,14 @@ class ClosestPose:
         if self._distance(target, q_own) <= self._distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
-        yield (lambda: sweep(target, self._mid, False)), False, False
-        if self.samples is not None:
-            for q in nearest(target):
+        from_tip = (lambda: sweep(target, self._mid, False)), False, False
+        if self.samples is None:
+            yield from_tip
+        else:  # the nearest sample tip before the sweep from the tip: it can confirm
+            for k, q in enumerate(nearest(target)):
                 yield (lambda q=q: sweep(target, q, True)), True, False
+                if k == 0:
+                    yield from_tip
         while True:
             yield (lambda: sweep(target, self._random_start(target, rng), True)), True, False
 
