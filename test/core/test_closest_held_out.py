@@ -32,10 +32,14 @@ ARMS = {'panda': ('panda.urdf', 'panda_link0', 'panda_hand_tcp'),
         'jaco2': ('kinova_j2s6s200.urdf', 'j2s6s200_link_base', 'j2s6s200_end_effector'),
         'planar4': (REPO_URDF / 'planar4.urdf', 'base_link', 'tip')}
 SOLVERS = ('damped_jacobian', 'fabrik')
-#: A budget neither the clock nor an iteration cap decides (the answers are checked, not the
-#: time; fabrik's default cap of 100 iterations ends a few searches on the 7-joint arms).
-GENEROUS = {'damped_jacobian': {'timeout': 30.0},
-            'fabrik': {'timeout': 30.0, 'max_iterations': 1000}}
+#: A budget the clock does not decide (the answers are checked, not the time).
+GENEROUS = {'damped_jacobian': {'timeout': 30.0}, 'fabrik': {'timeout': 30.0}}
+#: Limits that cut a search short: damped_jacobian's iteration cap (the search's Newton steps
+#: count toward it), fabrik's restarts (its cap counts FABRIK iterations only: the search then
+#: ends after one descent, which vouches for its pose on most of these targets); and the least
+#: number of the 10 targets below flagged.
+SHORT = {'damped_jacobian': ({'timeout': 30.0, 'max_iterations': 2}, 5),
+         'fabrik': ({'timeout': 30.0, 'restarts': 0}, 1)}
 WITHIN_M = 1e-3
 
 
@@ -120,15 +124,14 @@ def test_an_arm_out_of_reach_comes_back_closest_to_held_out_targets(name, solver
 
 
 @pytest.mark.parametrize('solver_name', SOLVERS)
-def test_a_search_cut_short_by_its_iteration_cap_says_best_found_with_its_excess_bound(
-        solver_name):
+def test_a_search_cut_short_by_its_limits_says_best_found_with_its_excess_bound(solver_name):
     chain = load(ARMS, 'panda')
     rng = np.random.default_rng(5)
     held_out = HeldOutTargets(chain, rng, samples=5000)
     flagged = 0
     for _ in range(10):
         target = held_out.target(rng)
-        short = make_solver(solver_name, chain, {'timeout': 30.0, 'max_iterations': 2})
+        short = make_solver(solver_name, chain, SHORT[solver_name][0])
         result = short.solve(target)
         assert not result.reachable and chain.within_limits(result.joint_positions, tol=0.0)
         full = make_solver(solver_name, chain, GENEROUS[solver_name]).solve(target)
@@ -143,9 +146,9 @@ def test_a_search_cut_short_by_its_iteration_cap_says_best_found_with_its_excess
                 assert full.position_error >= result.position_error - result.excess_bound
             assert 'best pose found' not in result.message  # (the diagnostics add that)
             assert result.as_dict()['best_found'] is True
-        else:  # vouched for after 2 iterations: the closest pose
+        else:  # vouched for: the closest pose
             assert result.position_error <= full.position_error + WITHIN_M
-    assert flagged >= 5
+    assert flagged >= SHORT[solver_name][1]
 
 
 def test_a_reached_target_is_never_best_found():

@@ -422,7 +422,7 @@ class DampedJacobianSolver(Solver):
                               params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance,
                               tolerance)
         return self._closest.search(p_target.tolist(), q, budget, limits, min_residual,
-                                    random.Random(params['restart_seed']), history)
+                                    params['restart_seed'], history)
 
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:

@@ -78,7 +78,7 @@ import math
 import random
 from dataclasses import dataclass
 from operator import mul
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -117,6 +117,9 @@ _MINIMUM_DAMPING = 1e-6
 NEAR_LIMIT = 0.05
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
+#: The Newton steps of a search over all its descents where the solver's own iteration cap
+#: counts other iterations (fabrik's: its FABRIK passes); damped_jacobian's default cap.
+SEARCH_MAX_ITERATIONS = 2000
 
 
 @dataclass
@@ -408,28 +411,23 @@ class ClosestPose:
     # ------------------------------------------------------------------------------- search
     def search(self, target: Sequence[float], q_own: Sequence[float], budget: Budget,
                limits: SearchLimits, bound: Optional[float],
-               rng: Optional[random.Random] = None,
+               rng: Union[random.Random, int, None] = None,
                history: Optional[List[float]] = None) -> Search:
         """Descents from ``q_own`` and then from the restart starts, until the rule stops them
         (module docstring). ``bound``: a proven lower bound of the error [m], or None;
-        ``limits``: iterations, restarts, the tolerance and the agreement of two minima."""
+        ``limits``: iterations, restarts, the tolerance and the agreement of two minima;
+        ``rng``: the random starts' generator, or the seed of one made when first needed
+        (None: 0)."""
         max_iterations, max_restarts, tolerance, agreement = limits
         budget.mark()
         reach_gap = self.reach_gap(target)
-        kernel = self.kernel if history is None and self.kernel is not None and \
-            self.kernel.ready() else None
-        if kernel is None:
-            descend, sweep, nearest = self.descend, self.stretch, self._nearest_samples
-        else:
-            target_array = np.array(target, dtype=float)
-            descend = functools.partial(self._descend_compiled, kernel, target_array)
-            sweep = functools.partial(_sweep_compiled, kernel, target_array)
-            nearest = functools.partial(_nearest_compiled, kernel, target_array, self.samples)
+        steps = self._steps(target, history)
+        descend = steps.descend
         best: Optional[Descent] = None
         agreeing = iterations = descents = 0
         random_agrees = False
         stop = 'restarts'
-        starts = self._starts(target, q_own, rng or random.Random(0), sweep, nearest)
+        starts = self._starts(target, q_own, rng, steps)
         flips: List[List[float]] = []  # stationary points with joints moved to their other ends
         flipped: set = set()           # the flips queued so far: ((joint, end), ...)
         while True:
@@ -516,23 +514,38 @@ class ClosestPose:
         out.reverse()  # popped from the end: all flipped first
         return out
 
-    def _starts(self, target, q_own, rng: random.Random, sweep: Callable, nearest: Callable):
+    def _steps(self, target: Sequence[float], history: Optional[List[float]]) -> '_Steps':
+        """The search's steps toward ``target``: in the compiled kernel once it is loaded
+        (unless a ``history`` is recorded), else in Python."""
+        kernel = self.kernel if history is None and self.kernel is not None and \
+            self.kernel.ready() else None
+        if kernel is None:
+            return _Steps(self.descend, self.stretch, self._nearest_samples, self._distance)
+        target_array = np.array(target, dtype=float)
+        return _Steps(functools.partial(self._descend_compiled, kernel, target_array),
+                      functools.partial(_sweep_compiled, kernel, target_array),
+                      functools.partial(_nearest_compiled, kernel, target_array, self.samples),
+                      functools.partial(_distance_compiled, kernel, target_array))
+
+    def _starts(self, target, q_own, rng: Union[random.Random, int, None], steps: '_Steps'):
         """``(make_start, is_random, is_own)`` in order; a start after the second is computed
         only when needed. A start from the tip sample counts as random (it covers the joint
-        space). ``sweep(target, q, from_base)``: :meth:`stretch` or the compiled one;
-        ``nearest(target)``: the tip sample's starts (:meth:`_nearest_samples` or compiled)."""
+        space)."""
+        sweep, distance = steps.sweep, steps.distance
         stretched = sweep(target, self._mid, True)
-        if self._distance(target, q_own) <= self._distance(target, stretched):
+        if distance(target, q_own) <= distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
         from_tip = (lambda: sweep(target, self._mid, False)), False, False
         if self.samples is None:
             yield from_tip
         else:  # the nearest sample tip before the sweep from the tip: it can confirm
-            for k, q in enumerate(nearest(target)):
+            for k, q in enumerate(steps.nearest(target)):
                 yield (lambda q=q: sweep(target, q, True)), True, False
                 if k == 0:
                     yield from_tip
+        if not isinstance(rng, random.Random):
+            rng = random.Random(rng or 0)
         while True:
             yield (lambda: sweep(target, self._random_start(target, rng), True)), True, False
 
@@ -564,6 +577,22 @@ class ClosestPose:
             if cost < best_cost:
                 best, best_cost = q, cost
         return best
+
+
+class _Steps(NamedTuple):
+    """The steps of one search: ``descend`` as :meth:`ClosestPose.descend`, ``sweep(target, q,
+    from_base)`` as :meth:`ClosestPose.stretch`, ``nearest(target)`` the tip sample's starts,
+    ``distance(target, q)`` the tip's distance [m]."""
+
+    descend: Callable
+    sweep: Callable
+    nearest: Callable
+    distance: Callable
+
+
+def _distance_compiled(kernel: CompiledSearch, target_array, target, q) -> float:
+    """The tip's distance [m] from the target in the compiled kernel."""
+    return kernel.distance(target_array, q)
 
 
 def _sweep_compiled(kernel: CompiledSearch, target_array, target, q, from_base: bool

@@ -496,6 +496,10 @@ class CompiledSearch:
         _KERNELS['stretch'](self.model, target_array, q_array, from_base)
         return q_array.tolist()
 
+    def distance(self, target_array: np.ndarray, q: Sequence[float]) -> float:
+        """The tip's distance [m] from the target at ``q``."""
+        return _KERNELS['distance'](self.model, target_array, np.array(q, dtype=float))
+
     @staticmethod
     def nearest(samples, target_array: np.ndarray, count: int, spacing: float
                 ) -> List[List[float]]:
