@@ -536,14 +536,10 @@ class ClosestPose:
         if distance(target, q_own) <= distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
-        from_tip = (lambda: sweep(target, self._mid, False)), False, False
-        if self.samples is None:
-            yield from_tip
-        else:  # the nearest sample tip before the sweep from the tip: it can confirm
-            for k, q in enumerate(steps.nearest(target)):
+        yield (lambda: sweep(target, self._mid, False)), False, False
+        if self.samples is not None:
+            for q in steps.nearest(target):
                 yield (lambda q=q: sweep(target, q, True)), True, False
-                if k == 0:
-                    yield from_tip
         if not isinstance(rng, random.Random):
             rng = random.Random(rng or 0)
         while True:
