@@ -105,6 +105,30 @@ def test_leg_targets_a_cut_short_search_misses_come_back_closest(name, seed, ind
     assert not result.best_found
 
 
+# Held-out targets (the generator's seed with 20 000 samples, and the target's index) on which
+# fabrik's search, capped by its 100 iterations, ended flagged best_found (status
+# max_iterations); the search's Newton steps count apart from FABRIK's iterations.
+FABRIK_CAPPED = [('panda', 3, 48), ('panda', 4, 7), ('panda', 4, 21), ('fr3', 4, 7),
+                 ('fr3', 4, 45), ('iiwa14', 3, 49)]
+SEVEN_JOINTS = {**ARMS, 'fr3': ('fr3.urdf', 'fr3_link0', 'fr3_hand_tcp')}
+
+
+@pytest.mark.parametrize('name,seed,index', FABRIK_CAPPED)
+def test_arm_targets_fabriks_iteration_cap_cut_short_come_back_closest(name, seed, index):
+    chain = load(SEVEN_JOINTS, name)
+    rng = np.random.default_rng(seed)
+    held_out = HeldOutTargets(chain, rng, samples=20000)
+    for _ in range(index + 1):
+        target = held_out.target(rng)
+    reference, _ = held_out.reference(target)
+    result = make_solver('fabrik', chain, {'timeout': 30.0, 'self_collision': False}  # (meshes)
+                         ).solve(target)  # the default cap
+    assert chain.within_limits(result.joint_positions, tol=0.0)
+    error = np.linalg.norm(tip_of(chain, result.joint_positions) - target)
+    assert error <= reference + WITHIN_M
+    assert not result.best_found, result.message
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('name', sorted(ARMS))
 @pytest.mark.parametrize('solver_name', SOLVERS)
