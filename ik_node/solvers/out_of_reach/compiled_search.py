@@ -15,6 +15,11 @@ A chain is an array (per joint the constant 3 x 4 transform of
 :class:`~ik_node.model.fast_kinematics.SerialKinematics`, its limits and kind; the last row the
 tip's transform), so one compiled function serves every serial chain. A descent runs in chunks
 of :data:`CHUNK` iterations; the caller asks the solve's budget between two chunks.
+
+The forward kinematics mirror ``_tip`` of :mod:`ik_node.solvers.damped_jacobian.compiled` and the
+angle helpers those of :mod:`ik_node.solvers.hip_knee.planar_core`: numba compiles and caches a
+kernel together with the helpers of its own module, and the model arrays differ (this one has
+no centring columns).
 """
 
 from __future__ import annotations
