@@ -1,7 +1,8 @@
 """The compiled kernels: loaded by numba in a background thread, never in a solve.
 
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
-the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`, ...), each with a ``compile()``
+the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`,
+:mod:`ik_node.solvers.hip_knee.compiled`), each with a ``compile()``
 that compiles its functions, or loads them from numba's cache on disk (``cache=True``), and
 runs each once. The first solve that could use a kernel calls :func:`start` before its
 budget starts (not the solver's construction: importing numba would slow down a node's
@@ -33,7 +34,8 @@ import time
 from typing import Callable, List, Optional
 
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
-KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',)
+KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
+                  'ik_node.solvers.hip_knee.compiled')
 #: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
 #: hold the GIL, and a solve on the Python path waits up to this for it each time it asks
 #: (Python's default, 5 ms, is a whole solve's budget: damped_jacobian's default timeout).
