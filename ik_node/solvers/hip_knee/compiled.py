@@ -31,7 +31,7 @@ import numpy as np
 
 import ik_node.solvers.kernels as kernels
 from ik_node.solvers.input_checks import FLOAT64, MAX_COORDINATE_M
-from ik_node.solvers.results import IkStatus, new_result, new_tip_result
+from ik_node.solvers.results import IkResult, IkStatus, TipResult, new_result
 
 _PI = math.pi
 _TWO_PI = 2.0 * math.pi
@@ -92,16 +92,16 @@ def _thigh_offset(leg, gamma):
     return math.atan2(l2 * math.sin(gamma), leg[_L1] + l2 * math.cos(gamma))
 
 
-def _solve_leg(leg, x, e1, e2, s0, s1, s2, out):
-    """HipKneeSolver._solve_leg in its common case (in reach, no note): the joints into
-    ``out``; False where the Python path answers."""
+def _solve_leg(leg, x, e1, e2, s0, s1, s2):
+    """HipKneeSolver._solve_leg in its common case (in reach, no note): ``(found, q0, q1,
+    q2)``, found False where the Python path answers."""
     lo0, hi0, h, ah = leg[_LO0], leg[_HI0], leg[_H], leg[_AH]
     lo1, hi1, lo2, hi2 = leg[_LO1], leg[_HI1], leg[_LO2], leg[_HI2]
     pref_f, pref_b = leg[_RANK_F], leg[_RANK_B]
     rho = math.hypot(e1, e2)
     if h != 0.0:
         if rho < ah:
-            return False
+            return False, 0.0, 0.0, 0.0
         m = math.sqrt((rho - ah) * (rho + ah))
         tilt = math.atan2(h, m)
     else:
@@ -110,12 +110,12 @@ def _solve_leg(leg, x, e1, e2, s0, s1, s2, out):
     r_outer, r_inner = leg[_R_OUTER], leg[_R_INNER]
     miss = r - r_outer if r > r_outer else (r_inner - r if r < r_inner else 0.0)
     if miss > TIE_M or r <= DEGENERATE_DISTANCE_M or rho <= DEGENERATE_DISTANCE_M:
-        return False
+        return False, 0.0, 0.0, 0.0
     gamma, q2f, q2b = _bend(leg, r)
     psi, a1 = _thigh_offset(leg, gamma), leg[_ALPHA1]
     phi, beta = math.atan2(e2, e1), math.atan2(m, x)
     found = False
-    best = 0.0
+    best = b0 = b1 = b2 = 0.0
     ok_f, n2f = _near_angle(q2f, s2, lo2, hi2)
     ok_b, n2b = _near_angle(q2b, s2, lo2, hi2)
     for plane in range(2):
@@ -134,8 +134,7 @@ def _solve_leg(leg, x, e1, e2, s0, s1, s2, out):
                 if pref_f != 0.0:
                     rank += pref_f
                 if not found or rank < best:
-                    found, best = True, rank
-                    out[0], out[1], out[2] = q0, q1, n2f
+                    found, best, b0, b1, b2 = True, rank, q0, q1, n2f
         if ok_b:
             ok, q1 = _near_angle(q1b, s1, lo1, hi1)
             if ok:
@@ -143,20 +142,19 @@ def _solve_leg(leg, x, e1, e2, s0, s1, s2, out):
                 if pref_b != 0.0:
                     rank += pref_b
                 if not found or rank < best:
-                    found, best = True, rank
-                    out[0], out[1], out[2] = q0, q1, n2b
-    return found
+                    found, best, b0, b1, b2 = True, rank, q0, q1, n2b
+    return found, b0, b1, b2
 
 
-def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2, out):
-    """OffsetLeg.solve in its common case (in reach within the limits, no note): the joints
-    into ``out``; False where the Python path answers."""
+def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
+    """OffsetLeg.solve in its common case (in reach within the limits, no note): ``(found,
+    q0, q1, q2)``, found False where the Python path answers."""
     h, d = leg[_H], leg[_D]
     rho = math.hypot(e1, e2)
     if rho <= DEGENERATE_DISTANCE_M and h == 0.0:
-        return False
+        return False, 0.0, 0.0, 0.0
     if rho < abs(h):
-        return False
+        return False, 0.0, 0.0, 0.0
     phi = math.atan2(e2, e1)
     m = math.sqrt((rho - abs(h)) * (rho + abs(h))) if h != 0.0 else rho
     tilt = math.atan2(h, m)
@@ -165,7 +163,7 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2, out):
     lo1, hi1, lo2, hi2 = leg[_LO1], leg[_HI1], leg[_LO2], leg[_HI2]
     r_inner, r_outer, a1 = leg[_R_INNER], leg[_R_OUTER], leg[_ALPHA1]
     found = False
-    best_pref, best_dist = 0.0, 0.0
+    best_pref = best_dist = b0 = b1 = b2 = 0.0
     for plane in range(planes):
         if planes == 1:
             yaw, y = phi - tilt, -d
@@ -182,7 +180,7 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2, out):
             continue
         gamma, q2f, q2b = _bend(leg, r)
         if r <= DEGENERATE_DISTANCE_M:
-            return False  # a note: the Python path
+            return False, 0.0, 0.0, 0.0  # a note: the Python path
         beta, psi = math.atan2(y, x), _thigh_offset(leg, gamma)
         q1f, q1b = beta - psi - a1, beta + psi - a1
         d0 = (q0 - s0) ** 2
@@ -200,8 +198,8 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2, out):
             dist = d0 + (n1 - s1) ** 2 + (n2 - s2) ** 2
             if not found or pref < best_pref or (pref == best_pref and dist < best_dist):
                 found, best_pref, best_dist = True, pref, dist
-                out[0], out[1], out[2] = q0, n1, n2
-    return found
+                b0, b1, b2 = q0, n1, n2
+    return found, b0, b1, b2
 
 
 def _foot_error(leg, q0, q1, q2, tx, ty, tz):
@@ -249,28 +247,24 @@ def _clip(value, lower, upper):
     return False, value  # NaN
 
 
-def _solve_legs(model, buf, q):
-    """Every targeted leg of ``buf`` (per leg its target x, y, z, then per leg 1.0 where
-    targeted, then the tree's seed) solved from the seed clipped into the limits: the tree's
-    joints into ``q`` (the seed where no leg is targeted), each targeted foot's measured error
-    [m] after the flags. :data:`OK`, or :data:`FALL_BACK` where the Python path answers."""
-    legs = model.shape[0]
-    flags, errors, seed = 3 * legs, 4 * legs, 5 * legs
-    for k in range(legs):  # the seed, within the limits (a NaN or inf: the Python path)
+def _solve_legs(model, P, targeted, seed, q, errors):
+    """Every targeted leg solved from ``seed`` clipped into the limits: leg ``targeted[r]``
+    toward ``P[r]`` (x, y, z [m]). The tree's joints into ``q`` (the clipped seed where no leg
+    is targeted), the measured error [m] of foot ``targeted[r]`` into ``errors[r]``.
+    :data:`OK`, or :data:`FALL_BACK` where the Python path answers."""
+    for k in range(model.shape[0]):  # the seed, within the limits (a NaN or inf: Python)
         leg = model[k]
         for j in range(3):
-            v = buf[seed + int(leg[_J0 + j])]
+            i = int(leg[_J0 + j])
+            v = seed[i]
             if not math.isfinite(v):
                 return FALL_BACK
             lower = leg[_LO0] if j == 0 else (leg[_LO1] if j == 1 else leg[_LO2])
             upper = leg[_HI0] if j == 0 else (leg[_HI1] if j == 1 else leg[_HI2])
-            q[int(leg[_J0 + j])] = lower if v < lower else (upper if v > upper else v)
-    out = np.empty(3)
-    for k in range(legs):
-        if buf[flags + k] == 0.0:
-            continue
-        leg = model[k]
-        tx, ty, tz = buf[3 * k], buf[3 * k + 1], buf[3 * k + 2]
+            q[i] = lower if v < lower else (upper if v > upper else v)
+    for r in range(P.shape[0]):
+        leg = model[targeted[r]]
+        tx, ty, tz = P[r, 0], P[r, 1], P[r, 2]
         if not (-MAX_COORDINATE_M <= tx <= MAX_COORDINATE_M and
                 -MAX_COORDINATE_M <= ty <= MAX_COORDINATE_M and
                 -MAX_COORDINATE_M <= tz <= MAX_COORDINATE_M):
@@ -281,14 +275,14 @@ def _solve_legs(model, buf, q):
         e1 = tx * leg[4] + ty * leg[5] + tz * leg[6] - leg[7]
         e2 = tx * leg[8] + ty * leg[9] + tz * leg[10] - leg[11]
         if leg[_KIND] == LEG:
-            found = _solve_leg(leg, x, e1, e2, s0, s1, s2, out)
+            found, a0, a1, a2 = _solve_leg(leg, x, e1, e2, s0, s1, s2)
         else:
-            found = _solve_offset_leg(leg, x, e1, e2, s0, s1, s2, out)
+            found, a0, a1, a2 = _solve_offset_leg(leg, x, e1, e2, s0, s1, s2)
         if not found:
             return FALL_BACK
-        ok0, v0 = _clip(out[0], leg[_LO0], leg[_HI0])
-        ok1, v1 = _clip(out[1], leg[_LO1], leg[_HI1])
-        ok2, v2 = _clip(out[2], leg[_LO2], leg[_HI2])
+        ok0, v0 = _clip(a0, leg[_LO0], leg[_HI0])
+        ok1, v1 = _clip(a1, leg[_LO1], leg[_HI1])
+        ok2, v2 = _clip(a2, leg[_LO2], leg[_HI2])
         if not (ok0 and ok1 and ok2 and math.isfinite(v0 + v1 + v2)):
             return FALL_BACK
         # Whole turns: a joint not within half a turn of its seed takes nearest_turns (Python).
@@ -300,7 +294,7 @@ def _solve_legs(model, buf, q):
         if not error <= leg[_TOL_P]:
             return FALL_BACK
         q[j0], q[j1], q[j2] = v0, v1, v2
-        buf[errors + k] = error
+        errors[r] = error
     return OK
 
 
@@ -340,10 +334,10 @@ def _exercise(kernel) -> None:
         leg[_TOL_P] = 1e-5
         for i in range(4):
             leg[_FK + 12 * i:_FK + 12 * i + 12] = np.eye(4)[:3].ravel()
-    buf = np.zeros(5 * 2 + 6)
-    buf[0:6] = (0.3, 0.05, 0.0, 0.3, 0.05, 0.0)
-    buf[6:8] = 1.0
-    kernel(model, buf, np.zeros(6))
+    P = np.array([[0.3, 0.05, 0.0], [0.3, 0.05, 0.0]])
+    targeted = np.arange(2)
+    for seed in (np.zeros(6), np.zeros(12)[::2]):  # a seed in one block of memory, or not
+        kernel(model, P, targeted, seed, np.empty(6), np.empty(2))
 
 
 # ---------------------------------------------------------------------------- the wrap
@@ -368,9 +362,10 @@ class CompiledLegs:
             model[k] = _leg_row(leg)
         self.model = model
         self.legs = len(legs)
-        self._seed_at = 5 * len(legs)
-        self._size = 5 * len(legs) + chain.n
+        self._shape = (chain.n,)
+        self._every_leg = np.arange(len(legs), dtype=np.intp)
         self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
+        self._kernel = None  # set once loaded
         self._loading = False
 
     @classmethod
@@ -392,63 +387,76 @@ class CompiledLegs:
         """Whether the kernel is loaded (never blocks)."""
         return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
 
-    def solve(self, targets: Any, seed: Any) -> Optional[Any]:
+    def solve(self, targets: Any, seed: Any) -> Optional[IkResult]:
         """The :class:`~ik_node.solvers.results.IkResult` of ``solve(targets=targets,
         seed=seed)`` when every targeted foot is reached in the kernel's common case, else None
         (the Python path answers: unusual input, a foot out of reach, behind the limits, on an
         axis, or the kernel not loaded yet)."""
-        kernel = self._kernels.get('solve_legs') if self.ready() else None
+        kernel = self._kernel
         if kernel is None:
-            if not self._loading:
-                self._loading = True
-                kernels.start()  # once, in the background
-            return None
-        start = time.perf_counter()
-        if type(targets) is not dict or not targets:
-            return None
-        buf = np.zeros(self._size)
-        index = self.tip_index
-        flags = 3 * self.legs
-        try:
-            for tip, position in targets.items():
-                k = index.get(tip)
-                if k is None:
-                    return None
-                if type(position) is np.ndarray:
-                    if position.shape != (3,) or position.dtype is not FLOAT64:
-                        return None
-                elif type(position) is not list or len(position) != 3:
-                    return None  # tuples may hold an orientation: the Python path reads them
-                buf[3 * k:3 * k + 3] = position
-                buf[flags + k] = 1.0
-            if seed is None:
-                seed = self.q_mid
-            elif type(seed) is not np.ndarray or seed.shape != (self.n,) or \
-                    seed.dtype is not FLOAT64:
+            kernel = self._kernel = self._loaded_kernel()
+            if kernel is None:
                 return None
-            buf[self._seed_at:] = seed
-        except (TypeError, ValueError):  # not numbers: the Python path says so
+        start = time.perf_counter()
+        if type(targets) is not dict:
             return None
+        if seed is None:
+            seed = self.q_mid
+        elif type(seed) is not np.ndarray or seed.dtype is not FLOAT64 or \
+                seed.shape != self._shape:
+            return None  # the Python path reads (or refuses) it
+        try:  # the positions as one (targets, 3) array (a quaternion makes it ragged: Python)
+            P = np.array(list(targets.values()), dtype=FLOAT64)
+        except (TypeError, ValueError):
+            return None
+        if P.shape != (len(targets), 3) or not targets:
+            return None
+        tips = self.tips
+        if len(targets) == self.legs and tuple(targets) == tips:  # every foot, in tip order
+            targeted, order = self._every_leg, tips
+        else:
+            index = self.tip_index
+            try:
+                rows = [index[tip] for tip in targets]
+            except (KeyError, TypeError):  # not a tip: the Python path names it
+                return None
+            targeted = np.array(rows, dtype=np.intp)
+            order = None
         q = np.empty(self.n)
-        if kernel(self.model, buf, q) != OK:
+        errors = np.empty(len(targets))
+        if kernel(self.model, P, targeted, seed, q, errors) != OK:
             return None
-        values = buf.tolist()
-        tips = {}
-        worst = 0.0
-        errors = 4 * self.legs
-        for k, tip in enumerate(self.tips):
-            if values[flags + k] != 0.0:
-                error = values[errors + k]
-                if error > worst:
-                    worst = error
-                tips[tip] = new_tip_result(True, error, 0.0, _CONVERGED, None, '', False)
+        values = errors.tolist()
+        if order is None:  # the tips in the order of the chain's tips
+            pairs = sorted(zip(rows, values))
+            order = [tips[k] for k, _ in pairs]
+            values = [e for _, e in pairs]
+        results = {}
+        for tip, error in zip(order, values):
+            result = _new_object(TipResult)
+            _set_attribute(result, '__dict__', {
+                'reachable': True, 'position_error': error, 'min_residual': 0.0,
+                'status': _CONVERGED, 'orientation_error': None, 'message': '',
+                'best_found': False})
+            results[tip] = result
         return new_result(
             joint_positions=q, joint_names=self.joint_names, reachable=True, status=_CONVERGED,
-            position_error=worst, orientation_error=None, min_residual=0.0,
-            iterations=len(tips), solve_time=time.perf_counter() - start, message='',
-            orientation_ignored=False, history=None, tips=tips, best_found=False)
+            position_error=max(values), orientation_error=None, min_residual=0.0,
+            iterations=len(values), solve_time=time.perf_counter() - start, message='',
+            orientation_ignored=False, history=None, tips=results, best_found=False)
+
+    def _loaded_kernel(self):
+        """The kernel once loaded, else None (the first call starts loading it)."""
+        if self.ready():
+            return self._kernels['solve_legs']
+        if not self._loading:
+            self._loading = True
+            kernels.start()  # once, in the background
+        return None
 
 
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 _CONVERGED = IkStatus.CONVERGED
 
 
