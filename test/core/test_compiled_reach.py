@@ -12,8 +12,7 @@ import pytest
 
 from ik_node.model.chain import Chain
 from ik_node.solvers import kernels, make_solver
-from ik_node.solvers.damped_jacobian import compiled, compiled_reach
-from ik_node.solvers.hip_knee import planar_core
+from ik_node.solvers.damped_jacobian import compiled
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 AGREE_M = 1e-12
@@ -85,7 +84,3 @@ def test_position_answers_with_the_compiled_checks_are_the_python_paths(loaded, 
             assert abs(a.min_residual - b.min_residual) <= AGREE_M
         error = float(np.linalg.norm(chain.fk(a.joint_positions)[:3, 3] - p))
         assert abs(error - a.position_error) <= 1e-12
-
-
-def test_the_checks_constants_are_the_planar_cores():
-    assert compiled_reach._LIMIT_SLACK == planar_core._LIMIT_SLACK

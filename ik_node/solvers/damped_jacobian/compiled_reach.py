@@ -20,10 +20,12 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.hip_knee import compiled as _legs
 
-_PI = math.pi
 _TWO_PI = 2.0 * math.pi
-_LIMIT_SLACK = 1e-9  # planar_core's (a test keeps them equal)
+#: planar_core.near_angle as the compiled legs have it (the Python function: compile() jits it
+#: here too, whether or not the legs' module has compiled its own).
+_near_angle = getattr(_legs._near_angle, 'py_func', _legs._near_angle)
 _ROUND_OFF = 64.0 * sys.float_info.epsilon
 # Entries of the reach array: a ReachBound's origin, reach, axis, perpendicular part of the
 # second origin, radius, height, reach from the second joint, the first joint's limits and
@@ -33,19 +35,6 @@ _ROUND_OFF = 64.0 * sys.float_info.epsilon
  _HI, _FULL_TURN, _MEASURED, _CX, _CY, _CZ, _MX, _MY, _MZ, _LEAST, _LARGEST, _CLEARANCE,
  _SECOND) = range(27)
 _SIZE = 27
-
-
-def _near_angle(angle, seed, lower, upper):
-    """planar_core.near_angle: ``(found, value)``."""
-    d = seed - angle
-    a = angle if -_PI <= d <= _PI else angle + _TWO_PI * np.rint(d / _TWO_PI)
-    if a < lower - _LIMIT_SLACK:
-        a += _TWO_PI
-    elif a > upper + _LIMIT_SLACK:
-        a -= _TWO_PI
-    else:
-        return True, a
-    return lower - _LIMIT_SLACK <= a <= upper + _LIMIT_SLACK, a
 
 
 def _wrap(angle):
