@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
@@ -110,6 +110,18 @@ def _load() -> None:
             listener(serving())
         except Exception:  # a listener gone (its node shut down) is not an error
             pass
+
+
+def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, ...]) -> dict:
+    """A kernel module's functions compiled by ``numba.njit(cache=True, nogil=True)``: its
+    helpers first, replaced in ``namespace`` (the module's globals) so that the functions
+    calling them see the compiled ones, then its kernels, returned by name. For a module's
+    ``compile()``, in the loading thread."""
+    import numba
+    jit = numba.njit(cache=True, nogil=True)
+    for name in helpers:
+        namespace[name] = jit(namespace[name])
+    return {name: jit(namespace[name]) for name in kernel_names}
 
 
 def serving() -> str:

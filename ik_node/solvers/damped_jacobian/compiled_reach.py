@@ -105,12 +105,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
-        import numba
-        jit = numba.njit(cache=True, nogil=True)
-        namespace = globals()
-        for name in _HELPERS:
-            namespace[name] = jit(namespace[name])
-        kernel = jit(_reach_checks)
+        kernel = kernels.jitted(globals(), _HELPERS, ('_reach_checks',))['_reach_checks']
         r = np.zeros(_SIZE)
         r[_RADIUS], r[_AZ], r[_HI], r[_MEASURED], r[_SECOND] = 0.1, 1.0, 1.0, 1.0, 0.5
         kernel(r, np.array([0.3, 0.2, 0.1]))

@@ -307,12 +307,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
-        import numba
-        jit = numba.njit(cache=True, nogil=True)
-        namespace = globals()
-        for name in _HELPERS:
-            namespace[name] = jit(namespace[name])
-        kernel = jit(_solve_legs)
+        kernel = kernels.jitted(globals(), _HELPERS, ('_solve_legs',))['_solve_legs']
         _exercise(kernel)
         _KERNELS['solve_legs'] = kernel
 
