@@ -122,6 +122,10 @@ def cases(chain: Chain, rng: np.random.Generator, n: int):
 
 def assert_same(chain, a, b, targets, label):
     """``a`` (compiled) answers as ``b`` (Python); FK of ``a``'s joints against the targets."""
+    assert vars(a).keys() == vars(b).keys() and a.as_dict().keys() == b.as_dict().keys()
+    assert all(vars(a.tips[f]).keys() == vars(b.tips[f]).keys() for f in b.tips)
+    assert a.joint_positions.dtype == b.joint_positions.dtype and \
+        type(a.position_error) is type(b.position_error)
     assert (a.reachable, a.status, a.message, a.min_residual, a.iterations,
             a.orientation_ignored, a.best_found, list(a.tips)) == \
         (b.reachable, b.status, b.message, b.min_residual, b.iterations,

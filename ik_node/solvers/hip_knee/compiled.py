@@ -31,7 +31,7 @@ import numpy as np
 
 import ik_node.solvers.kernels as kernels
 from ik_node.solvers.input_checks import FLOAT64, MAX_COORDINATE_M
-from ik_node.solvers.results import IkResult, IkStatus, TipResult, new_result
+from ik_node.solvers.results import IkResult, IkStatus, TipResult
 
 _PI = math.pi
 _TWO_PI = 2.0 * math.pi
@@ -434,11 +434,14 @@ class CompiledLegs:
                 'status': _CONVERGED, 'orientation_error': None, 'message': '',
                 'best_found': False})
             results[tip] = result
-        return new_result(
-            joint_positions=q, joint_names=self.joint_names, reachable=True, status=_CONVERGED,
-            position_error=max(values), orientation_error=None, min_residual=0.0,
-            iterations=len(values), solve_time=time.perf_counter() - start, message='',
-            orientation_ignored=False, history=None, tips=results, best_found=False)
+        result = _new_object(IkResult)  # new_result's dict, without its keyword arguments
+        _set_attribute(result, '__dict__', {
+            'joint_positions': q, 'joint_names': self.joint_names, 'reachable': True,
+            'status': _CONVERGED, 'position_error': max(values), 'orientation_error': None,
+            'min_residual': 0.0, 'iterations': len(values),
+            'solve_time': time.perf_counter() - start, 'message': '', 'orientation_ignored': False,
+            'history': None, 'tips': results, 'best_found': False})
+        return result
 
     def _loaded_kernel(self):
         """The kernel once loaded, else None (the first call starts loading it)."""
