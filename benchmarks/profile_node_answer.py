@@ -79,12 +79,15 @@ def messages(chain, params, n: int):
     return topic, out
 
 
-def run(name: str, n: int, profile: bool, sort: str) -> None:
+def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=()) -> None:
     from ik_node.ros.node import IkNode
+    from ik_node.solvers import kernels
     config_file = REPO / 'config' / f'{name}.yaml'
     params = read_config(config_file)
-    node = IkNode(cli_args=['--ros-args', '--params-file', str(config_file)])
+    extra = [a for p in node_params for a in ('-p', p)]
+    node = IkNode(cli_args=['--ros-args', '--params-file', str(config_file), *extra])
     try:
+        kernels.wait(300.0)  # the compiled path serves, and its loading is not timed
         chain = node._model.chain
         topic, msgs = messages(chain, params, n + 200)
         callback = next(s.callback for s in node.subscriptions
@@ -146,7 +149,10 @@ def run(name: str, n: int, profile: bool, sort: str) -> None:
         if profiler is not None:
             import pstats
             profiler.disable()
-            pstats.Stats(profiler).sort_stats(sort).print_stats(40)
+            stats = pstats.Stats(profiler).sort_stats(sort)
+            stats.print_stats(40)
+            if callers:
+                stats.print_callers(*callers)
         # the solve's CPU where the parts are timed, else the solver's own (wall) time
         mean_solve = spent['pipeline.solve'] / n if 'pipeline.solve' in spent else \
             float(np.mean(solve_s)) if solve_s else float('nan')
@@ -169,6 +175,11 @@ def main(argv=None) -> int:
     ap.add_argument('--n', type=int, default=3000, help='answers timed per config')
     ap.add_argument('--profile', action='store_true', help='cProfile table instead of parts')
     ap.add_argument('--sort', default='cumulative', help='cProfile sort key')
+    ap.add_argument('--callers', nargs='+', default=[], metavar='NAME',
+                    help='with --profile: also who calls the functions matching NAME')
+    ap.add_argument('--node-param', action='append', default=None, metavar='NAME:=VALUE',
+                    help='node parameter (repeatable); default reachability_samples:=0, so '
+                         "the map's background build is not counted in the node's CPU")
     ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
                     help='import ik_node from another checkout (default: this one)')
     args = ap.parse_args(argv)
@@ -180,7 +191,9 @@ def main(argv=None) -> int:
     rclpy.init()
     try:
         for name in args.configs:
-            run(name, args.n, args.profile, args.sort)
+            run(name, args.n, args.profile, args.sort,
+                ['reachability_samples:=0'] if args.node_param is None else args.node_param,
+                args.callers)
     finally:
         rclpy.try_shutdown()
     return 0
