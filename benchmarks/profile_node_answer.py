@@ -4,7 +4,10 @@
 Builds ``IkNode`` with ``config/<config>.yaml`` (rclpy initialised, a private domain) and calls
 its own subscription callback (``~/target_point``, ``~/target_pose`` on 6-joint chains, or
 ``~/target_poses`` for several tips) with the messages of ``bench_node_latency.py``'s smooth
-path, stamped as they go, the node's timer run every 100 answers. Reports the CPU per answer
+path, stamped as they go at ``--rate`` (1 kHz: the statuses and marker arrays, which go out
+at their own rates, then weigh on each answer as in a stream), the node's timer run every 100
+answers; the reachability map is not built (``reachability_samples:=0``) and the compiled kernels
+are loaded before the timing. Reports the CPU per answer
 (``time.process_time``), the solver's own time, and the CPU of each part of the path
 (pipeline, solution publish, status, markers, interactive markers) counted by wrappers; with
 ``--profile``, cProfile's table of the same loop instead (the profiler slows it: use the
@@ -79,7 +82,8 @@ def messages(chain, params, n: int):
     return topic, out
 
 
-def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=()) -> None:
+def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
+        rate: float = 1000.0) -> None:
     from ik_node.ros.node import IkNode
     from ik_node.solvers import kernels
     config_file = REPO / 'config' / f'{name}.yaml'
@@ -128,7 +132,12 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=())
         counted(node._markers, 'marker arrays')
 
         def feed(batch):
+            start = time.perf_counter()
             for k, msg in enumerate(batch):
+                if rate:  # paced: the statuses and markers come as often as in a stream
+                    ahead = start + k / rate - time.perf_counter()
+                    if ahead > 0.0:
+                        time.sleep(ahead)
                 msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
                                                                         1_000_000_000)
                 callback(msg)
@@ -173,6 +182,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--configs', nargs='+', default=['leg3', 'arm6', 'quad12'])
     ap.add_argument('--n', type=int, default=3000, help='answers timed per config')
+    ap.add_argument('--rate', type=float, default=1000.0,
+                    help='targets per second fed (0: as fast as the node takes them); the '
+                         'statuses and marker arrays go out at their rates in wall time, so '
+                         'their share per answer depends on it')
     ap.add_argument('--profile', action='store_true', help='cProfile table instead of parts')
     ap.add_argument('--sort', default='cumulative', help='cProfile sort key')
     ap.add_argument('--callers', nargs='+', default=[], metavar='NAME',
@@ -193,7 +206,7 @@ def main(argv=None) -> int:
         for name in args.configs:
             run(name, args.n, args.profile, args.sort,
                 ['reachability_samples:=0'] if args.node_param is None else args.node_param,
-                args.callers)
+                args.callers, args.rate)
     finally:
         rclpy.try_shutdown()
     return 0
