@@ -21,6 +21,20 @@ MAX_COORDINATE_M = 1e6
 FLOAT64 = np.dtype(np.float64)
 
 
+def _float_values(value, count: int, name: str, wrong_count: str) -> List[float]:
+    """``value`` as ``count`` floats (not checked for finiteness), or :class:`TargetError`: not
+    numeric (named ``name``), or ``wrong_count`` formatted with how many values it has."""
+    if type(value) is np.ndarray and value.dtype is FLOAT64 and value.shape == (count,):
+        return value.tolist()  # the common case: no conversion
+    try:
+        values = np.asarray(value, dtype=float).reshape(-1).tolist()
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f'{name} {value!r} is not numeric') from exc
+    if len(values) != count:
+        raise TargetError(wrong_count.format(len(values)))
+    return values
+
+
 def target_from_input(target_position) -> np.ndarray:
     """A (3,) finite float array, or :class:`TargetError` naming the bad value."""
     return np.array(target_values(target_position))
@@ -31,17 +45,8 @@ def target_values(target_position) -> List[float]:
 
     Accepts anything numpy reads as 3 numbers (list, tuple, (3,) or (1, 3) array).
     """
-    if type(target_position) is np.ndarray and target_position.dtype is FLOAT64 and \
-            target_position.shape == (3,):
-        values = target_position.tolist()  # the common case: no conversion
-    else:
-        try:
-            values = np.asarray(target_position, dtype=float).reshape(-1).tolist()
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f'target position {target_position!r} is not numeric') from exc
-        if len(values) != 3:
-            raise TargetError(f'target position must have 3 values (x, y, z), got '
-                              f'{len(values)}')
+    values = _float_values(target_position, 3, 'target position',
+                           'target position must have 3 values (x, y, z), got {}')
     x, y, z = values
     limit = MAX_COORDINATE_M
     if -limit <= x <= limit and -limit <= y <= limit and -limit <= z <= limit:
@@ -53,17 +58,8 @@ def target_values(target_position) -> List[float]:
 
 def rotation_from_input(quat_xyzw) -> np.ndarray:
     """3x3 rotation of a quaternion (x, y, z, w), normalised; :class:`TargetError` if invalid."""
-    if type(quat_xyzw) is np.ndarray and quat_xyzw.dtype is FLOAT64 and \
-            quat_xyzw.shape == (4,):
-        values = quat_xyzw.tolist()  # the common case: no conversion
-    else:
-        try:
-            values = np.asarray(quat_xyzw, dtype=float).reshape(-1).tolist()
-        except (TypeError, ValueError) as exc:
-            raise TargetError(f'orientation {quat_xyzw!r} is not numeric') from exc
-        if len(values) != 4:
-            raise TargetError(f'orientation must be a quaternion (x, y, z, w), got '
-                              f'{len(values)} values')
+    values = _float_values(quat_xyzw, 4, 'orientation',
+                           'orientation must be a quaternion (x, y, z, w), got {} values')
     x, y, z, w = values
     norm2 = x * x + y * y + z * z + w * w  # inf or NaN where a value is not finite
     if not norm2 <= _MAX_NORM2 and not all(math.isfinite(v) for v in values):
