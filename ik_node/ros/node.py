@@ -264,9 +264,16 @@ class IkNode(Node):
         sends the newest to the first subscriber (``~/markers`` is transient local, so RViz
         opened later still gets the markers of the last answer).
         """
-        if self._markers_topic is not None and self.count_subscribers(self._markers_topic) == 0:
-            self._markers_owed = True
-            return
+        if self._markers_topic is not None:
+            try:
+                listened = self.count_subscribers(self._markers_topic) > 0
+            except Exception:  # the node torn down by a shutdown: nobody to show them to
+                if self.context.ok():
+                    raise
+                return
+            if not listened:
+                self._markers_owed = True
+                return
         self._markers_owed = False
         with self._lock:
             model = self._model
