@@ -102,6 +102,7 @@ class IkNode(Node):
         self._solving = threading.Lock()  # held by the callback that drains the queue
         self._schedule_lock = threading.Lock()
         self._solve_queued = False  # a solve task waits in the executor
+        self._draining = False  # the inputs' kept messages are being handed on
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -119,7 +120,8 @@ class IkNode(Node):
         # Inputs: target topics, measured state, description, TF; drags of the markers.
         self._inputs = NodeInputs(
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
-            on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp))
+            on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
+            wake=self._schedule_solve, on_skipped=self._targets.count_skipped)
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
@@ -150,7 +152,8 @@ class IkNode(Node):
             self._targets.put(targets[0].tip, targets[0])
         else:  # every tip's target of one message: taken together
             self._targets.put_all({target.tip: target for target in targets})
-        self._schedule_solve()
+        if not self._draining:  # a drain is followed by the solve
+            self._schedule_solve()
 
     def _schedule_solve(self) -> None:
         """Solve the pending targets in a task queued behind the callbacks already waiting in
@@ -177,7 +180,13 @@ class IkNode(Node):
         self._solve_all_pending()
 
     def _solve_all_pending(self) -> None:
-        """Solve pending targets unless another callback already is."""
+        """Solve pending targets unless another callback already is (the target messages kept
+        by the inputs are handed on first)."""
+        self._draining = True
+        try:
+            self._inputs.drain_targets()
+        finally:
+            self._draining = False
         while self._targets.pending and self._solving.acquire(blocking=False):
             try:
                 while True:

@@ -59,6 +59,10 @@ def node_values(report: SolveReport) -> Dict[str, str]:
     return values
 
 
+#: at most one logged error per this many seconds (the statuses carry every refusal's reason).
+ERROR_LOG_PERIOD_S = 1.0
+
+
 class DiagnosticsOutput:
     """The ``/diagnostics`` publisher: sends statuses, re-sends the last one as a heartbeat."""
 
@@ -104,6 +108,7 @@ class StatusReports:
         self._robot_config: Optional[IkConfig] = None
         self._hardware_id = ''
         self.solve_count = 0
+        self._next_error_log = -math.inf
         self.configure(config, graph)
 
     # ------------------------------------------------------------------------- what is in force
@@ -168,7 +173,10 @@ class StatusReports:
     def error(self, message: str, frame: str, target_stamp: str = '',
               force: bool = False) -> None:
         """ERROR (logged, throttled): a refused target (``target_stamp``) or a refused input."""
-        self._node.get_logger().error(message, throttle_duration_sec=1.0)
+        now = time.monotonic()
+        if now >= self._next_error_log:  # one line a second: a flood of bad targets costs little
+            self._next_error_log = now + ERROR_LOG_PERIOD_S
+            self._node.get_logger().error(message)
         solver, skipped, count = self._config.solver, self._targets.skipped, self.solve_count
         self.offer(ERROR, lambda: message,
                    lambda: error_values(solver, frame, skipped, count, message, target_stamp),
