@@ -4,10 +4,11 @@
 Builds ``IkNode`` with ``config/<config>.yaml`` (rclpy initialised, a private domain) and calls
 its own subscription callback (``~/target_point``, ``~/target_pose`` on 6-joint chains, or
 ``~/target_poses`` for several tips) with the messages of ``bench_node_latency.py``'s smooth
-path, stamped as they go at ``--rate`` (1 kHz: the statuses and marker arrays, which go out
-at their own rates, then weigh on each answer as in a stream), the node's timer run every 100
-answers; the reachability map is not built (``reachability_samples:=0``) and the compiled kernels
-are loaded before the timing. Reports the CPU per answer
+path (serialized beforehand where the node takes them serialized), at ``--rate`` (1 kHz: the
+statuses and marker arrays, which go out at their own rates, then weigh on each answer as in a
+stream), the node's timer run every 100 answers; the reachability map is not built
+(``reachability_samples:=0``) and the compiled kernels are loaded before the timing. Reports
+the CPU per answer
 (``time.process_time``), the solver's own time, and the CPU of each part of the path
 (pipeline, solution publish, status, markers, interactive markers) counted by wrappers; with
 ``--profile``, cProfile's table of the same loop instead (the profiler slows it: use the
@@ -94,8 +95,16 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
         kernels.wait(300.0)  # the compiled path serves, and its loading is not timed
         chain = node._model.chain
         topic, msgs = messages(chain, params, n + 200)
-        callback = next(s.callback for s in node.subscriptions
-                        if s.topic_name == f'/{node.get_name()}/{topic}')
+        subscription = next(s for s in node.subscriptions
+                            if s.topic_name == f'/{node.get_name()}/{topic}')
+        callback = subscription.callback
+        if getattr(subscription, 'raw', False):  # the node takes the serialized message
+            from rclpy.serialization import serialize_message
+            stamp_ns = time.time_ns()
+            for k, msg in enumerate(msgs):  # stamped apart, serialized before the timing
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns + k * 1000,
+                                                                        1_000_000_000)
+            msgs = [serialize_message(msg) for msg in msgs]
         spent = {}
 
         def timed(owner, method, key):
@@ -138,8 +147,9 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
                     ahead = start + k / rate - time.perf_counter()
                     if ahead > 0.0:
                         time.sleep(ahead)
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
-                                                                        1_000_000_000)
+                if not isinstance(msg, bytes):
+                    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
+                                                                            1_000_000_000)
                 callback(msg)
                 if k % 100 == 99:
                     node._on_timer()
