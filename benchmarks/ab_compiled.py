@@ -42,6 +42,7 @@ import yaml  # noqa: E402
 from ik_node import Chain, make_solver  # noqa: E402
 from ik_node.solvers import kernels  # noqa: E402
 from ik_node.solvers.damped_jacobian import compiled  # noqa: E402
+from ik_node.solvers.hip_knee import compiled as compiled_legs  # noqa: E402
 
 ARMS = {'arm6': (REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
         'ur5': (SHARED_ROBOTS / 'ur5.urdf', 'base_link', 'tool0'),
@@ -57,13 +58,13 @@ PARAMS = {'position_tolerance': 1e-5, 'orientation_tolerance': 1e-5}
 
 
 def python_solver(name: str, chain: Chain, params: dict):
-    """The solver on the pure-Python path (its compiled descents turned off)."""
-    available = compiled.available
-    compiled.available = lambda: False
+    """The solver on the pure-Python path (its compiled descents and legs turned off)."""
+    available, legs_available = compiled.available, compiled_legs.available
+    compiled.available = compiled_legs.available = lambda: False
     try:
         return make_solver(name, chain, params)
     finally:
-        compiled.available = available
+        compiled.available, compiled_legs.available = available, legs_available
 
 
 def steal_and_total() -> tuple:

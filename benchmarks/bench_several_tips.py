@@ -55,6 +55,7 @@ import numpy as np  # noqa: E402
 
 from ik_node import Chain, make_solver  # noqa: E402
 from ik_node.errors import IkError  # noqa: E402
+from ik_node.solvers import kernels  # noqa: E402
 from ik_node.solvers.trees.several_tips import tip_targets_from_input  # noqa: E402
 
 BUDGET_S = 0.005
@@ -266,6 +267,7 @@ def main(argv=None) -> int:
     parser.add_argument('--rounds', type=int, default=20, help='back-to-back rounds of 100')
     parser.add_argument('--out', type=Path, default=HERE / 'results')
     args = parser.parse_args(argv)
+    kernels.wait()  # the default install's path (compiled where numba serves) from the start
     load_before = os.getloadavg()
     steal0 = steal_jiffies()
     data = {'command': 'python benchmarks/bench_several_tips.py ' + ' '.join(argv or sys.argv[1:]),

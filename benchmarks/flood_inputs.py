@@ -104,8 +104,19 @@ class TargetSender:
 
     def send(self, i: int, positions: np.ndarray, kind: Optional[str]) -> None:
         """Send target ``i`` (``positions``: (tips, 3)) made bad as ``kind`` says (None: good)."""
+        self._build(i, positions, kind, lambda pub, msg: pub.publish(msg))
+
+    def serialized(self, i: int, positions: np.ndarray, kind: Optional[str]) -> List[tuple]:
+        """Target ``i``'s messages as ``(publisher, serialized bytes)``: published later with
+        :func:`publish_serialized`, they cost the flood's publisher no conversion per send."""
+        from rclpy.serialization import serialize_message
+        out: List[tuple] = []
+        self._build(i, positions, kind, lambda pub, msg: out.append((pub, serialize_message(msg))))
+        return out
+
+    def _build(self, i: int, positions: np.ndarray, kind: Optional[str], emit) -> None:
         if self.kind == 'pose_array':
-            self._send_pose_array(i, positions, kind)
+            self._build_pose_array(i, positions, kind, emit)
             return
         # One message per tip; a bad kind spoils the message of one tip (alternating).
         bad_tip = i % len(self.pubs) if kind else -1
@@ -116,9 +127,10 @@ class TargetSender:
             if k == bad_tip:
                 x, y, z = _spoil(kind, x, y, z, msg)
             msg.point.x, msg.point.y, msg.point.z = x, y, z
-            pub.publish(msg)
+            emit(pub, msg)
 
-    def _send_pose_array(self, i: int, positions: np.ndarray, kind: Optional[str]) -> None:
+    def _build_pose_array(self, i: int, positions: np.ndarray, kind: Optional[str],
+                          emit) -> None:
         msg = self.msg
         # The base frame by name or left empty (both mean the base frame).
         msg.header.frame_id = self.base if i % 2 else ''
@@ -137,7 +149,13 @@ class TargetSender:
         if kind == 'frame':
             msg.header.frame_id = 'no_such_frame'
         msg.poses = self.poses[:n]
-        self.pubs[0].publish(msg)
+        emit(self.pubs[0], msg)
+
+
+def publish_serialized(messages: List[tuple]) -> None:
+    """Publish what :meth:`TargetSender.serialized` made."""
+    for pub, data in messages:
+        pub.publish(data)
 
 
 def _spoil(kind: str, x: float, y: float, z: float, msg) -> tuple:

@@ -4,7 +4,11 @@
 Builds ``IkNode`` with ``config/<config>.yaml`` (rclpy initialised, a private domain) and calls
 its own subscription callback (``~/target_point``, ``~/target_pose`` on 6-joint chains, or
 ``~/target_poses`` for several tips) with the messages of ``bench_node_latency.py``'s smooth
-path, stamped as they go, the node's timer run every 100 answers. Reports the CPU per answer
+path (serialized beforehand where the node takes them serialized), at ``--rate`` (1 kHz: the
+statuses and marker arrays, which go out at their own rates, then weigh on each answer as in a
+stream), the node's timer run every 100 answers; the reachability map is not built
+(``reachability_samples:=0``) and the compiled kernels are loaded before the timing. Reports
+the CPU per answer
 (``time.process_time``), the solver's own time, and the CPU of each part of the path
 (pipeline, solution publish, status, markers, interactive markers) counted by wrappers; with
 ``--profile``, cProfile's table of the same loop instead (the profiler slows it: use the
@@ -79,16 +83,28 @@ def messages(chain, params, n: int):
     return topic, out
 
 
-def run(name: str, n: int, profile: bool, sort: str) -> None:
+def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
+        rate: float = 1000.0) -> None:
     from ik_node.ros.node import IkNode
+    from ik_node.solvers import kernels
     config_file = REPO / 'config' / f'{name}.yaml'
     params = read_config(config_file)
-    node = IkNode(cli_args=['--ros-args', '--params-file', str(config_file)])
+    extra = [a for p in node_params for a in ('-p', p)]
+    node = IkNode(cli_args=['--ros-args', '--params-file', str(config_file), *extra])
     try:
+        kernels.wait(300.0)  # the compiled path serves, and its loading is not timed
         chain = node._model.chain
         topic, msgs = messages(chain, params, n + 200)
-        callback = next(s.callback for s in node.subscriptions
-                        if s.topic_name == f'/{node.get_name()}/{topic}')
+        subscription = next(s for s in node.subscriptions
+                            if s.topic_name == f'/{node.get_name()}/{topic}')
+        callback = subscription.callback
+        if getattr(subscription, 'raw', False):  # the node takes the serialized message
+            from rclpy.serialization import serialize_message
+            stamp_ns = time.time_ns()
+            for k, msg in enumerate(msgs):  # stamped apart, serialized before the timing
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns + k * 1000,
+                                                                        1_000_000_000)
+            msgs = [serialize_message(msg) for msg in msgs]
         spent = {}
 
         def timed(owner, method, key):
@@ -125,9 +141,15 @@ def run(name: str, n: int, profile: bool, sort: str) -> None:
         counted(node._markers, 'marker arrays')
 
         def feed(batch):
+            start = time.perf_counter()
             for k, msg in enumerate(batch):
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
-                                                                        1_000_000_000)
+                if rate:  # paced: the statuses and markers come as often as in a stream
+                    ahead = start + k / rate - time.perf_counter()
+                    if ahead > 0.0:
+                        time.sleep(ahead)
+                if not isinstance(msg, bytes):
+                    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
+                                                                            1_000_000_000)
                 callback(msg)
                 if k % 100 == 99:
                     node._on_timer()
@@ -146,7 +168,10 @@ def run(name: str, n: int, profile: bool, sort: str) -> None:
         if profiler is not None:
             import pstats
             profiler.disable()
-            pstats.Stats(profiler).sort_stats(sort).print_stats(40)
+            stats = pstats.Stats(profiler).sort_stats(sort)
+            stats.print_stats(40)
+            if callers:
+                stats.print_callers(*callers)
         # the solve's CPU where the parts are timed, else the solver's own (wall) time
         mean_solve = spent['pipeline.solve'] / n if 'pipeline.solve' in spent else \
             float(np.mean(solve_s)) if solve_s else float('nan')
@@ -167,8 +192,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--configs', nargs='+', default=['leg3', 'arm6', 'quad12'])
     ap.add_argument('--n', type=int, default=3000, help='answers timed per config')
+    ap.add_argument('--rate', type=float, default=1000.0,
+                    help='targets per second fed (0: as fast as the node takes them); the '
+                         'statuses and marker arrays go out at their rates in wall time, so '
+                         'their share per answer depends on it')
     ap.add_argument('--profile', action='store_true', help='cProfile table instead of parts')
     ap.add_argument('--sort', default='cumulative', help='cProfile sort key')
+    ap.add_argument('--callers', nargs='+', default=[], metavar='NAME',
+                    help='with --profile: also who calls the functions matching NAME')
+    ap.add_argument('--node-param', action='append', default=None, metavar='NAME:=VALUE',
+                    help='node parameter (repeatable); default reachability_samples:=0, so '
+                         "the map's background build is not counted in the node's CPU")
     ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
                     help='import ik_node from another checkout (default: this one)')
     args = ap.parse_args(argv)
@@ -180,7 +214,9 @@ def main(argv=None) -> int:
     rclpy.init()
     try:
         for name in args.configs:
-            run(name, args.n, args.profile, args.sort)
+            run(name, args.n, args.profile, args.sort,
+                ['reachability_samples:=0'] if args.node_param is None else args.node_param,
+                args.callers, args.rate)
     finally:
         rclpy.try_shutdown()
     return 0

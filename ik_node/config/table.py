@@ -24,8 +24,9 @@ NODE_PARAMS: Dict[str, ParamSpec] = {
                               'current solution (also before the first target)', 'Hz',
                               min=0.0, max=1000.0, min_inclusive=False),
     'diagnostics_rate': ParamSpec(float, 10.0, 'most /diagnostics and ~/markers updates per '
-                                  'second while targets stream (errors and the first result '
-                                  'after a change go out at once)', 'Hz',
+                                  'second while targets stream (the first result after a change '
+                                  'goes out at once; errors and changes of level too, at most '
+                                  'ten times the rate)', 'Hz',
                                   min=0.0, max=1000.0, min_inclusive=False),
     'max_description_bytes': ParamSpec(int, DEFAULT_MAX_DESCRIPTION_BYTES, 'largest robot '
                                        'description accepted (robot_description text or '

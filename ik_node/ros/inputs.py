@@ -18,6 +18,7 @@ import numpy as np
 from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
 from rclpy.node import Node
 from rclpy.qos import (DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data)
+from rclpy.serialization import deserialize_message
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -45,19 +46,36 @@ class TargetSubscriptions:
     """``~/target_pose`` and ``~/target_point`` (per tip ``~/<tip>/...`` for a branched chain),
     and ``~/target_poses``: one ``geometry_msgs/PoseArray`` holding every tip's target.
 
+    With ``wake``, messages are taken serialized and only the newest of each subscription is
+    kept (:meth:`drain` turns them into targets, in the order they arrived): taking a message
+    then costs a few microseconds, so a flood of targets faster than the solves never builds a
+    queue of callbacks in the executor (each one converting a message that a newer one makes
+    useless) in front of a parameter request. Without ``wake`` every message is converted and
+    handed on as it arrives.
+
     Args:
         node: the node owning the subscriptions.
         callback: called with the targets of one message (one, or one per tip).
         callback_group: of the subscriptions.
         on_error: ``on_error(message, frame_id, stamp_text)`` for a message refused whole (a
             PoseArray without one pose per tip); nothing of it reaches ``callback``.
+        wake: called (from the subscription's callback) when a message was kept: someone
+            should :meth:`drain` soon.
+        on_skipped: ``on_skipped(n)``: a kept message of ``n`` targets was replaced by a newer
+            one of the same subscription before it was drained.
     """
 
     def __init__(self, node: Node, callback: Callable[..., None], callback_group=None,
-                 on_error: Optional[Callable[[str, str, str], None]] = None) -> None:
+                 on_error: Optional[Callable[[str, str, str], None]] = None,
+                 wake: Optional[Callable[[], None]] = None,
+                 on_skipped: Optional[Callable[[int], None]] = None) -> None:
         self._node, self._callback, self._group = node, callback, callback_group
         self._on_error = on_error
+        self._wake, self._on_skipped = wake, on_skipped
         self._subs: List = []
+        self._kept_lock = threading.Lock()
+        self._kept: Dict[int, tuple] = {}  # subscription -> (arrival, type, handler, bytes)
+        self._arrived = 0
 
     def make(self, tips: Sequence[Optional[str]], tip_links: Sequence[str]) -> None:
         """(Re)create the subscriptions for ``tips`` (``[None]``: the serial chain's one tip)
@@ -65,19 +83,47 @@ class TargetSubscriptions:
         self.destroy()
         names = tuple(tip_links)
         slots = tuple(tips)
-        self._subs.append(self._node.create_subscription(
-            PoseArray, '~/target_poses', lambda msg: self._on_pose_array(msg, names, slots),
-            TARGET_QOS, callback_group=self._group))
+        self._subscribe(PoseArray, '~/target_poses',
+                        lambda msg: self._on_pose_array(msg, names, slots), len(names))
         for tip in tips:
             prefix = f'~/{tip}/' if tip else '~/'
+            self._subscribe(PoseStamped, prefix + 'target_pose',
+                            lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)), 1)
+            self._subscribe(PointStamped, prefix + 'target_point',
+                            lambda msg, tip=tip: self._callback(target_from_point(msg, tip)), 1)
+
+    def _subscribe(self, msg_type, topic: str, handler: Callable, targets: int) -> None:
+        if self._wake is None:
             self._subs.append(self._node.create_subscription(
-                PoseStamped, prefix + 'target_pose',
-                lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)),
-                TARGET_QOS, callback_group=self._group))
-            self._subs.append(self._node.create_subscription(
-                PointStamped, prefix + 'target_point',
-                lambda msg, tip=tip: self._callback(target_from_point(msg, tip)),
-                TARGET_QOS, callback_group=self._group))
+                msg_type, topic, handler, TARGET_QOS, callback_group=self._group))
+            return
+        key = len(self._subs)
+
+        def keep(data: bytes) -> None:
+            with self._kept_lock:
+                self._arrived += 1
+                replaced = key in self._kept
+                self._kept[key] = (self._arrived, msg_type, handler, data)
+            if replaced and self._on_skipped is not None:
+                self._on_skipped(targets)
+            self._wake()
+        self._subs.append(self._node.create_subscription(
+            msg_type, topic, keep, TARGET_QOS, callback_group=self._group, raw=True))
+
+    def drain(self) -> None:
+        """Hand the kept messages on (their targets to ``callback``, a refusal to ``on_error``),
+        oldest first, so the newest target of a tip wins as if each had been handed on as it
+        arrived."""
+        with self._kept_lock:
+            if not self._kept:
+                return
+            kept, self._kept = sorted(self._kept.values(), key=lambda item: item[0]), {}
+        for _, msg_type, handler, data in kept:
+            try:
+                handler(deserialize_message(data, msg_type))
+            except Exception as exc:  # a message that does not convert must not stop the node
+                if self._on_error is not None:
+                    self._on_error(f'bad target message: {type(exc).__name__}: {exc}', '', '')
 
     def _on_pose_array(self, msg: PoseArray, names: Tuple[str, ...],
                        slots: Tuple[Optional[str], ...]) -> None:
@@ -100,6 +146,8 @@ class TargetSubscriptions:
         for sub in self._subs:
             self._node.destroy_subscription(sub)
         self._subs = []
+        with self._kept_lock:
+            self._kept = {}
 
 
 class MeasuredState:
@@ -307,13 +355,18 @@ class NodeInputs:
             another callback solves).
         on_error: ``on_error(message, frame_id, stamp_text)`` for a target message refused
             whole on arrival.
+        wake, on_skipped: as :class:`TargetSubscriptions` takes them (with ``wake``, target
+            messages are kept serialized until :meth:`drain_targets`).
     """
 
     def __init__(self, node: Node, on_target: Callable[..., None],
                  on_description: Callable[[str], None], callback_group=None,
-                 on_error: Optional[Callable[[str, str, str], None]] = None) -> None:
+                 on_error: Optional[Callable[[str, str, str], None]] = None,
+                 wake: Optional[Callable[[], None]] = None,
+                 on_skipped: Optional[Callable[[int], None]] = None) -> None:
         self._node, self._on_description = node, on_description
-        self._targets = TargetSubscriptions(node, on_target, callback_group, on_error)
+        self._targets = TargetSubscriptions(node, on_target, callback_group, on_error, wake,
+                                            on_skipped)
         self._tips: Optional[Tuple[Optional[str], ...]] = None
         self._tip_links: Tuple[str, ...] = ()
         self._tf = TfFrames(node)
@@ -348,6 +401,11 @@ class NodeInputs:
         if wanted != self._tips or tuple(tips) != self._tip_links:
             self._targets.make(wanted, tips)
             self._tips, self._tip_links = wanted, tuple(tips)
+
+    def drain_targets(self) -> None:
+        """Hand on the target messages kept since the last drain (see
+        :class:`TargetSubscriptions`)."""
+        self._targets.drain()
 
     @property
     def target_topics(self) -> List[str]:

@@ -43,6 +43,11 @@ class LatestTargets:
                 self._pending[slot] = target
                 self._arrivals[slot] = self._arrivals.get(slot, 0) + 1
 
+    def count_skipped(self, count: int) -> None:
+        """Count ``count`` targets overwritten before they reached this queue."""
+        with self._lock:
+            self.skipped += count
+
     def arrivals(self, slots) -> Dict[Hashable, int]:
         """``{slot: how many targets were ever put into it}`` for ``slots``."""
         with self._lock:

@@ -102,17 +102,26 @@ class IkNode(Node):
         self._solving = threading.Lock()  # held by the callback that drains the queue
         self._schedule_lock = threading.Lock()
         self._solve_queued = False  # a solve task waits in the executor
+        self._draining = False  # the inputs' kept messages are being handed on
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
         self._markers = MarkerOutput(self, send)
+        # A solve's markers go out with its status only while someone subscribes (RViz);
+        # without, they stay held and are owed to the first subscriber (_publish_held_markers).
+        # (None: an rclpy without resolve_topic_name, which cannot follow a remapping; then
+        # they always go out.)
+        resolve = getattr(self, 'resolve_topic_name', None)
+        self._markers_topic = None if resolve is None else resolve('~/markers')
+        self._markers_owed = False
         self._reach = ReachabilityMaps(self, send)
         self._status = StatusReports(self, send, self._targets, self._reach, self._config,
                                      self._graph)
         # Inputs: target topics, measured state, description, TF; drags of the markers.
         self._inputs = NodeInputs(
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
-            on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp))
+            on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
+            wake=self._schedule_solve, on_skipped=self._targets.count_skipped)
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
@@ -143,7 +152,8 @@ class IkNode(Node):
             self._targets.put(targets[0].tip, targets[0])
         else:  # every tip's target of one message: taken together
             self._targets.put_all({target.tip: target for target in targets})
-        self._schedule_solve()
+        if not self._draining:  # a drain is followed by the solve
+            self._schedule_solve()
 
     def _schedule_solve(self) -> None:
         """Solve the pending targets in a task queued behind the callbacks already waiting in
@@ -170,7 +180,13 @@ class IkNode(Node):
         self._solve_all_pending()
 
     def _solve_all_pending(self) -> None:
-        """Solve pending targets unless another callback already is."""
+        """Solve pending targets unless another callback already is (the target messages kept
+        by the inputs are handed on first)."""
+        self._draining = True
+        try:
+            self._inputs.drain_targets()
+        finally:
+            self._draining = False
         while self._targets.pending and self._solving.acquire(blocking=False):
             try:
                 while True:
@@ -241,15 +257,33 @@ class IkNode(Node):
 
     # ---------------------------------------------------------------------------- the timer
     def _on_timer(self) -> None:
-        """Re-publish the joint states; send a held status (with its markers) or a heartbeat."""
+        """Re-publish the joint states; send a held status (with its markers) or a heartbeat;
+        send the markers owed to a subscriber that came since they were held."""
         with self._lock:
             if self._solution.steady and self._model is not None:
                 self._solution.publish(self._q)
-        if self._status.flush():
+        if self._status.flush() or self._markers_owed:
             self._publish_held_markers()  # those of the result whose status was held
 
     def _publish_held_markers(self) -> None:
-        """Markers of the newest solve not shown yet: envelope, target spheres, miss lines."""
+        """Markers of the newest solve not shown yet: envelope, target spheres, miss lines.
+
+        Built and sent only while ``~/markers`` has a subscriber (RViz): a marker array costs
+        milliseconds, nobody reads one without. Otherwise they stay held and owed: the timer
+        sends the newest to the first subscriber (``~/markers`` is transient local, so RViz
+        opened later still gets the markers of the last answer).
+        """
+        if self._markers_topic is not None:
+            try:
+                listened = self.count_subscribers(self._markers_topic) > 0
+            except Exception:  # the node torn down by a shutdown: nobody to show them to
+                if self.context.ok():
+                    raise
+                return
+            if not listened:
+                self._markers_owed = True
+                return
+        self._markers_owed = False
         with self._lock:
             model = self._model
             if model is not None:

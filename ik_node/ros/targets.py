@@ -168,10 +168,10 @@ def target_in_base(target: Target, chain: Chain, q: np.ndarray,
             frame (the message lists the valid frames), or what ``lookup`` raises.
     """
     p = target_from_input(target.position)
-    R = None if target.quat_xyzw is None else rotation_from_input(target.quat_xyzw)
     frame = target.frame_id
     if not frame or frame == chain.base_link:  # already in the base frame
-        return p, None if R is None else _unit_quat_xyzw(target.quat_xyzw)
+        return p, None if target.quat_xyzw is None else _unit_quat_xyzw(target.quat_xyzw)
+    R = None if target.quat_xyzw is None else rotation_from_input(target.quat_xyzw)
     try:
         T_base_frame = chain.link_transform(frame, q)
     except ChainError as exc:
@@ -189,10 +189,17 @@ def target_in_base(target: Target, chain: Chain, q: np.ndarray,
 
 
 def _unit_quat_xyzw(quat_xyzw) -> np.ndarray:
-    """A valid quaternion (checked by ``rotation_from_input``) normalised, ``w >= 0``: what
-    :func:`quat_xyzw_from_rotation` of its rotation returns, without the round trip."""
-    x, y, z, w = (float(v) for v in np.asarray(quat_xyzw, dtype=float).reshape(-1))
+    """A quaternion checked (as ``rotation_from_input`` does: :class:`TargetError` naming a
+    NaN, inf or zero one), normalised, ``w >= 0``: what :func:`quat_xyzw_from_rotation` of
+    its rotation returns, without the round trip."""
+    if type(quat_xyzw) is np.ndarray and quat_xyzw.shape == (4,):
+        x, y, z, w = quat_xyzw.tolist()
+    else:
+        rotation_from_input(quat_xyzw)  # four numbers, or TargetError
+        x, y, z, w = (float(v) for v in np.asarray(quat_xyzw, dtype=float).reshape(-1))
     norm = math.sqrt(x * x + y * y + z * z + w * w)
+    if not 1e-6 <= norm <= 1e150:  # zero, not finite or huge: the full check says which
+        rotation_from_input(quat_xyzw)
     if w < 0.0:
         norm = -norm
     return np.array([x / norm, y / norm, z / norm, w / norm])

@@ -1,7 +1,8 @@
 """The compiled kernels: loaded by numba in a background thread, never in a solve.
 
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
-the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`, ...), each with a ``compile()``
+the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`,
+:mod:`ik_node.solvers.hip_knee.compiled`), each with a ``compile()``
 that compiles its functions, or loads them from numba's cache on disk (``cache=True``), and
 runs each once. The first solve that could use a kernel calls :func:`start` before its
 budget starts (not the solver's construction: importing numba would slow down a node's
@@ -30,10 +31,12 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
+                  'ik_node.solvers.damped_jacobian.compiled_reach',
+                  'ik_node.solvers.hip_knee.compiled',
                   'ik_node.solvers.out_of_reach.compiled_search')
 #: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
 #: hold the GIL, and a solve on the Python path waits up to this for it each time it asks
@@ -108,6 +111,18 @@ def _load() -> None:
             listener(serving())
         except Exception:  # a listener gone (its node shut down) is not an error
             pass
+
+
+def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, ...]) -> dict:
+    """A kernel module's functions compiled by ``numba.njit(cache=True, nogil=True)``: its
+    helpers first, replaced in ``namespace`` (the module's globals) so that the functions
+    calling them see the compiled ones, then its kernels, returned by name. For a module's
+    ``compile()``, in the loading thread."""
+    import numba
+    jit = numba.njit(cache=True, nogil=True)
+    for name in helpers:
+        namespace[name] = jit(namespace[name])
+    return {name: jit(namespace[name]) for name in kernel_names}
 
 
 def serving() -> str:

@@ -33,10 +33,21 @@ def test_rotation_error_is_the_angle_between_rotations_small_and_large():
 
 
 @pytest.mark.parametrize('bad', [[0, 0, 0, 0], [float('nan'), 0, 0, 1], [0, 0, 1],
-                                 [float('inf'), 0, 0, 1], 'abcd'])
+                                 [float('inf'), 0, 0, 1], 'abcd', np.zeros(4),
+                                 np.array([0.0, float('nan'), 0.0, 1.0]),
+                                 np.array([0.0, 0.0, -float('inf'), 1.0]), np.zeros(3)])
 def test_invalid_quaternions_raise_target_error_naming_the_value(bad):
     with pytest.raises(TargetError, match='orientation|quaternion'):
         rotation_from_input(bad)
+
+
+def test_a_quaternion_as_a_float_array_or_a_list_gives_the_same_rotation():
+    rng = np.random.default_rng(5)
+    for quat_xyzw in [*rng.normal(size=(50, 4)), np.array([1e-3, 0.0, 0.0, 0.0]),
+                      np.array([1e160, 2e160, 0.0, 1e160])]:  # its squared norm overflows
+        as_list = rotation_from_input(quat_xyzw.tolist())
+        assert np.array_equal(rotation_from_input(quat_xyzw), as_list)
+        assert np.all(np.isfinite(as_list))
 
 
 @pytest.mark.parametrize('bad', [[float('nan'), 0, 0], [0, float('inf'), 0], [1e12, 0, 0],

@@ -210,6 +210,21 @@ def test_diagnostics_gate_limits_the_rate_but_lets_errors_and_changes_through():
     assert gate.offer(0.70, status_format.OK, 'g')    # period elapsed
 
 
+def test_diagnostics_gate_bounds_a_stream_that_alternates_good_and_bad_targets():
+    gate = StatusRateGate(10.0)  # urgent statuses at most one per 0.01 s
+    ok, error = status_format.OK, status_format.ERROR
+    sent = [t for t in range(1000)  # a target every 0.1 ms, every fifth one bad, for 0.1 s
+            if gate.offer(t * 1e-4, error if t % 5 == 4 else ok, t)]
+    assert 5 <= len(sent) <= 11  # not 400 changes of level and 200 errors
+    assert gate.held is not None and gate.held[0] == error  # an error gives way to errors only
+    assert not gate.offer(0.1002, ok, 'newer ok')
+    assert gate.held[1] != 'newer ok'
+    assert gate.flush(0.1003) == []                   # too early for an urgent one
+    [item] = gate.flush(0.1 + gate.urgent_gap)        # the held error, after the urgent gap
+    assert item == 999 - (999 - 4) % 5                # the newest bad target's status
+    assert gate.offer(0.2, error, 'e1') and not gate.offer(0.2001, error, 'e2')
+
+
 # ----------------------------------------------------------------------------------- markers
 def test_envelope_of_the_planar_arm_is_a_disc_of_the_total_length():
     chain = Chain.from_urdf_file(REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip')

@@ -446,8 +446,9 @@ def test_swaps_under_a_1khz_stream_never_mix_two_chains(graph, shared_robot, tmp
         rng = np.random.default_rng(8)
         while not halt.is_set():
             p = rng.uniform([-0.4, -0.4, 0.1], [0.4, 0.4, 0.5])
-            sent.append((time.monotonic(), graph.send_point('/ik_node/target_point',
-                                                            'base_link', p)))
+            before = time.monotonic()  # read before the publish: a target counted as sent
+            # after a swap was surely published after it (a thread switch may follow publish)
+            sent.append((before, graph.send_point('/ik_node/target_point', 'base_link', p)))
             time.sleep(0.001)
     def streamed_and_answered() -> None:
         """Until 200 more targets are sent and one of them is answered with a joint state."""

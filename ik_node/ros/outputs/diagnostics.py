@@ -22,7 +22,7 @@ from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.model.quality import fragility_report, is_fragile
+from ik_node.model.quality import fragility_report
 from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, diagnostic_array,
                                                diagnostic_status, error_values, result_level,
                                                result_summary, result_values, tip_level,
@@ -57,6 +57,10 @@ def node_values(report: SolveReport) -> Dict[str, str]:
     if report.projected_m is not None:
         values['planar_projection_m'] = f'{report.projected_m:.4g}'
     return values
+
+
+#: at most one logged error per this many seconds (the statuses carry every refusal's reason).
+ERROR_LOG_PERIOD_S = 1.0
 
 
 class DiagnosticsOutput:
@@ -104,6 +108,7 @@ class StatusReports:
         self._robot_config: Optional[IkConfig] = None
         self._hardware_id = ''
         self.solve_count = 0
+        self._next_error_log = -math.inf
         self.configure(config, graph)
 
     # ------------------------------------------------------------------------- what is in force
@@ -139,18 +144,23 @@ class StatusReports:
     # ------------------------------------------------------------------------------- reports
     def offer(self, level: bytes, message: Callable[[], str],
               values: Callable[[], Dict[str, str]], force: bool = False,
-              tips: Optional[Callable[[str, str], List]] = None) -> bool:
+              tips: Optional[Callable[[str, str], List]] = None,
+              final_level: Optional[Callable[[], bytes]] = None) -> bool:
         """Publish a status now if the rate gate lets it through, else hold it for
         :meth:`flush`. Returns True if it went out.
 
         ``message`` and ``values`` are built only when needed (most solves of a fast stream
         are not reported individually); so are ``tips(name, hardware_id)``, the statuses of
-        each tip of a solve of several tips, sent in the same array after the solve's own.
+        each tip of a solve of several tips, sent in the same array after the solve's own, and
+        ``final_level()``, the status's level when a measure made at build time may raise
+        ``level`` (a reached solve that turns out fragile); the gate decides on ``level``.
         """
         name, hardware_id = self._name, self._hardware_id
 
         def build():
-            status = diagnostic_status(name, hardware_id, level, message(), values())
+            status = diagnostic_status(name, hardware_id,
+                                       level if final_level is None else final_level(),
+                                       message(), values())
             return status if tips is None else [status] + tips(name, hardware_id)
         with self._lock:
             send = self._gate.offer(time.monotonic(), level, build, force or self._force)
@@ -163,7 +173,10 @@ class StatusReports:
     def error(self, message: str, frame: str, target_stamp: str = '',
               force: bool = False) -> None:
         """ERROR (logged, throttled): a refused target (``target_stamp``) or a refused input."""
-        self._node.get_logger().error(message, throttle_duration_sec=1.0)
+        now = time.monotonic()
+        if now >= self._next_error_log:  # one line a second: a flood of bad targets costs little
+            self._next_error_log = now + ERROR_LOG_PERIOD_S
+            self._node.get_logger().error(message)
         solver, skipped, count = self._config.solver, self._targets.skipped, self.solve_count
         self.offer(ERROR, lambda: message,
                    lambda: error_values(solver, frame, skipped, count, message, target_stamp),
@@ -197,21 +210,23 @@ class StatusReports:
         A solve of several tips also reports one status per targeted tip, naming the target each
         tip answers (``report.tip_stamps``).
 
-        The fragility measures (a Jacobian and its SVD) and the reachability map distance are
-        computed once, and only when the status is built; most statuses of a fast stream never
-        are. A reached target's OK or WARN is decided for every solve by
-        :func:`~ik_node.model.quality.is_fragile` (the same verdict, mostly without the SVD).
+        The gate decides on the level of what a solve says for certain (reached or not, the
+        guard's verdict): an ERROR goes out at once, so does a change of that level. The
+        fragility measures (a Jacobian and its SVD) and the reachability map distance are
+        computed only when the status is built, at most ``diagnostics_rate`` times a second
+        while targets stream: a reached solution that is fragile is WARN in the status that
+        reports it, not a reason to send one sooner.
         """
         graph, reach, skipped = self._graph, self._reach, self._targets.skipped
         chain, result, guard = report.chain, report.result, report.guard
-        placed = report.placed
-        tips = [tip or chain.tip_link for tip in placed]
-        position_only = result.orientation_ignored or \
-            all(quat is None for _, quat in placed.values())
         measured: Dict[str, Any] = {}
 
         def measures() -> Dict[str, Any]:
             if not measured:
+                placed = report.placed
+                tips = [tip or chain.tip_link for tip in placed]
+                position_only = result.orientation_ignored or \
+                    all(quat is None for _, quat in placed.values())
                 values = node_values(report)
                 try:
                     quality, fragile = fragility_report(
@@ -229,21 +244,13 @@ class StatusReports:
                 measured.update(values=values, fragile=fragile)
             return measured
 
-        def fragile() -> bool:  # OK or WARN: without the SVD where floats settle it
-            if not measured:
-                try:
-                    return is_fragile(chain, report.q, tips, position_only,
-                                      graph.singular_threshold, graph.limit_margin_threshold)
-                except Exception:  # measures() reports why
-                    pass
-            return bool(measures()['fragile'])
-
         level = result_level(result)
-        if level == OK and fragile():
-            level = WARN
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
             level = ERROR if guard.action == 'hold' else max(level, WARN)
+
+        def final_level() -> bytes:  # a reached solution near a singularity or limit: WARN
+            return WARN if level == OK and measures()['fragile'] else level
 
         def summary() -> str:
             text = result_summary(result, report.solver)
@@ -266,7 +273,8 @@ class StatusReports:
             level, summary,
             lambda: result_values(result, report.solver, report.frame, skipped, report.count,
                                   report.stamps, measures()['values']),
-            tips=tip_statuses if result.tips and len(chain.tip_links) > 1 else None)
+            tips=tip_statuses if result.tips and len(chain.tip_links) > 1 else None,
+            final_level=final_level if level == OK else None)
 
     # ------------------------------------------------------------------------------ the timer
     def flush(self) -> bool:

@@ -48,6 +48,7 @@ from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
 from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
                                                     DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
@@ -171,6 +172,9 @@ class DampedJacobianSolver(Solver):
         if self._closest is not None and self._reach is not None and fast is not None:
             # Once per solver, with the generated kinematics of a serial chain (5-20 ms).
             self._closest.reach = measure_reach(self._closest, self._reach)
+        # The reach checks of a target in one compiled call, beside the compiled descents.
+        self._compiled_reach = None if self._compiled is None or self._closest is None else \
+            CompiledReach.of(self._reach, self._closest.reach)
         if self._closest is not None and fast is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
             self._closest.use_compiled(chain)
@@ -205,7 +209,12 @@ class DampedJacobianSolver(Solver):
     # ------------------------------------------------------------------------------ solving
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
-        min_residual = self._min_residual(p_target)
+        checks = None if self._compiled_reach is None else self._compiled_reach.checks(p_target)
+        if checks is None:  # the Python checks (the gap asked only where it matters)
+            min_residual, reach_gap = self._min_residual(p_target), None
+        else:  # both in one compiled call
+            bound, reach_gap = checks
+            min_residual = bound if bound > 0.0 else None
         if self.chain.n == 0:  # nothing to move: the measured error is the answer
             return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
                                message='the chain has no moving joints')
@@ -224,7 +233,7 @@ class DampedJacobianSolver(Solver):
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, params['orientation_weight']),
                                   q_seed.tolist(), R_target is not None, min_residual,
-                                  p_target, R_target)
+                                  p_target, R_target, reach_gap)
         if raw.min_residual is None or (min_residual is not None and
                                         min_residual > raw.min_residual):
             raw.min_residual = min_residual  # (a leg's closed form may prove more)
@@ -238,7 +247,8 @@ class DampedJacobianSolver(Solver):
 
     def _solve_dls(self, evaluator: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float],
-                   p_target: np.ndarray, R_target: Optional[np.ndarray] = None) -> RawSolution:
+                   p_target: np.ndarray, R_target: Optional[np.ndarray] = None,
+                   reach_gap: Optional[float] = None) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
         against the mid configuration (built when first needed). ``evaluator`` is the
@@ -246,8 +256,13 @@ class DampedJacobianSolver(Solver):
         (a pose target where the compiled descents serve) a function making it. Each descent
         runs in :meth:`.descent.PythonDescent.descend`, or in the compiled kernel
         (:mod:`.compiled`) for a pose target where numba is installed: the same iterations
-        either way."""
+        either way. ``reach_gap``: the target's gap to the measured reach [m] where already
+        known (else asked where it matters)."""
         params = self.params
+        if reach_gap is None:
+            reach_gap = self._closest.reach_gap
+        else:
+            reach_gap = functools.partial(_known, reach_gap)
         budget = Budget(params['timeout'])
         history: Optional[List[float]] = [] if params['record_history'] else None
         # The cost never falls below floor (the squared proven residual): progress is measured
@@ -278,7 +293,7 @@ class DampedJacobianSolver(Solver):
                 q, mid_next = self._mid, False
         if not with_orientation and (
                 (min_residual is not None and min_residual > params['position_tolerance']) or
-                self._closest.reach_gap(p_target.tolist()) > params['position_tolerance']):
+                reach_gap(p_target.tolist()) > params['position_tolerance']):
             # Out of reach (proven, or beyond the measured reach): no Gauss-Newton descent can
             # arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
@@ -304,7 +319,8 @@ class DampedJacobianSolver(Solver):
                 end, q, iterations, last_blocked, near = run.descend(
                     q, floor, good_enough, iterations, last_blocked, budget, near=near,
                     pull=first_descent, keep_best=keep_best)
-                best_q, best_cost = run.best_q.tolist(), run.best_cost
+                if end != compiled.CONVERGED and end != GOOD_ENOUGH:  # (those return q)
+                    best_q = run.best_q.tolist()
             else:
                 if problem is None:
                     problem = DescentProblem(evaluator(), with_orientation, floor, good_enough,
@@ -352,7 +368,7 @@ class DampedJacobianSolver(Solver):
                                    history=history, message=f'position provably out of reach: '
                                    f'the best of {restarts + 1} descents')
             if restarts + 1 == _POSITION_CHECK_BEYOND_REACH and not position_checked and \
-                    self._closest.reach_gap(p_target.tolist()) > params['position_tolerance']:
+                    reach_gap(p_target.tolist()) > params['position_tolerance']:
                 check_after = _POSITION_CHECK_BEYOND_REACH  # asked only where it can matter
             if restarts + 1 >= check_after and not position_checked and (
                     min_residual is None or min_residual <= params['position_tolerance']):
@@ -432,3 +448,9 @@ class DampedJacobianSolver(Solver):
             return None
         gap = self._reach.lower_bound(p_target.tolist())
         return gap if gap > 0.0 else None
+
+
+def _known(value: float, target: List[float]) -> float:
+    """A value computed before (``functools.partial(_known, value)`` stands for a function of
+    the target)."""
+    return value

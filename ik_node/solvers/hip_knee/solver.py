@@ -28,12 +28,13 @@ hip-foot line, as in a human knee.
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.solvers.base import FloatSolver, IkStatus, ParamSpec, RawSolution
+from ik_node.solvers.base import FloatSolver, IkResult, IkStatus, ParamSpec, RawSolution
+from ik_node.solvers.hip_knee.compiled import CompiledLegs
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
 from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
@@ -77,6 +78,25 @@ class HipKneeSolver(FloatSolver):
                             'the pitch axis), backward, or closest to the seed (continuity)',
                             choices=('forward', 'backward', 'closest')),
     }
+
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
+        super().__init__(chain, params)
+        #: A tree of legs: every leg in one compiled call where numba serves (else None).
+        self._compiled_legs = CompiledLegs.of(self)
+
+    def solve(self, target_position=None, target_orientation=None, seed=None, *,
+              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
+        """:meth:`Solver.solve <ik_node.solvers.base.Solver.solve>`; on a tree of legs, where
+        the compiled kernel serves, ``solve(targets={foot: position})`` runs every leg in one
+        call (:mod:`.compiled`), the Python path answering whatever that call does not (the same
+        answers)."""
+        legs = self._compiled_legs
+        if legs is not None and target_position is None and target_orientation is None and \
+                self._collision is None:
+            result = legs.solve(targets, seed)
+            if result is not None:
+                return result
+        return super().solve(target_position, target_orientation, seed, targets=targets)
 
     def check_chain(self, chain: Chain) -> None:
         """Refuse chains that are not a 3-joint leg or a planar 2-link chain.

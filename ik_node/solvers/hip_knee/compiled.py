@@ -1,0 +1,484 @@
+"""The compiled analytic legs: every leg of a tree of independent legs in one numba call.
+
+:class:`CompiledLegs` answers ``solve(targets={foot: position})`` of
+:class:`~ik_node.solvers.hip_knee.solver.HipKneeSolver` on a tree of 3-joint legs (a
+quadruped's four legs) in one call of :func:`_solve_legs`: per targeted leg the closed form of
+:meth:`HipKneeSolver._solve_leg` (a leg whose pitch axis meets the first axis) or of
+:class:`~ik_node.solvers.hip_knee.offset_leg.OffsetLeg` (an axis offset), in reach, with the
+same candidates, ranking and angle choices, then what :meth:`Solver._measured
+<ik_node.solvers.base.Solver._measured>` does to the answer: the clip into the limits, the check
+of whole turns, the foot's position by forward kinematics of the returned joints (the chain's
+own constant transforms, not the leg's geometry) and the error against the target.
+
+The kernel answers only the common case: every targeted foot in reach, a limit-respecting
+solution, no degenerate direction, the measured error within tolerance, finite input. Anything
+else (a foot out of reach or behind the limits, a target on an axis, a NaN, an orientation, a
+seed that is not a float array of the tree's size) returns None and the Python path answers, with
+its statuses, messages and errors: the same answers either way
+(``test/core/test_compiled_legs.py``), the last bits of a few angles aside.
+
+:mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
+background thread; until then, and where numba cannot serve, the Python path answers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+import ik_node.solvers.kernels as kernels
+from ik_node.solvers.input_checks import FLOAT64, MAX_COORDINATE_M
+from ik_node.solvers.results import IkResult, IkStatus, TipResult
+
+_PI = math.pi
+_TWO_PI = 2.0 * math.pi
+#: planar_core's constants (a test keeps them equal).
+DEGENERATE_DISTANCE_M = 1e-9
+TIE_M = 1e-10
+LIMIT_SLACK = 1e-9
+
+# The kernel's answer.
+OK = 0
+FALL_BACK = 1  # the Python path answers
+
+# Columns of the model array, one row per leg: the three rows of leg coordinates, the kind, the
+# leg's constants (as HipKneeSolver._leg_constants), the planar core's, the joints' indices in
+# the tree, which of them turn whole turns, the tolerance, then the forward kinematics: three
+# joints' constant 3 x 4 transforms and the tip's (SerialKinematics, joint axes along z).
+_ROWS = 0
+(_KIND, _LO0, _HI0, _H, _AH, _R_INNER, _R_OUTER, _LO1, _HI1, _LO2, _HI2, _RANK_F, _RANK_B,
+ _L1L1_L2L2, _TWO_L1L2, _KNEE_SIGN, _DELTA, _L1, _L2, _ALPHA1, _D, _PREF_F, _PREF_B,
+ _J0, _J1, _J2, _TURN0, _TURN1, _TURN2, _TOL_P) = range(12, 42)
+_FK = 42
+_COLUMNS = _FK + 48
+# Kinds of leg (HipKneeSolver._kind).
+LEG, OFFSET_LEG = 0, 1
+
+
+def available() -> bool:
+    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    return kernels.available()
+
+
+# ------------------------------------------------------------------------- the kernel (numba)
+def _near_angle(angle, seed, lower, upper):
+    """:func:`~ik_node.solvers.hip_knee.planar_core.near_angle`: ``(found, value)``."""
+    d = seed - angle
+    a = angle if -_PI <= d <= _PI else angle + _TWO_PI * np.rint(d / _TWO_PI)
+    if a < lower - LIMIT_SLACK:
+        a += _TWO_PI
+    elif a > upper + LIMIT_SLACK:
+        a -= _TWO_PI
+    else:
+        return True, a
+    return lower - LIMIT_SLACK <= a <= upper + LIMIT_SLACK, a
+
+
+def _bend(leg, r):
+    """PlanarCore.bend: ``(gamma, q2 forward, q2 backward)``."""
+    c = (r * r - leg[_L1L1_L2L2]) / leg[_TWO_L1L2]
+    c = 1.0 if c > 1.0 else (-1.0 if c < -1.0 else c)
+    gamma = math.acos(c)
+    s, d = leg[_KNEE_SIGN], leg[_DELTA]
+    return gamma, s * (gamma - d), s * (-gamma - d)
+
+
+def _thigh_offset(leg, gamma):
+    """PlanarCore.thigh_offset [rad]."""
+    l2 = leg[_L2]
+    return math.atan2(l2 * math.sin(gamma), leg[_L1] + l2 * math.cos(gamma))
+
+
+def _solve_leg(leg, x, e1, e2, s0, s1, s2):
+    """HipKneeSolver._solve_leg in its common case (in reach, no note): ``(found, q0, q1,
+    q2)``, found False where the Python path answers."""
+    lo0, hi0, h, ah = leg[_LO0], leg[_HI0], leg[_H], leg[_AH]
+    lo1, hi1, lo2, hi2 = leg[_LO1], leg[_HI1], leg[_LO2], leg[_HI2]
+    pref_f, pref_b = leg[_RANK_F], leg[_RANK_B]
+    rho = math.hypot(e1, e2)
+    if h != 0.0:
+        if rho < ah:
+            return False, 0.0, 0.0, 0.0
+        m = math.sqrt((rho - ah) * (rho + ah))
+        tilt = math.atan2(h, m)
+    else:
+        m, tilt = rho, 0.0
+    r = math.hypot(x, m)
+    r_outer, r_inner = leg[_R_OUTER], leg[_R_INNER]
+    miss = r - r_outer if r > r_outer else (r_inner - r if r < r_inner else 0.0)
+    if miss > TIE_M or r <= DEGENERATE_DISTANCE_M or rho <= DEGENERATE_DISTANCE_M:
+        return False, 0.0, 0.0, 0.0
+    gamma, q2f, q2b = _bend(leg, r)
+    psi, a1 = _thigh_offset(leg, gamma), leg[_ALPHA1]
+    phi, beta = math.atan2(e2, e1), math.atan2(m, x)
+    found = False
+    best = b0 = b1 = b2 = 0.0
+    ok_f, n2f = _near_angle(q2f, s2, lo2, hi2)
+    ok_b, n2b = _near_angle(q2b, s2, lo2, hi2)
+    for plane in range(2):
+        if plane == 0:
+            yaw, q1f, q1b = phi - tilt, beta - psi - a1, beta + psi - a1
+        else:
+            yaw, q1f, q1b = phi + _PI + tilt, -beta - psi - a1, -beta + psi - a1
+        ok, q0 = _near_angle(yaw, s0, lo0, hi0)
+        if not ok:
+            continue
+        d0 = (q0 - s0) ** 2
+        if ok_f:
+            ok, q1 = _near_angle(q1f, s1, lo1, hi1)
+            if ok:
+                rank = d0 + (q1 - s1) ** 2 + (n2f - s2) ** 2
+                if pref_f != 0.0:
+                    rank += pref_f
+                if not found or rank < best:
+                    found, best, b0, b1, b2 = True, rank, q0, q1, n2f
+        if ok_b:
+            ok, q1 = _near_angle(q1b, s1, lo1, hi1)
+            if ok:
+                rank = d0 + (q1 - s1) ** 2 + (n2b - s2) ** 2
+                if pref_b != 0.0:
+                    rank += pref_b
+                if not found or rank < best:
+                    found, best, b0, b1, b2 = True, rank, q0, q1, n2b
+    return found, b0, b1, b2
+
+
+def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
+    """OffsetLeg.solve in its common case (in reach within the limits, no note): ``(found,
+    q0, q1, q2)``, found False where the Python path answers."""
+    h, d = leg[_H], leg[_D]
+    rho = math.hypot(e1, e2)
+    if rho <= DEGENERATE_DISTANCE_M and h == 0.0:
+        return False, 0.0, 0.0, 0.0
+    if rho < abs(h):
+        return False, 0.0, 0.0, 0.0
+    phi = math.atan2(e2, e1)
+    m = math.sqrt((rho - abs(h)) * (rho + abs(h))) if h != 0.0 else rho
+    tilt = math.atan2(h, m)
+    planes = 1 if m == 0.0 else 2
+    lo0, hi0 = leg[_LO0], leg[_HI0]
+    lo1, hi1, lo2, hi2 = leg[_LO1], leg[_HI1], leg[_LO2], leg[_HI2]
+    r_inner, r_outer, a1 = leg[_R_INNER], leg[_R_OUTER], leg[_ALPHA1]
+    found = False
+    best_pref = best_dist = b0 = b1 = b2 = 0.0
+    for plane in range(planes):
+        if planes == 1:
+            yaw, y = phi - tilt, -d
+        elif plane == 0:
+            yaw, y = phi - tilt, m - d
+        else:
+            yaw, y = phi + _PI + tilt, -m - d
+        r = math.hypot(x, y)
+        miss = r - r_outer if r > r_outer else (r_inner - r if r < r_inner else 0.0)
+        if miss > TIE_M:
+            continue
+        ok, q0 = _near_angle(yaw, s0, lo0, hi0)
+        if not ok:
+            continue
+        gamma, q2f, q2b = _bend(leg, r)
+        if r <= DEGENERATE_DISTANCE_M:
+            return False, 0.0, 0.0, 0.0  # a note: the Python path
+        beta, psi = math.atan2(y, x), _thigh_offset(leg, gamma)
+        q1f, q1b = beta - psi - a1, beta + psi - a1
+        d0 = (q0 - s0) ** 2
+        for branch in range(2):
+            if branch == 0:
+                pref, q1, q2 = leg[_PREF_F], q1f, q2f
+            else:
+                pref, q1, q2 = leg[_PREF_B], q1b, q2b
+            ok, n2 = _near_angle(q2, s2, lo2, hi2)
+            if not ok:
+                continue
+            ok, n1 = _near_angle(q1, s1, lo1, hi1)
+            if not ok:
+                continue
+            dist = d0 + (n1 - s1) ** 2 + (n2 - s2) ** 2
+            if not found or pref < best_pref or (pref == best_pref and dist < best_dist):
+                found, best_pref, best_dist = True, pref, dist
+                b0, b1, b2 = q0, n1, n2
+    return found, b0, b1, b2
+
+
+def _foot_error(leg, q0, q1, q2, tx, ty, tz):
+    """The distance [m] of the foot at ``(q0, q1, q2)`` (forward kinematics of the leg's
+    constant transforms) from ``(tx, ty, tz)``."""
+    # F: the frame so far (3 x 4, row-major), G: the next joint's frame before its turn.
+    f00, f01, f02, f03 = 1.0, 0.0, 0.0, 0.0
+    f10, f11, f12, f13 = 0.0, 1.0, 0.0, 0.0
+    f20, f21, f22, f23 = 0.0, 0.0, 1.0, 0.0
+    for i in range(3):
+        c = _FK + 12 * i
+        angle = q0 if i == 0 else (q1 if i == 1 else q2)
+        g00 = f00 * leg[c] + f01 * leg[c + 4] + f02 * leg[c + 8]
+        g01 = f00 * leg[c + 1] + f01 * leg[c + 5] + f02 * leg[c + 9]
+        g02 = f00 * leg[c + 2] + f01 * leg[c + 6] + f02 * leg[c + 10]
+        g03 = f00 * leg[c + 3] + f01 * leg[c + 7] + f02 * leg[c + 11] + f03
+        g10 = f10 * leg[c] + f11 * leg[c + 4] + f12 * leg[c + 8]
+        g11 = f10 * leg[c + 1] + f11 * leg[c + 5] + f12 * leg[c + 9]
+        g12 = f10 * leg[c + 2] + f11 * leg[c + 6] + f12 * leg[c + 10]
+        g13 = f10 * leg[c + 3] + f11 * leg[c + 7] + f12 * leg[c + 11] + f13
+        g20 = f20 * leg[c] + f21 * leg[c + 4] + f22 * leg[c + 8]
+        g21 = f20 * leg[c + 1] + f21 * leg[c + 5] + f22 * leg[c + 9]
+        g22 = f20 * leg[c + 2] + f21 * leg[c + 6] + f22 * leg[c + 10]
+        g23 = f20 * leg[c + 3] + f21 * leg[c + 7] + f22 * leg[c + 11] + f23
+        cq, sq = math.cos(angle), math.sin(angle)
+        f00, f01, f02, f03 = g00 * cq + g01 * sq, g01 * cq - g00 * sq, g02, g03
+        f10, f11, f12, f13 = g10 * cq + g11 * sq, g11 * cq - g10 * sq, g12, g13
+        f20, f21, f22, f23 = g20 * cq + g21 * sq, g21 * cq - g20 * sq, g22, g23
+    c = _FK + 36
+    px = f00 * leg[c + 3] + f01 * leg[c + 7] + f02 * leg[c + 11] + f03
+    py = f10 * leg[c + 3] + f11 * leg[c + 7] + f12 * leg[c + 11] + f13
+    pz = f20 * leg[c + 3] + f21 * leg[c + 7] + f22 * leg[c + 11] + f23
+    dx, dy, dz = px - tx, py - ty, pz - tz
+    return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+def _clip(value, lower, upper):
+    """clip_values for one value: ``(finite, clipped)``."""
+    if lower <= value <= upper:
+        return True, value
+    if value < lower:
+        return True, lower
+    if value > upper:
+        return True, upper
+    return False, value  # NaN
+
+
+def _solve_legs(model, P, targeted, seed, q, errors):
+    """Every targeted leg solved from ``seed`` clipped into the limits: leg ``targeted[r]``
+    toward ``P[r]`` (x, y, z [m]). The tree's joints into ``q`` (the clipped seed where no leg
+    is targeted), the measured error [m] of foot ``targeted[r]`` into ``errors[r]``.
+    :data:`OK`, or :data:`FALL_BACK` where the Python path answers."""
+    for k in range(model.shape[0]):  # the seed, within the limits (a NaN or inf: Python)
+        leg = model[k]
+        for j in range(3):
+            i = int(leg[_J0 + j])
+            v = seed[i]
+            if not math.isfinite(v):
+                return FALL_BACK
+            lower = leg[_LO0] if j == 0 else (leg[_LO1] if j == 1 else leg[_LO2])
+            upper = leg[_HI0] if j == 0 else (leg[_HI1] if j == 1 else leg[_HI2])
+            q[i] = lower if v < lower else (upper if v > upper else v)
+    for r in range(P.shape[0]):
+        leg = model[targeted[r]]
+        tx, ty, tz = P[r, 0], P[r, 1], P[r, 2]
+        if not (-MAX_COORDINATE_M <= tx <= MAX_COORDINATE_M and
+                -MAX_COORDINATE_M <= ty <= MAX_COORDINATE_M and
+                -MAX_COORDINATE_M <= tz <= MAX_COORDINATE_M):
+            return FALL_BACK
+        j0, j1, j2 = int(leg[_J0]), int(leg[_J1]), int(leg[_J2])
+        s0, s1, s2 = q[j0], q[j1], q[j2]
+        x = tx * leg[0] + ty * leg[1] + tz * leg[2] - leg[3]
+        e1 = tx * leg[4] + ty * leg[5] + tz * leg[6] - leg[7]
+        e2 = tx * leg[8] + ty * leg[9] + tz * leg[10] - leg[11]
+        if leg[_KIND] == LEG:
+            found, a0, a1, a2 = _solve_leg(leg, x, e1, e2, s0, s1, s2)
+        else:
+            found, a0, a1, a2 = _solve_offset_leg(leg, x, e1, e2, s0, s1, s2)
+        if not found:
+            return FALL_BACK
+        ok0, v0 = _clip(a0, leg[_LO0], leg[_HI0])
+        ok1, v1 = _clip(a1, leg[_LO1], leg[_HI1])
+        ok2, v2 = _clip(a2, leg[_LO2], leg[_HI2])
+        if not (ok0 and ok1 and ok2 and math.isfinite(v0 + v1 + v2)):
+            return FALL_BACK
+        # Whole turns: a joint not within half a turn of its seed takes nearest_turns (Python).
+        if (leg[_TURN0] != 0.0 and not -_PI <= s0 - v0 <= _PI) or \
+                (leg[_TURN1] != 0.0 and not -_PI <= s1 - v1 <= _PI) or \
+                (leg[_TURN2] != 0.0 and not -_PI <= s2 - v2 <= _PI):
+            return FALL_BACK
+        error = _foot_error(leg, v0, v1, v2, tx, ty, tz)
+        if not error <= leg[_TOL_P]:
+            return FALL_BACK
+        q[j0], q[j1], q[j2] = v0, v1, v2
+        errors[r] = error
+    return OK
+
+
+_KERNELS: Dict[str, Any] = {}
+_HELPERS = ('_near_angle', '_bend', '_thigh_offset', '_solve_leg', '_solve_offset_leg',
+            '_foot_error', '_clip')
+
+
+def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
+    """Compile the kernel (or load it from numba's cache on disk) and run it once;
+    :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    if not _KERNELS:
+        kernel = kernels.jitted(globals(), _HELPERS, ('_solve_legs',))['_solve_legs']
+        _exercise(kernel)
+        _KERNELS['solve_legs'] = kernel
+
+
+def _exercise(kernel) -> None:
+    """Run the kernel once on two made-up legs (one of each kind), so that numba compiles (or
+    loads) it now, not in a solve."""
+    model = np.zeros((2, _COLUMNS))
+    for k in range(2):
+        leg = model[k]
+        leg[0], leg[5], leg[10] = -1.0, 1.0, 1.0  # x down, e1 along y, e2 along z
+        leg[_KIND] = (LEG, OFFSET_LEG)[k]
+        leg[_LO0] = leg[_LO1] = leg[_LO2] = -3.0
+        leg[_HI0] = leg[_HI1] = leg[_HI2] = 3.0
+        leg[_R_INNER], leg[_R_OUTER] = 0.0, 0.4
+        leg[_L1] = leg[_L2] = 0.2
+        leg[_L1L1_L2L2], leg[_TWO_L1L2], leg[_KNEE_SIGN] = 0.08, 0.08, 1.0
+        leg[_J0], leg[_J1], leg[_J2] = 3 * k, 3 * k + 1, 3 * k + 2
+        leg[_TOL_P] = 1e-5
+        for i in range(4):
+            leg[_FK + 12 * i:_FK + 12 * i + 12] = np.eye(4)[:3].ravel()
+    P = np.array([[0.3, 0.05, 0.0], [0.3, 0.05, 0.0]])
+    targeted = np.arange(2)
+    for seed in (np.zeros(6), np.zeros(12)[::2]):  # a seed in one block of memory, or not
+        kernel(model, P, targeted, seed, np.empty(6), np.empty(2))
+
+
+# ---------------------------------------------------------------------------- the wrap
+class CompiledLegs:
+    """The compiled kernel bound to one tree of legs (a ``HipKneeSolver`` with ``legs``).
+
+    :meth:`solve` answers ``solve(targets=..., seed=...)`` in the common case and returns None
+    otherwise (the Python path then answers). Built only where numba may serve
+    (:func:`of`); the kernel loads in the background from the first solve on.
+    """
+
+    def __init__(self, solver, compiled_kernels: Optional[Dict[str, Any]] = None):
+        chain = solver.chain
+        legs = solver.legs.legs
+        self.n = chain.n
+        self.tips = tuple(chain.tip_links)
+        self.tip_index = dict(solver._tip_index)
+        self.joint_names = tuple(chain.joint_names)
+        self.q_mid = chain.mid_configuration()
+        model = np.zeros((len(legs), _COLUMNS))
+        for k, leg in enumerate(legs):
+            model[k] = _leg_row(leg)
+        self.model = model
+        self.legs = len(legs)
+        self._shape = (chain.n,)
+        self._every_leg = np.arange(len(legs), dtype=np.intp)
+        self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
+        self._kernel = None  # set once loaded
+        self._loading = False
+
+    @classmethod
+    def of(cls, solver) -> Optional['CompiledLegs']:
+        """The compiled legs of ``solver`` (a HipKneeSolver) where numba may serve, the tree's
+        legs are 3-joint legs that cover every joint, and no history is recorded; else None."""
+        legs = getattr(solver, 'legs', None)
+        if legs is None or not available() or solver.params['record_history']:
+            return None
+        covered = sorted(j for leg in legs.legs for j in leg.joints)
+        if covered != list(range(solver.chain.n)) or any(
+                getattr(leg.solver, '_kind', None) not in (LEG, OFFSET_LEG) or
+                leg.solver._n != 3 or leg.solver._fast_kinematics is None
+                for leg in legs.legs):
+            return None
+        return cls(solver)
+
+    def ready(self) -> bool:
+        """Whether the kernel is loaded (never blocks)."""
+        return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
+
+    def solve(self, targets: Any, seed: Any) -> Optional[IkResult]:
+        """The :class:`~ik_node.solvers.results.IkResult` of ``solve(targets=targets,
+        seed=seed)`` when every targeted foot is reached in the kernel's common case, else None
+        (the Python path answers: unusual input, a foot out of reach, behind the limits, on an
+        axis, or the kernel not loaded yet)."""
+        kernel = self._kernel
+        if kernel is None:
+            kernel = self._kernel = self._loaded_kernel()
+            if kernel is None:
+                return None
+        start = time.perf_counter()
+        if type(targets) is not dict:
+            return None
+        if seed is None:
+            seed = self.q_mid
+        elif type(seed) is not np.ndarray or seed.dtype is not FLOAT64 or \
+                seed.shape != self._shape:
+            return None  # the Python path reads (or refuses) it
+        try:  # the positions as one (targets, 3) array (a quaternion makes it ragged: Python)
+            P = np.array(list(targets.values()), dtype=FLOAT64)
+        except (TypeError, ValueError):
+            return None
+        if P.shape != (len(targets), 3) or not targets:
+            return None
+        tips = self.tips
+        if len(targets) == self.legs and tuple(targets) == tips:  # every foot, in tip order
+            targeted, order = self._every_leg, tips
+        else:
+            index = self.tip_index
+            try:
+                rows = [index[tip] for tip in targets]
+            except (KeyError, TypeError):  # not a tip: the Python path names it
+                return None
+            targeted = np.array(rows, dtype=np.intp)
+            order = None
+        q = np.empty(self.n)
+        errors = np.empty(len(targets))
+        if kernel(self.model, P, targeted, seed, q, errors) != OK:
+            return None
+        values = errors.tolist()
+        if order is None:  # the tips in the order of the chain's tips
+            pairs = sorted(zip(rows, values))
+            order = [tips[k] for k, _ in pairs]
+            values = [e for _, e in pairs]
+        results = {}
+        for tip, error in zip(order, values):
+            result = _new_object(TipResult)
+            _set_attribute(result, '__dict__', {
+                'reachable': True, 'position_error': error, 'min_residual': 0.0,
+                'status': _CONVERGED, 'orientation_error': None, 'message': '',
+                'best_found': False})
+            results[tip] = result
+        result = _new_object(IkResult)  # new_result's dict, without its keyword arguments
+        _set_attribute(result, '__dict__', {
+            'joint_positions': q, 'joint_names': self.joint_names, 'reachable': True,
+            'status': _CONVERGED, 'position_error': max(values), 'orientation_error': None,
+            'min_residual': 0.0, 'iterations': len(values),
+            'solve_time': time.perf_counter() - start, 'message': '', 'orientation_ignored': False,
+            'history': None, 'tips': results, 'best_found': False})
+        return result
+
+    def _loaded_kernel(self):
+        """The kernel once loaded, else None (the first call starts loading it)."""
+        if self.ready():
+            return self._kernels['solve_legs']
+        if not self._loading:
+            self._loading = True
+            kernels.start()  # once, in the background
+        return None
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+_CONVERGED = IkStatus.CONVERGED
+
+
+def _leg_row(leg) -> np.ndarray:
+    """The model row of one leg (a :class:`~ik_node.solvers.trees.legs.Leg` whose solver is a
+    3-joint HipKneeSolver)."""
+    solver = leg.solver
+    row = np.zeros(_COLUMNS)
+    row[0:12] = solver._rows
+    row[_KIND] = solver._kind
+    (row[_LO0], row[_HI0], row[_H], row[_AH], row[_R_INNER], row[_R_OUTER], row[_LO1],
+     row[_HI1], row[_LO2], row[_HI2], row[_RANK_F], row[_RANK_B]) = solver._leg_constants
+    core = solver._core
+    row[_L1L1_L2L2], row[_TWO_L1L2] = core.l1l1_l2l2, core.two_l1l2
+    row[_KNEE_SIGN], row[_DELTA] = core.knee_sign, core.delta
+    row[_L1], row[_L2], row[_ALPHA1] = core.l1, core.l2, core.alpha1
+    row[_D] = solver._geometry.axis_offset
+    row[_PREF_F], row[_PREF_B] = solver._pref_forward, solver._pref_backward
+    row[_J0:_J0 + 3] = leg.joints
+    for i in solver._turn_joints:
+        row[_TURN0 + i] = 1.0
+    row[_TOL_P] = solver._tol_p
+    fast = solver._fast_kinematics
+    for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):
+        row[_FK + 12 * i:_FK + 12 * i + 12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+    return row
+

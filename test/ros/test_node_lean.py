@@ -1,0 +1,96 @@
+"""What the node leaves out of an answer while nobody reads it, over real DDS: the marker arrays
+are built only for a subscriber of ``~/markers``, and one that subscribes later still gets the
+markers of the last answer; a fragile reached solution is WARN in its status."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PointStamped  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+
+from harness import (answers, chain_of, params_file, stamp_text, unique, values,  # noqa: E402
+                     wait_for)
+
+#: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (fragile).
+Q_NEAR_HIP_YAW_LIMIT = np.array([1.196, 0.4, -0.9])
+
+
+def start_without_marker_subscriber(harness, tmp_path):
+    """An ik node on leg3 whose marker arrays are counted as they are built, and a client that
+    sends targets and records statuses but does not subscribe to ``~/markers``."""
+    name = unique('ik')
+    ns = f'/{name}'
+    ik = harness.start_node(name, [
+        '--ros-args', '--params-file',
+        str(params_file(tmp_path, 'leg3', name, reachability_samples=0)),
+        '-r', f'/joint_states:={ns}/joint_states', '-r', f'/diagnostics:={ns}/diagnostics'])
+    built = []
+    result = ik._markers.result
+
+    def counted(*args, **kwargs):
+        built.append(time.monotonic())
+        return result(*args, **kwargs)
+    ik._markers.result = counted
+    client = harness.ros.node('lean_client')
+    lock = threading.Lock()
+    statuses = []
+
+    def on_diagnostics(msg):
+        with lock:
+            statuses.extend(s for s in msg.status if s.name == f'{name}: ik')
+    client.create_subscription(DiagnosticArray, f'{ns}/diagnostics', on_diagnostics, 100)
+    pub = client.create_publisher(PointStamped, f'{ns}/target_point', 10)
+    wait_for('the target subscription', lambda: pub.get_subscription_count() > 0)
+    wait_for('the idle status', lambda: statuses, lock)
+
+    def send(xyz) -> DiagnosticStatus:
+        msg = PointStamped()
+        msg.header.frame_id = 'base_link'
+        msg.header.stamp = client.get_clock().now().to_msg()
+        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in xyz)
+        key = [stamp_text(msg.header)]
+        pub.publish(msg)
+        return wait_for('the answer', lambda: next(
+            (s for s in statuses if answers(s, key)), None), lock)
+    return ns, client, built, send
+
+
+def test_markers_are_built_only_for_a_subscriber_and_reach_one_that_comes_later(harness,
+                                                                                 tmp_path):
+    ns, client, built, send = start_without_marker_subscriber(harness, tmp_path)
+    target = chain_of('leg3').fk(np.array([0.3, 0.5, -1.0]))[:3, 3]
+    status = send(target)
+    assert values(status)['reachable'] == 'true'
+    time.sleep(0.3)  # several ticks of the node's timer
+    assert not built, 'marker arrays built while nobody subscribes to ~/markers'
+    arrays = []
+    client.create_subscription(
+        MarkerArray, f'{ns}/markers', arrays.append,
+        QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+
+    def target_sphere():
+        return [m for a in list(arrays) for m in a.markers
+                if m.action == Marker.ADD and m.type == Marker.SPHERE and np.allclose(
+                    [m.pose.position.x, m.pose.position.y, m.pose.position.z], target,
+                    atol=1e-9)]
+    sphere = wait_for("the last answer's target sphere, sent to the late subscriber",
+                      target_sphere)
+    assert sphere[-1].color.g > sphere[-1].color.r  # green: reached
+    assert len(built) == 1
+
+
+def test_a_fragile_reached_solution_is_warn_in_its_status(harness, tmp_path):
+    _, _, _, send = start_without_marker_subscriber(harness, tmp_path)
+    status = send(chain_of('leg3').fk(Q_NEAR_HIP_YAW_LIMIT)[:3, 3])
+    assert values(status)['reachable'] == 'true'
+    assert status.level == DiagnosticStatus.WARN
+    assert 'fragile: hip_yaw' in status.message
