@@ -36,7 +36,8 @@ from typing import Callable, List, Optional, Tuple
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
                   'ik_node.solvers.damped_jacobian.compiled_reach',
-                  'ik_node.solvers.hip_knee.compiled')
+                  'ik_node.solvers.hip_knee.compiled',
+                  'ik_node.solvers.out_of_reach.compiled_search')
 #: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
 #: hold the GIL, and a solve on the Python path waits up to this for it each time it asks
 #: (Python's default, 5 ms, is a whole solve's budget: damped_jacobian's default timeout).

@@ -177,6 +177,7 @@ class DampedJacobianSolver(Solver):
             CompiledReach.of(self._reach, self._closest.reach)
         if self._closest is not None and fast is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
+            self._closest.use_compiled(chain)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built
@@ -437,7 +438,7 @@ class DampedJacobianSolver(Solver):
                               params['restarts'] - restarts, _TOLERANCE_MARGIN * tolerance,
                               tolerance)
         return self._closest.search(p_target.tolist(), q, budget, limits, min_residual,
-                                    random.Random(params['restart_seed']), history)
+                                    params['restart_seed'], history)
 
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:

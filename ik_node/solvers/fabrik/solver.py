@@ -38,7 +38,6 @@ stopped for time with time left hands the rest to the closest-pose search).
 from __future__ import annotations
 
 import math
-import random
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -52,7 +51,8 @@ from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priori
                                                  split_by_proof)
 from ik_node.solvers.trees.residuals import TipPath
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
+from ik_node.solvers.out_of_reach.closest_pose import (SEARCH_MAX_ITERATIONS, ClosestPose,
+                                                       SearchLimits)
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
 from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
@@ -81,6 +81,11 @@ class FabrikSolver(Solver):
     solves_trees = True
     PER_TIP_PARAMS = ('weights',)
     PARAMS: Dict[str, ParamSpec] = {
+        'max_iterations': ParamSpec(
+            int, 100, 'iteration cap of the FABRIK iterations of one solve (polish steps '
+            'included); the closest-pose search that finishes a serial chain\'s target above '
+            f'tolerance counts its Newton steps apart, at most {SEARCH_MAX_ITERATIONS}, within '
+            'timeout', '', min=1, max=1_000_000),
         'weights': FloatListSpec(
             list, (), 'priority of each tip when targets conflict, in the order of the chain\'s '
             'tip_links (one number > 0 per tip; a branching joint is pulled to the weighted mean '
@@ -168,6 +173,7 @@ class FabrikSolver(Solver):
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
         if self._closest is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
+            self._closest.use_compiled(chain)
 
     # ------------------------------------------------------------------------------ solving
     def _solve_tree(self, targets: Sequence[TipTarget], q_seed: np.ndarray) -> RawSolution:
@@ -266,8 +272,8 @@ class FabrikSolver(Solver):
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''
-        elif search and (self._exact is not None or run.iterations < max_iterations and (
-                not run.timed_out or budget.can_hand_over())):  # (a leg's closed form: always)
+        elif search and (self._exact is not None or not run.timed_out or
+                         budget.can_hand_over()):  # (a leg's closed form: always)
             # Also after a run that stopped for time: its iterations are paced by the slowest
             # so far, and the search's Newton steps may still fit (one FABRIK iteration
             # stretched by a stall of the machine ended runs with most of the budget left).
@@ -306,10 +312,10 @@ class FabrikSolver(Solver):
             return raw
         params = self.params
         tolerance = params['position_tolerance']
-        limits = SearchLimits(params['max_iterations'] - iterations, params['restarts'],
+        limits = SearchLimits(SEARCH_MAX_ITERATIONS, params['restarts'],
                               _TOLERANCE_MARGIN * tolerance, tolerance)
-        found = self._closest.search(p_target.tolist(), q.tolist(), budget, limits, bound,
-                                     random.Random(0), history)
+        found = self._closest.search(p_target.tolist(), q.tolist(), budget, limits, bound, 0,
+                                     history)
         iterations += found.iterations
         restarts = max(found.descents - 1, 0)
         status, message = search_outcome(found, self.chain.joint_names, iterations, restarts,

@@ -66,22 +66,28 @@ search, and the other starts find the same closest poses on the benchmark robots
 A leg that fits the analytic leg geometry never gets here: its solvers take its closed-form
 closest pose (:mod:`ik_node.solvers.out_of_reach.exact_leg`).
 
-Plain floats and the math module: the Jacobians come from the chain's generated kinematics.
+Plain floats and the math module: the Jacobians come from the chain's generated kinematics;
+once the compiled kernels are loaded, the descents, sweeps and nearest sample tips run in them
+(:mod:`ik_node.solvers.out_of_reach.compiled_search`: the same steps, tens of times faster).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass
 from operator import mul
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
+from ik_node.solvers.out_of_reach.compiled_search import REACHED, STATIONARY, CompiledSearch
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
-from ik_node.solvers.out_of_reach.tip_sample import TipSample
+from ik_node.solvers.out_of_reach.tip_sample import CANDIDATES, MIN_SPACING, TipSample
 
 
 _TWO_PI = 2.0 * math.pi
@@ -111,6 +117,9 @@ _MINIMUM_DAMPING = 1e-6
 NEAR_LIMIT = 0.05
 #: A restart starts from the lowest-error of this many random configurations.
 _RANDOM_CANDIDATES = 4
+#: The Newton steps of a search over all its descents where the solver's own iteration cap
+#: counts other iterations (fabrik's: its FABRIK passes); damped_jacobian's default cap.
+SEARCH_MAX_ITERATIONS = 2000
 
 
 @dataclass
@@ -200,6 +209,16 @@ class ClosestPose:
         #: The chain's tip sample (:mod:`ik_node.solvers.out_of_reach.tip_sample`), set by the
         #: solver that owns this search; None: the structured and random starts only.
         self.samples: Optional[TipSample] = None
+        #: The compiled descents and sweeps (:mod:`ik_node.solvers.out_of_reach.compiled_search`),
+        #: set by the solver that owns this search; they serve once loaded, unless a history
+        #: is recorded.
+        self.kernel: Optional[CompiledSearch] = None
+
+    def use_compiled(self, chain) -> None:
+        """Set :attr:`kernel` to the compiled descents of ``chain`` (this search's chain, with
+        generated serial kinematics) where numba may serve."""
+        self.kernel = CompiledSearch.of(chain, self._low, self._high, self._wraps,
+                                        self._bounded)
 
     def reach_gap(self, target: Sequence[float]) -> float:
         """:meth:`MeasuredReach.gap` of the target, -inf without a measured reach."""
@@ -392,19 +411,23 @@ class ClosestPose:
     # ------------------------------------------------------------------------------- search
     def search(self, target: Sequence[float], q_own: Sequence[float], budget: Budget,
                limits: SearchLimits, bound: Optional[float],
-               rng: Optional[random.Random] = None,
+               rng: Union[random.Random, int, None] = None,
                history: Optional[List[float]] = None) -> Search:
         """Descents from ``q_own`` and then from the restart starts, until the rule stops them
         (module docstring). ``bound``: a proven lower bound of the error [m], or None;
-        ``limits``: iterations, restarts, the tolerance and the agreement of two minima."""
+        ``limits``: iterations, restarts, the tolerance and the agreement of two minima;
+        ``rng``: the random starts' generator, or the seed of one made when first needed
+        (None: 0)."""
         max_iterations, max_restarts, tolerance, agreement = limits
         budget.mark()
         reach_gap = self.reach_gap(target)
+        steps = self._steps(target, history)
+        descend = steps.descend
         best: Optional[Descent] = None
         agreeing = iterations = descents = 0
         random_agrees = False
         stop = 'restarts'
-        starts = self._starts(target, q_own, rng or random.Random(0))
+        starts = self._starts(target, q_own, rng, steps)
         flips: List[List[float]] = []  # stationary points with joints moved to their other ends
         flipped: set = set()           # the flips queued so far: ((joint, end), ...)
         while True:
@@ -425,8 +448,8 @@ class ClosestPose:
                 px, py, pz = self._position(q_start)
                 history.append(math.sqrt((target[0] - px) ** 2 + (target[1] - py) ** 2 +
                                          (target[2] - pz) ** 2))
-            d = self.descend(target, q_start, budget, max_iterations - iterations,
-                             tolerance, history)
+            d = descend(target, q_start, budget, max_iterations - iterations, tolerance,
+                        history)
             iterations += d.iterations
             descents += 1
             if best is None or d.error < best.error - agreement or (
@@ -491,20 +514,50 @@ class ClosestPose:
         out.reverse()  # popped from the end: all flipped first
         return out
 
-    def _starts(self, target, q_own, rng: random.Random):
+    def _steps(self, target: Sequence[float], history: Optional[List[float]]) -> '_Steps':
+        """The search's steps toward ``target``: in the compiled kernel once it is loaded
+        (unless a ``history`` is recorded), else in Python."""
+        kernel = self.kernel if history is None and self.kernel is not None and \
+            self.kernel.ready() else None
+        if kernel is None:
+            return _Steps(self.descend, self.stretch, self._nearest_samples, self._distance)
+        target_array = np.array(target, dtype=float)
+        return _Steps(functools.partial(self._descend_compiled, kernel, target_array),
+                      functools.partial(_sweep_compiled, kernel, target_array),
+                      functools.partial(_nearest_compiled, kernel, target_array, self.samples),
+                      functools.partial(_distance_compiled, kernel, target_array))
+
+    def _starts(self, target, q_own, rng: Union[random.Random, int, None], steps: '_Steps'):
         """``(make_start, is_random, is_own)`` in order; a start after the second is computed
         only when needed. A start from the tip sample counts as random (it covers the joint
         space)."""
-        stretched = self.stretch(target, self._mid, from_base=True)
-        if self._distance(target, q_own) <= self._distance(target, stretched):
+        sweep, distance = steps.sweep, steps.distance
+        stretched = sweep(target, self._mid, True)
+        if distance(target, q_own) <= distance(target, stretched):
             yield (lambda: list(q_own)), False, True  # near the answer: continuity
         yield (lambda: stretched), False, False
-        yield (lambda: self.stretch(target, self._mid, from_base=False)), False, False
+        yield (lambda: sweep(target, self._mid, False)), False, False
         if self.samples is not None:
-            for q in self.samples.starts(target):
-                yield (lambda q=q: self.stretch(target, q)), True, False
+            for q in steps.nearest(target):
+                yield (lambda q=q: sweep(target, q, True)), True, False
+        if not isinstance(rng, random.Random):
+            rng = random.Random(rng or 0)
         while True:
-            yield (lambda: self.stretch(target, self._random_start(target, rng))), True, False
+            yield (lambda: sweep(target, self._random_start(target, rng), True)), True, False
+
+    def _nearest_samples(self, target):
+        return self.samples.starts(target)
+
+    def _descend_compiled(self, kernel: CompiledSearch, target_array: np.ndarray,
+                          target: Sequence[float], q: Sequence[float], budget: Budget,
+                          max_iterations: int, tolerance: float, history: None = None
+                          ) -> Descent:
+        """:meth:`descend` in the compiled kernel (the same steps, to round-off);
+        ``target_array``: ``target`` as an array."""
+        q_end, error, iterations, end, minimum, pressed = kernel.descend(
+            target_array, q, budget, max_iterations, tolerance, self._gradient_scale)
+        stationary = end in (REACHED, STATIONARY)
+        return Descent(q_end, error, iterations, stationary, pressed, stationary and minimum)
 
     def _distance(self, target, q) -> float:
         px, py, pz = self._position(q)
@@ -520,3 +573,31 @@ class ClosestPose:
             if cost < best_cost:
                 best, best_cost = q, cost
         return best
+
+
+class _Steps(NamedTuple):
+    """The steps of one search: ``descend`` as :meth:`ClosestPose.descend`, ``sweep(target, q,
+    from_base)`` as :meth:`ClosestPose.stretch`, ``nearest(target)`` the tip sample's starts,
+    ``distance(target, q)`` the tip's distance [m]."""
+
+    descend: Callable
+    sweep: Callable
+    nearest: Callable
+    distance: Callable
+
+
+def _distance_compiled(kernel: CompiledSearch, target_array, target, q) -> float:
+    """The tip's distance [m] from the target in the compiled kernel."""
+    return kernel.distance(target_array, q)
+
+
+def _sweep_compiled(kernel: CompiledSearch, target_array, target, q, from_base: bool
+                    ) -> List[float]:
+    """:meth:`ClosestPose.stretch` in the compiled kernel."""
+    return kernel.stretch(target_array, q, from_base)
+
+
+def _nearest_compiled(kernel: CompiledSearch, target_array, samples: TipSample, target
+                      ) -> List[List[float]]:
+    """:meth:`TipSample.starts` in the compiled kernel."""
+    return kernel.nearest(samples, target_array, CANDIDATES, MIN_SPACING)
