@@ -149,7 +149,7 @@ class MeshCheck:
         return out
 
 
-def optik_for(robot, path, base, tip, chain):
+def optik_for(robot, path, base, tip, chain, max_time):
     """OptIK's adapter (benchmarks/compiled_peers.py) for ``chain``, or why not (text)."""
     sys.path.insert(0, str(REPO / 'benchmarks'))
     try:
@@ -158,7 +158,7 @@ def optik_for(robot, path, base, tip, chain):
         from peers import parse_urdf, urdf_joint_path
         urdf = parse_urdf(path)
         spec = Robot(robot, path, base, tip, chain, urdf, urdf_joint_path(urdf, base, tip))
-        return OptikAdapter(spec, '6d', SOLVER_TIMEOUT_S)
+        return OptikAdapter(spec, '6d', max_time)
     except ImportError as exc:
         return f'not installed ({exc})'
     except Skip as exc:
@@ -188,16 +188,16 @@ def optik_solve(peer, chain, position, quat, seed):
     return seconds, bool(np.linalg.norm(F[:3, 3] - position) <= 1e-5 and angle <= 1e-4)
 
 
-def ground_plane(chain, exact, targets, target_qs, robot, ground_z=0.0):
+def ground_plane(chain, exact, targets, target_qs, robot, budget, ground_z=0.0):
     """Rows of ``damped_jacobian`` (position, random seeds, self-collision on) without and with
     the ground plane at ``ground_z``, on the targets whose configuration is above it."""
     from ik_node import make_solver
     kept = [t for t, q in zip(targets, target_qs) if exact.lowest_moving(q) >= ground_z]
-    solvers = {plane: make_solver('damped_jacobian', chain) for plane in (False, True)}
+    solvers = {plane: make_solver('damped_jacobian', chain, budget) for plane in (False, True)}
     solvers[True].configure_collision(ground_z=ground_z)
     stats = {plane: [0, 0, []] for plane in (False, True)}
-    for position, _quat, q_random in kept:
-        for plane in (False, True):
+    for k, (position, _quat, q_random) in enumerate(kept):
+        for plane in ((False, True) if k % 2 == 0 else (True, False)):
             result = solvers[plane].solve(position, None, q_random)
             stats[plane][2].append(result.solve_time)
             if result.reachable:
@@ -217,13 +217,25 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--table-samples', type=int, default=2000)
     ap.add_argument('--out', type=Path)
+    ap.add_argument('--timeout', type=float, help="the solvers' timeout [s] (default: "
+                    "theirs, 0.005); OptIK's max_time too")
+    ap.add_argument('--retry-time', type=float, help='collision_retry_time [s] (default 0.01)')
     ap.add_argument('--no-ground', dest='ground', action='store_false',
                     help='leave out the ground-plane rows')
     args = ap.parse_args()
     os.environ.setdefault('AMENT_PREFIX_PATH', str(SHARED / 'collision_prefix'))
     from ik_node import Chain, make_solver
     from ik_node.collision import checker_for, has_collision_geometry
+    from ik_node.solvers import kernels
     print(f'seed {args.seed}', flush=True)
+    kernels.start()
+    kernels.wait(120.0)  # the compiled descents serve from the first solve measured
+    print(kernels.serving(), flush=True)
+    budget = {}
+    if args.timeout is not None:
+        budget['timeout'] = args.timeout
+    if args.retry_time is not None:
+        budget['collision_retry_time'] = args.retry_time
     rows, check_rows, peer_rows, ground_rows = [], [], [], []
     for robot in args.robots:
         path = SHARED / f'{robot}.urdf'
@@ -250,29 +262,40 @@ def main():
             targets.append((T[:3, 3].copy(), (x, y, z, w), rng.uniform(lower, upper)))
             target_qs.append(q)
         # the check alone, on the targets' own (free) configurations and on random ones
+        # the check alone, on the targets' own (free) configurations and on random ones;
+        # interleaved with the same checker without its separating planes (capsules, then
+        # GJK: the kernel's plane step is off when its padding argument is -inf)
+        bare = checker_for(chain)
+        bare._kernel_args = bare._kernel_args[:-1] + (-math.inf,)
         timings = []
         for configurations in (target_qs, rng.uniform(lower, upper, size=(2000, chain.n))):
-            times = []
-            for q in configurations:
-                start = time.perf_counter()
-                checker.is_free(q)
-                times.append(time.perf_counter() - start)
-            timings.append(1e6 * float(np.median(times)))
+            times = {id(checker): [], id(bare): []}
+            for k, q in enumerate(configurations):
+                for c in ((checker, bare) if k % 2 else (bare, checker)):
+                    start = time.perf_counter()
+                    c.is_free(q)
+                    times[id(c)].append(time.perf_counter() - start)
+            timings += [1e6 * float(np.median(times[id(checker)])),
+                        1e6 * float(np.median(times[id(bare)]))]
         near = sum(exact.closer_than(q, checker.padding) for q in target_qs)
         check_rows.append((robot, len(checker.pair_names), len(exact.pairs), *timings, near))
-        optik = optik_for(robot, path, base, tip, chain)
+        optik = optik_for(robot, path, base, tip, chain, budget.get('timeout', SOLVER_TIMEOUT_S))
         for solver_name, pose, seed_kind in CASES:
-            solvers = {on: make_solver(solver_name, chain, {'self_collision': on})
+            solvers = {on: make_solver(solver_name, chain, {'self_collision': on, **budget})
                        for on in (False, True)}
+            for position, quat, q_random in targets[:5]:  # warm-up, not counted
+                for on in (False, True):
+                    solvers[on].solve(position, quat if pose else None, q_random)
             stats = {}
-            # interleaved: each target solved without then with the check (then by OptIK)
+            # interleaved: each target solved without and with the check, in turn first (then
+            # by OptIK)
             for on in (False, True):
                 stats[on] = {'reached': 0, 'colliding': 0, 'times': []}
             peer = optik if pose and not isinstance(optik, str) else None
             peer_times, peer_reached = [], 0
-            for position, quat, q_random in targets:
+            for k, (position, quat, q_random) in enumerate(targets):
                 seed = chain.mid_configuration() if seed_kind == 'mid' else q_random
-                for on in (False, True):
+                for on in ((False, True) if k % 2 == 0 else (True, False)):
                     result = solvers[on].solve(position, quat if pose else None, seed)
                     s = stats[on]
                     s['times'].append(result.solve_time)
@@ -296,7 +319,7 @@ def main():
                                   1e3 * float(np.median(peer_times)), rows[-1][-1], ratio))
             print(rows[-2], rows[-1], peer_rows[-1] if peer is not None else '', flush=True)
         if args.ground:
-            ground_rows += ground_plane(chain, exact, targets, target_qs, robot)
+            ground_rows += ground_plane(chain, exact, targets, target_qs, robot, budget)
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     import fcl  # noqa: F401
@@ -315,12 +338,14 @@ def main():
         lines.append(f'| {robot} | {solver} | {target} | {seed} | {on} | {reached} / {n} '
                      f'({100.0 * reached / n:.1f} %) | {share} | {ms:.3f} |')
     lines += ['', '| robot | pairs checked (ik_node) | pairs kept by the independent table | '
-              'check median, collision-free configurations [us] | check median, random '
-              'configurations [us] | targets whose raw meshes come within the padding |',
-              '|---|---|---|---|---|---|']
-    for robot, pairs, exact_pairs, free_us, random_us, near in check_rows:
-        lines.append(f'| {robot} | {pairs} | {exact_pairs} | {free_us:.1f} | {random_us:.1f} '
-                     f'| {near} |')
+              'check median, collision-free configurations [us] | the same without the '
+              'separating planes [us] | check median, random configurations [us] | the same '
+              'without the planes [us] | targets whose raw meshes come within the padding |',
+              '|---|---|---|---|---|---|---|---|']
+    for robot, pairs, exact_pairs, free_us, free_bare, random_us, random_bare, near in \
+            check_rows:
+        lines.append(f'| {robot} | {pairs} | {exact_pairs} | {free_us:.1f} | {free_bare:.1f} '
+                     f'| {random_us:.1f} | {random_bare:.1f} | {near} |')
     if peer_rows:
         lines += ['', '| robot | seed | OptIK reached (6D, no collision check) | OptIK median '
                   '[ms] | damped_jacobian checked median [ms] | checked / OptIK |',

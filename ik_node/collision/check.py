@@ -128,7 +128,7 @@ class CollisionChecker:
         inside the other, or when a mesh is not closed (the hull decides)."""
         ea, eb = self._exact[i][a], self._exact[j][b]
         if ea is None or eb is None or (ea.bvh is None and eb.bvh is None):
-            return d_hull  # not closed, or two primitives (measured exactly already)
+            return d_hull  # not closed, or both measured exactly by their hulls already
         fcl = self._fcl
         placed = []
         for e, obj, k in ((ea, obj_a, i), (eb, obj_b, j)):
@@ -273,7 +273,8 @@ def _fcl_object(fcl, piece) -> Tuple[object, Optional[np.ndarray]]:
 
 class ExactPiece:
     """A piece as :meth:`CollisionChecker._mesh_distance` measures it: its raw mesh as a
-    python-fcl BVH (None for a primitive: its own shape serves), and a closed triangle set
+    python-fcl BVH (None where its hull object serves: a primitive, a convex mesh), and a
+    closed triangle set
     (``soup`` (m, 3, 3), in its link's frame) with a point of the piece (``point``) for the
     test of one piece lying wholly inside another."""
 
@@ -314,17 +315,27 @@ class ExactPiece:
         return False
 
 
+#: A closed mesh filling at least this share of its hull's volume is measured by its hull.
+CONVEX_SHARE = 0.995
+
+
 def exact_piece(fcl, piece) -> Optional[ExactPiece]:
-    """The :class:`ExactPiece` of a piece, or None for a mesh that is not closed (watertight:
-    its hull decides for it)."""
+    """The :class:`ExactPiece` of a piece (without a BVH where its hull measures it exactly: a
+    primitive, or a mesh that fills its hull, ``CONVEX_SHARE``), or None for a mesh that is
+    not closed (watertight: its hull decides for it)."""
     if piece.kind != 'mesh':
         # its hull's triangles enclose it; its origin is inside it
         soup = piece.hull_vertices[piece.hull_faces]
         return ExactPiece(None, soup, piece.T_link_piece[:3, 3].copy())
     trimesh = require('trimesh')
-    closed = trimesh.Trimesh(piece.mesh_vertices, piece.mesh_faces, process=True).is_watertight
-    if not closed:
+    mesh = trimesh.Trimesh(piece.mesh_vertices, piece.mesh_faces, process=True)
+    if not mesh.is_watertight:
         return None
+    hull = trimesh.Trimesh(piece.hull_vertices, piece.hull_faces, process=False)
+    if abs(mesh.volume) >= CONVEX_SHARE * abs(hull.volume):
+        # convex: its hull is the mesh and measures it
+        return ExactPiece(None, piece.hull_vertices[piece.hull_faces],
+                          piece.hull_vertices[0].copy())
     bvh = fcl.BVHModel()
     bvh.beginModel(len(piece.mesh_vertices), len(piece.mesh_faces))
     bvh.addSubModel(piece.mesh_vertices, piece.mesh_faces)
