@@ -262,10 +262,14 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
     :func:`segment_distances` and python-fcl.
     """
     n = q.shape[0]
+    M = np.eye(4)
+    local = np.empty((4, 4))
     for i in range(n):
         ax, ay, az = axes[i, 0], axes[i, 1], axes[i, 2]
-        M = np.eye(4)
         if prismatic[i]:
+            for r in range(3):
+                for col in range(3):
+                    M[r, col] = 1.0 if r == col else 0.0
             M[0, 3] = ax * q[i]
             M[1, 3] = ay * q[i]
             M[2, 3] = az * q[i]
@@ -281,19 +285,20 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
             M[2, 0] = az * ax * v - ay * s
             M[2, 1] = az * ay * v + ax * s
             M[2, 2] = c + az * az * v
-        local = T_parent[i] @ M
+            M[0, 3] = M[1, 3] = M[2, 3] = 0.0
         p = parents[i]
         if p < 0:
-            frames[i] = local
+            _rigid_product(T_parent[i], M, frames[i])
         else:
-            frames[i] = frames[p] @ local
+            _rigid_product(T_parent[i], M, local)
+            _rigid_product(frames[p], local, frames[i])
     L = link_frame.shape[0]
     for k in range(L):
         j = link_frame[k]
         if j < 0:
             links[k] = T_frame_link[k]
         else:
-            links[k] = frames[j] @ T_frame_link[k]
+            _rigid_product(frames[j], T_frame_link[k], links[k])
     for k in range(L):
         _quaternion(links[k], quats[k])
     C = cap_link.shape[0]
@@ -348,6 +353,20 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
     return smallest
 
 
+def _rigid_product(A, B, out):
+    """``out = A @ B`` for rigid transforms (4x4, last row 0 0 0 1), in loops (a compiled
+    matrix product of 4x4 arrays goes through BLAS, several times slower at this size)."""
+    for r in range(3):
+        a0, a1, a2 = A[r, 0], A[r, 1], A[r, 2]
+        for col in range(4):
+            out[r, col] = a0 * B[0, col] + a1 * B[1, col] + a2 * B[2, col]
+        out[r, 3] += A[r, 3]
+    out[3, 0] = 0.0
+    out[3, 1] = 0.0
+    out[3, 2] = 0.0
+    out[3, 3] = 1.0
+
+
 def _quaternion(T, out):
     """The rotation of ``T`` (4x4) as a unit quaternion (w, x, y, z) into ``out`` (Shepperd's
     method: the largest of the four candidates keeps it accurate)."""
@@ -396,6 +415,7 @@ def compiled_kernel():
                 namespace = dict(_gaps_kernel.__globals__,
                                  _segment_closest=jit(_segment_closest),
                                  _plane_gap=jit(_plane_gap), _next_normal=jit(_next_normal),
+                                 _rigid_product=jit(_rigid_product),
                                  _quaternion=jit(_quaternion))
                 kernel = type(_gaps_kernel)(_gaps_kernel.__code__, namespace)
                 _COMPILED = jit(kernel)
