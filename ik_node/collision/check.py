@@ -101,10 +101,12 @@ class CollisionChecker:
 
     # ---------------------------------------------------------------------- narrow phase
     def pair_distance(self, T_links: np.ndarray, i: int, j: int,
-                      quats: Optional[np.ndarray] = None, exact: Optional[bool] = None) -> float:
+                      quats: Optional[np.ndarray] = None, exact: Optional[bool] = None,
+                      depth: bool = True) -> float:
         """Signed distance [m] between links ``i`` and ``j`` (indices of ``model.links``) at
         link transforms ``T_links`` (with their quaternions ``quats``, when known): the
-        smallest over their pieces (negative: penetration). ``exact`` (default
+        smallest over their pieces (negative: penetration; without ``depth``, any value <= 0
+        for pieces in contact, their depth not measured). ``exact`` (default
         ``mesh_confirm``): pieces whose hulls are closer than the padding are measured by their
         meshes (:meth:`_mesh_distance`)."""
         exact = self.mesh_confirm if exact is None else exact
@@ -113,7 +115,7 @@ class CollisionChecker:
         objects_b = self._placed(T_links, j, quats)
         for a, obj_a in enumerate(self._placed(T_links, i, quats)):
             for b, obj_b in enumerate(objects_b):
-                d = self.signed_distance(obj_a, obj_b)
+                d = self.signed_distance(obj_a, obj_b, depth)
                 if exact and d < pad and d < best:
                     d = self._mesh_distance(T_links, i, a, j, b, obj_a, obj_b, d)
                 if d < best:
@@ -151,12 +153,13 @@ class CollisionChecker:
                 return d_hull
         return max(d, d_hull)
 
-    def signed_distance(self, obj_a, obj_b) -> float:
+    def signed_distance(self, obj_a, obj_b, depth: bool = True) -> float:
         """Distance [m] between two placed python-fcl objects; in collision, minus the
-        penetration depth of their deepest contact (0.0 when FCL reports none)."""
+        penetration depth of their deepest contact (0.0 when FCL reports none; without
+        ``depth``, FCL's distance query alone: a value <= 0)."""
         fcl = self._fcl
         d = fcl.distance(obj_a, obj_b, self._request, fcl.DistanceResult())
-        if d >= 0.0:
+        if d >= 0.0 or not depth:
             return d
         result = fcl.CollisionResult()
         fcl.collide(obj_a, obj_b, self._contact_request, result)
@@ -192,9 +195,12 @@ class CollisionChecker:
             T, gaps, quats = self._screen(q)
             smallest = gaps.min() if len(gaps) else math.inf
         if smallest <= pad:
-            for m in np.flatnonzero(gaps <= pad).tolist():
+            close = np.flatnonzero(gaps <= pad)
+            if len(close) > 1:  # the deepest capsule overlap first: the likeliest contact
+                close = close[np.argsort(gaps[close])]
+            for m in close.tolist():
                 i, j = self.pairs[m]
-                if self.pair_distance(T, int(i), int(j), quats) < pad:
+                if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False
         if self.world.empty:
             return True
@@ -241,7 +247,8 @@ class CollisionChecker:
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         free = np.ones(len(Q), dtype=bool)
         for row, m in zip(*np.nonzero(gaps <= self.padding)):
-            if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m])) < self.padding:
+            if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m]),
+                                                depth=False) < self.padding:
                 free[row] = False
         if world and not self.world.empty:
             for row in np.flatnonzero(free).tolist():

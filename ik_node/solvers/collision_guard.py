@@ -5,7 +5,8 @@ whose URDF has collision geometry to :class:`CollisionGuard` (with ``self_collis
 default). An answer within tolerance is ``reachable`` only when the checker finds it free. One
 that collides is solved again from new seeds, in turn a collision-free configuration whose tip
 lies near the target (from a pool of random collision-free configurations made with the
-solver) and a random configuration within the limits (seeded per solver so runs repeat; for
+solver; nearest by position, plus ``orientation_weight`` times the angle for a 6D target) and
+a random configuration within the limits (seeded per solver so runs repeat; for
 ``analytic_hip_knee`` a new seed picks the other knee branch under ``branch: closest``), at
 most ``collision_restarts`` times, within a budget: the whole solve, retries included, ends
 within the solver's ``timeout`` (where it has one) plus ``collision_retry_time``; each retry

@@ -135,6 +135,37 @@ def test_with_no_padding_no_mesh_contact_is_called_free(vendor_chain):
     assert contacts_seen > 5  # the sample did test contacts
 
 
+@pytest.mark.slow
+def test_a_configuration_called_free_has_every_checked_pair_the_padding_apart_by_its_meshes(
+        vendor_chain):
+    """With the default padding, the check (capsules, separating planes, hulls, meshes) calls a
+    configuration free only when python-fcl's distance between the raw triangle meshes of every
+    checked pair is at least the padding; and it calls free most configurations that are."""
+    checker = checker_for(vendor_chain)
+    pad = checker.padding
+    exact = exact_mesh_objects(checker.model)
+    rng = np.random.default_rng(6)
+    free_by_meshes = called_free = 0
+    for q in random_q(vendor_chain, rng, 150):
+        T = checker.model.link_transforms(q)
+        nearest = math.inf
+        for a, b in checker.pair_names:
+            for obj_a, T_a in exact[a]:
+                for obj_b, T_b in exact[b]:
+                    Ta = T[checker.model.index[a]] @ (np.eye(4) if T_a is None else T_a)
+                    Tb = T[checker.model.index[b]] @ (np.eye(4) if T_b is None else T_b)
+                    obj_a.setTransform(fcl.Transform(Ta[:3, :3], Ta[:3, 3]))
+                    obj_b.setTransform(fcl.Transform(Tb[:3, :3], Tb[:3, 3]))
+                    nearest = min(nearest, fcl.distance(obj_a, obj_b, fcl.DistanceRequest(),
+                                                        fcl.DistanceResult()))
+        free = checker.is_free(q)
+        if free:
+            called_free += 1
+            assert nearest >= pad - 1e-9, (q, nearest)
+        free_by_meshes += nearest >= pad
+    assert called_free >= 0.95 * free_by_meshes > 0
+
+
 def test_a_configuration_folded_into_itself_is_named_with_its_depth(collision_robot):
     chain = Chain.from_urdf_file(collision_robot('ur5e.urdf'), 'base_link', 'tool0')
     checker = checker_for(chain)
