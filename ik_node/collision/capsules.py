@@ -245,15 +245,17 @@ def _next_normal(links, points, i, j, vi, vj, nx, ny, nz):
 
 
 def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link, cap_link,
-                 seg_a, seg_b, radius, cap_pairs, cap_owner, link_pairs, points, start, pad,
-                 frames, links, gaps, quats):
+                 seg_a, seg_b, radius, cap_pairs, cap_owner, link_pairs, points, start, witness,
+                 pad, frames, links, gaps, quats):
     """Joint frames, link transforms and a lower bound of the hulls' distance of every link
     pair ``link_pairs`` (P, 2) of one configuration: the capsule gap (the smallest over the
     capsule pairs ``cap_pairs``, each owned by link pair ``cap_owner``), and where that is not
     above ``pad``, the larger gap of a separating plane when one is found (:func:`_plane_gap`
     on the links' hull vertices ``points``, link k's from ``start[k]`` to ``start[k + 1]``;
-    normals: the direction between the capsules' closest points, then between the vertices
-    that bound the gap, a few times).
+    normals: ``witness[m]`` in link j's frame when not zero (the caller keeps there the
+    direction of the hulls' closest points from its last narrow-phase measure of the pair),
+    the direction between the capsules' closest points, then between the vertices that bound
+    the gap, a few times).
 
     Writes ``frames`` (n, 4, 4), ``links`` (L, 4, 4) base-frame link transforms, ``gaps``
     (P,) [m] and ``quats`` (L, 4): each link's rotation as a quaternion (w, x, y, z), which
@@ -341,7 +343,23 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
                     nx, ny, nz = nx / norm, ny / norm, nz / norm
                 else:
                     nx, ny, nz = 0.0, 0.0, 1.0
+            wx, wy, wz = witness[m, 0], witness[m, 1], witness[m, 2]
+            norm = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if norm > 1e-9:  # the normal that held them apart last (made unit here: the
+                # bound holds for unit normals only, whatever another thread wrote)
+                wx, wy, wz = wx / norm, wy / norm, wz / norm
+                sep, vi, vj = _plane_gap(links, points, start, i, j,
+                                         links[j, 0, 0] * wx + links[j, 0, 1] * wy +
+                                         links[j, 0, 2] * wz,
+                                         links[j, 1, 0] * wx + links[j, 1, 1] * wy +
+                                         links[j, 1, 2] * wz,
+                                         links[j, 2, 0] * wx + links[j, 2, 1] * wy +
+                                         links[j, 2, 2] * wz)
+                if sep > gaps[m] and sep > 0.0:
+                    gaps[m] = sep
             for _ in range(PLANE_ROUNDS):
+                if gaps[m] > pad:
+                    break
                 sep, vi, vj = _plane_gap(links, points, start, i, j, nx, ny, nz)
                 if sep > gaps[m] and sep > 0.0:
                     gaps[m] = sep

@@ -64,13 +64,16 @@ class CollisionChecker:
             cap_owner[start:] = m
         self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
                              for link in model.links]
+        #: Per checked pair, the unit normal (in link j's frame) that held the pair's hulls
+        #: apart at its last narrow-phase measure: the kernel tries it first (zero: none yet).
+        self._witness = np.zeros((len(self.pairs), 3))
         point_start = np.cumsum([0] + [len(p) for p in self._hull_points]).astype(np.int64)
         self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
                              chain._prismatic.copy(), chain.parents.astype(np.int64),
                              model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
                              model.seg_b, model.radius, cap_pairs, cap_owner, self.pairs,
                              np.ascontiguousarray(np.vstack(self._hull_points)), point_start,
-                             self.padding)
+                             self._witness, self.padding)
         self._frames = np.empty((chain.n, 4, 4))
         self._links = np.empty((len(model.links), 4, 4))
         self._gaps = np.empty(len(self.pairs))
@@ -80,7 +83,8 @@ class CollisionChecker:
                          for link in model.links]
         # Unsigned distance (FCL's signed-distance query can loop forever on concentric
         # spheres); a penetration depth comes from a contact query (see signed_distance).
-        self._request = self._fcl.DistanceRequest()
+        self._request = self._fcl.DistanceRequest(enable_nearest_points=True)
+        self._nearest = None  # the closest points of the last distance measured, or None
         self._contact_request = self._fcl.CollisionRequest(enable_contact=True,
                                                            num_max_contacts=1)
         self.mesh_confirm = bool(mesh_confirm)
@@ -122,6 +126,17 @@ class CollisionChecker:
                     best = d
         return best
 
+    def _keep_witness(self, m: int, T_j: np.ndarray) -> None:
+        """Keep the direction of the closest points of pair ``m``'s last measure (when its
+        closest piece pair was measured last and apart) in link j's frame, for the kernel."""
+        nearest = self._nearest
+        if nearest is None:
+            return
+        n = np.asarray(nearest[0], dtype=float) - np.asarray(nearest[1], dtype=float)
+        norm = float(np.linalg.norm(n))
+        if norm > 1e-9:
+            self._witness[m] = T_j[:3, :3].T @ (n / norm)
+
     def _mesh_distance(self, T_links, i: int, a: int, j: int, b: int, obj_a, obj_b,
                        d_hull: float) -> float:
         """The distance [m] between piece ``a`` of link ``i`` and piece ``b`` of link ``j`` by
@@ -158,7 +173,9 @@ class CollisionChecker:
         penetration depth of their deepest contact (0.0 when FCL reports none; without
         ``depth``, FCL's distance query alone: a value <= 0)."""
         fcl = self._fcl
-        d = fcl.distance(obj_a, obj_b, self._request, fcl.DistanceResult())
+        result = fcl.DistanceResult()
+        d = fcl.distance(obj_a, obj_b, self._request, result)
+        self._nearest = result.nearest_points if d > 0.0 else None
         if d >= 0.0 or not depth:
             return d
         result = fcl.CollisionResult()
@@ -202,6 +219,7 @@ class CollisionChecker:
                 i, j = self.pairs[m]
                 if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False
+                self._keep_witness(m, T[j])
         if self.world.empty:
             return True
         return not self.world.contacts(self, T, first_only=True)
