@@ -79,7 +79,7 @@ def test_answers_that_collide_unchecked_are_collision_free_when_checked(collisio
         assert chain.within_limits(checked.joint_positions)
     if robot == 'ur5e':
         assert colliding_unchecked > 0  # the check had something to correct
-    assert reached >= 0.8 * len(targets)
+    assert reached >= 0.9 * len(targets)
 
 
 def weighted_pose_distance(chain, position, R, weight, q):
