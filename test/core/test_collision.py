@@ -100,10 +100,10 @@ def test_the_compiled_kernel_bounds_the_hull_distances_as_the_numpy_gaps_do(vend
     assert np.any(checker._witness != 0.0)
 
 
-def mesh_contact_pairs(checker, exact, q):
-    """Checked pairs whose raw meshes (BVH) touch at ``q``: the independent exact check."""
+def placed_mesh_pairs(checker, exact, q):
+    """``(a, b, obj_a, obj_b)``: the raw meshes (BVH) of every piece of each checked pair
+    ``(a, b)``, placed at ``q``: the independent exact check."""
     T = checker.model.link_transforms(q)
-    out = []
     for a, b in checker.pair_names:
         for obj_a, T_a in exact[a]:
             for obj_b, T_b in exact[b]:
@@ -111,9 +111,13 @@ def mesh_contact_pairs(checker, exact, q):
                 Tb = T[checker.model.index[b]] @ (np.eye(4) if T_b is None else T_b)
                 obj_a.setTransform(fcl.Transform(Ta[:3, :3], Ta[:3, 3]))
                 obj_b.setTransform(fcl.Transform(Tb[:3, :3], Tb[:3, 3]))
-                if fcl.collide(obj_a, obj_b, fcl.CollisionRequest(), fcl.CollisionResult()):
-                    out.append((a, b))
-    return out
+                yield a, b, obj_a, obj_b
+
+
+def mesh_contact_pairs(checker, exact, q):
+    """Checked pairs whose raw meshes (BVH) touch at ``q``."""
+    return [(a, b) for a, b, obj_a, obj_b in placed_mesh_pairs(checker, exact, q)
+            if fcl.collide(obj_a, obj_b, fcl.CollisionRequest(), fcl.CollisionResult())]
 
 
 @pytest.mark.slow
@@ -150,17 +154,8 @@ def test_a_configuration_called_free_has_every_checked_pair_the_padding_apart_by
     rng = np.random.default_rng(6)
     free_by_meshes = called_free = 0
     for q in random_q(vendor_chain, rng, 150):
-        T = checker.model.link_transforms(q)
-        nearest = math.inf
-        for a, b in checker.pair_names:
-            for obj_a, T_a in exact[a]:
-                for obj_b, T_b in exact[b]:
-                    Ta = T[checker.model.index[a]] @ (np.eye(4) if T_a is None else T_a)
-                    Tb = T[checker.model.index[b]] @ (np.eye(4) if T_b is None else T_b)
-                    obj_a.setTransform(fcl.Transform(Ta[:3, :3], Ta[:3, 3]))
-                    obj_b.setTransform(fcl.Transform(Tb[:3, :3], Tb[:3, 3]))
-                    nearest = min(nearest, fcl.distance(obj_a, obj_b, fcl.DistanceRequest(),
-                                                        fcl.DistanceResult()))
+        nearest = min(fcl.distance(obj_a, obj_b, fcl.DistanceRequest(), fcl.DistanceResult())
+                      for _a, _b, obj_a, obj_b in placed_mesh_pairs(checker, exact, q))
         free = checker.is_free(q)
         if free:
             called_free += 1
