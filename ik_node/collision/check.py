@@ -7,11 +7,12 @@ A pair is free when a lower bound of its hulls' distance exceeds the padding: it
 the gap across a plane that separates the links' hull vertices (both in the compiled kernel of
 :mod:`ik_node.collision.capsules`); otherwise python-fcl measures the signed distance between the
 pieces (convex hulls of meshes, boxes, cylinders, spheres as they are). Where two pieces' hulls
-are closer than the padding, python-fcl measures the distance between the raw triangle meshes
-(BVH) instead (``mesh_confirm``, on by default): a hull is larger than its mesh where the mesh is
-concave, so the hulls alone call some free configurations colliding. The pair collides when that
-distance is below the padding, or when one closed mesh lies wholly inside the other (no
-triangles meet then: a point of one is tested against the other by ray parity). So the check is
+are closer than the padding and one is the hull of a closed concave mesh, python-fcl measures
+the distance between the raw triangle meshes (BVH) instead (``mesh_confirm``, on by default): a
+hull is larger than its mesh where the mesh is concave, so the hulls alone call some free
+configurations colliding. The pair collides when that distance is below the padding, or when
+one piece lies wholly inside a closed mesh (no triangles meet then: a point of one is tested
+against the other by ray parity). So the check is
 conservative: a configuration it calls free has every checked pair at least ``padding`` apart by
 its meshes (by its hulls where a mesh is not closed).
 """
