@@ -9,11 +9,13 @@ it). Design, and why:
   free (the check never calls free what the meshes find colliding), and hull-vs-hull GJK costs
   microseconds where mesh-vs-mesh BVH costs a hundred or more.
 - **Broad phase** (:mod:`.capsules`): one capsule per link enclosing its hulls; capsule gaps of
-  all checked pairs in one numba kernel (numpy without numba). Most configurations of an arm
-  are cleared here, in a few microseconds.
+  all checked pairs in one numba kernel (numpy without numba), which also tries planes that
+  separate the links' hull vertices where capsules overlap. Most configurations of an arm are
+  cleared here, in a few microseconds.
 - **Narrow phase** (:mod:`.check`): python-fcl's GJK/EPA signed distance between the hulls (and
-  boxes, cylinders, spheres as they are) of the pairs the capsules cannot clear. A library, not
-  hand-written geometry: FCL is what MoveIt uses.
+  boxes, cylinders, spheres as they are) of the pairs the capsules cannot clear; where two hulls
+  are within the padding, python-fcl's distance between the raw triangle meshes decides (a hull
+  is larger than a concave mesh). A library, not hand-written geometry: FCL is what MoveIt uses.
 - **Pairs** (:mod:`.pairs`): an SRDF's ``<disable_collisions>``, or MoveIt Setup Assistant's rule
   (adjacent, default, always and never over random configurations), cached per description.
 - **World** (:mod:`.world`): a ground plane and box, sphere, cylinder obstacles in the base frame.
@@ -54,6 +56,8 @@ class CollisionSettings:
         skip_missing_meshes: leave out a ``<collision>`` whose mesh file is missing (the user
             asked for it) instead of refusing the description.
         samples: random configurations of the computed pair table.
+        mesh_confirm: pairs whose hulls are closer than the padding are measured by their raw
+            meshes (False: the hulls decide; see :mod:`ik_node.collision.check`).
     """
 
     padding: float = DEFAULT_PADDING_M
@@ -62,6 +66,7 @@ class CollisionSettings:
     obstacles: Tuple[Obstacle, ...] = ()
     skip_missing_meshes: bool = False
     samples: int = 10000
+    mesh_confirm: bool = True
 
 
 _models = weakref.WeakKeyDictionary()
@@ -98,7 +103,7 @@ def checker_for(chain, settings: CollisionSettings = CollisionSettings()) -> Col
             per_chain[key] = (model, checked_pairs(model, table), table)
         model, pairs, _ = per_chain[key]
     world = World(settings.ground_z, settings.obstacles)
-    return CollisionChecker(model, pairs, settings.padding, world)
+    return CollisionChecker(model, pairs, settings.padding, world, settings.mesh_confirm)
 
 
 def pair_table_for(chain, settings: CollisionSettings = CollisionSettings()):

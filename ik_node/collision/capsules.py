@@ -22,6 +22,8 @@ import numpy as np
 
 #: Added to every fitted radius [m]: rounding in the fit never leaves a hull point outside.
 RADIUS_MARGIN_M = 1e-7
+#: Plane normals tried per link pair whose capsules are within the padding (the kernel).
+PLANE_ROUNDS = 4
 
 
 def fit_capsule(points: np.ndarray) -> Tuple[np.ndarray, np.ndarray, float]:
@@ -157,8 +159,9 @@ def segment_distances(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
 
 
 # --------------------------------------------------------------------- one configuration
-def _segment_distance(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2y, q2z):
-    """:func:`segment_distances` of one pair, in scalars (the kernel's inner step)."""
+def _segment_closest(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2y, q2z):
+    """:func:`segment_distances` of one pair, in scalars (the kernel's inner step), and the
+    vector from the second segment's closest point to the first's: ``(distance, dx, dy, dz)``."""
     d1x, d1y, d1z = q1x - p1x, q1y - p1y, q1z - p1z
     d2x, d2y, d2z = q2x - p2x, q2y - p2y, q2z - p2z
     rx, ry, rz = p1x - p2x, p1y - p2y, p1z - p2z
@@ -190,26 +193,85 @@ def _segment_distance(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2y, q2z
     dx = p1x + d1x * s - p2x - d2x * t
     dy = p1y + d1y * s - p2y - d2y * t
     dz = p1z + d1z * s - p2z - d2z * t
-    return math.sqrt(dx * dx + dy * dy + dz * dz)
+    return math.sqrt(dx * dx + dy * dy + dz * dz), dx, dy, dz
+
+
+def _plane_gap(links, points, start, i, j, nx, ny, nz):
+    """How far apart a plane of unit normal ``n`` (from link ``j`` towards link ``i``, base
+    frame) holds the hull vertices of links ``i`` and ``j`` (``points[start[k]:start[k + 1]]``,
+    in link frame ``links[k]``): ``(min n.x over i - max n.x over j, vi, vj)`` with the two
+    vertices that set it. A positive gap is a lower bound of the hulls' distance (they are the
+    convex hulls of these vertices, on either side of the plane)."""
+    # n in each link's own frame
+    ax = links[i, 0, 0] * nx + links[i, 1, 0] * ny + links[i, 2, 0] * nz
+    ay = links[i, 0, 1] * nx + links[i, 1, 1] * ny + links[i, 2, 1] * nz
+    az = links[i, 0, 2] * nx + links[i, 1, 2] * ny + links[i, 2, 2] * nz
+    bx = links[j, 0, 0] * nx + links[j, 1, 0] * ny + links[j, 2, 0] * nz
+    by = links[j, 0, 1] * nx + links[j, 1, 1] * ny + links[j, 2, 1] * nz
+    bz = links[j, 0, 2] * nx + links[j, 1, 2] * ny + links[j, 2, 2] * nz
+    low, vi = np.inf, start[i]
+    for v in range(start[i], start[i + 1]):
+        d = ax * points[v, 0] + ay * points[v, 1] + az * points[v, 2]
+        if d < low:
+            low, vi = d, v
+    high, vj = -np.inf, start[j]
+    for v in range(start[j], start[j + 1]):
+        d = bx * points[v, 0] + by * points[v, 1] + bz * points[v, 2]
+        if d > high:
+            high, vj = d, v
+    gap = (low + links[i, 0, 3] * nx + links[i, 1, 3] * ny + links[i, 2, 3] * nz) - \
+        (high + links[j, 0, 3] * nx + links[j, 1, 3] * ny + links[j, 2, 3] * nz)
+    return gap, vi, vj
+
+
+def _next_normal(links, points, i, j, vi, vj, nx, ny, nz):
+    """The next normal to try after :func:`_plane_gap` gave vertices ``vi`` (of link ``i``)
+    and ``vj`` (of ``j``): halfway between ``n`` and the direction from ``vj`` to ``vi`` (the
+    normal that would hold those two apart), unit length; ``n`` itself when undefined."""
+    u = np.empty(3)
+    for d in range(3):
+        u[d] = (links[i, d, 0] * points[vi, 0] + links[i, d, 1] * points[vi, 1] +
+                links[i, d, 2] * points[vi, 2] + links[i, d, 3]) - \
+            (links[j, d, 0] * points[vj, 0] + links[j, d, 1] * points[vj, 1] +
+             links[j, d, 2] * points[vj, 2] + links[j, d, 3])
+    norm = math.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+    if norm < 1e-12:
+        return nx, ny, nz
+    mx, my, mz = nx + u[0] / norm, ny + u[1] / norm, nz + u[2] / norm
+    norm = math.sqrt(mx * mx + my * my + mz * mz)
+    if norm < 1e-12:
+        return nx, ny, nz
+    return mx / norm, my / norm, mz / norm
 
 
 def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link, cap_link,
-                 seg_a, seg_b, radius, cap_pairs, cap_owner, frames, links, gaps, quats):
-    """Joint frames, link transforms and the capsule gap of every link pair of one
-    configuration (the smallest over the capsule pairs ``cap_pairs``, each owned by link pair
-    ``cap_owner``).
+                 seg_a, seg_b, radius, cap_pairs, cap_owner, link_pairs, points, start, witness,
+                 pad, frames, links, gaps, quats):
+    """Joint frames, link transforms and a lower bound of the hulls' distance of every link
+    pair ``link_pairs`` (P, 2) of one configuration: the capsule gap (the smallest over the
+    capsule pairs ``cap_pairs``, each owned by link pair ``cap_owner``), and where that is not
+    above ``pad``, the larger gap of a separating plane when one is found (:func:`_plane_gap`
+    on the links' hull vertices ``points``, link k's from ``start[k]`` to ``start[k + 1]``;
+    normals: ``witness[m]`` in link j's frame when not zero (the caller keeps there the
+    direction of the hulls' closest points from its last narrow-phase measure of the pair),
+    the direction between the capsules' closest points, then between the vertices that bound
+    the gap, a few times).
 
     Writes ``frames`` (n, 4, 4), ``links`` (L, 4, 4) base-frame link transforms, ``gaps``
     (P,) [m] and ``quats`` (L, 4): each link's rotation as a quaternion (w, x, y, z), which
     python-fcl takes several times faster than a matrix. Returns the smallest gap. Plain
     loops: compiled by numba, or run as Python only by the tests that compare it with
-    :func:`segment_distances`.
+    :func:`segment_distances` and python-fcl.
     """
     n = q.shape[0]
+    M = np.eye(4)
+    local = np.empty((4, 4))
     for i in range(n):
         ax, ay, az = axes[i, 0], axes[i, 1], axes[i, 2]
-        M = np.eye(4)
         if prismatic[i]:
+            for r in range(3):
+                for col in range(3):
+                    M[r, col] = 1.0 if r == col else 0.0
             M[0, 3] = ax * q[i]
             M[1, 3] = ay * q[i]
             M[2, 3] = az * q[i]
@@ -225,19 +287,20 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
             M[2, 0] = az * ax * v - ay * s
             M[2, 1] = az * ay * v + ax * s
             M[2, 2] = c + az * az * v
-        local = T_parent[i] @ M
+            M[0, 3] = M[1, 3] = M[2, 3] = 0.0
         p = parents[i]
         if p < 0:
-            frames[i] = local
+            _rigid_product(T_parent[i], M, frames[i])
         else:
-            frames[i] = frames[p] @ local
+            _rigid_product(T_parent[i], M, local)
+            _rigid_product(frames[p], local, frames[i])
     L = link_frame.shape[0]
     for k in range(L):
         j = link_frame[k]
         if j < 0:
             links[k] = T_frame_link[k]
         else:
-            links[k] = frames[j] @ T_frame_link[k]
+            _rigid_product(frames[j], T_frame_link[k], links[k])
     for k in range(L):
         _quaternion(links[k], quats[k])
     C = cap_link.shape[0]
@@ -249,21 +312,77 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
                           links[k, d, 2] * seg_a[c, 2] + links[k, d, 3])
             ends[c, 3 + d] = (links[k, d, 0] * seg_b[c, 0] + links[k, d, 1] * seg_b[c, 1] +
                               links[k, d, 2] * seg_b[c, 2] + links[k, d, 3])
-    for m in range(gaps.shape[0]):
+    P = gaps.shape[0]
+    normals = np.zeros((P, 3))
+    for m in range(P):
         gaps[m] = np.inf
-    smallest = np.inf
     for m in range(cap_pairs.shape[0]):
         i, j = cap_pairs[m, 0], cap_pairs[m, 1]
-        dist = _segment_distance(ends[i, 0], ends[i, 1], ends[i, 2], ends[i, 3], ends[i, 4],
-                                 ends[i, 5], ends[j, 0], ends[j, 1], ends[j, 2], ends[j, 3],
-                                 ends[j, 4], ends[j, 5])
+        dist, dx, dy, dz = _segment_closest(ends[i, 0], ends[i, 1], ends[i, 2], ends[i, 3],
+                                            ends[i, 4], ends[i, 5], ends[j, 0], ends[j, 1],
+                                            ends[j, 2], ends[j, 3], ends[j, 4], ends[j, 5])
         gap = dist - radius[i] - radius[j]
         owner = cap_owner[m]
         if gap < gaps[owner]:
             gaps[owner] = gap
-        if gap < smallest:
-            smallest = gap
+            scale = 1.0 / dist if dist > 1e-12 else 0.0  # 0: the segments cross
+            normals[owner, 0] = dx * scale
+            normals[owner, 1] = dy * scale
+            normals[owner, 2] = dz * scale
+    smallest = np.inf
+    for m in range(P):
+        if gaps[m] <= pad:
+            i, j = link_pairs[m, 0], link_pairs[m, 1]
+            nx, ny, nz = normals[m, 0], normals[m, 1], normals[m, 2]
+            if nx == 0.0 and ny == 0.0 and nz == 0.0:  # the segments cross: centre to centre
+                nx = links[i, 0, 3] - links[j, 0, 3]
+                ny = links[i, 1, 3] - links[j, 1, 3]
+                nz = links[i, 2, 3] - links[j, 2, 3]
+                norm = math.sqrt(nx * nx + ny * ny + nz * nz)
+                if norm > 1e-12:
+                    nx, ny, nz = nx / norm, ny / norm, nz / norm
+                else:
+                    nx, ny, nz = 0.0, 0.0, 1.0
+            wx, wy, wz = witness[m, 0], witness[m, 1], witness[m, 2]
+            norm = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if norm > 1e-9:  # the normal that held them apart last (made unit here: the
+                # bound holds for unit normals only, whatever another thread wrote)
+                wx, wy, wz = wx / norm, wy / norm, wz / norm
+                sep, vi, vj = _plane_gap(links, points, start, i, j,
+                                         links[j, 0, 0] * wx + links[j, 0, 1] * wy +
+                                         links[j, 0, 2] * wz,
+                                         links[j, 1, 0] * wx + links[j, 1, 1] * wy +
+                                         links[j, 1, 2] * wz,
+                                         links[j, 2, 0] * wx + links[j, 2, 1] * wy +
+                                         links[j, 2, 2] * wz)
+                if sep > gaps[m] and sep > 0.0:
+                    gaps[m] = sep
+            for _ in range(PLANE_ROUNDS):
+                if gaps[m] > pad:
+                    break
+                sep, vi, vj = _plane_gap(links, points, start, i, j, nx, ny, nz)
+                if sep > gaps[m] and sep > 0.0:
+                    gaps[m] = sep
+                if gaps[m] > pad:
+                    break
+                nx, ny, nz = _next_normal(links, points, i, j, vi, vj, nx, ny, nz)
+        if gaps[m] < smallest:
+            smallest = gaps[m]
     return smallest
+
+
+def _rigid_product(A, B, out):
+    """``out = A @ B`` for rigid transforms (4x4, last row 0 0 0 1), in loops (a compiled
+    matrix product of 4x4 arrays goes through BLAS, several times slower at this size)."""
+    for r in range(3):
+        a0, a1, a2 = A[r, 0], A[r, 1], A[r, 2]
+        for col in range(4):
+            out[r, col] = a0 * B[0, col] + a1 * B[1, col] + a2 * B[2, col]
+        out[r, 3] += A[r, 3]
+    out[3, 0] = 0.0
+    out[3, 1] = 0.0
+    out[3, 2] = 0.0
+    out[3, 3] = 1.0
 
 
 def _quaternion(T, out):
@@ -312,7 +431,9 @@ def compiled_kernel():
                 import numba
                 jit = numba.njit(cache=True, nogil=True)
                 namespace = dict(_gaps_kernel.__globals__,
-                                 _segment_distance=jit(_segment_distance),
+                                 _segment_closest=jit(_segment_closest),
+                                 _plane_gap=jit(_plane_gap), _next_normal=jit(_next_normal),
+                                 _rigid_product=jit(_rigid_product),
                                  _quaternion=jit(_quaternion))
                 kernel = type(_gaps_kernel)(_gaps_kernel.__code__, namespace)
                 _COMPILED = jit(kernel)

@@ -1,13 +1,20 @@
 """Is a configuration free of collisions? Capsules first, GJK on the convex hulls where they
-cannot decide.
+cannot decide, the raw meshes where the hulls call a pair colliding.
 
 :class:`CollisionChecker` checks the pairs of links that the pair table keeps
 (:mod:`ik_node.collision.pairs`) and each link against the world (:mod:`ik_node.collision.world`).
-A pair is free when its capsule gap exceeds the padding (the capsules enclose the hulls, the
-hulls enclose the meshes); otherwise python-fcl measures the signed distance between the pieces
-(convex hulls of meshes, boxes, cylinders, spheres as they are), and the pair collides when that
-distance is below the padding. So the check is conservative: a configuration it calls free has
-every checked pair at least ``padding`` apart by its hulls, hence by its meshes.
+A pair is free when a lower bound of its hulls' distance exceeds the padding: its capsule gap, or
+the gap across a plane that separates the links' hull vertices (both in the compiled kernel of
+:mod:`ik_node.collision.capsules`); otherwise python-fcl measures the signed distance between the
+pieces (convex hulls of meshes, boxes, cylinders, spheres as they are). Where two pieces' hulls
+are closer than the padding and one is the hull of a closed concave mesh, python-fcl measures
+the distance between the raw triangle meshes (BVH) instead (``mesh_confirm``, on by default): a
+hull is larger than its mesh where the mesh is concave, so the hulls alone call some free
+configurations colliding. The pair collides when that distance is below the padding, or when
+one piece lies wholly inside a closed mesh (no triangles meet then: a point of one is tested
+against the other by ray parity). So the check is
+conservative: a configuration it calls free has every checked pair at least ``padding`` apart by
+its meshes (by its hulls where a mesh is not closed).
 """
 
 from __future__ import annotations
@@ -35,10 +42,13 @@ class CollisionChecker:
         pairs: the link pairs to check, as ``(link_a, link_b)`` names.
         padding: pairs closer than this are colliding [m] (>= 0).
         world: the ground plane and obstacles (None: none).
+        mesh_confirm: where two hulls are closer than the padding, measure the raw meshes
+            (see the module docstring); False: the hulls decide.
     """
 
     def __init__(self, model: CollisionModel, pairs: Sequence[Tuple[str, str]],
-                 padding: float = DEFAULT_PADDING_M, world: Optional[World] = None):
+                 padding: float = DEFAULT_PADDING_M, world: Optional[World] = None,
+                 mesh_confirm: bool = True):
         if not (math.isfinite(padding) and padding >= 0.0):
             raise ValueError(f'padding must be a finite number >= 0 [m], got {padding!r}')
         self.model = model
@@ -53,10 +63,18 @@ class CollisionChecker:
         cap_owner = np.zeros(len(cap_pairs), dtype=np.int64)
         for m, start in enumerate(starts.tolist()):
             cap_owner[start:] = m
+        self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
+                             for link in model.links]
+        #: Per checked pair, the unit normal (in link j's frame) that held the pair's hulls
+        #: apart at its last narrow-phase measure: the kernel tries it first (zero: none yet).
+        self._witness = np.zeros((len(self.pairs), 3))
+        point_start = np.cumsum([0] + [len(p) for p in self._hull_points]).astype(np.int64)
         self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
                              chain._prismatic.copy(), chain.parents.astype(np.int64),
                              model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
-                             model.seg_b, model.radius, cap_pairs, cap_owner)
+                             model.seg_b, model.radius, cap_pairs, cap_owner, self.pairs,
+                             np.ascontiguousarray(np.vstack(self._hull_points)), point_start,
+                             self._witness, self.padding)
         self._frames = np.empty((chain.n, 4, 4))
         self._links = np.empty((len(model.links), 4, 4))
         self._gaps = np.empty(len(self.pairs))
@@ -66,11 +84,13 @@ class CollisionChecker:
                          for link in model.links]
         # Unsigned distance (FCL's signed-distance query can loop forever on concentric
         # spheres); a penetration depth comes from a contact query (see signed_distance).
-        self._request = self._fcl.DistanceRequest()
+        self._request = self._fcl.DistanceRequest(enable_nearest_points=True)
+        self._nearest = None  # the closest points of the last distance measured, or None
         self._contact_request = self._fcl.CollisionRequest(enable_contact=True,
                                                            num_max_contacts=1)
-        self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
-                             for link in model.links]
+        self.mesh_confirm = bool(mesh_confirm)
+        self._exact = [[exact_piece(self._fcl, piece) if mesh_confirm else None
+                        for piece in model.pieces[link]] for link in model.links]
 
     # ------------------------------------------------------------------------ broad phase
     def _screen(self, q) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
@@ -86,25 +106,78 @@ class CollisionChecker:
 
     # ---------------------------------------------------------------------- narrow phase
     def pair_distance(self, T_links: np.ndarray, i: int, j: int,
-                      quats: Optional[np.ndarray] = None) -> float:
+                      quats: Optional[np.ndarray] = None, exact: Optional[bool] = None,
+                      depth: bool = True) -> float:
         """Signed distance [m] between links ``i`` and ``j`` (indices of ``model.links``) at
         link transforms ``T_links`` (with their quaternions ``quats``, when known): the
-        smallest over their pieces (negative: penetration)."""
+        smallest over their pieces (negative: penetration; without ``depth``, any value <= 0
+        for pieces in contact, their depth not measured). ``exact`` (default
+        ``mesh_confirm``): pieces whose hulls are closer than the padding are measured by their
+        meshes (:meth:`_mesh_distance`)."""
+        exact = self.mesh_confirm if exact is None else exact
+        pad = self.padding
         best = math.inf
         objects_b = self._placed(T_links, j, quats)
-        for obj_a in self._placed(T_links, i, quats):
-            for obj_b in objects_b:
-                d = self.signed_distance(obj_a, obj_b)
+        for a, obj_a in enumerate(self._placed(T_links, i, quats)):
+            for b, obj_b in enumerate(objects_b):
+                d = self.signed_distance(obj_a, obj_b, depth)
+                if exact and d < pad and d < best:
+                    d = self._mesh_distance(T_links, i, a, j, b, obj_a, obj_b, d)
                 if d < best:
                     best = d
         return best
 
-    def signed_distance(self, obj_a, obj_b) -> float:
-        """Distance [m] between two placed python-fcl objects; in collision, minus the
-        penetration depth of their deepest contact (0.0 when FCL reports none)."""
+    def _keep_witness(self, m: int, T_j: np.ndarray) -> None:
+        """Keep the direction of the closest points of pair ``m``'s last measure (when its
+        closest piece pair was measured last and apart) in link j's frame, for the kernel."""
+        nearest = self._nearest
+        if nearest is None:
+            return
+        n = np.asarray(nearest[0], dtype=float) - np.asarray(nearest[1], dtype=float)
+        norm = float(np.linalg.norm(n))
+        if norm > 1e-9:
+            self._witness[m] = T_j[:3, :3].T @ (n / norm)
+
+    def _mesh_distance(self, T_links, i: int, a: int, j: int, b: int, obj_a, obj_b,
+                       d_hull: float) -> float:
+        """The distance [m] between piece ``a`` of link ``i`` and piece ``b`` of link ``j`` by
+        their meshes (a primitive as it is), given their hulls' ``d_hull`` (placed as ``obj_a``,
+        ``obj_b``): at least ``d_hull``; ``d_hull`` itself when the meshes touch or one lies
+        inside the other, or when a mesh is not closed (the hull decides)."""
+        ea, eb = self._exact[i][a], self._exact[j][b]
+        if ea is None or eb is None or (ea.bvh is None and eb.bvh is None):
+            return d_hull  # not closed, or both measured exactly by their hulls already
         fcl = self._fcl
-        d = fcl.distance(obj_a, obj_b, self._request, fcl.DistanceResult())
-        if d >= 0.0:
+        placed = []
+        for e, obj, k in ((ea, obj_a, i), (eb, obj_b, j)):
+            if e.bvh is None:
+                placed.append(obj)
+            else:
+                T = T_links[k]
+                e.bvh.setRotation(T[:3, :3])
+                e.bvh.setTranslation(T[:3, 3])
+                placed.append(e.bvh)
+        d = fcl.distance(placed[0], placed[1], self._request, fcl.DistanceResult())
+        if d <= 0.0:
+            return min(d_hull, 0.0)
+        if d_hull <= 0.0:  # the hulls overlap, the surfaces do not meet: one inside the other?
+            T_a, T_b = T_links[i], T_links[j]
+            p_a = T_a[:3, :3] @ ea.point + T_a[:3, 3]  # base frame
+            p_b = T_b[:3, :3] @ eb.point + T_b[:3, 3]
+            if eb.contains(T_b[:3, :3].T @ (p_a - T_b[:3, 3])) or \
+                    ea.contains(T_a[:3, :3].T @ (p_b - T_a[:3, 3])):
+                return d_hull
+        return max(d, d_hull)
+
+    def signed_distance(self, obj_a, obj_b, depth: bool = True) -> float:
+        """Distance [m] between two placed python-fcl objects; in collision, minus the
+        penetration depth of their deepest contact (0.0 when FCL reports none; without
+        ``depth``, FCL's distance query alone: a value <= 0)."""
+        fcl = self._fcl
+        result = fcl.DistanceResult()
+        d = fcl.distance(obj_a, obj_b, self._request, result)
+        self._nearest = result.nearest_points if d > 0.0 else None
+        if d >= 0.0 or not depth:
             return d
         result = fcl.CollisionResult()
         fcl.collide(obj_a, obj_b, self._contact_request, result)
@@ -127,15 +200,27 @@ class CollisionChecker:
 
     # --------------------------------------------------------------------------- queries
     def is_free(self, q) -> bool:
-        """True when every checked pair is at least ``padding`` apart (by the hulls) and no link
-        is within ``padding`` of the world. Stops at the first collision."""
-        T, gaps, quats = self._screen(q)
+        """True when every checked pair is at least ``padding`` apart (by the hulls, or by the
+        meshes where the hulls are closer: ``mesh_confirm``) and no link is within ``padding``
+        of the world. Stops at the first collision."""
+        q = np.asarray(q, dtype=float)
         pad = self.padding
-        if len(gaps) and gaps.min() <= pad:
-            for m in np.flatnonzero(gaps <= pad).tolist():
+        if self._kernel is not None:
+            smallest = self._kernel(q, *self._kernel_args, self._frames, self._links,
+                                    self._gaps, self._quats)
+            T, gaps, quats = self._links, self._gaps, self._quats
+        else:
+            T, gaps, quats = self._screen(q)
+            smallest = gaps.min() if len(gaps) else math.inf
+        if smallest <= pad:
+            close = np.flatnonzero(gaps <= pad)
+            if len(close) > 1:  # the deepest capsule overlap first: the likeliest contact
+                close = close[np.argsort(gaps[close])]
+            for m in close.tolist():
                 i, j = self.pairs[m]
-                if self.pair_distance(T, int(i), int(j), quats) < pad:
+                if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False
+                self._keep_witness(m, T[j])
         if self.world.empty:
             return True
         return not self.world.contacts(self, T, first_only=True)
@@ -181,7 +266,8 @@ class CollisionChecker:
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         free = np.ones(len(Q), dtype=bool)
         for row, m in zip(*np.nonzero(gaps <= self.padding)):
-            if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m])) < self.padding:
+            if free[row] and self.pair_distance(T[row], int(i[m]), int(j[m]),
+                                                depth=False) < self.padding:
                 free[row] = False
         if world and not self.world.empty:
             for row in np.flatnonzero(free).tolist():
@@ -209,6 +295,80 @@ def _fcl_object(fcl, piece) -> Tuple[object, Optional[np.ndarray]]:
     else:
         shape = fcl.Sphere(*piece.size)
     return fcl.CollisionObject(shape, fcl.Transform()), piece.T_link_piece
+
+
+class ExactPiece:
+    """A piece as :meth:`CollisionChecker._mesh_distance` measures it: its raw mesh as a
+    python-fcl BVH (None where its hull object serves: a primitive, a convex mesh), and a
+    closed triangle set
+    (``soup`` (m, 3, 3), in its link's frame) with a point of the piece (``point``) for the
+    test of one piece lying wholly inside another."""
+
+    #: Ray directions of the parity test (not along any axis or diagonal): a point is inside
+    #: when any ray crosses the triangles an odd number of times.
+    RAYS = np.array([[0.5774, 0.5771, 0.5777], [-0.6123, 0.3527, 0.7075],
+                     [0.2381, -0.8454, 0.4781]])
+
+    def __init__(self, bvh, soup: np.ndarray, point: np.ndarray):
+        self.bvh = bvh
+        self.soup = soup
+        self.point = point
+        self._v0 = soup[:, 0]
+        self._e1 = soup[:, 1] - soup[:, 0]
+        self._e2 = soup[:, 2] - soup[:, 0]
+        self._low = soup.reshape(-1, 3).min(axis=0)
+        self._high = soup.reshape(-1, 3).max(axis=0)
+
+    def contains(self, p: np.ndarray) -> bool:
+        """Whether point ``p`` (in the soup's frame) may lie inside the closed triangles (ray
+        parity, Moller-Trumbore; any of three rays odd: inside, the cautious answer where a ray
+        grazes an edge)."""
+        if np.any(p < self._low) or np.any(p > self._high):
+            return False
+        s = p - self._v0
+        for ray in self.RAYS:
+            h = np.cross(ray, self._e2)
+            det = np.einsum('ij,ij->i', self._e1, h)
+            ok = np.abs(det) > 1e-15
+            inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+            u = np.einsum('ij,ij->i', s, h) * inv
+            qv = np.cross(s, self._e1)
+            v = (qv @ ray) * inv
+            t = np.einsum('ij,ij->i', self._e2, qv) * inv
+            hits = ok & (u >= 0.0) & (v >= 0.0) & (u + v <= 1.0) & (t > 0.0)
+            if int(np.count_nonzero(hits)) % 2 == 1:
+                return True
+        return False
+
+
+#: A closed mesh filling at least this share of its hull's volume is measured by its hull.
+CONVEX_SHARE = 0.995
+
+
+def exact_piece(fcl, piece) -> Optional[ExactPiece]:
+    """The :class:`ExactPiece` of a piece (without a BVH where its hull measures it exactly: a
+    primitive, or a mesh that fills its hull, ``CONVEX_SHARE``), or None for a mesh that is
+    not closed (watertight: its hull decides for it)."""
+    if piece.kind != 'mesh':
+        # its hull's triangles enclose it; its origin is inside it
+        soup = piece.hull_vertices[piece.hull_faces]
+        return ExactPiece(None, soup, piece.T_link_piece[:3, 3].copy())
+    trimesh = require('trimesh')
+    mesh = trimesh.Trimesh(piece.mesh_vertices, piece.mesh_faces, process=True)
+    if not mesh.is_watertight:
+        return None
+    hull = trimesh.Trimesh(piece.hull_vertices, piece.hull_faces, process=False)
+    if abs(mesh.volume) >= CONVEX_SHARE * abs(hull.volume):
+        # convex: its hull is the mesh and measures it
+        return ExactPiece(None, piece.hull_vertices[piece.hull_faces],
+                          piece.hull_vertices[0].copy())
+    bvh = fcl.BVHModel()
+    bvh.beginModel(len(piece.mesh_vertices), len(piece.mesh_faces))
+    bvh.addSubModel(piece.mesh_vertices, piece.mesh_faces)
+    bvh.endModel()
+    soup = piece.mesh_vertices[piece.mesh_faces]
+    return ExactPiece(fcl.CollisionObject(bvh, fcl.Transform()), soup,
+                      piece.mesh_vertices[piece.mesh_faces[0, 0]].copy())
 
 
 def exact_mesh_objects(model: CollisionModel) -> Dict[str, list]:

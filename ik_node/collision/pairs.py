@@ -83,7 +83,7 @@ def computed_table(model: CollisionModel, samples: int = DEFAULT_SAMPLES,
             candidates.append(pair)
     if not candidates:
         return disabled
-    checker = CollisionChecker(model, candidates, padding=0.0)
+    checker = CollisionChecker(model, candidates, padding=0.0, mesh_confirm=False)
     T_mid = model.link_transforms(chain.mid_configuration())
     for a, b in candidates:
         if checker.pair_distance(T_mid, model.index[a], model.index[b]) < 0.0:

@@ -5,7 +5,8 @@ whose URDF has collision geometry to :class:`CollisionGuard` (with ``self_collis
 default). An answer within tolerance is ``reachable`` only when the checker finds it free. One
 that collides is solved again from new seeds, in turn a collision-free configuration whose tip
 lies near the target (from a pool of random collision-free configurations made with the
-solver) and a random configuration within the limits (seeded per solver so runs repeat; for
+solver; nearest by position, plus ``orientation_weight`` times the angle for a 6D target) and
+a random configuration within the limits (seeded per solver so runs repeat; for
 ``analytic_hip_knee`` a new seed picks the other knee branch under ``branch: closest``), at
 most ``collision_restarts`` times, within a budget: the whole solve, retries included, ends
 within the solver's ``timeout`` (where it has one) plus ``collision_retry_time``; each retry
@@ -66,10 +67,12 @@ class CollisionGuard:
         self.last_colliding_q: Optional[np.ndarray] = None
         self._pool: Optional[np.ndarray] = None  # collision-free configurations
         self._pool_tips: Optional[np.ndarray] = None
+        self._pool_rotations: Optional[np.ndarray] = None
         self._pool_seeds(None)  # made now, not in a solve's budget
 
-    def _pool_seeds(self, p_target) -> List[List[float]]:
-        """Self-collision-free configurations whose first tip lies nearest ``p_target`` [m],
+    def _pool_seeds(self, p_target, R_target=None, weight: float = 0.5) -> List[List[float]]:
+        """Self-collision-free configurations whose first tip lies nearest ``p_target`` [m]
+        (and, with ``R_target``, turned nearest it: ``weight`` [m/rad] times the angle added),
         nearest first (made once per collision model: ``POOL_SIZE`` random configurations, the
         free ones kept; the world is checked on the answers, not on the seeds)."""
         if self._pool is None:
@@ -82,13 +85,18 @@ class CollisionGuard:
                     pool = Q[self.checker.free_mask(Q, world=False)]
                     frames = chain.joint_frames(pool)
                     tip = chain.tips[0]
-                    tips = (frames[:, tip.parent] @ tip.T_joint_tip)[:, :3, 3] \
-                        if tip.parent >= 0 else np.zeros((len(pool), 3))
-                    _pools[model] = (pool, tips)
-                self._pool, self._pool_tips = _pools[model]
+                    tips = frames[:, tip.parent] @ tip.T_joint_tip if tip.parent >= 0 else \
+                        np.broadcast_to(np.eye(4), (len(pool), 4, 4))
+                    _pools[model] = (pool, np.ascontiguousarray(tips[:, :3, 3]),
+                                     np.ascontiguousarray(tips[:, :3, :3]))
+                self._pool, self._pool_tips, self._pool_rotations = _pools[model]
         if p_target is None or not len(self._pool):
             return []
         d = np.linalg.norm(self._pool_tips - np.asarray(p_target, dtype=float), axis=1)
+        if R_target is not None:
+            # the angle between each tip's rotation and the target's: cos = (tr(R^T R_t) - 1) / 2
+            trace = np.einsum('kij,ij->k', self._pool_rotations, np.asarray(R_target))
+            d = d + weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
         count = min(self.restarts, len(d))
         nearest = np.argpartition(d, count - 1)[:count]
         return self._pool[nearest[np.argsort(d[nearest])]].tolist()
@@ -110,7 +118,8 @@ class CollisionGuard:
             return solver._finish(raw, p_list, R_target, 0.0, result.orientation_ignored,
                                   q_seed)
         return self._resolve(solver, result, solve_from, measure, q_seed, started,
-                             self._pool_seeds(p_list))
+                             self._pool_seeds(p_list, R_target,
+                                              solver.params.get('orientation_weight', 0.5)))
 
     def targets(self, solver, parsed, q_seed: List[float]) -> IkResult:
         """The guarded result of a solve of several tips (``Solver._solve_targets``)."""

@@ -63,30 +63,47 @@ def test_every_capsule_set_encloses_its_links_hull_vertices(vendor_chain):
         assert d.min(axis=1).max() <= 1e-9, link
 
 
-def test_the_compiled_kernel_matches_the_numpy_gaps(vendor_chain):
+def test_the_compiled_kernel_bounds_the_hull_distances_as_the_numpy_gaps_do(vendor_chain):
+    """The kernel's gaps are the capsule gaps of the numpy code where those exceed the padding;
+    elsewhere a separating plane may raise them, never above the hulls' distance (a lower
+    bound: the check skips only pairs proven apart)."""
     checker = checker_for(vendor_chain)
+    pad = checker.padding
     rng = np.random.default_rng(4)
-    for q in random_q(vendor_chain, rng, 20):
+    raised = 0
+    for k, q in enumerate(random_q(vendor_chain, rng, 40)):
+        if k % 2:  # the normals is_free keeps from its narrow phase (witness) are tried too
+            checker.is_free(q)
         T_numpy = checker.model.link_transforms(q)
         gaps_numpy = checker.model.pair_gaps(T_numpy, checker.pairs)
         frames, links = np.empty((vendor_chain.n, 4, 4)), np.empty_like(T_numpy)
         gaps, quats = np.empty(len(checker.pairs)), np.empty((len(links), 4))
-        _gaps_kernel(q, *checker._kernel_args, frames, links, gaps, quats)  # as plain Python
+        smallest = _gaps_kernel(q, *checker._kernel_args, frames, links, gaps, quats)  # Python
+        assert smallest == gaps.min()
         np.testing.assert_allclose(links, T_numpy, atol=1e-9)
-        np.testing.assert_allclose(gaps, gaps_numpy, atol=1e-9)
+        far = gaps_numpy > pad
+        np.testing.assert_allclose(gaps[far], gaps_numpy[far], atol=1e-9)
+        assert np.all(gaps >= gaps_numpy - 1e-9)
+        for m in np.flatnonzero(~far):
+            i, j = checker.pairs[m]
+            hull = checker.pair_distance(T_numpy, int(i), int(j), exact=False)
+            assert gaps[m] <= max(hull, 0.0) + 1e-9, checker.pair_names[m]
+            raised += gaps[m] > gaps_numpy[m] + 1e-9
         for T, quat in zip(T_numpy, quats):
             np.testing.assert_allclose(transforms3d.quaternions.quat2mat(quat), T[:3, :3],
                                        atol=1e-9)
         if compiled_kernel() is not None:
             compiled_gaps = np.empty_like(gaps)
             compiled_kernel()(q, *checker._kernel_args, frames, links, compiled_gaps, quats)
-            np.testing.assert_allclose(compiled_gaps, gaps_numpy, atol=1e-9)
+            np.testing.assert_allclose(compiled_gaps, gaps, atol=1e-9)
+    assert raised > 0  # the planes cleared some pairs the capsules could not
+    assert np.any(checker._witness != 0.0)
 
 
-def mesh_contact_pairs(checker, exact, q):
-    """Checked pairs whose raw meshes (BVH) touch at ``q``: the independent exact check."""
+def placed_mesh_pairs(checker, exact, q):
+    """``(a, b, obj_a, obj_b)``: the raw meshes (BVH) of every piece of each checked pair
+    ``(a, b)``, placed at ``q``: the independent exact check."""
     T = checker.model.link_transforms(q)
-    out = []
     for a, b in checker.pair_names:
         for obj_a, T_a in exact[a]:
             for obj_b, T_b in exact[b]:
@@ -94,9 +111,13 @@ def mesh_contact_pairs(checker, exact, q):
                 Tb = T[checker.model.index[b]] @ (np.eye(4) if T_b is None else T_b)
                 obj_a.setTransform(fcl.Transform(Ta[:3, :3], Ta[:3, 3]))
                 obj_b.setTransform(fcl.Transform(Tb[:3, :3], Tb[:3, 3]))
-                if fcl.collide(obj_a, obj_b, fcl.CollisionRequest(), fcl.CollisionResult()):
-                    out.append((a, b))
-    return out
+                yield a, b, obj_a, obj_b
+
+
+def mesh_contact_pairs(checker, exact, q):
+    """Checked pairs whose raw meshes (BVH) touch at ``q``."""
+    return [(a, b) for a, b, obj_a, obj_b in placed_mesh_pairs(checker, exact, q)
+            if fcl.collide(obj_a, obj_b, fcl.CollisionRequest(), fcl.CollisionResult())]
 
 
 @pytest.mark.slow
@@ -119,6 +140,28 @@ def test_with_no_padding_no_mesh_contact_is_called_free(vendor_chain):
             named = {(c.link_a, c.link_b) for c in checker.report(q).colliding}
             assert set(touching) <= named
     assert contacts_seen > 5  # the sample did test contacts
+
+
+@pytest.mark.slow
+def test_a_configuration_called_free_has_every_checked_pair_the_padding_apart_by_its_meshes(
+        vendor_chain):
+    """With the default padding, the check (capsules, separating planes, hulls, meshes) calls a
+    configuration free only when python-fcl's distance between the raw triangle meshes of every
+    checked pair is at least the padding; and it calls free most configurations that are."""
+    checker = checker_for(vendor_chain)
+    pad = checker.padding
+    exact = exact_mesh_objects(checker.model)
+    rng = np.random.default_rng(6)
+    free_by_meshes = called_free = 0
+    for q in random_q(vendor_chain, rng, 150):
+        nearest = min(fcl.distance(obj_a, obj_b, fcl.DistanceRequest(), fcl.DistanceResult())
+                      for _a, _b, obj_a, obj_b in placed_mesh_pairs(checker, exact, q))
+        free = checker.is_free(q)
+        if free:
+            called_free += 1
+            assert nearest >= pad - 1e-9, (q, nearest)
+        free_by_meshes += nearest >= pad
+    assert called_free >= 0.95 * free_by_meshes > 0
 
 
 def test_a_configuration_folded_into_itself_is_named_with_its_depth(collision_robot):
@@ -207,6 +250,38 @@ def test_ground_and_obstacles_are_checked_against_moving_links_only():
     assert checker.report(np.array([math.pi / 2])).colliding[0].link_b == 'ball'
 
 
+def ring_and_ball(tmp_path):
+    """A ring (a closed mesh: inner radius 0.1, outer 0.2, 0.1 high, axis z) 0.5 m above the
+    base, and a ball of radius 0.02 swinging on the arm through the ring's hole (at q = 0) and
+    through its solid part (at q = asin(0.3): wholly inside it)."""
+    trimesh = pytest.importorskip('trimesh')
+    ring = trimesh.creation.annulus(r_min=0.1, r_max=0.2, height=0.1, sections=48)
+    assert ring.is_watertight
+    path = tmp_path / 'ring.stl'
+    ring.export(path)
+    xml = two_links(f'<origin xyz="0 0 0.5"/><geometry><mesh filename="{path}"/></geometry>',
+                    '<geometry><sphere radius="0.02"/></geometry>')
+    return Chain.from_urdf_string(xml, 'base', 'tip')
+
+
+def test_the_meshes_decide_where_a_concave_mesh_s_hull_calls_a_pair_colliding(tmp_path):
+    chain = ring_and_ball(tmp_path)
+    srdf = '<robot name="two"/>'  # check the adjacent pair too
+    settings = dict(padding=0.005, srdf=srdf)
+    exact = checker_for(chain, CollisionSettings(**settings))
+    hulls = checker_for(chain, CollisionSettings(mesh_confirm=False, **settings))
+    in_hole = np.array([0.0])  # 0.1 - 0.02 = 0.08 m from the ring, inside its hull
+    assert not hulls.is_free(in_hole)
+    assert exact.is_free(in_hole)
+    assert exact.report(in_hole).closest.distance_m == pytest.approx(0.08, abs=2e-3)
+    inside = np.array([math.asin(0.3)])  # the ball wholly inside the ring's material
+    assert not exact.is_free(inside) and not hulls.is_free(inside)
+    assert exact.report(inside).colliding[0].distance_m < 0.0
+    touching = np.array([math.asin((0.1 - 0.02 - 0.003) / 0.5)])  # 3 mm from the inner wall
+    assert not exact.is_free(touching)  # within the padding
+    assert exact.is_free(np.array([1.5]))  # far off
+
+
 @pytest.mark.parametrize('kind, size, match', [('cone', (1.0,), 'not one of'),
                                                ('box', (1.0, 2.0), 'takes 3'),
                                                ('sphere', (-1.0,), 'sizes > 0'),
@@ -264,7 +339,7 @@ def test_a_scaled_mesh_is_scaled(tmp_path, collision_robot):
 
 
 def test_segment_distances_match_a_dense_sampling_of_both_segments():
-    from ik_node.collision.capsules import _segment_distance, segment_distances
+    from ik_node.collision.capsules import _segment_closest, segment_distances
     rng = np.random.default_rng(8)
     u = np.linspace(0.0, 1.0, 201)
     for case in range(60):
@@ -278,4 +353,6 @@ def test_segment_distances_match_a_dense_sampling_of_both_segments():
         sampled = np.linalg.norm(A[:, None] - B[None], axis=2).min()
         d = float(segment_distances(p1, q1, p2, q2))
         assert d <= sampled + 1e-12 and d >= sampled - 0.02
-        assert _segment_distance(*p1, *q1, *p2, *q2) == pytest.approx(d, abs=1e-12)
+        dist, dx, dy, dz = _segment_closest(*p1, *q1, *p2, *q2)
+        assert dist == pytest.approx(d, abs=1e-12)
+        assert math.sqrt(dx * dx + dy * dy + dz * dz) == pytest.approx(d, abs=1e-12)

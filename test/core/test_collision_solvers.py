@@ -6,6 +6,7 @@ On the vendors' UR5e and FR3 from ../shared/robots (skipped when absent); target
 of random collision-free configurations, seeded.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -78,7 +79,38 @@ def test_answers_that_collide_unchecked_are_collision_free_when_checked(collisio
         assert chain.within_limits(checked.joint_positions)
     if robot == 'ur5e':
         assert colliding_unchecked > 0  # the check had something to correct
-    assert reached >= 0.8 * len(targets)
+    assert reached >= 0.9 * len(targets)
+
+
+def weighted_pose_distance(chain, position, R, weight, q):
+    """|tip - position| + weight * angle(tip rotation, R) of configuration ``q``, by FK."""
+    T = chain.fk(np.asarray(q))
+    angle = math.acos(np.clip(0.5 * (np.trace(T[:3, :3].T @ R) - 1.0), -1.0, 1.0))
+    return np.linalg.norm(T[:3, 3] - position) + weight * angle
+
+
+def test_retry_seeds_are_the_free_configurations_nearest_the_target_pose(collision_robot):
+    """The guard's retry seeds for a 6D target: collision-free configurations whose tip is
+    nearest it by position plus orientation_weight times the angle, by FK of the seeds."""
+    chain = chain_of(collision_robot, 'ur5e')
+    solver = make_solver('damped_jacobian', chain, {'collision_restarts': 5})
+    guard, checker = solver._collision, checker_for(chain)
+    weight = solver.params['orientation_weight']
+    rng = np.random.default_rng(13)
+    for _q, position, quat in free_targets(chain, checker, rng, 5):
+        x, y, z, w = quat
+        R = transforms3d.quaternions.quat2mat((w, x, y, z))
+        pose_distance = functools.partial(weighted_pose_distance, chain, position, R, weight)
+        seeds = guard._pool_seeds(position, R, weight)
+        assert len(seeds) == 5 and all(checker.is_free(np.asarray(q)) for q in seeds)
+        distances = [pose_distance(q) for q in seeds]
+        assert distances == sorted(distances)
+        # none of the pool's other configurations is nearer than the last seed
+        pool_distances = sorted(pose_distance(q) for q in guard._pool)
+        assert distances[-1] <= pool_distances[4] + 1e-9
+        # the position alone ranks them otherwise: the orientation counts
+        by_position = [pose_distance(q) for q in guard._pool_seeds(position)]
+        assert distances[0] <= by_position[0] + 1e-9
 
 
 def test_a_target_reachable_only_in_collision_is_answered_in_collision_naming_the_pair(
