@@ -9,14 +9,15 @@ publisher and remembers the envelope so each array carries it. A solve's markers
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros.rviz import markers
+from ik_node.ros.rviz import markers, views
+from ik_node.ros.rviz.camera import OrbitView, pulled_into_view
 from ik_node.ros.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
@@ -37,6 +38,7 @@ class MarkerOutput:
         self._lock = threading.Lock()
         self._held: Optional[tuple] = None
         self._sizes = markers.Sizes()
+        self._view: Tuple[Optional[Chain], Optional[OrbitView]] = (None, None)  # (chain, view)
         self._thresholds = (DEFAULT_SINGULAR_THRESHOLD, DEFAULT_LIMIT_THRESHOLD)
 
     def _stamp(self):
@@ -121,26 +123,42 @@ class MarkerOutput:
         else:
             p, quat = placed[None]
             shown = [(0, chain.tip_link, p, None if result.orientation_ignored else quat)]
+        view = self._view_of(chain)
         for k, tip, p_target, quat in shown:
             tip_result = (result.tips or {}).get(tip)
             reached = tip_result.reachable if tip_result else result.reachable
             p_tip = tips_T[tip][:3, 3]
-            out.extend(markers.target_markers(frame, stamp, k, p_target, reached, p_tip, sizes))
-            if not branched:
-                out.extend(markers.orientation_markers(frame, stamp, k, p_target, quat, sizes))
-            miss = '' if reached else markers.miss_text(
+            miss = [] if reached else markers.wrapped([markers.miss_text(
                 tip, tip_result.position_error if tip_result else result.position_error,
                 _why_missed(result, tip_result), None if tip_result or quat is None
-                else result.orientation_error)
+                else result.orientation_error)])
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)
                         ] if reached else []
-            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, miss, warnings, sizes,
-                                                 p_target))
+            p_shown = shown_target(view, p_tip, p_target, len(miss) + 1 + len(warnings), sizes)
+            if p_shown is not p_target:
+                miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
+            out.extend(markers.target_markers(frame, stamp, k, p_shown, reached, p_tip, sizes))
+            out.append(markers.beyond_marker(frame, stamp, k, p_shown, p_target, sizes))
+            if not branched:
+                out.extend(markers.orientation_markers(frame, stamp, k, p_shown, quat, sizes))
+            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, '\n'.join(miss),
+                                                 warnings, sizes, p_shown, view))
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
-                                         flagged=targeted))
+                                         flagged=targeted, view=view))
         out.append(markers.collision_marker(frame, stamp, colliding_triangles))
         self._send(self._pub, markers.marker_array(out))
+
+    def _view_of(self, chain: Chain) -> Optional[OrbitView]:
+        """The RViz view of ``chain`` (computed once per chain); None if it cannot be."""
+        of, view = self._view
+        if of is not chain:
+            try:
+                view = views.chain_view(chain)
+            except Exception:  # a picture never fails a solve
+                view = None
+            self._view = (chain, view)
+        return view
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
         """A reached tip's singularity warning, as the node's WARN words it (a joint near its
@@ -153,6 +171,25 @@ class MarkerOutput:
             return fragility_reasons(quality)[:1] if quality.near_singular else []
         except Exception as exc:  # a picture never fails a solve
             return [f'not measured: {type(exc).__name__}: {exc}']
+
+
+def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndarray,
+                 label_lines: int, sizes: markers.Sizes) -> np.ndarray:
+    """Where a target is drawn: ``p_target`` itself (the same object) when it is inside
+    ``view``, else the farthest point towards it from the tip for which it and the
+    ``label_lines`` lines of its tip's labels below it are (the view's edge)."""
+    if view is None or view.contains([p_target]):
+        return p_target
+    drop = markers.label_block_height(label_lines, sizes)
+    tip_xy = np.asarray(p_tip[:2], dtype=float)
+    step = np.asarray(p_target, dtype=float) - np.asarray(p_tip, dtype=float)
+    arrow = markers.beyond_length(sizes) * step / max(float(np.linalg.norm(step)), 1e-12)
+
+    def keep(p):  # the target, the arrow's head, the bottom of the labels below it and the tip
+        bottom = min(float(p[2]), float(p_tip[2])) - drop
+        return np.array([p, p + arrow, [tip_xy[0], tip_xy[1], bottom]])
+    shown, share = pulled_into_view(view, p_tip, p_target, keep)
+    return p_target if share >= 1.0 else shown
 
 
 #: Statuses that claim something of the target's reach: on a branched chain they belong to
