@@ -19,9 +19,10 @@ import numpy as np
 
 #: RViz's Orbit camera: vertical field of view [rad] (rviz_default_plugins' default).
 FIELD_OF_VIEW = math.pi / 4
-#: The 3D view of ``rviz/ik.rviz``'s window (1200 x 846, Displays dock on the left, the right
-#: dock hidden) [px]: width, height.
-RENDER_PX = (880, 700)
+#: The 3D view of ``rviz/ik.rviz``'s window (1200 x 846, the Displays dock on the left at its
+#: default width, the right dock hidden) [px]: width, height, as measured in RViz 1.14 (the
+#: rviz1 looking tool's window tree).
+RENDER_PX = (820, 755)
 #: Share of the 3D view (from its middle to an edge) the framed robot may take, and inside
 #: which a marker or label drawn at the view's edge is kept (the rest is margin).
 FILL = 0.9
