@@ -483,7 +483,7 @@ def test_a_target_far_out_of_reach_is_drawn_at_the_views_edge_with_its_label_in_
         direction = rng.normal(size=3)
         p_target = p_tip + rng.uniform(2.0, 5.0) * direction / np.linalg.norm(direction)
         miss = markers.wrapped([markers.miss_text(ch.tip_links[k], 1.234, 'unreachable')])
-        p_shown = shown_target(view, p_tip, p_target, len(miss) + 1, sizes)
+        p_shown = shown_target(view, p_tip, p_target, sizes)
         if p_shown is not p_target:
             miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
         sphere, line = markers.target_markers('base_link', stamp(), k, p_shown, False, p_tip,

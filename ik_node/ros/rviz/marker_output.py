@@ -134,7 +134,7 @@ class MarkerOutput:
                 else result.orientation_error)])
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)
                         ] if reached else []
-            p_shown = shown_target(view, p_tip, p_target, len(miss) + 1 + len(warnings), sizes)
+            p_shown = shown_target(view, p_tip, p_target, sizes)
             if p_shown is not p_target:
                 miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
             out.extend(markers.target_markers(frame, stamp, k, p_shown, reached, p_tip, sizes))
@@ -174,21 +174,15 @@ class MarkerOutput:
 
 
 def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndarray,
-                 label_lines: int, sizes: markers.Sizes) -> np.ndarray:
+                 sizes: markers.Sizes) -> np.ndarray:
     """Where a target is drawn: ``p_target`` itself (the same object) when it is inside
-    ``view``, else the farthest point towards it from the tip for which it and the
-    ``label_lines`` lines of its tip's labels below it are (the view's edge)."""
+    ``view``, else the farthest point towards it from the tip for which it and the head of
+    the arrow pointing on to it are (the view's edge)."""
     if view is None or view.contains([p_target]):
         return p_target
-    drop = markers.label_block_height(label_lines, sizes)
-    tip_xy = np.asarray(p_tip[:2], dtype=float)
     step = np.asarray(p_target, dtype=float) - np.asarray(p_tip, dtype=float)
     arrow = markers.beyond_length(sizes) * step / max(float(np.linalg.norm(step)), 1e-12)
-
-    def keep(p):  # the target, the arrow's head, the bottom of the labels below it and the tip
-        bottom = min(float(p[2]), float(p_tip[2])) - drop
-        return np.array([p, p + arrow, [tip_xy[0], tip_xy[1], bottom]])
-    shown, share = pulled_into_view(view, p_tip, p_target, keep)
+    shown, share = pulled_into_view(view, p_tip, p_target, lambda p: np.array([p, p + arrow]))
     return p_target if share >= 1.0 else shown
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from visualization_msgs.msg import Marker
 
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.ros.rviz.camera import OrbitView, shifted_into_view, text_width
+from ik_node.ros.rviz.camera import FILL, OrbitView, shifted_into_view, text_width
 from ik_node.ros.rviz.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
                                        delete_all, deleted, marker_array, new_marker, place,
                                        plane_basis, point_msg, points_msg, quat_xyzw_z_onto,
@@ -294,35 +294,43 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
     :data:`LABEL_DROP_SCALES` below, beyond the ends of the target's move arrows: above the
     target RViz draws its description (1.4 scales up), above a foot is the robot, and in the
     usual view from above the space under a tool reaching out stays in sight. With the robot's
-    ``view``, a label that would run over the view's edge is moved across the screen until
-    all of its text is inside.
+    ``view``: where the view ends above their bottom, they stand beside the tip and its target
+    instead (towards the middle of the view, as far out as they hang down otherwise), and a
+    label that would still run over the view's edge is moved across the screen until all of
+    its text is inside.
     """
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
     anchor = np.array([p_tip[0], p_tip[1], min(heights)], dtype=float)
-    lines = [(wrapped(miss.split('\n') if miss else []), MISS_LABEL_ID, MISS_RGBA),
-             (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
-    out, offset = [], LABEL_DROP_SCALES * sizes.handle_scale
-    for text, mid, rgba in lines:  # from the tip down: the miss, then the warnings
+    blocks = [(wrapped(miss.split('\n') if miss else []), MISS_LABEL_ID, MISS_RGBA),
+              (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
+    blocks = [(text, mid, rgba, len(text) * LINE_PITCH * sizes.text_height)
+              for text, mid, rgba in blocks]
+    drop = LABEL_DROP_SCALES * sizes.handle_scale
+    total = sum(block for *_, block in blocks)
+    # From the tip down: the miss, then the warnings; beside the tip and its target instead,
+    # towards the middle of the view, when the view ends above their bottom.
+    offset, shift = drop, np.zeros(3)
+    if view is not None and total > 0.0 and \
+            view.project(anchor - [0.0, 0.0, drop + total])[0, 1] < -FILL:
+        width = max(text_width('\n'.join(text), sizes.text_height) for text, *_ in blocks)
+        _, right, _ = view.basis()
+        side = 1.0 if view.project(anchor)[0, 0] < 0.0 else -1.0
+        offset, shift = -0.5 * total, side * (drop + 0.5 * width) * right
+    out = []
+    for text, mid, rgba, block in blocks:
         if not text:
             out.append(deleted(frame_id, stamp, mid + index))
             continue
         m = new_marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
         m.text = '\n'.join(text)
         m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
-        block = len(text) * LINE_PITCH * sizes.text_height
         centre, offset = offset + 0.5 * block, offset + block
-        at = anchor - np.array([0.0, 0.0, centre])
+        at = anchor + shift - np.array([0.0, 0.0, centre])
         if view is not None:
             at = shifted_into_view(view, at, text_width(m.text, sizes.text_height), block)
         place(m, at)
         out.append(m)
     return out
-
-
-def label_block_height(lines: int, sizes: Sizes = Sizes()) -> float:
-    """Height [m] of a tip's labels of ``lines`` lines with the drop above them: how far
-    below the tip (or its target) the last line ends."""
-    return LABEL_DROP_SCALES * sizes.handle_scale + lines * LINE_PITCH * sizes.text_height
 
 
 def beyond_text(metres: float) -> str:
