@@ -1,4 +1,4 @@
-"""The reachability map as RViz markers: per tip a bounded set of small translucent points in
+"""The reachability map as RViz markers: per tip a bounded set of small opaque points in
 the tip's own hue, shaded by the map's colour scale, and a legend in plain words in a top
 corner of the robot's view, clear of the robot (no rclpy; the points come from
 :func:`ik_node.reachability.map_points`)."""
@@ -12,8 +12,7 @@ import numpy as np
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker
 
-from ik_node.reachability.map_points import (DEFAULT_MAX_POINTS, DEPTH_SCALE, INDEX_SCALE,
-                                             map_points)
+from ik_node.reachability.map_points import DEPTH_SCALE, INDEX_SCALE, map_points
 from ik_node.ros.rviz.camera import (FIELD_OF_VIEW, FILL, RENDER_PX, OrbitView, framing,
                                      on_screen, text_width)
 from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
@@ -24,9 +23,13 @@ from ik_node.ros.rviz.markers import LINE_PITCH
 LEGEND_HEIGHT_M = (0.04, 0.06)
 LEGEND_SHARE = 0.04
 
-#: Map points are translucent and small (a share of the distance between neighbouring points):
-#: the robot, its targets and their labels show through and between them.
-REACH_ALPHA = 0.45
+#: The points of all maps together RViz is sent: few enough that RViz's frame rate with the
+#: map shown stays near the rate without it (benchmarks/results/rviz_frame_rate.md).
+SHOWN_POINTS = 800
+#: Map points are small (a share of the distance between neighbouring points): the robot, its
+#: targets and their labels show between them. Opaque: blending them costs RViz's software
+#: renderer frames (benchmarks/results/rviz_frame_rate.md).
+REACH_ALPHA = 1.0
 #: A point's side as a share of the distance between neighbouring points.
 REACH_POINT_SHARE = 0.15
 #: One hue per tip's map (RGB), none of them the green, red, orange or amber that mean reached,
@@ -91,7 +94,7 @@ def legend_places(view: OrbitView, lines: Sequence[str], height: float,
     return np.array(best[1])
 
 
-def reachability_markers(frame_id: str, stamp, maps, max_points: int = DEFAULT_MAX_POINTS,
+def reachability_markers(frame_id: str, stamp, maps, max_points: int = SHOWN_POINTS,
                          view: Optional[OrbitView] = None) -> Sequence[Marker]:
     """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
     in the tip's own hue, pale where the scale is low and deep where it is high
