@@ -23,8 +23,8 @@ from ik_node.ros.rviz.markers import LINE_PITCH
 LEGEND_HEIGHT_M = (0.04, 0.06)
 LEGEND_SHARE = 0.04
 
-#: The points of all maps together RViz is sent: few enough that RViz's frame rate with the
-#: map shown stays near the rate without it (benchmarks/results/rviz_frame_rate.md).
+#: The points of all maps together RViz is sent: each point costs RViz's software renderer
+#: frames (benchmarks/results/rviz_frame_rate.md).
 SHOWN_POINTS = 800
 #: Map points are small (a share of the distance between neighbouring points): the robot, its
 #: targets and their labels show between them. Opaque: blending them costs RViz's software
