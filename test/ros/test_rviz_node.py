@@ -66,6 +66,7 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     tips = ('left_hand', 'right_hand')
     ik, probe = harness.start('twin_arm', tips=tips, reachability_samples=0)
     twin = Chain.from_urdf_file(REPO / 'urdf' / 'twin_arm.urdf', 'base_link', list(tips))
+    probe.wait_for('the RViz view of the chain', lambda: ik._markers.view)
     mark = probe.mark()
     probe.send_point([0.3, 1.3, 0.9], tip='left_hand')  # far out of the left hand's reach
     status = probe.next_status(mark, what='the answer')
@@ -131,3 +132,27 @@ def test_the_interactive_target_is_scaled_to_the_robot_and_a_planar_one_moves_in
                          'move_v': InteractiveMarkerControl.MOVE_AXIS}
     else:
         assert 'move_z' in modes
+
+
+def test_a_target_far_out_of_the_view_is_drawn_at_its_edge_with_the_distance_to_go(harness):
+    """leg3 and a target 3 m away: the node draws it where the line from the foot towards it
+    leaves leg3's view, an arrow (id 800) pointing on, the miss label saying how far on."""
+    from ik_node.ros.rviz import views
+    ik, probe = harness.start('leg3', reachability_samples=0)
+    view = probe.wait_for('the RViz view of the chain', lambda: ik._markers.view)
+    assert view == views.chain_view(chain_of('leg3'))  # the view rviz/leg3.rviz holds
+    target = np.array([2.5, 1.0, -1.5])
+    mark = probe.mark()
+    probe.send_point(target)
+    assert values(probe.next_status(mark, what='the answer'))['reachable'] == 'false'
+    sphere = newest(probe, mark, lambda m: m.id == 10, 'the target sphere')
+    arrow = newest(probe, mark, lambda m: m.id == 800, 'the arrow towards the target')
+    label = newest(probe, mark, lambda m: m.id == 400, 'the miss label')
+    at = np.array([sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z])
+    assert view.contains([at], 1.0) and not view.contains([target], 1.0)
+    start, end = (np.array([p.x, p.y, p.z]) for p in arrow.points)
+    np.testing.assert_allclose(start, at)
+    np.testing.assert_allclose((end - start) / np.linalg.norm(end - start),
+                               (target - at) / np.linalg.norm(target - at), atol=1e-9)
+    further = markers.length_text(float(np.linalg.norm(target - at)))
+    assert label.text.endswith(f'target {further} further on'), label.text

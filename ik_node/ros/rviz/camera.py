@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -42,23 +43,30 @@ class OrbitView:
     yaw: float
 
     def eye(self) -> np.ndarray:
-        c = math.cos(self.pitch)
-        return np.asarray(self.focal, dtype=float) + self.distance * np.array(
-            [math.cos(self.yaw) * c, math.sin(self.yaw) * c, math.sin(self.pitch)])
+        return self._frame[0].copy()
 
     def basis(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(forward, right, up)`` unit vectors of the camera in the fixed frame."""
-        forward = np.asarray(self.focal, dtype=float) - self.eye()
+        return tuple(v.copy() for v in self._frame[1:])
+
+    @cached_property
+    def _frame(self) -> Tuple[np.ndarray, ...]:
+        """``(eye, forward, right, up)``, computed once per view."""
+        c = math.cos(self.pitch)
+        focal = np.asarray(self.focal, dtype=float)
+        eye = focal + self.distance * np.array(
+            [math.cos(self.yaw) * c, math.sin(self.yaw) * c, math.sin(self.pitch)])
+        forward = focal - eye
         forward /= np.linalg.norm(forward)
         right = np.cross(forward, [0.0, 0.0, 1.0])
         right /= np.linalg.norm(right)
-        return forward, right, np.cross(right, forward)
+        return eye, forward, right, np.cross(right, forward)
 
     def project(self, points: np.ndarray, render_px: Sequence[int] = RENDER_PX) -> np.ndarray:
         """``(n, 2)`` normalised screen coordinates of ``points`` (-1..1 across the 3D view; a
         point behind the camera gets inf)."""
-        forward, right, up = self.basis()
-        d = np.atleast_2d(np.asarray(points, dtype=float)) - self.eye()
+        eye, forward, right, up = self._frame
+        d = np.atleast_2d(np.asarray(points, dtype=float)) - eye
         depth = d @ forward
         t = math.tan(FIELD_OF_VIEW / 2)
         aspect = render_px[0] / render_px[1]

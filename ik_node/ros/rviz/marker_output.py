@@ -38,7 +38,12 @@ class MarkerOutput:
         self._lock = threading.Lock()
         self._held: Optional[tuple] = None
         self._sizes = markers.Sizes()
-        self._view: Tuple[Optional[Chain], Optional[OrbitView]] = (None, None)  # (chain, view)
+        # The RViz view of the chain in force, computed by one worker thread (a few hundred ms
+        # under load: never under the node's lock): (chain, view or None until computed).
+        self._view: Tuple[Optional[Chain], Optional[OrbitView]] = (None, None)
+        self._view_wake = threading.Condition()
+        self._view_job: Optional[Chain] = None
+        self._view_worker: Optional[threading.Thread] = None
         self._thresholds = (DEFAULT_SINGULAR_THRESHOLD, DEFAULT_LIMIT_THRESHOLD)
 
     def _stamp(self):
@@ -51,6 +56,7 @@ class MarkerOutput:
         target of a tip that is gone, a joint that is gone) stays in RViz.
         """
         self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
+        self._view_of(chain)  # starts computing the view of a new chain
         if reset:
             self.drop_held()
         self._sizes = markers.sizes_of(chain)
@@ -149,16 +155,41 @@ class MarkerOutput:
         out.append(markers.collision_marker(frame, stamp, colliding_triangles))
         self._send(self._pub, markers.marker_array(out))
 
+    @property
+    def view(self) -> Optional[OrbitView]:
+        """The RViz view far targets and labels are kept in: that of the chain in force, None
+        until it is computed."""
+        with self._view_wake:
+            return self._view[1]
+
     def _view_of(self, chain: Chain) -> Optional[OrbitView]:
-        """The RViz view of ``chain`` (computed once per chain); None if it cannot be."""
-        of, view = self._view
-        if of is not chain:
+        """The view of ``chain`` if computed, else None (and the worker asked to compute it)."""
+        with self._view_wake:
+            of, view = self._view
+            if of is chain:
+                return view
+            self._view, self._view_job = (chain, None), chain
+            if self._view_worker is None:
+                self._view_worker = threading.Thread(target=self._compute_views,
+                                                     name='rviz_view', daemon=True)
+                self._view_worker.start()
+            self._view_wake.notify()
+        return None
+
+    def _compute_views(self) -> None:
+        """The view worker: computes the view of the newest chain asked for, then waits."""
+        while True:
+            with self._view_wake:
+                while self._view_job is None:
+                    self._view_wake.wait()
+                chain, self._view_job = self._view_job, None
             try:
                 view = views.chain_view(chain)
             except Exception:  # a picture never fails a solve
                 view = None
-            self._view = (chain, view)
-        return view
+            with self._view_wake:
+                if self._view[0] is chain:
+                    self._view = (chain, view)
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
         """A reached tip's singularity warning, as the node's WARN words it (a joint near its
