@@ -267,23 +267,28 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
     reach_map = build_reachability_map(ch, samples=20_000, voxel_size=0.1, seed=4)
     out = map_markers.reachability_markers('base_link', stamp(), [reach_map], max_points=300)
     assert out[0].action == Marker.DELETEALL
-    points, legend = out[1:]
+    points, *legend = out[1:]
     assert points.type == Marker.POINTS and points.ns == f'reachability/{ch.tip_link}'
     assert 0 < len(points.points) <= 300 and len(points.colors) == len(points.points)
     assert len({(c.r, c.g) for c in points.colors}) >= 3, 'one colour for the whole map'
     spacing = map_points(reach_map, 300).spacing  # between neighbouring points
     assert points.scale.x < 0.5 * spacing  # the robot shows between them
-    assert legend.type == Marker.TEXT_VIEW_FACING and legend.ns == points.ns
-    words = ' '.join(legend.text.split('\n'))
+    assert [(m.type, m.ns) for m in legend] == [(Marker.TEXT_VIEW_FACING,
+                                                 map_markers.LEGEND_NAMESPACE)] * 2
+    words = ' '.join(m.text for m in legend)
+    assert words.startswith(f'{ch.tip_link} map: ')
     assert ('how deep inside the reachable space' in words) == reach_map.position_only
-    assert all(len(line) <= 36 for line in legend.text.split('\n'))  # none runs off the view
-    assert 'sampled workspace' not in legend.text and legend.scale.z >= 0.04
-    # Translucent, and no point red (red is a miss): not red-dominant, not orange.
-    assert all(c.a < 1.0 for c in points.colors)
+    assert 'sampled workspace' not in words and all(m.scale.z >= 0.04 for m in legend)
+    assert all((m.color.r, m.color.g, m.color.b) == (points.color.r, points.color.g,
+                                                     points.color.b) for m in legend)
+    # No point red (red is a miss): not red-dominant, not orange.
     assert not any(c.r > max(c.g, c.b) + 0.1 for c in points.colors)
-    # The legend stands inside the top of the map (in the robot's view), not above it.
-    top = max(p.z for p in points.points)
-    assert legend.pose.position.z <= top
+    # In a top corner of the view framing the map (none given), one line under the other.
+    from ik_node.ros.rviz.camera import framing
+    view = framing(xyz(points.points), 0.45, 0.785398)
+    screen = view.project(xyz([m.pose.position for m in legend]))
+    assert np.all(np.abs(screen) <= 1.0) and np.all(screen[:, 1] > 0.5)
+    assert screen[0, 1] > screen[1, 1]
 
 
 # ------------------------------------------------------------------ the interactive target
@@ -362,16 +367,24 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
     points = [m for m in out if m.type == Marker.POINTS]
     assert [m.ns for m in points] == ['reachability/left_hand', 'reachability/right_hand']
     assert sum(len(m.points) for m in points) <= 500
+    # By default RViz gets at most SHOWN_POINTS (its frame rate with the map shown).
+    shown = map_markers.reachability_markers('base_link', stamp(), maps)
+    voxels = sum(len(m.index) for m in maps)
+    assert sum(len(m.points) for m in shown if m.type == Marker.POINTS) <= \
+        map_markers.SHOWN_POINTS < voxels
     legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
-    gap = abs(legends[0].pose.position.z - legends[1].pose.position.z)
-    # One stack: the same place across, two lines apart, not on top of each other.
-    assert (legends[0].pose.position.x, legends[0].pose.position.y) == \
-        (legends[1].pose.position.x, legends[1].pose.position.y)
-    assert gap >= 2 * markers.LINE_PITCH * legends[0].scale.z
-    # One colour per hand: its points' hue and its legend's.
+    assert [m.text for m in legends] == ['map: how deep inside', 'the reachable space (pale: edge)',
+                                         'left_hand map', 'right_hand map']
+    # One column from the top down, a line pitch apart: not on top of each other.
+    at = xyz([m.pose.position for m in legends])
+    assert np.all(np.diff(at[:, 2]) < 0)
+    np.testing.assert_allclose(np.linalg.norm(np.diff(at, axis=0), axis=1) >=
+                               markers.LINE_PITCH * legends[0].scale.z * (1 - 1e-9), True)
+    # One colour per hand: its points' hue and its legend line's; the words in grey.
     hues = [(m.color.r, m.color.g, m.color.b) for m in points]
     assert hues[0] != hues[1]
-    assert [(m.color.r, m.color.g, m.color.b) for m in legends] == hues
+    assert [(m.color.r, m.color.g, m.color.b) for m in legends[2:]] == hues
+    assert legends[0].color.r == legends[0].color.g == legends[0].color.b
 
 
 def test_idle_joints_are_not_flagged_and_rest_inside_their_limits():
@@ -433,3 +446,131 @@ def test_the_targets_handles_and_axes_are_coloured_apart_from_reach_and_miss(six
     assert not any(reads_as_reach_or_miss(m.color) for m in axes)
     assert reads_as_reach_or_miss(markers.target_markers(
         'base_link', stamp(), 0, np.zeros(3), False, np.ones(3))[0].color)  # the miss does
+
+
+# ------------------------------------------------------------- everything in the robot's view
+def view_chain(robot: str) -> Chain:
+    import yaml
+    params = yaml.safe_load((REPO / 'config' / f'{robot}.yaml').read_text())[
+        'ik_node']['ros__parameters']
+    return Chain.from_urdf_file(REPO / 'urdf' / params['urdf_file'], params['base_link'],
+                                params.get('tip_links') or [params['tip_link']])
+
+
+def text_in_view(view, m, fill=1.0) -> bool:
+    """Whether all of a text marker (its estimated extent) lands inside ``view``."""
+    from ik_node.ros.rviz.camera import text_corners, text_width
+    lines = len(m.text.split('\n'))
+    corners = text_corners(view, [m.pose.position.x, m.pose.position.y, m.pose.position.z],
+                           text_width(m.text, m.scale.z), lines * markers.LINE_PITCH * m.scale.z)
+    return view.contains(corners, fill)
+
+
+@pytest.mark.parametrize('robot', ['leg3', 'arm6', 'planar4', 'twin_arm', 'quad12'])
+def test_a_target_far_out_of_reach_is_drawn_at_the_views_edge_with_its_label_in_view(robot):
+    """A target 2-5 m out in any direction: its sphere, the miss line's end, the arrow towards
+    it and the miss label (saying how much further the target is) are inside the robot's
+    shipped view; the sphere is on the line from the tip to the target, the arrow points at it.
+    Drawn where they are (the target itself), the sphere and its label leave the view."""
+    pytest.importorskip('rclpy')
+    from ik_node.ros.rviz import views
+    from ik_node.ros.rviz.marker_output import shown_target
+    ch = view_chain(robot)
+    view = views.chain_view(ch)
+    sizes = markers.sizes_of(ch)
+    rng = np.random.default_rng(21)
+    outside = 0
+    for _ in range(20):
+        q = rng.uniform(np.maximum(ch.lower, -3.0), np.minimum(ch.upper, 3.0))
+        k = int(rng.integers(len(ch.tip_links)))
+        p_tip = ch.fk_tips(q)[ch.tip_links[k]][:3, 3]
+        direction = rng.normal(size=3)
+        p_target = p_tip + rng.uniform(2.0, 5.0) * direction / np.linalg.norm(direction)
+        miss = markers.wrapped([markers.miss_text(ch.tip_links[k], 1.234, 'unreachable')])
+        p_shown = shown_target(view, p_tip, p_target, sizes)
+        if p_shown is not p_target:
+            miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
+        sphere, line = markers.target_markers('base_link', stamp(), k, p_shown, False, p_tip,
+                                              sizes)
+        arrow = markers.beyond_marker('base_link', stamp(), k, p_shown, p_target, sizes)
+        label, _ = markers.tip_label_markers('base_link', stamp(), k, p_tip, '\n'.join(miss),
+                                             [], sizes, p_shown, view)
+        at = [sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z]
+        assert view.contains([at, *xyz(line.points), *xyz(arrow.points)], 1.0), robot
+        assert text_in_view(view, label), (robot, label.text)
+        # On the way from the tip to the target; the arrow from there towards the target.
+        along = (np.asarray(at) - p_tip) @ (p_target - p_tip) / np.sum((p_target - p_tip) ** 2)
+        np.testing.assert_allclose(np.asarray(at), p_tip + along * (p_target - p_tip),
+                                   atol=1e-9)
+        if not view.contains([p_target], 1.0):
+            outside += 1
+            assert arrow.action == Marker.ADD and arrow.type == Marker.ARROW
+            start, end = xyz(arrow.points)
+            towards = (end - start) / np.linalg.norm(end - start)
+            unit = (p_target - start) / np.linalg.norm(p_target - start)
+            np.testing.assert_allclose(towards, unit, atol=1e-9)
+            rest = markers.length_text(float(np.linalg.norm(p_target - np.asarray(at))))
+            assert label.text.split('\n')[-1] == f'target {rest} further on'
+    assert outside >= 6  # drawn where they are, these targets would be out of the view
+
+
+@pytest.mark.parametrize('robot', ['leg3', 'arm6', 'twin_arm', 'quad12'])
+def test_every_label_is_inside_the_robots_view_wherever_the_tip_is(robot):
+    """Miss and warning labels under a tip anywhere in its reach, and the labels of joints
+    at a limit, are entirely inside the robot's view (moved across the screen when centred
+    on their tip or joint they would run over its edge)."""
+    from ik_node.ros.rviz import views
+    ch = view_chain(robot)
+    view = views.chain_view(ch)
+    sizes = markers.sizes_of(ch)
+    rng = np.random.default_rng(8)
+    text = markers.miss_text(ch.tip_links[0], 0.563, 'at least 561 mm out of reach')
+    for _ in range(25):
+        q = rng.uniform(np.maximum(ch.lower, -3.0), np.minimum(ch.upper, 3.0))
+        for k, tip in enumerate(ch.tip_links):
+            p_tip = ch.fk_tips(q)[tip][:3, 3]
+            for m in markers.tip_label_markers('base_link', stamp(), k, p_tip, text,
+                                               ['fragile: near a singularity'], sizes,
+                                               p_tip, view):
+                assert text_in_view(view, m), (robot, m.text, m.pose.position)
+        at_limit = ch.clip(np.where(rng.random(ch.n) < 0.5, ch.lower, ch.upper))
+        for m in markers.joint_markers('base_link', stamp(), ch, at_limit, 0.05, sizes,
+                                       view=view):
+            if m.type == Marker.TEXT_VIEW_FACING:
+                assert text_in_view(view, m), (robot, m.text)
+
+
+def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
+    """One legend for the four feet's maps: the words once, then a line per foot in its hue,
+    all inside the view, none over the body, the legs or the feet at rest (RViz draws text
+    over everything)."""
+    from ik_node.ros.robot_model import rest_pose
+    from ik_node.ros.rviz import views
+    from ik_node.ros.rviz.camera import text_corners, text_width
+    quad = view_chain('quad12')
+    view = views.chain_view(quad)
+    maps = [build_reachability_map(quad, tip, samples=4000, voxel_size=0.05, seed=2)
+            for tip in quad.tip_links]
+    out = map_markers.reachability_markers('base_link', stamp(), maps, max_points=800,
+                                           view=view)
+    legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
+    assert [m.text for m in legends[2:]] == [f'{tip} map' for tip in quad.tip_links]
+    assert ' '.join(m.text for m in legends[:2]).startswith(
+        'map: how deep inside the reachable space')
+    points = [m for m in out if m.type == Marker.POINTS]
+    assert [(m.color.r, m.color.g, m.color.b) for m in points] == \
+        [(m.color.r, m.color.g, m.color.b) for m in legends[2:]]
+    q = rest_pose(quad)
+    body = np.vstack([quad.joint_frames(q)[:, :3, 3],
+                      [T[:3, 3] for T in quad.fk_tips(q).values()]])
+    # The body's outline on screen: every point between two of its joints or feet.
+    hull = view.project(np.vstack([a + s * (b - a) for a in body for b in body
+                                   for s in np.linspace(0.0, 1.0, 5)]))
+    for m in legends:
+        assert text_in_view(view, m), m.text
+        box = view.project(text_corners(view, [m.pose.position.x, m.pose.position.y,
+                                                m.pose.position.z],
+                                        text_width(m.text, m.scale.z), m.scale.z))
+        low, high = box.min(axis=0), box.max(axis=0)
+        over = np.all((hull >= low) & (hull <= high), axis=1)
+        assert not over.any(), (m.text, hull[over][:3])

@@ -106,7 +106,12 @@ def test_unreachable_target_warns_and_publishes_the_best_effort(harness):
     by_id = {m.id: m for m in markers.markers}
     assert by_id[10].color.r > 0.5 and by_id[10].color.g < 0.5  # red: not reached
     assert by_id[100].type == Marker.LINE_LIST and len(by_id[100].points) == 2
-    assert by_id[100].points[1].z == pytest.approx(-2.0)
+    # The miss line runs from the foot towards the target, to the target or the view's edge.
+    a, b = (np.array([p.x, p.y, p.z]) for p in by_id[100].points)
+    assert np.linalg.norm(a - foot) == pytest.approx(0.0, abs=1e-3)
+    towards = (b - a) / np.linalg.norm(b - a)
+    assert towards == pytest.approx((np.array([0.0, 0.0, -2.0]) - foot) / 1.37, abs=1e-3)
+    assert 0 < np.linalg.norm(b - a) <= 1.37 + 1e-6
 
 
 def test_reached_target_marker_is_green_and_envelope_is_shown(harness):

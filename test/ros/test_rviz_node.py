@@ -66,6 +66,7 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     tips = ('left_hand', 'right_hand')
     ik, probe = harness.start('twin_arm', tips=tips, reachability_samples=0)
     twin = Chain.from_urdf_file(REPO / 'urdf' / 'twin_arm.urdf', 'base_link', list(tips))
+    probe.wait_for('the RViz view of the chain', lambda: ik._markers.view)
     mark = probe.mark()
     probe.send_point([0.3, 1.3, 0.9], tip='left_hand')  # far out of the left hand's reach
     status = probe.next_status(mark, what='the answer')
@@ -74,11 +75,19 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     label = newest(probe, mark, lambda m: m.id == 400, "the left hand's miss label")
     assert label.text.startswith(f'left_hand missed by {error_mm:.3g} mm\n(')  # wrapped
     assert label.color.r > 0.9 and label.color.g < 0.5
-    # It stands over the left hand, where the node put it (the joint states it published).
+    # Over or under the left hand on screen (where the node put it: the joint states it
+    # published), all of it inside twin_arm's view.
+    from ik_node.ros.rviz import views
+    from ik_node.ros.rviz.camera import text_width
     state = probe.joint_states[-1]
     q = np.array([state.position[list(state.name).index(n)] for n in twin.joint_names])
     p_tip = twin.fk(q, 'left_hand')[:3, 3]
-    assert (label.pose.position.x, label.pose.position.y) == pytest.approx(p_tip[:2], abs=1e-6)
+    view = views.chain_view(twin)
+    at = [label.pose.position.x, label.pose.position.y, label.pose.position.z]
+    (x_label, _), (x_tip, _) = view.project(np.array([at, p_tip]))
+    half = view.project(np.array([at]))[0, 0] - view.project(
+        np.array([at]) - 0.5 * text_width(label.text, label.scale.z) * view.basis()[1])[0, 0]
+    assert abs(x_label - x_tip) <= half and abs(x_label) + half <= 1.0
 
 
 @pytest.mark.parametrize('height,projected', [(0.006, True), (-0.03, True), (0.2, False)])
@@ -123,3 +132,27 @@ def test_the_interactive_target_is_scaled_to_the_robot_and_a_planar_one_moves_in
                          'move_v': InteractiveMarkerControl.MOVE_AXIS}
     else:
         assert 'move_z' in modes
+
+
+def test_a_target_far_out_of_the_view_is_drawn_at_its_edge_with_the_distance_to_go(harness):
+    """leg3 and a target 3 m away: the node draws it where the line from the foot towards it
+    leaves leg3's view, an arrow (id 800) pointing on, the miss label saying how far on."""
+    from ik_node.ros.rviz import views
+    ik, probe = harness.start('leg3', reachability_samples=0)
+    view = probe.wait_for('the RViz view of the chain', lambda: ik._markers.view)
+    assert view == views.chain_view(chain_of('leg3'))  # the view rviz/leg3.rviz holds
+    target = np.array([2.5, 1.0, -1.5])
+    mark = probe.mark()
+    probe.send_point(target)
+    assert values(probe.next_status(mark, what='the answer'))['reachable'] == 'false'
+    sphere = newest(probe, mark, lambda m: m.id == 10, 'the target sphere')
+    arrow = newest(probe, mark, lambda m: m.id == 800, 'the arrow towards the target')
+    label = newest(probe, mark, lambda m: m.id == 400, 'the miss label')
+    at = np.array([sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z])
+    assert view.contains([at], 1.0) and not view.contains([target], 1.0)
+    start, end = (np.array([p.x, p.y, p.z]) for p in arrow.points)
+    np.testing.assert_allclose(start, at)
+    np.testing.assert_allclose((end - start) / np.linalg.norm(end - start),
+                               (target - at) / np.linalg.norm(target - at), atol=1e-9)
+    further = markers.length_text(float(np.linalg.norm(target - at)))
+    assert label.text.endswith(f'target {further} further on'), label.text

@@ -12,7 +12,7 @@ from ik_node.model.chain import Chain
 from ik_node.ros.rviz import markers, views
 
 REPO = Path(__file__).resolve().parents[2]
-ROBOTS = sorted(views.ROBOT_ANGLES)
+ROBOTS = sorted(views.ROBOTS)
 
 
 def chain_of(robot: str) -> Chain:

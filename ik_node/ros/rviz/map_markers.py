@@ -1,17 +1,20 @@
-"""The reachability map as RViz markers: per tip a bounded set of small translucent points in
-the tip's own hue, shaded by the map's colour scale, and a legend naming it in plain words
-(no rclpy; the points come from :func:`ik_node.reachability.map_points`)."""
+"""The reachability map as RViz markers: per tip a bounded set of small opaque points in
+the tip's own hue, shaded by the map's colour scale, and a legend in plain words in a top
+corner of the robot's view, clear of the robot (no rclpy; the points come from
+:func:`ik_node.reachability.map_points`)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Optional, Sequence
 
 import numpy as np
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker
 
-from ik_node.reachability.map_points import (DEFAULT_MAX_POINTS, DEPTH_SCALE, INDEX_SCALE,
-                                             map_points)
+from ik_node.reachability.map_points import DEPTH_SCALE, INDEX_SCALE, map_points
+from ik_node.ros.rviz.camera import (FIELD_OF_VIEW, FILL, RENDER_PX, OrbitView, framing,
+                                     on_screen, text_width)
 from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
 from ik_node.ros.rviz.markers import LINE_PITCH
 
@@ -20,9 +23,13 @@ from ik_node.ros.rviz.markers import LINE_PITCH
 LEGEND_HEIGHT_M = (0.04, 0.06)
 LEGEND_SHARE = 0.04
 
-#: Map points are translucent and small (a share of the distance between neighbouring points):
-#: the robot, its targets and their labels show through and between them.
-REACH_ALPHA = 0.45
+#: The points of all maps together RViz is sent: each point costs RViz's software renderer
+#: frames (benchmarks/results/rviz_frame_rate.md).
+SHOWN_POINTS = 800
+#: Map points are small (a share of the distance between neighbouring points): the robot, its
+#: targets and their labels show between them. Opaque: blending them costs RViz's software
+#: renderer frames (benchmarks/results/rviz_frame_rate.md).
+REACH_ALPHA = 1.0
 #: A point's side as a share of the distance between neighbouring points.
 REACH_POINT_SHARE = 0.15
 #: One hue per tip's map (RGB), none of them the green, red, orange or amber that mean reached,
@@ -30,6 +37,9 @@ REACH_POINT_SHARE = 0.15
 TIP_HUES = ((0.25, 0.5, 1.0), (0.62, 0.38, 1.0), (0.1, 0.78, 0.9), (0.6, 0.65, 0.8))
 #: How far a point near the edge of the sampled space is faded towards white.
 EDGE_FADE = 0.7
+#: The legend's namespace, and the colour of its words when several maps share it.
+LEGEND_NAMESPACE = 'reachability/legend'
+LEGEND_GREY = (0.85, 0.85, 0.85)
 #: The legend in plain words, per colour scale of :func:`ik_node.reachability.map_points`: two
 #: short lines after the tip's name (a long line runs off the view).
 LEGEND = {DEPTH_SCALE: ('how deep inside', 'the reachable space (pale: edge)'),
@@ -43,14 +53,55 @@ def tip_colour(k: int, value: float):
     return tuple(c + (1.0 - c) * fade for c in TIP_HUES[k % len(TIP_HUES)])
 
 
-def reachability_markers(frame_id: str, stamp, maps,
-                         max_points: int = DEFAULT_MAX_POINTS) -> Sequence[Marker]:
+def legend_lines(pictures) -> list:
+    """The legend as ``(text, rgb)`` lines: one map's in its hue, ``<tip> map: how deep
+    inside`` / ``the reachable space (pale: edge)``; several maps' the words once in grey,
+    then one line per tip in its hue, ``<tip> map``."""
+    scale = pictures[0][2].scale
+    first, second = LEGEND.get(scale, (scale, ''))
+    if len(pictures) == 1:
+        k, reach_map, _ = pictures[0]
+        hue = TIP_HUES[k % len(TIP_HUES)]
+        return [(f'{reach_map.tip_link} map: {first}', hue), (second, hue)]
+    return [(f'map: {first}', LEGEND_GREY), (second, LEGEND_GREY)] + [
+        (f'{reach_map.tip_link} map', TIP_HUES[k % len(TIP_HUES)])
+        for k, reach_map, _ in pictures]
+
+
+def legend_places(view: OrbitView, lines: Sequence[str], height: float,
+                  points: np.ndarray) -> np.ndarray:
+    """Centres [m] of the legend's lines: a column in a top corner of ``view`` (at the depth of
+    its focal point), left-aligned there as RViz centres each line, the corner whose column
+    covers fewer of ``points`` (the map), the left one on a tie."""
+    depth = view.distance
+    forward, right, up = view.basis()
+    t = math.tan(FIELD_OF_VIEW / 2)
+    to_x = 1.0 / (depth * t * RENDER_PX[0] / RENDER_PX[1])  # metres -> screen units
+    to_y = 1.0 / (depth * t)
+    widths = [text_width(line, height) * to_x for line in lines]
+    pitch = LINE_PITCH * height * to_y
+    ys = [FILL - (i + 0.5) * pitch for i in range(len(lines))]
+    screen = view.project(points)
+    best = None
+    for side in (-1.0, 1.0):  # left, right
+        xs = [side * (FILL - 0.5 * w) for w in widths]
+        edge = side * (FILL - max(widths))
+        inside = (screen[:, 1] >= ys[-1] - 0.5 * pitch) & (
+            (screen[:, 0] <= edge) if side < 0 else (screen[:, 0] >= edge))
+        covered = int(np.count_nonzero(inside))
+        if best is None or covered < best[0]:
+            best = (covered, [on_screen(view, x, y, depth) for x, y in zip(xs, ys, strict=True)])
+    return np.array(best[1])
+
+
+def reachability_markers(frame_id: str, stamp, maps, max_points: int = SHOWN_POINTS,
+                         view: Optional[OrbitView] = None) -> Sequence[Marker]:
     """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
     in the tip's own hue, pale where the scale is low and deep where it is high
-    (:func:`tip_colour`), and a legend (id 1) in that hue saying what the colour shows: the
-    legends stacked inside the top of all maps together (in the robot's view), two lines per
-    tip. ``max_points`` bounds the
-    points of all maps together (shared evenly).
+    (:func:`tip_colour`), and a legend in plain words (:func:`legend_lines`, namespace
+    ``reachability/legend``, one text marker per line, id = line) in a top corner of ``view``
+    (the robot's RViz view; None: a view framing the maps), clear of the robot in the middle.
+    ``max_points`` bounds the points of all maps together (shared evenly).
 
     Maps that bin approach directions are coloured by the reachability index, position-only
     maps by the depth inside the sampled workspace (:mod:`ik_node.reachability.map_points`).
@@ -64,13 +115,11 @@ def reachability_markers(frame_id: str, stamp, maps,
                 if len(picture.points)]
     if not pictures:
         return out
-    # One stack of legends over the middle of all maps together, from their top down.
     every = np.vstack([picture.points for _, _, picture in pictures])
     low, top = every.min(axis=0), every.max(axis=0)
-    middle = 0.5 * (low + top)
     height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
                  LEGEND_HEIGHT_M[1])
-    for line, (k, reach_map, picture) in enumerate(pictures):
+    for k, reach_map, picture in pictures:
         ns = f'reachability/{reach_map.tip_link}'
         hue = TIP_HUES[k % len(TIP_HUES)]
         m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*hue, REACH_ALPHA), ns)
@@ -80,11 +129,16 @@ def reachability_markers(frame_id: str, stamp, maps,
         for value in picture.value:
             r, g, b = tip_colour(k, value)
             m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
-        legend = new_marker(frame_id, stamp, 1, Marker.TEXT_VIEW_FACING, (*hue, 1.0), ns)
-        first, second = LEGEND.get(picture.scale, (picture.scale, ''))
-        legend.text = f'{reach_map.tip_link} map: {first}\n{second}'
+        out.append(m)
+    lines = legend_lines(pictures)
+    if view is None:
+        view = framing(every, 0.45, 0.785398)
+    places = legend_places(view, [text for text, _ in lines], height, every)
+    for i, ((text, rgb), at) in enumerate(zip(lines, places, strict=True)):
+        legend = new_marker(frame_id, stamp, i, Marker.TEXT_VIEW_FACING, (*rgb, 1.0),
+                            LEGEND_NAMESPACE)
+        legend.text = text
         legend.scale.x = legend.scale.y = legend.scale.z = height
-        below = height * (1.0 + line * (2 * LINE_PITCH + 0.5))  # two lines per tip
-        place(legend, (middle[0], middle[1], top[2] - below))
-        out += [m, legend]
+        place(legend, at)
+        out.append(legend)
     return out

@@ -9,14 +9,15 @@ publisher and remembers the envelope so each array carries it. A solve's markers
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, Mapping, Optional
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros.rviz import markers
+from ik_node.ros.rviz import markers, views
+from ik_node.ros.rviz.camera import OrbitView, pulled_into_view
 from ik_node.ros.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
@@ -37,6 +38,12 @@ class MarkerOutput:
         self._lock = threading.Lock()
         self._held: Optional[tuple] = None
         self._sizes = markers.Sizes()
+        # The RViz view of the chain in force, computed by one worker thread (a few hundred ms
+        # under load: never under the node's lock): (chain, view or None until computed).
+        self._view: Tuple[Optional[Chain], Optional[OrbitView]] = (None, None)
+        self._view_wake = threading.Condition()
+        self._view_job: Optional[Chain] = None
+        self._view_worker: Optional[threading.Thread] = None
         self._thresholds = (DEFAULT_SINGULAR_THRESHOLD, DEFAULT_LIMIT_THRESHOLD)
 
     def _stamp(self):
@@ -49,6 +56,7 @@ class MarkerOutput:
         target of a tip that is gone, a joint that is gone) stays in RViz.
         """
         self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
+        self._view_of(chain)  # starts computing the view of a new chain
         if reset:
             self.drop_held()
         self._sizes = markers.sizes_of(chain)
@@ -121,26 +129,67 @@ class MarkerOutput:
         else:
             p, quat = placed[None]
             shown = [(0, chain.tip_link, p, None if result.orientation_ignored else quat)]
+        view = self._view_of(chain)
         for k, tip, p_target, quat in shown:
             tip_result = (result.tips or {}).get(tip)
             reached = tip_result.reachable if tip_result else result.reachable
             p_tip = tips_T[tip][:3, 3]
-            out.extend(markers.target_markers(frame, stamp, k, p_target, reached, p_tip, sizes))
-            if not branched:
-                out.extend(markers.orientation_markers(frame, stamp, k, p_target, quat, sizes))
-            miss = '' if reached else markers.miss_text(
+            miss = [] if reached else markers.wrapped([markers.miss_text(
                 tip, tip_result.position_error if tip_result else result.position_error,
                 _why_missed(result, tip_result), None if tip_result or quat is None
-                else result.orientation_error)
+                else result.orientation_error)])
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)
                         ] if reached else []
-            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, miss, warnings, sizes,
-                                                 p_target))
+            p_shown = shown_target(view, p_tip, p_target, sizes)
+            if p_shown is not p_target:
+                miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
+            out.extend(markers.target_markers(frame, stamp, k, p_shown, reached, p_tip, sizes))
+            out.append(markers.beyond_marker(frame, stamp, k, p_shown, p_target, sizes))
+            if not branched:
+                out.extend(markers.orientation_markers(frame, stamp, k, p_shown, quat, sizes))
+            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, '\n'.join(miss),
+                                                 warnings, sizes, p_shown, view))
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
-                                         flagged=targeted))
+                                         flagged=targeted, view=view))
         out.append(markers.collision_marker(frame, stamp, colliding_triangles))
         self._send(self._pub, markers.marker_array(out))
+
+    @property
+    def view(self) -> Optional[OrbitView]:
+        """The RViz view far targets and labels are kept in: that of the chain in force, None
+        until it is computed."""
+        with self._view_wake:
+            return self._view[1]
+
+    def _view_of(self, chain: Chain) -> Optional[OrbitView]:
+        """The view of ``chain`` if computed, else None (and the worker asked to compute it)."""
+        with self._view_wake:
+            of, view = self._view
+            if of is chain:
+                return view
+            self._view, self._view_job = (chain, None), chain
+            if self._view_worker is None:
+                self._view_worker = threading.Thread(target=self._compute_views,
+                                                     name='rviz_view', daemon=True)
+                self._view_worker.start()
+            self._view_wake.notify()
+        return None
+
+    def _compute_views(self) -> None:
+        """The view worker: computes the view of the newest chain asked for, then waits."""
+        while True:
+            with self._view_wake:
+                while self._view_job is None:
+                    self._view_wake.wait()
+                chain, self._view_job = self._view_job, None
+            try:
+                view = views.chain_view(chain)
+            except Exception:  # a picture never fails a solve
+                view = None
+            with self._view_wake:
+                if self._view[0] is chain:
+                    self._view = (chain, view)
 
     def _warnings(self, chain: Chain, q: np.ndarray, tip: str, position_only: bool) -> list:
         """A reached tip's singularity warning, as the node's WARN words it (a joint near its
@@ -153,6 +202,19 @@ class MarkerOutput:
             return fragility_reasons(quality)[:1] if quality.near_singular else []
         except Exception as exc:  # a picture never fails a solve
             return [f'not measured: {type(exc).__name__}: {exc}']
+
+
+def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndarray,
+                 sizes: markers.Sizes) -> np.ndarray:
+    """Where a target is drawn: ``p_target`` itself (the same object) when it is inside
+    ``view``, else the farthest point towards it from the tip for which it and the head of
+    the arrow pointing on to it are (the view's edge)."""
+    if view is None or view.contains([p_target]):
+        return p_target
+    step = np.asarray(p_target, dtype=float) - np.asarray(p_tip, dtype=float)
+    arrow = markers.beyond_length(sizes) * step / max(float(np.linalg.norm(step)), 1e-12)
+    shown, share = pulled_into_view(view, p_tip, p_target, lambda p: np.array([p, p + arrow]))
+    return p_target if share >= 1.0 else shown
 
 
 #: Statuses that claim something of the target's reach: on a branched chain they belong to

@@ -17,7 +17,12 @@ Marker ids (namespace ``ik``) are stable, so each update replaces the previous o
 200 + j        joint ``j``'s ring about its axis, coloured by its limit margin
 500 + j        joint ``j``'s label when it is near a limit
 700            the colliding links' convex hulls, red (deleted when none collides)
+800 + k        tip ``k``'s arrow towards a target too far out for the robot's view
 =============  ==================================================================
+
+A target too far out for the robot's RViz view (:func:`ik_node.ros.rviz.views.chain_view`) is
+drawn where the line from its tip towards it leaves the view, with an arrow pointing on and its
+miss label saying how much further it is; every label is kept inside that view.
 
 The reachability map is drawn by :mod:`ik_node.ros.rviz.map_markers`, in its own namespaces
 (``reachability/<tip>``); the building blocks are in :mod:`ik_node.ros.rviz.marker_shapes`.
@@ -33,6 +38,7 @@ import numpy as np
 from visualization_msgs.msg import Marker
 
 from ik_node.model.chain import Chain, chain_lengths
+from ik_node.ros.rviz.camera import FILL, OrbitView, shifted_into_view, text_width
 from ik_node.ros.rviz.marker_shapes import (CIRCLE_SEGMENTS, NAMESPACE, circle_points,  # noqa: F401
                                        delete_all, deleted, marker_array, new_marker, place,
                                        plane_basis, point_msg, points_msg, quat_xyzw_z_onto,
@@ -52,7 +58,9 @@ PLANAR_RGBA = (0.3, 0.6, 1.0, 0.12)
 #: Ids (see the module docstring).
 TARGET_ID, LINE_ID, RING_ID, AXES_ID, MISS_LABEL_ID, JOINT_LABEL_ID, WARN_LABEL_ID = \
     10, 100, 200, 300, 400, 500, 600
-COLLISION_ID = 700
+COLLISION_ID, BEYOND_ID = 700, 800
+#: The line from a missing tip to its target, and the arrow towards a target beyond the view.
+MISS_LINE_RGBA = (1.0, 0.55, 0.0, 1.0)
 COLLISION_RGBA = (1.0, 0.05, 0.05, 0.6)
 
 
@@ -199,8 +207,8 @@ def target_markers(frame_id: str, stamp, index: int, p_target: np.ndarray, reach
     place(sphere, p_target)
     if reached:
         return [sphere, deleted(frame_id, stamp, LINE_ID + index)]
-    # Orange, not red: a pose target draws its x axis red from the same point.
-    line = new_marker(frame_id, stamp, LINE_ID + index, Marker.LINE_LIST, (1.0, 0.55, 0.0, 1.0))
+    # Orange, not red: red is the miss.
+    line = new_marker(frame_id, stamp, LINE_ID + index, Marker.LINE_LIST, MISS_LINE_RGBA)
     line.scale.x = sizes.line_width
     line.points = [point_msg(p_tip), point_msg(p_target)]
     return [sphere, line]
@@ -277,38 +285,87 @@ def wrapped(lines: Sequence[str]) -> List[str]:
 
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,
                       warnings: Sequence[str], sizes: Sizes = Sizes(),
-                      p_target: Optional[np.ndarray] = None) -> Sequence[Marker]:
+                      p_target: Optional[np.ndarray] = None,
+                      view: Optional[OrbitView] = None) -> Sequence[Marker]:
     """Tip ``index``'s labels: the miss in red (id ``400 + index``) and under it the warnings
     in amber (id ``600 + index``), each a delete when there is nothing to say.
 
-    They hang below both the tip and its target (``p_target``, where the interactive target
-    is), :data:`LABEL_DROP_SCALES` below, beyond the ends of the target's move arrows: above the
+    They hang below both the tip and its target (``p_target``, where the target is drawn),
+    :data:`LABEL_DROP_SCALES` below, beyond the ends of the target's move arrows: above the
     target RViz draws its description (1.4 scales up), above a foot is the robot, and in the
-    usual view from above the space under a tool reaching out stays in sight.
+    usual view from above the space under a tool reaching out stays in sight. With the robot's
+    ``view``: where the view ends above their bottom, they stand beside the tip and its target
+    instead (towards the middle of the view, as far out as they hang down otherwise), and a
+    label that would still run over the view's edge is moved across the screen until all of
+    its text is inside.
     """
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
     anchor = np.array([p_tip[0], p_tip[1], min(heights)], dtype=float)
-    lines = [(wrapped([miss] if miss else []), MISS_LABEL_ID, MISS_RGBA),
-             (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
-    out, offset = [], LABEL_DROP_SCALES * sizes.handle_scale
-    for text, mid, rgba in lines:  # from the tip down: the miss, then the warnings
+    blocks = [(wrapped(miss.split('\n') if miss else []), MISS_LABEL_ID, MISS_RGBA),
+              (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
+    blocks = [(text, mid, rgba, len(text) * LINE_PITCH * sizes.text_height)
+              for text, mid, rgba in blocks]
+    drop = LABEL_DROP_SCALES * sizes.handle_scale
+    total = sum(block for *_, block in blocks)
+    # From the tip down: the miss, then the warnings; beside the tip and its target instead,
+    # towards the middle of the view, when the view ends above their bottom.
+    offset, shift = drop, np.zeros(3)
+    if view is not None and total > 0.0 and \
+            view.project(anchor - [0.0, 0.0, drop + total])[0, 1] < -FILL:
+        width = max(text_width('\n'.join(text), sizes.text_height) for text, *_ in blocks)
+        _, right, _ = view.basis()
+        side = 1.0 if view.project(anchor)[0, 0] < 0.0 else -1.0
+        offset, shift = -0.5 * total, side * (drop + 0.5 * width) * right
+    out = []
+    for text, mid, rgba, block in blocks:
         if not text:
             out.append(deleted(frame_id, stamp, mid + index))
             continue
         m = new_marker(frame_id, stamp, mid + index, Marker.TEXT_VIEW_FACING, rgba)
         m.text = '\n'.join(text)
         m.scale.x = m.scale.y = m.scale.z = sizes.text_height  # RViz reads z only
-        block = len(text) * LINE_PITCH * sizes.text_height
         centre, offset = offset + 0.5 * block, offset + block
-        place(m, anchor - np.array([0.0, 0.0, centre]))
+        at = anchor + shift - np.array([0.0, 0.0, centre])
+        if view is not None:
+            at = shifted_into_view(view, at, text_width(m.text, sizes.text_height), block)
+        place(m, at)
         out.append(m)
     return out
+
+
+def beyond_text(metres: float) -> str:
+    """The line a miss label gets when its target is drawn at the view's edge, short of it."""
+    return f'target {length_text(metres)} further on'
+
+
+def beyond_length(sizes: Sizes = Sizes()) -> float:
+    """Length [m] of the arrow towards a target beyond the view."""
+    return 1.5 * sizes.axes_length
+
+
+def beyond_marker(frame_id: str, stamp, index: int, p_shown: np.ndarray,
+                  p_target: np.ndarray, sizes: Sizes = Sizes()) -> Marker:
+    """An orange arrow (id ``800 + index``) from where a target too far out for the view is
+    drawn (``p_shown``) towards where it is (``p_target``); a delete when they are the same
+    point (the target is drawn where it is)."""
+    step = np.asarray(p_target, dtype=float) - np.asarray(p_shown, dtype=float)
+    norm = float(np.linalg.norm(step))
+    if norm < 1e-9:
+        return deleted(frame_id, stamp, BEYOND_ID + index)
+    length = beyond_length(sizes)
+    m = new_marker(frame_id, stamp, BEYOND_ID + index, Marker.ARROW, MISS_LINE_RGBA)
+    m.points = [point_msg(p_shown), point_msg(np.asarray(p_shown) + length * step / norm)]
+    m.scale.x = 0.12 * length  # shaft diameter
+    m.scale.y = 0.3 * length   # head diameter
+    m.scale.z = 0.35 * length  # head length
+    return m
 
 
 # ------------------------------------------------------------------------------------ joints
 def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
                   limit_threshold: float = 0.05, sizes: Sizes = Sizes(),
-                  flagged: Optional[Set[int]] = None) -> Sequence[Marker]:
+                  flagged: Optional[Set[int]] = None,
+                  view: Optional[OrbitView] = None) -> Sequence[Marker]:
     """A ring about every joint's axis at its origin (ids ``200 + j``), coloured by its limit
     margin (green with room to move, red at a limit; continuous joints green; twice as wide and
     thick near a limit, out of a housing it may sit in), and a label
@@ -321,6 +378,8 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
 
     ``flagged``: the joints that may be called near a limit (those moving a targeted tip; None:
     all). The others (an idle leg resting where it is) keep a plain ring by their margin.
+    ``view``: the robot's view; a joint's label that would run over its edge is moved across
+    the screen until all of its text is inside.
     """
     q = np.asarray(q, dtype=float)
     frames = chain.joint_frames(q)
@@ -352,7 +411,11 @@ def joint_markers(frame_id: str, stamp, chain: Chain, q: np.ndarray,
             label.text = f'{joint.name} {"at" if gap < AT_LIMIT else "near"} its {side} limit'
             height = label.scale.x = label.scale.y = label.scale.z = \
                 max(MIN_TEXT_HEIGHT, 0.7 * sizes.text_height)
-            place(label, _beside(origin, centroid, radius, height))
+            at = _beside(origin, centroid, radius, height)
+            if view is not None:
+                at = shifted_into_view(view, at, text_width(label.text, height),
+                                       LINE_PITCH * height)
+            place(label, at)
             out.append(label)
         else:
             out.append(deleted(frame_id, stamp, JOINT_LABEL_ID + j))

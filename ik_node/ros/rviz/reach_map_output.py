@@ -17,7 +17,7 @@ import numpy as np
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros.rviz import map_markers, markers
+from ik_node.ros.rviz import map_markers, markers, views
 from ik_node.model.chain import Chain
 from ik_node.reachability import ReachabilityBuilder, ReachabilityMap, nearest_reachable_distance
 from ik_node.ros.rviz.marker_output import LATCHED_QOS
@@ -132,8 +132,12 @@ class ReachabilityMaps:
         except Exception as exc:  # a map is a picture: it never takes the node down
             log.error(f'reachability map not built: {type(exc).__name__}: {exc}')
             return
+        try:
+            view = views.chain_view(chain)
+        except Exception:  # the legend then frames the maps alone
+            view = None
         picture = markers.marker_array(map_markers.reachability_markers(
-            chain.base_link, self._node.get_clock().now().to_msg(), maps))
+            chain.base_link, self._node.get_clock().now().to_msg(), maps, view=view))
         with self._lock:  # a build cancelled by now is not shown
             if cancel.is_set():
                 return
