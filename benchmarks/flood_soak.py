@@ -58,7 +58,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import yaml
@@ -311,7 +311,8 @@ def parse_args(argv=None):
     p.add_argument('--max-swap-answer-s', type=float, default=1.0,
                    help='bound on the time a description swap waits for its answer [s]')
     p.add_argument('--settle-timeout', type=float, default=120.0,
-                   help='how long to wait for a reachability map before reading RSS [s]')
+                   help='how long to wait for a reachability map and the settled solver path '
+                        'before reading RSS [s]')
     p.add_argument('--workdir', type=Path, default=None,
                    help='folder for the node\'s params file and log (default: a temporary one, '
                         'removed at the end unless the run failed)')
@@ -383,6 +384,11 @@ def main(argv=None) -> int:
         warm = _warmup(rclpy, monitor, name, base, args.warmup)
         if not monitor.wait_for_map(0, args.settle_timeout):
             raise RuntimeError(f'no reachability map within {args.settle_timeout} s')
+        # The compiled kernels load in the background from the first solve on (tens of MB):
+        # the baseline is read once the node says which path serves for good.
+        if not _wait_for_log(log_path, KERNELS_SETTLED, args.settle_timeout):
+            raise RuntimeError(f'the node did not say which solver path serves within '
+                               f'{args.settle_timeout} s; log {log_path}')
         rss_before = rss_mb(node_proc.pid)
         print(f'warm-up: {warm} targets solved; node RSS {rss_before:.1f} MB', flush=True)
 
@@ -593,6 +599,24 @@ class _Swapper:
             return {'sent': 0}
         return {'sent': len(self.answer_s), 'median': float(np.median(self.answer_s)),
                 'max': max(self.answer_s)}
+
+
+#: What the node logs once the solver path is settled: the kernels loaded, or Python for good.
+KERNELS_SETTLED = ('solver path: compiled kernels', 'solver path: pure Python (')
+
+
+def _wait_for_log(path: Path, phrases: Tuple[str, ...], timeout: float) -> bool:
+    """Wait until the node's log holds one of ``phrases``; False after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            text = Path(path).read_text(errors='replace')
+        except OSError:
+            text = ''
+        if any(phrase in text for phrase in phrases):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> int:
