@@ -29,7 +29,9 @@ Criteria (exit status 1 when one fails, 0 when all pass):
   build in a background thread, whose samples take memory while it runs: the soak waits for
   the map of the last swap before it reads the end's RSS; the largest RSS seen is reported);
 * the node's latency (target sent -> stamp of the joint state that solves it, both wall clock)
-  has a p99 of at most ``--max-latency-ms`` in every third of the run (bounded and not growing).
+  has a p99 of at most ``--max-latency-ms`` in every third of the run (bounded and not growing;
+  by default 50 ms, or twice the solver's ``timeout`` where that is longer: twin_arm's fabrik
+  has 50 ms, and a target may wait for the solve in progress, then take its own).
   The end-to-end latency (-> received here) is reported too; on a small machine it is dominated
   by this monitor process waiting for a CPU, since the publisher and the node keep two busy;
 * the publisher achieved at least ``--min-rate-fraction`` of the requested rate (else the run was
@@ -299,8 +301,10 @@ def parse_args(argv=None):
     p.add_argument('--bad-fraction', type=float, default=0.05,
                    help='fraction of bad targets (NaN, inf, 1e12 m, unknown frame)')
     p.add_argument('--max-rss-growth-mb', type=float, default=10.0)
-    p.add_argument('--max-latency-ms', type=float, default=50.0,
-                   help='bound on the node latency p99 of every third of the run [ms]')
+    p.add_argument('--max-latency-ms', type=float, default=None,
+                   help='bound on the node latency p99 of every third of the run [ms]; '
+                        'default 50, or twice the solver\'s timeout where that is longer (a '
+                        'target may wait for the solve in progress, then take its own)')
     p.add_argument('--min-rate-fraction', type=float, default=0.9,
                    help='least fraction of --rate the publisher must achieve')
     p.add_argument('--seed', type=int, default=1)
@@ -337,6 +341,10 @@ def main(argv=None) -> int:
     params = data['ik_node']['ros__parameters']
     if args.solver:
         params['solver'] = args.solver
+    max_latency_ms = args.max_latency_ms
+    if max_latency_ms is None:  # 50 ms, or twice the solver's timeout where that is longer
+        solver_timeout = (params.get(params['solver']) or {}).get('timeout', 0.0)
+        max_latency_ms = max(50.0, 2e3 * float(solver_timeout))
     own_workdir = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix='flood_soak_')) if own_workdir else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -481,9 +489,9 @@ def main(argv=None) -> int:
             failures.append(f'RSS grew by {growth} MB (limit {args.max_rss_growth_mb} MB)')
         if not lat_ms:
             failures.append('no target was matched to a joint state: latency unknown')
-        elif any(p > args.max_latency_ms for p in node_thirds if not math.isnan(p)):
+        elif any(p > max_latency_ms for p in node_thirds if not math.isnan(p)):
             failures.append(f'node latency p99 by third {[round(p, 2) for p in node_thirds]} ms '
-                            f'exceeds {args.max_latency_ms} ms')
+                            f'exceeds {max_latency_ms} ms')
         if summary['achieved_rate_hz'] < args.min_rate_fraction * args.rate:
             failures.append(f'publisher achieved {summary["achieved_rate_hz"]:.0f} Hz, below '
                             f'{args.min_rate_fraction:.0%} of {args.rate:.0f} Hz')
