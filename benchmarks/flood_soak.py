@@ -315,8 +315,7 @@ def parse_args(argv=None):
     p.add_argument('--max-swap-answer-s', type=float, default=1.0,
                    help='bound on the time a description swap waits for its answer [s]')
     p.add_argument('--settle-timeout', type=float, default=120.0,
-                   help='how long to wait for a reachability map and the settled solver path '
-                        'before reading RSS [s]')
+                   help='how long to wait for a reachability map before reading RSS [s]')
     p.add_argument('--workdir', type=Path, default=None,
                    help='folder for the node\'s params file and log (default: a temporary one, '
                         'removed at the end unless the run failed)')
@@ -392,11 +391,12 @@ def main(argv=None) -> int:
         warm = _warmup(rclpy, monitor, name, base, args.warmup)
         if not monitor.wait_for_map(0, args.settle_timeout):
             raise RuntimeError(f'no reachability map within {args.settle_timeout} s')
-        # The compiled kernels load in the background from the first solve on (tens of MB):
-        # the baseline is read once the node says which path serves for good.
-        if not _wait_for_log(log_path, KERNELS_SETTLED, args.settle_timeout):
-            raise RuntimeError(f'the node did not say which solver path serves within '
-                               f'{args.settle_timeout} s; log {log_path}')
+        # The compiled kernels load in the background from the first solve of a solver that
+        # uses them (tens of MB): the baseline is read once the node says which path serves
+        # for good, or after KERNELS_WAIT_S without that (a solver that loads none: fabrik).
+        if not _wait_for_log(log_path, KERNELS_SETTLED, KERNELS_WAIT_S):
+            print(f'the node did not say within {KERNELS_WAIT_S:.0f} s that its solver path is '
+                  'settled: its solver loads no kernels', flush=True)
         rss_before = rss_mb(node_proc.pid)
         print(f'warm-up: {warm} targets solved; node RSS {rss_before:.1f} MB', flush=True)
 
@@ -611,6 +611,7 @@ class _Swapper:
 
 #: What the node logs once the solver path is settled: the kernels loaded, or Python for good.
 KERNELS_SETTLED = ('solver path: compiled kernels', 'solver path: pure Python (')
+KERNELS_WAIT_S = 45.0  # loading them from numba's cache takes seconds on a quiet machine
 
 
 def _wait_for_log(path: Path, phrases: Tuple[str, ...], timeout: float) -> bool:
