@@ -629,7 +629,8 @@ def _wait_for_log(path: Path, phrases: Tuple[str, ...], timeout: float) -> bool:
 
 
 def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> int:
-    """Send a slow stream of reachable targets for ``seconds``; how many were solved."""
+    """Send a slow stream of reachable targets for ``seconds``, then a few out of reach; how
+    many were solved."""
     sender = TargetSender(monitor.node, name, monitor.robot, base, 10)
     deadline = time.monotonic() + 10.0
     while not sender.matched() and time.monotonic() < deadline:
@@ -640,6 +641,11 @@ def _warmup(rclpy, monitor: Monitor, name: str, base: str, seconds: float) -> in
         sender.send(k, extra[k % len(extra)], None)
         k += 1
         time.sleep(0.005)
+    # Then targets out of reach (every tip 20 times farther out): the closest-pose search's
+    # first call starts loading its compiled kernels, which should happen before the baseline.
+    for _ in range(5):
+        sender.send(k, 20.0 * extra[0], None)
+        time.sleep(0.05)
     time.sleep(0.3)
     for pub in sender.pubs:
         monitor.node.destroy_publisher(pub)
