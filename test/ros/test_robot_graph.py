@@ -205,7 +205,7 @@ def test_robot_description_by_topic_after_start_then_another_robot_then_a_bad_on
             graph.wait_for(f'joint states of {urdf.name}', lambda chain=chain: any(
                 set(chain.joint_names) <= set(m.name) for m in js), procs=[proc])
             q_target = chain.clip(chain.mid_configuration() + 0.3)
-            for attempt in range(2):  # the 5 ms budget of a first solve may run out (load)
+            for _ in range(2):  # the 5 ms budget of a first solve may run out (load)
                 key = graph.send_pose('/ik_node/target_pose', 'base_link', chain.fk(q_target))
                 v = values(graph.answer(diags, key, procs=[proc]))
                 if v['status'] != 'timeout':
