@@ -91,8 +91,10 @@ setup(
         # kept for old commands: numba is an install requirement (docs/speed.md)
         'fast': [numba_requirement()],
         # collision checking from the URDF's <collision> geometry (docs/collisions.md): mesh
-        # loading and convex hulls (trimesh, scipy; pycollada for .dae), the narrow phase (FCL)
-        'collision': ['trimesh', 'scipy', 'pycollada', 'python-fcl'],
+        # loading and convex hulls (trimesh, scipy; pycollada for .dae), the narrow phase (FCL).
+        # trimesh 5 needs numpy >= 1.22: on Python 3.10 (Humble's numpy 1.21) trimesh 4.
+        'collision': ['trimesh<5; python_version < "3.11"', 'trimesh; python_version >= "3.11"',
+                      'scipy', 'pycollada', 'python-fcl'],
         'test': ['pytest', 'hypothesis', 'ruff', 'psutil', 'wheel', 'setuptools<80',
                  'colcon-core', 'colcon-ros', 'colcon-package-selection'],
     },

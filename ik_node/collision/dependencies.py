@@ -3,7 +3,9 @@
 trimesh loads meshes (STL, OBJ; Collada through pycollada) and computes convex hulls (with
 scipy's qhull); python-fcl (FCL's Python binding) is the narrow phase (GJK/EPA between convex
 hulls and primitives, BVH between raw meshes). Without them every other part of ik_node works;
-collision checking then says what to install instead of failing later.
+collision checking then says what to install instead of failing later. A library that is
+installed but fails to import (trimesh 5 needs numpy >= 1.22; Humble's numpy is 1.21) counts as
+missing, with its error and the fix.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from ik_node.errors import ConfigError
 
 #: module -> how to install it (pip name, rosdep key).
 NEEDED = {
-    'trimesh': "pip install trimesh (rosdep key python3-trimesh)",
+    'trimesh': "pip install trimesh (rosdep key python3-trimesh-pip); with numpy < 1.22: "
+               "pip install 'trimesh<5'",
     'scipy': "pip install scipy (rosdep key python3-scipy)",
-    'fcl': "pip install python-fcl",
+    'fcl': "pip install python-fcl (rosdep key python-fcl-pip)",
 }
 INSTALL_HINT = "pip install 'ik_node[collision]' (trimesh, scipy, python-fcl, pycollada)"
 
@@ -32,7 +35,7 @@ def missing() -> List[str]:
     for name in NEEDED:
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:  # not installed, or installed and broken (ImportError, TypeError, ...)
             out.append(name)
     return out
 
@@ -47,7 +50,7 @@ def require(name: str):
     how to install it."""
     try:
         return importlib.import_module(name)
-    except ImportError as exc:
+    except Exception as exc:  # not installed, or installed and broken (ImportError, TypeError, ...)
         raise CollisionUnavailable(
             f'collision checking needs the Python module {name!r} ({NEEDED.get(name, name)}): '
             f'{exc}. Install the extra: {INSTALL_HINT}') from None
