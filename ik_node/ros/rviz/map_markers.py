@@ -23,9 +23,10 @@ from ik_node.ros.rviz.markers import LINE_PITCH
 LEGEND_HEIGHT_M = (0.04, 0.06)
 LEGEND_SHARE = 0.04
 
-#: The points of all maps together RViz is sent: each point costs RViz's software renderer
-#: frames (benchmarks/results/rviz_frame_rate.md).
-SHOWN_POINTS = 800
+#: The points of all maps together RViz is sent: RViz's cost grows with the number of points
+#: (Mesa's software renderer, quad12's four maps: 0.97 of the frame rate without the map at 200
+#: points, 0.82 at 800; benchmarks/results/rviz_frame_rate.md).
+SHOWN_POINTS = 200
 #: Map points are small (a share of the distance between neighbouring points): the robot, its
 #: targets and their labels show between them. Opaque: blending them costs RViz's software
 #: renderer frames (benchmarks/results/rviz_frame_rate.md).
