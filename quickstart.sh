@@ -7,6 +7,8 @@
 #   ./quickstart.sh test   lint and the whole test suite (the compiled kernels serve)
 #   ./quickstart.sh test-python   the core tests again on the pure-Python path
 #                          (IK_NODE_NO_NUMBA=1), slow ones left out
+#   ./quickstart.sh test-humble   the core tests on ROS 2 Humble's Python 3.10, numpy 1.21 and
+#                          Ubuntu 22.04's numba 0.55 (own venv, .venv-humble), slow ones left out
 #   ./quickstart.sh env    only set up; prints the venv's python
 #
 # Environment: IK_NODE_VENV (default .venv beside this script), PYTHON (interpreter to use).
@@ -65,6 +67,21 @@ case "$cmd" in
     setup_env
     IK_NODE_NO_NUMBA=1 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" \
       test/core "$@" ;;
+  test-humble)
+    # Humble's numpy 1.21 has wheels for Python 3.10 only; no ROS wheels here (the core tests).
+    hv="${IK_NODE_HUMBLE_VENV:-$here/.venv-humble}"
+    if [ ! -x "$hv/bin/python" ]; then
+      py="$(command -v python3.10)" || { echo "quickstart: test-humble needs python3.10" >&2; exit 1; }
+      "$py" -m venv "$hv"
+    fi
+    stamp="$(cat setup.py setup.cfg quickstart.sh | sha256sum | cut -d' ' -f1)"
+    if [ "$(cat "$hv/.ik_node_stamp" 2>/dev/null)" != "$stamp" ]; then
+      "$hv/bin/python" -m pip install -q --disable-pip-version-check 'setuptools<80' wheel
+      "$hv/bin/python" -m pip install -q --disable-pip-version-check --use-pep517 -e ".[collision]" \
+        "numpy==1.21.6" "numba==0.55.2" "scipy<1.11" pytest hypothesis psutil
+      echo "$stamp" > "$hv/.ik_node_stamp"
+    fi
+    exec "$hv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow" test/core "$@" ;;
   *)
-    echo "usage: ./quickstart.sh [demo|test|test-python|env] [args...]" >&2; exit 2 ;;
+    echo "usage: ./quickstart.sh [demo|test|test-python|test-humble|env] [args...]" >&2; exit 2 ;;
 esac
