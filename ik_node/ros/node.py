@@ -103,6 +103,7 @@ class IkNode(Node):
         self._schedule_lock = threading.Lock()
         self._solve_queued = False  # a solve task waits in the executor
         self._draining = False  # the inputs' kept messages are being handed on
+        self._idle_since_ns = 0  # when the last drain and solve ended (wall clock [ns])
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -155,14 +156,21 @@ class IkNode(Node):
         if not self._draining:  # a drain is followed by the solve
             self._schedule_solve()
 
-    def _schedule_solve(self) -> None:
-        """Solve the pending targets in a task queued behind the callbacks already waiting in
-        the executor, once for all targets stored until it runs.
+    def _schedule_solve(self, received_ns: int = 0) -> None:
+        """Solve the pending targets: right here when the target came while the node was idle
+        (``received_ns``: when DDS received it, wall clock [ns]), else in a task queued behind
+        the callbacks already waiting in the executor, once for all targets stored until it
+        runs.
 
         An events executor queues one callback per message that arrives: a target stream
         faster than the solves would, if each callback solved, grow that queue without bound
         (memory) and keep a parameter request waiting behind every message queued before it.
-        Storing is cheap, so the queue stays short and a request waits one solve at most.
+        Storing is cheap, so the queue stays short and a request waits one solve at most. A
+        target received after the last solve ended, with no solve task queued, found nothing
+        of the node's waiting: solving it in its own callback holds back only what came after
+        it, by that one solve, and spares the task. Any target received during a solve (a
+        stream faster than the solves), a drag, a target put back for TF and a middleware
+        that gives no reception time go through the task.
         """
         executor = self.executor
         if executor is None:  # not spun by an executor (yet): solve right here
@@ -171,8 +179,13 @@ class IkNode(Node):
         with self._schedule_lock:
             if self._solve_queued:
                 return
-            self._solve_queued = True
-        executor.create_task(self._queued_solve)
+            idle = self._idle_since_ns < received_ns <= time.time_ns()
+            if not idle:
+                self._solve_queued = True
+        if idle:
+            self._solve_all_pending()
+        else:
+            executor.create_task(self._queued_solve)
 
     def _queued_solve(self) -> None:
         with self._schedule_lock:
@@ -201,6 +214,7 @@ class IkNode(Node):
                                                '')
             finally:
                 self._solving.release()
+        self._idle_since_ns = time.time_ns()
 
     def _solve_pending(self, targets: Dict[Optional[str], Target],
                        arrivals: Dict[Optional[str], int]) -> None:
