@@ -252,7 +252,7 @@ class IkNode(Node):
             out_stamp = ''
             if verdict.q is not None:  # held: nothing goes out, the last command stays
                 self._q = np.array(verdict.q)
-                out_stamp = self._solution.publish(self._q, job.seed)
+                out_stamp = self._solution.publish(verdict.q, job.seed)  # floats: cheaper
             collision, colliding = collision_outputs(model.solver, q, result)
             report = SolveReport(chain, config.solver, result, job.targets,
                                  self._pipeline.standing, q, job.frame, job.stamps, count,
