@@ -22,7 +22,7 @@ import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.node import Node
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -80,33 +80,43 @@ class JointStateCdr:
     as they are. Converting the message to C and serializing it again for every answer (every
     name string included) costs more than the rest of the publish.
 
-    :meth:`of` checks the layout against rclpy's own serialization of a probe message (byte for
-    byte) and returns None where it differs, so every message sent is the one rclpy would send.
+    :meth:`of` finds the positions in rclpy's serialization of a probe message and checks that
+    filled bytes deserialize to the message they stand for, else returns None (then the
+    message itself is published).
     """
 
     _ORDERS = {b'\x00\x01': '<', b'\x00\x00': '>'}  # plain CDR, little / big endian
 
-    def __init__(self, template: bytes, order: str, count: int) -> None:
-        self._template = template
+    def __init__(self, template: bytes, order: str, count: int, at: int) -> None:
         self._stamp = struct.Struct(order + 'iI')
         self._positions = struct.Struct(f'{order}{count}d')
-        # the positions end where the empty velocity and effort sequences (two counts) start
-        self._at = len(template) - 8 - self._positions.size
+        self._at = at
+        # the message ends with the empty velocity and effort sequences: two counts
+        self._template = template[:at + self._positions.size + 8]
 
     @classmethod
     def of(cls, names: Sequence[str]) -> Optional['JointStateCdr']:
-        """The serialized JointState of ``names``, or None where its layout is not the one
-        this class fills (then the message is published)."""
+        """The serialized JointState of ``names``, or None where rclpy's serialization is not
+        one this class can fill (then the message is published)."""
         names = list(names)
-        msg = joint_state_msg(names, [0.0] * len(names), TimeMsg())
-        template = serialize_message(msg)
+        probe = [1.0 + 0.25 * k for k in range(len(names))]
+        stamp = TimeMsg(sec=1_700_000_001, nanosec=123_456_789)
+        template = serialize_message(joint_state_msg(names, probe, stamp))
         order = cls._ORDERS.get(template[:2])
         if order is None:
             return None
-        cdr = cls(template, order, len(names))
-        probe = [0.5 + k for k in range(len(names))]
-        if cdr.data(1_700_000_001, 123_456_789, probe) != serialize_message(
-                joint_state_msg(names, probe, TimeMsg(sec=1_700_000_001, nanosec=123_456_789))):
+        at = template.find(struct.pack(f'{order}{len(names)}d', *probe))
+        if at < 0 or struct.unpack_from(order + 'iI', template, 4) != (stamp.sec, stamp.nanosec):
+            return None
+        cdr = cls(template, order, len(names), at)
+        q = [-0.5 - 0.125 * k for k in range(len(names))]
+        try:
+            msg = deserialize_message(cdr.data(12, 345, q), JointState)
+        except Exception:
+            return None
+        if list(msg.name) != names or list(msg.position) != q or msg.velocity or \
+                msg.effort or (msg.header.stamp.sec, msg.header.stamp.nanosec) != (12, 345) \
+                or msg.header.frame_id:
             return None
         return cdr
 
