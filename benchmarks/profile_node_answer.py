@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import inspect
 import os
 import random
 import sys
@@ -123,7 +122,6 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
         subscription = next(s for s in node.subscriptions
                             if s.topic_name == f'/{node.get_name()}/{topic}')
         callback = subscription.callback
-        with_info = len(inspect.signature(callback).parameters) == 2
         if getattr(subscription, 'raw', False):  # the node takes the serialized message
             from rclpy.serialization import serialize_message
             stamp_ns = time.time_ns()
@@ -176,11 +174,7 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
                 if not isinstance(msg, bytes):
                     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
                                                                             1_000_000_000)
-                    callback(msg)
-                elif with_info:  # what rclpy hands a callback taking the message's info
-                    callback(msg, {'received_timestamp': time.time_ns()})
-                else:
-                    callback(msg)
+                callback(msg)
                 if k % 100 == 99:
                     node._on_timer()
         feed(msgs[:200])  # warm-up

@@ -61,16 +61,15 @@ class TargetSubscriptions:
         callback_group: of the subscriptions.
         on_error: ``on_error(message, frame_id, stamp_text)`` for a message refused whole (a
             PoseArray without one pose per tip); nothing of it reaches ``callback``.
-        wake: ``wake(received_ns)``, called (from the subscription's callback) when a message
-            was kept: someone should :meth:`drain` soon. ``received_ns``: when DDS received it
-            (wall clock [ns]; 0 where the middleware does not say).
+        wake: called (from the subscription's callback) when a message was kept: someone
+            should :meth:`drain` soon.
         on_skipped: ``on_skipped(n)``: a kept message of ``n`` targets was replaced by a newer
             one of the same subscription before it was drained.
     """
 
     def __init__(self, node: Node, callback: Callable[..., None], callback_group=None,
                  on_error: Optional[Callable[[str, str, str], None]] = None,
-                 wake: Optional[Callable[[int], None]] = None,
+                 wake: Optional[Callable[[], None]] = None,
                  on_skipped: Optional[Callable[[int], None]] = None) -> None:
         self._node, self._callback, self._group = node, callback, callback_group
         self._on_error = on_error
@@ -109,14 +108,14 @@ class TargetSubscriptions:
             return
         key = len(self._subs)
 
-        def keep(data: bytes, info: dict) -> None:
+        def keep(data: bytes) -> None:
             with self._kept_lock:
                 self._arrived += 1
                 replaced = key in self._kept
                 self._kept[key] = (self._arrived, msg_type, handler, from_cdr, data)
             if replaced and self._on_skipped is not None:
                 self._on_skipped(targets)
-            self._wake(info.get('received_timestamp', 0))
+            self._wake()
         self._subs.append(self._node.create_subscription(
             msg_type, topic, keep, TARGET_QOS, callback_group=self._group, raw=True))
 
@@ -417,7 +416,7 @@ class NodeInputs:
     def __init__(self, node: Node, on_target: Callable[..., None],
                  on_description: Callable[[str], None], callback_group=None,
                  on_error: Optional[Callable[[str, str, str], None]] = None,
-                 wake: Optional[Callable[[int], None]] = None,
+                 wake: Optional[Callable[[], None]] = None,
                  on_skipped: Optional[Callable[[int], None]] = None) -> None:
         self._node, self._on_description = node, on_description
         self._targets = TargetSubscriptions(node, on_target, callback_group, on_error, wake,

@@ -37,6 +37,7 @@ ahead of this module's imports.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -71,6 +72,10 @@ from ik_node.solvers import kernels
 
 __all__ = ['IkNode', 'main']
 
+#: How long after its last solve ended the node counts as idle [s]: a target message kept
+#: later than that is solved in its own callback (:meth:`IkNode._schedule_solve`).
+IDLE_GAP_S = 0.0001
+
 
 class IkNode(Node):
     """Live IK: subscribes to targets, publishes the solution, ``/diagnostics`` and markers.
@@ -103,7 +108,7 @@ class IkNode(Node):
         self._schedule_lock = threading.Lock()
         self._solve_queued = False  # a solve task waits in the executor
         self._draining = False  # the inputs' kept messages are being handed on
-        self._idle_since_ns = 0  # when the last drain and solve ended (wall clock [ns])
+        self._idle_since = -math.inf  # when the last drain and solve ended (monotonic [s])
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -122,7 +127,7 @@ class IkNode(Node):
         self._inputs = NodeInputs(
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
             on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
-            wake=self._schedule_solve, on_skipped=self._targets.count_skipped)
+            wake=lambda: self._schedule_solve(inline=True), on_skipped=self._targets.count_skipped)
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
@@ -156,21 +161,21 @@ class IkNode(Node):
         if not self._draining:  # a drain is followed by the solve
             self._schedule_solve()
 
-    def _schedule_solve(self, received_ns: int = 0) -> None:
-        """Solve the pending targets: right here when the target came while the node was idle
-        (``received_ns``: when DDS received it, wall clock [ns]), else in a task queued behind
-        the callbacks already waiting in the executor, once for all targets stored until it
-        runs.
+    def _schedule_solve(self, inline: bool = False) -> None:
+        """Solve the pending targets in a task queued behind the callbacks already waiting in
+        the executor, once for all targets stored until it runs; with ``inline`` (a target
+        message was just kept) right here when the node has been idle since its last solve.
 
         An events executor queues one callback per message that arrives: a target stream
         faster than the solves would, if each callback solved, grow that queue without bound
         (memory) and keep a parameter request waiting behind every message queued before it.
-        Storing is cheap, so the queue stays short and a request waits one solve at most. A
-        target received after the last solve ended, with no solve task queued, found nothing
-        of the node's waiting: solving it in its own callback holds back only what came after
-        it, by that one solve, and spares the task. Any target received during a solve (a
-        stream faster than the solves), a drag, a target put back for TF and a middleware
-        that gives no reception time go through the task.
+        Storing is cheap, so the queue stays short and a request waits one solve at most.
+
+        A message kept more than :data:`IDLE_GAP_S` after the last solve ended, with no solve
+        task queued, is solved in its own callback, which spares the task: it came while
+        nothing of the node's waited (a message that came during a solve is taken right after
+        it, within that gap, and goes through the task), so that callback holds back only what
+        came after it, by one solve.
         """
         executor = self.executor
         if executor is None:  # not spun by an executor (yet): solve right here
@@ -179,10 +184,10 @@ class IkNode(Node):
         with self._schedule_lock:
             if self._solve_queued:
                 return
-            idle = self._idle_since_ns < received_ns <= time.time_ns()
-            if not idle:
+            inline = inline and time.monotonic() - self._idle_since > IDLE_GAP_S
+            if not inline:
                 self._solve_queued = True
-        if idle:
+        if inline:
             self._solve_all_pending()
         else:
             executor.create_task(self._queued_solve)
@@ -214,7 +219,7 @@ class IkNode(Node):
                                                '')
             finally:
                 self._solving.release()
-        self._idle_since_ns = time.time_ns()
+        self._idle_since = time.monotonic()
 
     def _solve_pending(self, targets: Dict[Optional[str], Target],
                        arrivals: Dict[Optional[str], int]) -> None:

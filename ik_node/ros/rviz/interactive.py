@@ -259,7 +259,10 @@ class InteractiveTargets:
             return False
         if not listened:
             # Nobody listening: the state is enough (a client starts from _on_get); it is
-            # settled when next read, not for every target of a stream.
+            # settled when next read, not for every target of a stream. A point target keeps
+            # the orientation of a pose target still pending.
+            if q is None and t.pending is not None:
+                q = t.pending[1]
             t.pending = (p, q)
             return True
         self._settle(t)
