@@ -12,6 +12,7 @@ import math
 import struct
 import threading
 import time
+from functools import partial
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -85,17 +86,23 @@ class TargetSubscriptions:
         self.destroy()
         names = tuple(tip_links)
         slots = tuple(tips)
+        read = self._read_cdr
         self._subscribe(PoseArray, '~/target_poses',
                         lambda msg: self._on_pose_array(msg, names, slots),
-                        lambda data: self._pose_array_cdr(data, names, slots), len(names))
+                        partial(read, read=target_cdr.pose_array, hand_on=lambda frame_id,
+                                stamp, poses: self._hand_on_poses(poses, frame_id, stamp,
+                                                                  names, slots)),
+                        len(names))
         for tip in tips:
             prefix = f'~/{tip}/' if tip else '~/'
             self._subscribe(PoseStamped, prefix + 'target_pose',
                             lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)),
-                            lambda data, tip=tip: self._pose_cdr(data, tip), 1)
+                            partial(read, read=target_cdr.pose_stamped,
+                                    hand_on=partial(self._pose, tip)), 1)
             self._subscribe(PointStamped, prefix + 'target_point',
                             lambda msg, tip=tip: self._callback(target_from_point(msg, tip)),
-                            lambda data, tip=tip: self._point_cdr(data, tip), 1)
+                            partial(read, read=target_cdr.point_stamped,
+                                    hand_on=partial(self._point, tip)), 1)
 
     def _subscribe(self, msg_type, topic: str, handler: Callable, from_cdr: Callable,
                    targets: int) -> None:
@@ -138,41 +145,25 @@ class TargetSubscriptions:
                 if self._on_error is not None:
                     self._on_error(f'bad target message: {type(exc).__name__}: {exc}', '', '')
 
-    # The targets of serialized messages (target_cdr): True if read, False to deserialize them
-    # with rclpy instead (an encapsulation target_cdr does not read, or bytes it cannot).
-    def _point_cdr(self, data: bytes, tip: Optional[str]) -> bool:
+    @staticmethod
+    def _read_cdr(data: bytes, read: Callable, hand_on: Callable) -> bool:
+        """``hand_on(*read(data))``: True; False where ``read`` (of :mod:`target_cdr`) cannot
+        read the bytes (another encapsulation, or not such a message), which rclpy then
+        deserializes (and refuses with its own error)."""
         try:
-            read = target_cdr.point_stamped(data)
+            values = read(data)
         except (struct.error, UnicodeDecodeError):
             return False
-        if read is None:
+        if values is None:
             return False
-        frame_id, stamp, xyz = read
+        hand_on(*values)
+        return True
+
+    def _point(self, tip: Optional[str], frame_id: str, stamp: Tuple[int, int], xyz) -> None:
         self._callback(Target(np.array(xyz), None, frame_id, tip, stamp))
-        return True
 
-    def _pose_cdr(self, data: bytes, tip: Optional[str]) -> bool:
-        try:
-            read = target_cdr.pose_stamped(data)
-        except (struct.error, UnicodeDecodeError):
-            return False
-        if read is None:
-            return False
-        frame_id, stamp, pose = read
+    def _pose(self, tip: Optional[str], frame_id: str, stamp: Tuple[int, int], pose) -> None:
         self._callback(Target(np.array(pose[:3]), np.array(pose[3:]), frame_id, tip, stamp))
-        return True
-
-    def _pose_array_cdr(self, data: bytes, names: Tuple[str, ...],
-                        slots: Tuple[Optional[str], ...]) -> bool:
-        try:
-            read = target_cdr.pose_array(data)
-        except (struct.error, UnicodeDecodeError):
-            return False
-        if read is None:
-            return False
-        frame_id, stamp, poses = read
-        self._hand_on_poses(poses, frame_id, stamp, names, slots)
-        return True
 
     def _on_pose_array(self, msg: PoseArray, names: Tuple[str, ...],
                        slots: Tuple[Optional[str], ...]) -> None:
