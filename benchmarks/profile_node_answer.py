@@ -24,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import sys
@@ -43,6 +44,29 @@ from bench_node_latency import read_config, tip_positions, trajectory  # noqa: E
 #: The node's parts timed by wrappers: attribute of IkNode, method.
 PARTS = (('_pipeline', 'prepare'), ('_pipeline', 'solve'), ('_solution', 'publish'),
          ('_status', 'solve'), ('_markers', 'publish_held'), ('_drag', 'show'))
+
+
+class GcTime:
+    """CPU time [s] of Python's garbage collections while entered, and how many of each
+    generation ran (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.counts, self._start = 0.0, [0, 0, 0], None
+
+    def _track(self, phase: str, info: dict) -> None:
+        if phase == 'start':
+            self._start = time.process_time()
+        elif self._start is not None:
+            self.seconds += time.process_time() - self._start
+            self.counts[info['generation']] += 1
+            self._start = None
+
+    def __enter__(self) -> 'GcTime':
+        gc.callbacks.append(self._track)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._track)
 
 
 def messages(chain, params, n: int):
@@ -154,6 +178,7 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
                 if k % 100 == 99:
                     node._on_timer()
         feed(msgs[:200])  # warm-up
+        collector = GcTime()
         spent.clear()
         solve_s.clear()
         sent.update({key: 0 for key in sent})
@@ -163,7 +188,8 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
             profiler = cProfile.Profile()
             profiler.enable()
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        feed(msgs[200:])
+        with collector:
+            feed(msgs[200:])
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         if profiler is not None:
             import pstats
@@ -184,6 +210,8 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
               f'{sent["marker arrays"]} marker arrays; load {os.getloadavg()[0]:.1f}')
         for key, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
             print(f'  {key:<24} {seconds / n * 1e3:.4f} ms per answer')
+        print(f'  {"garbage collector":<24} {collector.seconds / n * 1e3:.4f} ms per answer '
+              f'(collections by generation: {collector.counts}; counted inside the parts too)')
     finally:
         node.destroy_node()
 

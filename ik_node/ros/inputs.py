@@ -8,10 +8,11 @@ callbacks; none of them solves anything.
 
 from __future__ import annotations
 
-import dataclasses
 import math
+import struct
 import threading
 import time
+from functools import partial
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -26,8 +27,9 @@ from std_msgs.msg import String
 from ik_node.config.ros_graph import GraphConfig
 from ik_node.errors import TargetError
 from ik_node.model.chain import Chain, rotation_from_quat_xyzw
-from ik_node.ros.targets import (FrameLookup, TfWarmingUp, stamp_text, target_from_point,
-                                 target_from_pose, targets_from_pose_array)
+from ik_node.ros import target_cdr
+from ik_node.ros.targets import (FrameLookup, Target, TfWarmingUp, stamp_text, target_from_point,
+                                 target_from_pose, targets_from_poses)
 
 TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # How long after the TF listener is made a target whose transform is not there yet is kept and
@@ -47,11 +49,12 @@ class TargetSubscriptions:
     and ``~/target_poses``: one ``geometry_msgs/PoseArray`` holding every tip's target.
 
     With ``wake``, messages are taken serialized and only the newest of each subscription is
-    kept (:meth:`drain` turns them into targets, in the order they arrived): taking a message
-    then costs a few microseconds, so a flood of targets faster than the solves never builds a
-    queue of callbacks in the executor (each one converting a message that a newer one makes
-    useless) in front of a parameter request. Without ``wake`` every message is converted and
-    handed on as it arrives.
+    kept (:meth:`drain` turns them into targets, in the order they arrived, reading the numbers
+    of a target from the bytes, :mod:`ik_node.ros.target_cdr`, without a Python message):
+    taking a message then costs a few microseconds, so a flood of targets faster than the
+    solves never builds a queue of callbacks in the executor (each one converting a message
+    that a newer one makes useless) in front of a parameter request. Without ``wake`` every
+    message is converted and handed on as it arrives.
 
     Args:
         node: the node owning the subscriptions.
@@ -83,16 +86,29 @@ class TargetSubscriptions:
         self.destroy()
         names = tuple(tip_links)
         slots = tuple(tips)
+        read = self._read_cdr
         self._subscribe(PoseArray, '~/target_poses',
-                        lambda msg: self._on_pose_array(msg, names, slots), len(names))
+                        lambda msg: self._on_pose_array(msg, names, slots),
+                        partial(read, read=target_cdr.pose_array, hand_on=lambda frame_id,
+                                stamp, poses: self._hand_on_poses(poses, frame_id, stamp,
+                                                                  names, slots)),
+                        len(names))
         for tip in tips:
             prefix = f'~/{tip}/' if tip else '~/'
             self._subscribe(PoseStamped, prefix + 'target_pose',
-                            lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)), 1)
+                            lambda msg, tip=tip: self._callback(target_from_pose(msg, tip)),
+                            partial(read, read=target_cdr.pose_stamped,
+                                    hand_on=partial(self._pose, tip)), 1)
             self._subscribe(PointStamped, prefix + 'target_point',
-                            lambda msg, tip=tip: self._callback(target_from_point(msg, tip)), 1)
+                            lambda msg, tip=tip: self._callback(target_from_point(msg, tip)),
+                            partial(read, read=target_cdr.point_stamped,
+                                    hand_on=partial(self._point, tip)), 1)
 
-    def _subscribe(self, msg_type, topic: str, handler: Callable, targets: int) -> None:
+    def _subscribe(self, msg_type, topic: str, handler: Callable, from_cdr: Callable,
+                   targets: int) -> None:
+        """A subscription whose messages go to ``handler`` (a message) or, kept serialized,
+        to ``from_cdr`` (the bytes: True if it read them, False to have them deserialized
+        for ``handler``)."""
         if self._wake is None:
             self._subs.append(self._node.create_subscription(
                 msg_type, topic, handler, TARGET_QOS, callback_group=self._group))
@@ -103,7 +119,7 @@ class TargetSubscriptions:
             with self._kept_lock:
                 self._arrived += 1
                 replaced = key in self._kept
-                self._kept[key] = (self._arrived, msg_type, handler, data)
+                self._kept[key] = (self._arrived, msg_type, handler, from_cdr, data)
             if replaced and self._on_skipped is not None:
                 self._on_skipped(targets)
             self._wake()
@@ -117,25 +133,54 @@ class TargetSubscriptions:
         with self._kept_lock:
             if not self._kept:
                 return
-            kept, self._kept = sorted(self._kept.values(), key=lambda item: item[0]), {}
-        for _, msg_type, handler, data in kept:
+            kept = self._kept.values()
+            if len(kept) > 1:
+                kept = sorted(kept, key=lambda item: item[0])
+            kept, self._kept = tuple(kept), {}
+        for _, msg_type, handler, from_cdr, data in kept:
             try:
-                handler(deserialize_message(data, msg_type))
+                if not from_cdr(data):
+                    handler(deserialize_message(data, msg_type))
             except Exception as exc:  # a message that does not convert must not stop the node
                 if self._on_error is not None:
                     self._on_error(f'bad target message: {type(exc).__name__}: {exc}', '', '')
 
+    @staticmethod
+    def _read_cdr(data: bytes, read: Callable, hand_on: Callable) -> bool:
+        """``hand_on(*read(data))``: True; False where ``read`` (of :mod:`target_cdr`) cannot
+        read the bytes (another encapsulation, or not such a message), which rclpy then
+        deserializes (and refuses with its own error)."""
+        try:
+            values = read(data)
+        except (struct.error, UnicodeDecodeError):
+            return False
+        if values is None:
+            return False
+        hand_on(*values)
+        return True
+
+    def _point(self, tip: Optional[str], frame_id: str, stamp: Tuple[int, int], xyz) -> None:
+        self._callback(Target(np.array(xyz), None, frame_id, tip, stamp))
+
+    def _pose(self, tip: Optional[str], frame_id: str, stamp: Tuple[int, int], pose) -> None:
+        self._callback(Target(np.array(pose[:3]), np.array(pose[3:]), frame_id, tip, stamp))
+
     def _on_pose_array(self, msg: PoseArray, names: Tuple[str, ...],
                        slots: Tuple[Optional[str], ...]) -> None:
+        poses = [(p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+                 for p, o in ((pose.position, pose.orientation) for pose in msg.poses)]
+        self._hand_on_poses(poses, msg.header.frame_id,
+                            (msg.header.stamp.sec, msg.header.stamp.nanosec), names, slots)
+
+    def _hand_on_poses(self, poses, frame_id: str, stamp: Tuple[int, int],
+                       names: Tuple[str, ...], slots: Tuple[Optional[str], ...]) -> None:
+        """The targets of a PoseArray's values to ``callback``, or its refusal to ``on_error``."""
         try:
-            targets = targets_from_pose_array(msg, names)
+            targets = targets_from_poses(poses, frame_id, stamp, names, slots)
         except TargetError as exc:
             if self._on_error is not None:
-                self._on_error(f'bad target_poses: {exc}', msg.header.frame_id,
-                               stamp_text((msg.header.stamp.sec, msg.header.stamp.nanosec)))
+                self._on_error(f'bad target_poses: {exc}', frame_id, stamp_text(stamp))
             return
-        if slots == (None,):  # a serial chain: its one target's slot is None
-            targets = tuple(dataclasses.replace(t, tip=None) for t in targets)
         self._callback(*targets)
 
     @property

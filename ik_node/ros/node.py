@@ -37,6 +37,7 @@ ahead of this module's imports.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -71,6 +72,10 @@ from ik_node.solvers import kernels
 
 __all__ = ['IkNode', 'main']
 
+#: How long after its last solve ended the node counts as idle [s]: a target message kept
+#: later than that is solved in its own callback (:meth:`IkNode._schedule_solve`).
+IDLE_GAP_S = 0.0001
+
 
 class IkNode(Node):
     """Live IK: subscribes to targets, publishes the solution, ``/diagnostics`` and markers.
@@ -103,6 +108,7 @@ class IkNode(Node):
         self._schedule_lock = threading.Lock()
         self._solve_queued = False  # a solve task waits in the executor
         self._draining = False  # the inputs' kept messages are being handed on
+        self._idle_since = -math.inf  # when the last drain and solve ended (monotonic [s])
         # Outputs.
         send = send_unless_shut_down(self.context)
         self._solution = SolutionOutput(self, send)
@@ -121,7 +127,7 @@ class IkNode(Node):
         self._inputs = NodeInputs(
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
             on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
-            wake=self._schedule_solve, on_skipped=self._targets.count_skipped)
+            wake=lambda: self._schedule_solve(inline=True), on_skipped=self._targets.count_skipped)
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
@@ -155,14 +161,21 @@ class IkNode(Node):
         if not self._draining:  # a drain is followed by the solve
             self._schedule_solve()
 
-    def _schedule_solve(self) -> None:
+    def _schedule_solve(self, inline: bool = False) -> None:
         """Solve the pending targets in a task queued behind the callbacks already waiting in
-        the executor, once for all targets stored until it runs.
+        the executor, once for all targets stored until it runs; with ``inline`` (a target
+        message was just kept) right here when the node has been idle since its last solve.
 
         An events executor queues one callback per message that arrives: a target stream
         faster than the solves would, if each callback solved, grow that queue without bound
         (memory) and keep a parameter request waiting behind every message queued before it.
         Storing is cheap, so the queue stays short and a request waits one solve at most.
+
+        A message kept more than :data:`IDLE_GAP_S` after the last solve ended, with no solve
+        task queued, is solved in its own callback, which spares the task: it came while
+        nothing of the node's waited (a message that came during a solve is taken right after
+        it, within that gap, and goes through the task), so that callback holds back only what
+        came after it, by one solve.
         """
         executor = self.executor
         if executor is None:  # not spun by an executor (yet): solve right here
@@ -171,8 +184,13 @@ class IkNode(Node):
         with self._schedule_lock:
             if self._solve_queued:
                 return
-            self._solve_queued = True
-        executor.create_task(self._queued_solve)
+            inline = inline and time.monotonic() - self._idle_since > IDLE_GAP_S
+            if not inline:
+                self._solve_queued = True
+        if inline:
+            self._solve_all_pending()
+        else:
+            executor.create_task(self._queued_solve)
 
     def _queued_solve(self) -> None:
         with self._schedule_lock:
@@ -201,6 +219,7 @@ class IkNode(Node):
                                                '')
             finally:
                 self._solving.release()
+        self._idle_since = time.monotonic()
 
     def _solve_pending(self, targets: Dict[Optional[str], Target],
                        arrivals: Dict[Optional[str], int]) -> None:
@@ -238,7 +257,7 @@ class IkNode(Node):
             out_stamp = ''
             if verdict.q is not None:  # held: nothing goes out, the last command stays
                 self._q = np.array(verdict.q)
-                out_stamp = self._solution.publish(self._q, job.seed)
+                out_stamp = self._solution.publish(verdict.q, job.seed)  # floats: cheaper
             collision, colliding = collision_outputs(model.solver, q, result)
             report = SolveReport(chain, config.solver, result, job.targets,
                                  self._pipeline.standing, q, job.frame, job.stamps, count,

@@ -84,17 +84,27 @@ def targets_from_pose_array(msg: PoseArray, tips: Sequence[str]) -> Tuple[Target
         TargetError: the message does not hold exactly one pose per tip (it names the tips in
             their order).
     """
-    if len(msg.poses) != len(tips):
-        raise TargetError(f'target_poses holds {len(msg.poses)} poses; it must hold one per tip, '
+    poses = [(p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+             for p, o in ((pose.position, pose.orientation) for pose in msg.poses)]
+    return targets_from_poses(poses, msg.header.frame_id, _stamp_of(msg.header), tips)
+
+
+def targets_from_poses(poses: Sequence[Sequence[float]], frame_id: str,
+                       stamp: Tuple[int, int], tips: Sequence[str],
+                       slots: Optional[Sequence[Optional[str]]] = None) -> Tuple[Target, ...]:
+    """:func:`targets_from_pose_array` of a PoseArray's values: its poses as ``(x, y, z, qx,
+    qy, qz, qw)``, its frame and its stamp (``(sec, nanosec)``); ``slots``: the targets' ``tip``
+    in the order of ``tips`` (default ``tips``; ``[None]`` for a serial chain's one tip)."""
+    if len(poses) != len(tips):
+        raise TargetError(f'target_poses holds {len(poses)} poses; it must hold one per tip, '
                           f'{len(tips)} in this order: {", ".join(tips)}')
-    stamp = _stamp_of(msg.header)
+    stamp = (int(stamp[0]), int(stamp[1]))
     out = []
-    for k, (tip, pose) in enumerate(zip(tips, msg.poses)):
-        p, o = pose.position, pose.orientation
-        quat = None if (o.x, o.y, o.z, o.w) == (0.0, 0.0, 0.0, 0.0) else \
-            np.array([o.x, o.y, o.z, o.w], dtype=float)
-        out.append(Target(np.array([p.x, p.y, p.z], dtype=float), quat, msg.header.frame_id,
-                          tip, stamp, k))
+    for k, (tip, pose) in enumerate(zip(tips if slots is None else slots, poses)):
+        x, y, z, qx, qy, qz, qw = pose
+        quat = None if (qx, qy, qz, qw) == (0.0, 0.0, 0.0, 0.0) else \
+            np.array([qx, qy, qz, qw], dtype=float)
+        out.append(Target(np.array([x, y, z], dtype=float), quat, frame_id, tip, stamp, k))
     return tuple(out)
 
 

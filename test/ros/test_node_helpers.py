@@ -156,6 +156,23 @@ def test_joint_state_message_carries_names_and_positions():
     assert list(msg.name) == ['a', 'b'] and list(msg.position) == [1.5, -2.0]
 
 
+@pytest.mark.parametrize('names', [['a'], ['hip', 'knee'], ['FL_hip', 'FL_thigh', 'FL_calf'] * 4,
+                                   ['j1', 'joint_two', 'ü'], [f'arm_joint_{k}' for k in range(7)]])
+def test_serialized_joint_state_deserializes_to_the_message_it_stands_for(names):
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+    from ik_node.ros.outputs.solution_output import JointStateCdr
+    cdr = JointStateCdr.of(names)
+    assert cdr is not None  # plain CDR: the bytes are filled, not the message
+    rng = np.random.default_rng(len(names))
+    for sec, nanosec in ((0, 0), (1_764_000_000, 999_999_999), (12, 345)):
+        q = rng.uniform(-4.0, 4.0, len(names)).tolist()
+        msg = deserialize_message(cdr.data(sec, nanosec, q), JointState)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (sec, nanosec)
+        assert list(msg.name) == names and list(msg.position) == q
+        assert list(msg.velocity) == [] and list(msg.effort) == [] and msg.header.frame_id == ''
+
+
 # ------------------------------------------------------------------------------- diagnostics
 def test_result_values_have_every_documented_key(leg):
     result = make_solver('analytic_hip_knee', leg).solve([0.1, 0.05, -0.45], [0, 0, 0, 1])

@@ -17,6 +17,8 @@ rclpy = pytest.importorskip('rclpy')
 from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
 
 from harness import wait_for  # noqa: E402
+from rclpy.serialization import serialize_message  # noqa: E402
+
 from ik_node.ros.inputs import TARGET_QOS, TargetSubscriptions  # noqa: E402
 
 
@@ -58,4 +60,37 @@ def test_kept_messages_are_handed_on_newest_per_topic_in_arrival_order(ros):
     assert received[0][0].quat_xyzw is not None and received[1][0].quat_xyzw is None
     subs.drain()  # nothing kept any more
     assert len(received) == 2
+    subs.destroy()
+
+
+def test_bytes_the_reader_cannot_read_go_to_rclpy_which_refuses_cut_ones(ros):
+    node = ros.node('intake_bytes')
+    received, errors, wakes = [], [], []
+    lock = threading.Lock()
+
+    def wake():
+        with lock:
+            wakes.append(1)
+
+    subs = TargetSubscriptions(node, lambda *targets: received.append(targets),
+                               on_error=lambda *error: errors.append(error), wake=wake)
+    subs.make([None], ['tool0'])
+    out = ros.node('intake_bytes_publisher')
+    point = out.create_publisher(PointStamped, f'{node.get_fully_qualified_name()}/target_point',
+                                 TARGET_QOS)
+    wait_for('the subscription to match', lambda: point.get_subscription_count())
+    msg = PointStamped()
+    msg.header.frame_id, msg.point.x = 'base_link', 0.25
+    data = serialize_message(msg)
+
+    def send(raw: bytes) -> None:
+        before = len(wakes)
+        point.publish(raw)
+        wait_for('the bytes to be kept', lambda: len(wakes) > before, lock)
+        subs.drain()
+
+    send(data[:-4])  # cut short: rclpy cannot deserialize it either
+    assert received == [] and len(errors) == 1 and 'bad target message' in errors[0][0]
+    send(data)
+    assert [t.position[0] for (t,) in received] == [0.25]
     subs.destroy()

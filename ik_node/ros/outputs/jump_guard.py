@@ -146,8 +146,9 @@ class JumpGuard:
         ``q_measured``: the robot's measured state (chain order), the reference of the first
         answer. A passed or limited answer becomes the last command.
         """
-        q = [min(max(float(v), lo), hi) for v, lo, hi in zip(q, self.lower, self.upper,
-                                                            strict=True)]
+        tolist = getattr(q, 'tolist', None)  # an array's values as floats, in one call
+        q = [min(max(float(v), lo), hi) for v, lo, hi in zip(
+            q if tolist is None else tolist(), self.lower, self.upper, strict=True)]
         if not self.on:
             return Verdict(q, 'pass')
         if self._last is None:

@@ -15,12 +15,14 @@ Every publish of the node goes through a :data:`Send` from :func:`send_unless_sh
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
 from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -72,6 +74,60 @@ def joint_state_msg(names: Sequence[str], q: Sequence[float], stamp) -> JointSta
     return msg
 
 
+class JointStateCdr:
+    """A ``sensor_msgs/JointState`` of fixed joint names, serialized once (CDR, by rclpy); each
+    answer writes its stamp and positions into a copy of those bytes, which the publisher sends
+    as they are. Converting the message to C and serializing it again for every answer (every
+    name string included) costs more than the rest of the publish.
+
+    :meth:`of` finds the positions in rclpy's serialization of a probe message and checks that
+    filled bytes deserialize to the message they stand for, else returns None (then the
+    message itself is published).
+    """
+
+    _ORDERS = {b'\x00\x01': '<', b'\x00\x00': '>'}  # plain CDR, little / big endian
+
+    def __init__(self, template: bytes, order: str, count: int, at: int) -> None:
+        self._stamp = struct.Struct(order + 'iI')
+        self._positions = struct.Struct(f'{order}{count}d')
+        self._at = at
+        # the message ends with the empty velocity and effort sequences: two counts
+        self._template = template[:at + self._positions.size + 8]
+
+    @classmethod
+    def of(cls, names: Sequence[str]) -> Optional['JointStateCdr']:
+        """The serialized JointState of ``names``, or None where rclpy's serialization is not
+        one this class can fill (then the message is published)."""
+        names = list(names)
+        probe = [1.0 + 0.25 * k for k in range(len(names))]
+        stamp = TimeMsg(sec=1_700_000_001, nanosec=123_456_789)
+        template = serialize_message(joint_state_msg(names, probe, stamp))
+        order = cls._ORDERS.get(template[:2])
+        if order is None:
+            return None
+        at = template.find(struct.pack(f'{order}{len(names)}d', *probe))
+        if at < 0 or struct.unpack_from(order + 'iI', template, 4) != (stamp.sec, stamp.nanosec):
+            return None
+        cdr = cls(template, order, len(names), at)
+        q = [-0.5 - 0.125 * k for k in range(len(names))]
+        try:
+            msg = deserialize_message(cdr.data(12, 345, q), JointState)
+        except Exception:
+            return None
+        if list(msg.name) != names or list(msg.position) != q or msg.velocity or \
+                msg.effort or (msg.header.stamp.sec, msg.header.stamp.nanosec) != (12, 345) \
+                or msg.header.frame_id:
+            return None
+        return cdr
+
+    def data(self, sec: int, nanosec: int, positions: Sequence[float]) -> bytes:
+        """The message stamped ``(sec, nanosec)`` with ``positions`` [rad or m], serialized."""
+        buffer = bytearray(self._template)
+        self._stamp.pack_into(buffer, 4, sec, nanosec)
+        self._positions.pack_into(buffer, self._at, *positions)
+        return bytes(buffer)
+
+
 class OutputPlan:
     """Everything needed to turn a chain solution into the output message, checked up front.
 
@@ -92,6 +148,7 @@ class OutputPlan:
         # One message, refilled by joint_state(): its names are set once (rclpy validates every
         # string on assignment, which cost more than the rest of the message).
         self._joint_state = joint_state_msg(self.state_names, [], TimeMsg())
+        self._joint_state_cdr = JointStateCdr.of(self.state_names)
 
     def joint_state(self, q: Sequence[float], stamp) -> JointState:
         """The JointState of ``q`` (chain order) and the held joints: the plan's one message,
@@ -100,6 +157,14 @@ class OutputPlan:
         msg.header.stamp = stamp
         msg.position = [*(float(v) for v in q), *self.held_values]
         return msg
+
+    def joint_state_data(self, q: Sequence[float], sec: int, nanosec: int):
+        """:meth:`joint_state` stamped ``(sec, nanosec)``, serialized (bytes, as rclpy would
+        serialize that message) where :class:`JointStateCdr` serves, else the message."""
+        cdr = self._joint_state_cdr
+        if cdr is None:
+            return self.joint_state(q, TimeMsg(sec=sec, nanosec=nanosec))
+        return cdr.data(sec, nanosec, [*q, *self.held_values])
 
     def command(self, q: Sequence[float]) -> Float64MultiArray:
         msg = Float64MultiArray()
@@ -145,9 +210,9 @@ class ResultOutput:
         ``q_now`` (chain order) is where the robot is, for timing a trajectory point.
         """
         if self.kind == 'joint_states':
-            stamp = self._node.get_clock().now().to_msg()
-            self._send(self._pub, self.plan.joint_state(q, stamp))
-            return stamp_text((stamp.sec, stamp.nanosec))
+            sec, nanosec = self._node.get_clock().now().seconds_nanoseconds()
+            self._send(self._pub, self.plan.joint_state_data(q, sec, nanosec))
+            return stamp_text((sec, nanosec))
         if self.kind == 'position_command':
             self._send(self._pub, self.plan.command(q))
         else:

@@ -81,8 +81,8 @@ class DragTargets:
                 are all coloured).
         """
         server, chain, result, q = self.server, report.chain, report.result, report.q
-        for tip, placed in report.targets.items():
-            server.follow(tip or config.tip_link, placed.position, placed.quat_xyzw)
+        server.follow_all([(tip or config.tip_link, placed.position, placed.quat_xyzw)
+                           for tip, placed in report.targets.items()])
         tips = result.tips or {}
         for tip in report.targets if not config.branched else report.standing:
             name = tip or config.tip_link

@@ -160,6 +160,16 @@ class InteractiveTargets:
         """
         return self._move(tip, position, quat_xyzw)
 
+    def follow_all(self, targets: Sequence[tuple]) -> None:
+        """:meth:`follow` for every ``(tip, position, quat_xyzw)`` of one solve, the clients
+        listening to the updates counted once."""
+        checked = [(tip, *_checked_pose(position, quat_xyzw))
+                   for tip, position, quat_xyzw in targets]
+        with self._lock:
+            listened = self._listened()
+            for tip, p, q in checked:
+                self._move_checked(tip, p, q, listened)
+
     def snap(self, tip: str, position, quat_xyzw=None) -> bool:
         """Move a tip's marker to the pose the chain reached (after a released drag)."""
         return self._move(tip, position, quat_xyzw)
@@ -171,7 +181,8 @@ class InteractiveTargets:
             if t is None or t.reached == reached:
                 return False
             t.reached = reached
-            self._publish(markers=[self._marker(t)])
+            if self._listened():  # else a client starts from _on_get, which has the colour
+                self._publish(markers=[self._marker(t)])
             return True
 
     @property
@@ -232,25 +243,33 @@ class InteractiveTargets:
         msg.header.frame_id = self._frame
         return msg
 
+    def _listened(self) -> bool:
+        """True while a client subscribes to the updates."""
+        return self._pub.get_subscription_count() > 0
+
     def _move(self, tip: str, position, quat_xyzw) -> bool:
-        p = finite_floats(position, 3, 'marker position')
-        q = None if quat_xyzw is None else finite_floats(quat_xyzw, 4, 'marker orientation')
-        if q is not None and sum(v * v for v in q) < 1e-18:
-            raise ValueError(f'marker orientation {list(q)} has zero length')
+        p, q = _checked_pose(position, quat_xyzw)
         with self._lock:
-            t = self._tips.get(tip)
-            if t is None:
-                return False
-            if not self._pub.get_subscription_count():
-                # Nobody listening: the state is enough (a client starts from _on_get); it is
-                # settled when next read, not for every target of a stream.
-                t.pending = (p, q)
-                return True
-            self._settle(t)
-            if not self._place(t, p, q):
-                return False
-            self._publish(poses=[self._pose_update(t)])
+            return self._move_checked(tip, p, q, self._listened())
+
+    def _move_checked(self, tip: str, p, q, listened: bool) -> bool:
+        """Move a tip's marker to a checked pose (caller holds the lock)."""
+        t = self._tips.get(tip)
+        if t is None:
+            return False
+        if not listened:
+            # Nobody listening: the state is enough (a client starts from _on_get); it is
+            # settled when next read, not for every target of a stream. A point target keeps
+            # the orientation of a pose target still pending.
+            if q is None and t.pending is not None:
+                q = t.pending[1]
+            t.pending = (p, q)
             return True
+        self._settle(t)
+        if not self._place(t, p, q):
+            return False
+        self._publish(poses=[self._pose_update(t)])
+        return True
 
     def _on_get(self, request, response):
         try:
@@ -318,3 +337,12 @@ class InteractiveTargets:
                 pass
         self._node.get_logger().error(message, throttle_duration_sec=1.0)
 
+
+def _checked_pose(position, quat_xyzw) -> tuple:
+    """``(position, quat_xyzw or None)`` as finite floats, or ValueError (a zero quaternion
+    too)."""
+    p = finite_floats(position, 3, 'marker position')
+    q = None if quat_xyzw is None else finite_floats(quat_xyzw, 4, 'marker orientation')
+    if q is not None and sum(v * v for v in q) < 1e-18:
+        raise ValueError(f'marker orientation {list(q)} has zero length')
+    return p, q
