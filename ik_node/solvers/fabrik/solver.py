@@ -23,7 +23,8 @@ takes over).
 proven).
 
 One target on a serial chain of revolute joints (the common case) runs the same passes in plain
-floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code), and
+floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code;
+compiled by numba where it serves: :mod:`ik_node.solvers.fabrik.compiled`, the same runs), and
 FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
 :mod:`ik_node.solvers.out_of_reach.closest_pose`): a run that stalls above tolerance is finished
 by Newton descents to the closest stationary point (a target out of reach, provably or beyond the
@@ -58,6 +59,7 @@ from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
+from ik_node.solvers.fabrik.compiled import CompiledFabrik
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -171,6 +173,8 @@ class FabrikSolver(Solver):
             if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
+        # The serial passes compiled (numba, loaded in the background): the same runs.
+        self._compiled = CompiledFabrik.of(self._serial)
         if self._closest is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
             self._closest.use_compiled(chain)
@@ -208,8 +212,9 @@ class FabrikSolver(Solver):
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
-        raw = self._run([0], p_target[None, :], q_seed)
-        return raw
+        if self._compiled is not None:
+            self._compiled.start_loading()  # once, in the background
+        return self._run([0], p_target[None, :], q_seed)
 
     def min_residual(self, tip_index: int, p_target: np.ndarray) -> Optional[float]:
         """Proven lower bound [m] on tip ``tip_index``'s error for ``p_target``, or None.
@@ -261,9 +266,11 @@ class FabrikSolver(Solver):
             params['extrapolate'], params['polish_iterations'], params['record_history'],
             params['null_space_gain'])
         if search:
-            run = self._serial.run(FabrikProblem(
-                q_seed, tuple(tip_indices), p_targets, _ONE_WEIGHT, stretch,
-                stop_when_stuck=True, deadline=deadline), settings)
+            problem = FabrikProblem(q_seed, tuple(tip_indices), p_targets, _ONE_WEIGHT, stretch,
+                                    stop_when_stuck=True, deadline=deadline)
+            run = None if self._compiled is None else self._compiled.run(problem, settings)
+            if run is None:  # not loaded yet, or a run the kernel leaves to the Python passes
+                run = self._serial.run(problem, settings)
         else:
             run = self._tree.run(FabrikProblem(
                 q_seed, tuple(tip_indices), p_targets, self._weights[list(tip_indices)], stretch,
