@@ -658,7 +658,7 @@ class CompiledFabrik:
         values[_STUCK_ENDS] = float(problem.restarts > 0 or problem.stop_when_stuck)
         target[:] = problem.targets[0]
         q[:] = problem.q_seed
-        state[_BEGUN] = 0.0
+        state[_BEGUN] = state[_ITERATIONS] = 0.0
         kernel, model, deadline = self._kernels['run'], self.model, problem.deadline
         # As the Python loop, no iteration starts past the deadline, judged by the pace.
         chunk, pace, timed_out = (CHUNK if time.perf_counter() <= deadline else 0), StepPace(), \
@@ -677,10 +677,11 @@ class CompiledFabrik:
             if expected <= 0.0 or now + expected > deadline:
                 timed_out = True
                 break
-            chunk = min(CHUNK, int((deadline - now) / expected))
+            fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
+            chunk = CHUNK if fits >= CHUNK else int(fits)
         if code == FAILED:
             return None
-        converged, stalled = state[_CONVERGED] != 0.0, state[_STALLED] != 0.0
+        converged, stalled = bool(state[_CONVERGED]), bool(state[_STALLED])
         return FabrikRun(best_q.copy(), np.array([state[_BEST_OBJ]]), int(state[_ITERATIONS]),
                          converged, stalled and not converged, None,
                          timed_out and not converged)
