@@ -24,7 +24,7 @@ from ik_node.solvers.fabrik import compiled
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
-from test_fabrik import random_chain_urdf
+from urdf_texts import joint, links, robot
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 NO_CLOCK = {'timeout': 60.0}
@@ -40,11 +40,27 @@ def loaded():
         pytest.skip(kernels.serving())
 
 
+def _random_chain(seed, n=5):
+    """A serial chain with random offsets, orientations and axes; joint 2 continuous."""
+    rng = np.random.default_rng(seed)
+    parts = [links(*[f'l{i}' for i in range(n + 2)])]
+    for i in range(n):
+        axis = rng.normal(size=3)
+        parts.append(joint(
+            f'j{i}', f'l{i}', f'l{i + 1}', 'continuous' if i == 2 else 'revolute',
+            ' '.join(f'{v:.4f}' for v in axis / np.linalg.norm(axis)),
+            ' '.join(f'{v:.4f}' for v in rng.uniform(-0.2, 0.2, 3) + [0.0, 0.0, 0.1]),
+            ' '.join(f'{v:.4f}' for v in rng.uniform(-np.pi, np.pi, 3)),
+            '' if i == 2 else 'lower="-2.5" upper="2.5"'))
+    parts.append(joint('tip', f'l{n}', f'l{n + 1}', 'fixed', xyz='0.15 0.05 0', limit=''))
+    return Chain.from_urdf_string(robot(*parts), 'l0', f'l{n + 1}')
+
+
 def _chains(shared_robot):
     chains = [Chain.from_urdf_file(REPO_URDF / 'planar4.urdf', 'base_link', 'tip'),
               Chain.from_urdf_file(REPO_URDF / 'leg3.urdf', 'base_link', 'foot'),
               Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0'),
-              Chain.from_urdf_string(random_chain_urdf(np.random.default_rng(3)), 'l0', 'l6')]
+              _random_chain(3)]
     for name, base, tip in (('ur5.urdf', 'base_link', 'tool0'),
                             ('panda.urdf', 'panda_link0', 'panda_hand_tcp')):
         try:
