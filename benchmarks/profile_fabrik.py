@@ -9,8 +9,8 @@ same solves on two solvers of the same chain: one whose serial passes run in Pyt
 (``fabrik/serial.py``), one whose passes run in the compiled kernel (``fabrik/compiled.py``,
 loaded before timing); rounds alternate which goes first, the medians over the rounds are
 reported. Then the same solves under cProfile: the share of the passes' own time (Python: the
-passes and the small-matrix helpers they call; compiled: ``CompiledFabrik.run`` with the kernel
-calls, which cProfile counts as its own time).
+passes and the small-matrix helpers they call; compiled: ``CompiledFabrik.run`` and the kernel's
+calls).
 
 Usage::
 
@@ -58,9 +58,10 @@ def _share(solver, calls, compiled: bool) -> float:
     stats = pstats.Stats(profiler).stats
     # pstats: (calls, primitive calls, own time, cumulative time, callers) per function.
     total = sum(own for (_, _, own, _, _) in stats.values())
-    if compiled:
+    if compiled:  # the wrap and the kernel (cProfile sees the numba dispatcher's call)
         passes = sum(own for (file, _, func), (_, _, own, _, _) in stats.items()
-                     if func == 'run' and file.endswith(os.path.join('fabrik', 'compiled.py')))
+                     if func in ('run', '_run_fabrik') and
+                     file.endswith(os.path.join('fabrik', 'compiled.py')))
     else:
         passes = sum(own for (file, _, func), (_, _, own, _, _) in stats.items()
                      if func in PASSES and ('fabrik' in file or 'small_matrix' in file))

@@ -126,11 +126,14 @@ def test_compiled_fabrik_takes_the_python_iterations_and_reaches_the_target(
         counted = _Counted(fast)
         converged = 0
         cases = _cases(chain, 40, 11)
-        for target, q_seed in cases:
+        for k, (target, q_seed) in enumerate(cases):
+            if k % 10 == 9:  # out of reach: the reach checks, then the closest-pose search
+                target = target * 3.0
             a = fast.solve(target, None, q_seed)
             b = slow.solve(target, None, q_seed)
             label = f'{chain.tip_link} seed {q_seed}'
-            assert (a.status, a.iterations) == (b.status, b.iterations), label
+            assert (a.status, a.iterations, a.min_residual) == \
+                (b.status, b.iterations, b.min_residual), label
             assert np.max(np.abs(a.joint_positions - b.joint_positions)) < JOINT_TOLERANCE, label
             assert np.all(a.joint_positions >= chain.lower) and \
                 np.all(a.joint_positions <= chain.upper), label
@@ -138,9 +141,10 @@ def test_compiled_fabrik_takes_the_python_iterations_and_reaches_the_target(
                 converged += 1
                 error = np.linalg.norm(chain.fk(a.joint_positions)[:3, 3] - target)
                 assert error <= fast.params['position_tolerance'], label
-        assert converged >= 0.95 * len(cases), chain.tip_link
+        assert converged >= 0.85 * len(cases), chain.tip_link
         # Every FABRIK run of the fast solver was the kernel's (none left to Python).
         assert counted.served >= len(cases) // 2 and counted.python == 0, chain.tip_link
+        assert fast._compiled_reach is not None and slow._compiled_reach is None
 
 
 def _runs_agree(a, b, label):
