@@ -6,11 +6,11 @@ in each path's profile.
 Single targets on serial chains (FK of random joints within the limits, random seeds, fixed RNG
 seed), fabrik's defaults with a 60 s timeout (iteration caps end the solves, not the clock). The
 same solves on two solvers of the same chain: one whose serial passes run in Python
-(``fabrik/serial.py``), one whose passes run in the compiled kernel (``fabrik/compiled.py``,
-loaded before timing); rounds alternate which goes first, the medians over the rounds are
-reported. Then the same solves under cProfile: the share of the passes' own time (Python: the
-passes and the small-matrix helpers they call; compiled: ``CompiledFabrik.run`` and the kernel's
-calls).
+(``fabrik/serial.py``, the reach checks in Python too), one whose passes run in the compiled
+kernel (``fabrik/compiled.py``, the reach checks in one compiled call; loaded before timing);
+rounds alternate which goes first, the medians over the rounds are reported. Then the same
+solves under cProfile: the share of the passes' own time (Python: the passes and the
+small-matrix helpers they call; compiled: ``CompiledFabrik.run`` and the kernel's calls).
 
 Usage::
 
@@ -73,7 +73,8 @@ def profile(name: str, n: int, rounds: int) -> str:
     chain = Chain.from_urdf_file(path, base, tip)
     solvers = {'python': make_solver('fabrik', chain, {'timeout': 60.0}),
                'compiled': make_solver('fabrik', chain, {'timeout': 60.0})}
-    solvers['python']._compiled = None  # its serial passes run in Python
+    # Its serial passes and its reach checks run in Python.
+    solvers['python']._compiled = solvers['python']._compiled_reach = None
     rng = np.random.default_rng(0)
     calls = [(chain.fk(rng.uniform(chain.lower, chain.upper))[:3, 3].copy(),
               rng.uniform(chain.lower, chain.upper)) for _ in range(n)]
