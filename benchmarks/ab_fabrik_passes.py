@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""A/B in one process: fabrik's serial passes in plain floats against its numpy tree passes.
+"""A/B/C in one process: fabrik's serial passes compiled, in plain floats, and its numpy tree
+passes.
 
-Both run :func:`ik_node.solvers.fabrik.iteration.iterate` on the same single-target problems
-of a serial chain (random reachable targets and seeds, one RNG stream per robot), with the same
-settings, rounds alternating which goes first. Reported per robot: the median time per
-iteration of each [us] over the rounds and their ratio (numpy over floats), and how many runs
-end with the same iteration count. The float passes exist for this ratio.
+All three run the same loop (:func:`ik_node.solvers.fabrik.iteration.iterate`, compiled whole
+in :mod:`ik_node.solvers.fabrik.compiled`) on the same single-target problems of a serial chain
+(random reachable targets and seeds, one RNG stream per robot), with the same settings, rounds
+rotating which goes first. Reported per robot: the median time per iteration of each [us] over
+the rounds, the ratios (floats over compiled, numpy over floats), and how many runs end with the
+same iteration count in all three. The compiled kernel is loaded before timing.
 
 Usage::
 
@@ -29,12 +31,15 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from ik_node.model.chain import Chain  # noqa: E402
+from ik_node.solvers import kernels  # noqa: E402
+from ik_node.solvers.fabrik.compiled import CompiledFabrik  # noqa: E402
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings  # noqa: E402
 from ik_node.solvers.fabrik.serial import SerialFabrik  # noqa: E402
 from ik_node.solvers.fabrik.tree import FabrikTree  # noqa: E402
 
 ROBOTS = {'planar4': (REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip'),
           'leg3': (REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot'),
+          'arm6': (REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
           'ur5': (SHARED_ROBOTS / 'ur5.urdf', 'base_link', 'tool0'),
           'panda': (SHARED_ROBOTS / 'panda.urdf', 'panda_link0', 'panda_hand_tcp')}
 #: The solver's defaults for a single target (tolerance [m], iterations, min improvement [m],
@@ -53,31 +58,36 @@ def compare(name: str, n: int, rounds: int) -> str:
     problems = [FabrikProblem(rng.uniform(low, high), (0,),
                               chain.fk(rng.uniform(low, high))[:3, 3][None, :], np.ones(1),
                               stop_when_stuck=True) for _ in range(n)]
-    times = {'floats': [], 'numpy': []}
+    passes = [('compiled', CompiledFabrik(serial)), ('floats', serial), ('numpy', tree)]
+    times = {label: [] for label, _ in passes}
     iterations = {}
     for r in range(rounds):
-        order = [('floats', serial), ('numpy', tree)]
-        for label, passes in order if r % 2 == 0 else order[::-1]:
+        for label, runner in passes[r % 3:] + passes[:r % 3]:
             start = time.perf_counter()
-            runs = [passes.run(p, SETTINGS) for p in problems]
+            runs = [runner.run(p, SETTINGS) for p in problems]
             total = sum(run.iterations for run in runs)
             times[label].append((time.perf_counter() - start) / max(total, 1) * 1e6)
             iterations[label] = [run.iterations for run in runs]
-    same = sum(a == b for a, b in zip(iterations['floats'], iterations['numpy'], strict=True))
-    floats, numpy_ = float(np.median(times['floats'])), float(np.median(times['numpy']))
-    return (f'| {name} | {floats:.1f} | {numpy_:.1f} | {numpy_ / floats:.2f} | '
-            f'{same} of {n} |')
+    same = sum(a == b == c for a, b, c in zip(iterations['compiled'], iterations['floats'],
+                                               iterations['numpy'], strict=True))
+    fast, floats, numpy_ = (float(np.median(times[label])) for label, _ in passes)
+    return (f'| {name} | {fast:.2f} | {floats:.1f} | {numpy_:.1f} | {floats / fast:.1f} | '
+            f'{numpy_ / floats:.2f} | {same} of {n} |')
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
     parser.add_argument('--n', type=int, default=40, help='problems per robot')
-    parser.add_argument('--rounds', type=int, default=6, help='rounds per robot (alternating)')
+    parser.add_argument('--rounds', type=int, default=6,
+                        help='rounds per robot (rotating the order)')
     args = parser.parse_args(argv)
-    print('| robot | floats [us/iteration] | numpy [us/iteration] | numpy / floats | '
-          'same iterations |')
-    print('| --- | --- | --- | --- | --- |')
+    if not kernels.wait():
+        print(kernels.serving(), file=sys.stderr)
+        return 1
+    print('| robot | compiled [us/iteration] | floats [us/iteration] | numpy [us/iteration] | '
+          'floats / compiled | numpy / floats | same iterations |')
+    print('| --- | --- | --- | --- | --- | --- | --- |')
     for name in args.robots:
         print(compare(name, args.n, args.rounds), flush=True)
     return 0

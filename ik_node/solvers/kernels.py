@@ -2,7 +2,8 @@
 
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
 the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`,
-:mod:`ik_node.solvers.hip_knee.compiled`), each with a ``compile()``
+:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's serial passes in
+:mod:`ik_node.solvers.fabrik.compiled`), each with a ``compile()``
 that compiles its functions, or loads them from numba's cache on disk (``cache=True``), and
 runs each once. The first solve that could use a kernel calls :func:`start` before its
 budget starts (not the solver's construction: importing numba would slow down a node's
@@ -37,6 +38,7 @@ from typing import Callable, List, Optional, Tuple
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
                   'ik_node.solvers.damped_jacobian.compiled_reach',
                   'ik_node.solvers.hip_knee.compiled',
+                  'ik_node.solvers.fabrik.compiled',
                   'ik_node.solvers.out_of_reach.compiled_search')
 #: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
 #: hold the GIL, and a solve on the Python path waits up to this for it each time it asks

@@ -33,7 +33,7 @@ from ik_node.solvers.numerics.small_matrix import (Mat, Vec, damped_step, mat_fr
 
 # The null-space projector of the polish's pull, mu (A A^T + mu I)^-1 damped by this share of
 # trace(A A^T) / 3: exact on the null space, about mu / sigma^2 on the row space.
-_NULL_SPACE_DAMPING = 1e-9
+NULL_SPACE_DAMPING = 1e-9
 
 
 class SerialFabrik:
@@ -201,6 +201,12 @@ class SerialFabrik:
         return iterate(SerialPasses(self, problem, settings), problem, settings)
 
 
+def _distance(a: Vec, b: Vec) -> float:
+    """``|a - b|`` [m], summed as the compiled passes sum it (:mod:`.compiled`)."""
+    dx, dy, dz = a[0] - b[0], a[1] - b[1], a[2] - b[2]
+    return math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
 class SerialPasses(Passes):
     """The state of one run of :class:`SerialFabrik` (``fabrik``) toward the problem's one
     target: ``q``, node positions ``x`` and joint rotations ``R`` (always FK of ``q``), bone
@@ -214,16 +220,14 @@ class SerialPasses(Passes):
         self.tolerance = settings.tolerance
         self.q = [float(v) for v in problem.q_seed]
         self.x, self.R = fabrik.rebuild(self.q)
-        self.L = [0.0] + [math.dist(self.x[v], self.x[v - 1]) for v in range(1, n + 1)]
+        self.L = [0.0] + [_distance(self.x[v], self.x[v - 1]) for v in range(1, n + 1)]
         err = self._error_of(self.x)
         #: [rad/m x m] the first polish step's pull away from the limits: the gain times the
         #: seed's error when the seed is within ``STREAM_ERROR_M`` of the target (a stream).
         self.pull = settings.null_space_gain * err if err <= STREAM_ERROR_M else 0.0
 
     def _error_of(self, x: List[Vec]) -> float:
-        n = self.fabrik.n
-        tx, ty, tz = self.target
-        return math.sqrt((x[n][0] - tx) ** 2 + (x[n][1] - ty) ** 2 + (x[n][2] - tz) ** 2)
+        return _distance(x[self.fabrik.n], self.target)
 
     # ------------------------------------------------------------------- what iterate reads
     def measure(self) -> Tuple[float, float]:
@@ -313,7 +317,7 @@ class SerialPasses(Passes):
                 Jd = tuple(sum(cols[k][r] * d[k] for k in range(n)) for r in range(3))
                 trace = sum(c[0] * c[0] + c[1] * c[1] + c[2] * c[2] for c in cols)
                 try:
-                    r = damped_step(cols, free, Jd, _NULL_SPACE_DAMPING * max(trace / 3, 1e-12))
+                    r = damped_step(cols, free, Jd, NULL_SPACE_DAMPING * max(trace / 3, 1e-12))
                     dq = [a + b - c for a, b, c in zip(dq, d, r, strict=True)]
                 except (ValueError, ZeroDivisionError):  # not positive definite: no pull
                     pass

@@ -23,7 +23,8 @@ takes over).
 proven).
 
 One target on a serial chain of revolute joints (the common case) runs the same passes in plain
-floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code), and
+floats (:mod:`ik_node.solvers.fabrik.serial`, several times faster than the numpy tree code;
+compiled by numba where it serves: :mod:`ik_node.solvers.fabrik.compiled`, the same runs), and
 FABRIK's own random restarts give way to the closest-pose search (not FABRIK either:
 :mod:`ik_node.solvers.out_of_reach.closest_pose`): a run that stalls above tolerance is finished
 by Newton descents to the closest stationary point (a target out of reach, provably or beyond the
@@ -58,6 +59,8 @@ from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
+from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
+from ik_node.solvers.fabrik.compiled import CompiledFabrik
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -171,6 +174,11 @@ class FabrikSolver(Solver):
             if isinstance(self._bounds[0], ReachBound):  # see out_of_reach.measured_reach
                 self._closest.reach = measure_reach(self._closest, self._bounds[0])
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
+        # The serial passes compiled (numba, loaded in the background): the same runs.
+        self._compiled = CompiledFabrik.of(self._serial)
+        # A target's proven bound and gap to the measured reach in one compiled call.
+        self._compiled_reach = CompiledReach.of(self._bounds[0], self._closest.reach) \
+            if self._compiled is not None and isinstance(self._bounds[0], ReachBound) else None
         if self._closest is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
             self._closest.use_compiled(chain)
@@ -208,8 +216,14 @@ class FabrikSolver(Solver):
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
-        raw = self._run([0], p_target[None, :], q_seed)
-        return raw
+        if self._compiled is not None:
+            self._compiled.start_loading()  # once, in the background
+        checks = None if self._compiled_reach is None else self._compiled_reach.checks(p_target)
+        if checks is None:  # the Python checks (the gap asked only where it matters)
+            return self._run([0], p_target[None, :], q_seed)
+        bound, reach_gap = checks
+        return self._run([0], p_target[None, :], q_seed,
+                         residuals=[bound if bound > 0.0 else None], reach_gap=reach_gap)
 
     def min_residual(self, tip_index: int, p_target: np.ndarray) -> Optional[float]:
         """Proven lower bound [m] on tip ``tip_index``'s error for ``p_target``, or None.
@@ -229,11 +243,13 @@ class FabrikSolver(Solver):
     def _run(self, tip_indices: Sequence[int], p_targets: np.ndarray, q_seed: np.ndarray,
              budget: Optional[Budget] = None, max_iterations: Optional[int] = None,
              restarts: Optional[int] = None,
-             residuals: Optional[List[Optional[float]]] = None) -> RawSolution:
+             residuals: Optional[List[Optional[float]]] = None,
+             reach_gap: Optional[float] = None) -> RawSolution:
         """FABRIK for ``p_targets`` of the tips ``tip_indices`` from ``q_seed``, within
         ``budget`` (a new one of ``timeout``), ``max_iterations`` and ``restarts`` (tree
         passes; None: the parameters); ``residuals``: the targets' :meth:`min_residual` when
-        the caller has them."""
+        the caller has them; ``reach_gap``: a single target's gap to the measured reach [m]
+        when the caller has it."""
         if residuals is None:
             residuals = [self.min_residual(k, p)
                          for k, p in zip(tip_indices, p_targets, strict=True)]
@@ -252,7 +268,8 @@ class FabrikSolver(Solver):
         # descents than it saves.
         search = self._closest is not None and len(tip_indices) == 1
         if search and ((residuals[0] is not None and residuals[0] > tolerance) or
-                       self._closest.reach_gap(p_targets[0].tolist()) > tolerance):
+                       (self._closest.reach_gap(p_targets[0].tolist()) if reach_gap is None
+                        else reach_gap) > tolerance):
             return self._closest_pose(q_seed, 0, [] if params['record_history'] else None,
                                       p_targets[0], residuals[0], budget, residuals,
                                       tip_indices)
@@ -261,9 +278,11 @@ class FabrikSolver(Solver):
             params['extrapolate'], params['polish_iterations'], params['record_history'],
             params['null_space_gain'])
         if search:
-            run = self._serial.run(FabrikProblem(
-                q_seed, tuple(tip_indices), p_targets, _ONE_WEIGHT, stretch,
-                stop_when_stuck=True, deadline=deadline), settings)
+            problem = FabrikProblem(q_seed, tuple(tip_indices), p_targets, _ONE_WEIGHT, stretch,
+                                    stop_when_stuck=True, deadline=deadline)
+            run = None if self._compiled is None else self._compiled.run(problem, settings)
+            if run is None:  # not loaded yet, or a run the kernel leaves to the Python passes
+                run = self._serial.run(problem, settings)
         else:
             run = self._tree.run(FabrikProblem(
                 q_seed, tuple(tip_indices), p_targets, self._weights[list(tip_indices)], stretch,
