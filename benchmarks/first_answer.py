@@ -182,10 +182,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [REPO])]
     kinds = args.kinds or (['cold', 'python'] if args.fresh_clone else ['cold', 'warm', 'python'])
-    if 'warm' in kinds and not args.fresh_clone:
+    if not args.fresh_clone:  # every tree with its modules byte-compiled, as an install is
         for tree in trees:
-            subprocess.run([sys.executable, '-m', 'ik_node.solvers.kernels', 'warm'], cwd=tree,
-                           check=True, env=dict(os.environ, PYTHONPATH=str(tree)))
+            subprocess.run([sys.executable, '-m', 'compileall', '-q', 'ik_node'], cwd=tree,
+                           check=True)
+            if 'warm' in kinds:
+                subprocess.run([sys.executable, '-m', 'ik_node.solvers.kernels', 'warm'],
+                               cwd=tree, check=True, env=dict(os.environ, PYTHONPATH=str(tree)))
     labels = {tree: describe(tree) for tree in trees}
     rows: Dict[tuple, list] = {(tree, kind): [] for kind in kinds for tree in trees}
     load0 = os.getloadavg()
