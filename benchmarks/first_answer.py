@@ -102,6 +102,8 @@ def start_node(tree: Path, env_extra: dict, traced: bool) -> subprocess.Popen:
     """The node on arm6 from checkout ``tree`` (first on the path, the working directory):
     ``python -m ik_node.node``, or ``benchmarks/start_trace.py`` of this checkout."""
     env = dict(os.environ, **env_extra, PYTHONUNBUFFERED='1')
+    env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+    env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(tree), os.environ.get('PYTHONPATH')]))
     program = [str(HERE / 'start_trace.py')] if traced else ['-m', 'ik_node.node']
     return subprocess.Popen([sys.executable, *program, '--ros-args', '--params-file',
@@ -109,7 +111,20 @@ def start_node(tree: Path, env_extra: dict, traced: bool) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def first_answer(probe: TimedProbe, tree: Path, env_extra: dict, traced: bool) -> dict:
+def fresh_probe_answer(tree: Path, env_extra: dict, traced: bool) -> dict:
+    """:func:`first_answer` with a probe of its own, in a DDS participant created right after
+    the node's process starts."""
+    ros = harness.Ros()
+    probe = TimedProbe(ros, 'ik_node')
+    probe.timeout = 120.0
+    try:
+        return first_answer(probe, tree, env_extra, traced, probe_first=False)
+    finally:
+        ros.close()
+
+
+def first_answer(probe: TimedProbe, tree: Path, env_extra: dict, traced: bool,
+                 probe_first: bool = True) -> dict:
     """One start: seconds from the process start to each moment (``answer_seen``: the first
     answer at the probe), the targets sent before the answered one, and the path lines of the
     node's log. One probe serves every start (a new one per start would leave the old ones
@@ -117,8 +132,9 @@ def first_answer(probe: TimedProbe, tree: Path, env_extra: dict, traced: bool) -
     chain = harness.chain_of('arm6')
     target = chain.fk(np.array([0.3, -0.8, 1.1, 0.2, 0.4, -0.3]))[:3, 3]
     pub = probe.point_pubs[None]
-    harness.wait_for('the previous node gone', lambda: pub.get_subscription_count() == 0,
-                     timeout=30.0)
+    if probe_first:
+        harness.wait_for('the previous node gone', lambda: pub.get_subscription_count() == 0,
+                         timeout=30.0)
     start = time.time()
     proc = probe.process = start_node(tree, env_extra, traced)
     moments: Dict[str, float] = {}
@@ -179,6 +195,8 @@ def main(argv=None) -> int:
                     help='which starts (default: cold warm python; --fresh-clone: cold python)')
     ap.add_argument('--breakdown', action='store_true',
                     help='start through benchmarks/start_trace.py: the moment of each step')
+    ap.add_argument('--fresh-probe', action='store_true',
+                    help='a new probe (its own DDS participant) per start')
     args = ap.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [REPO])]
     kinds = args.kinds or (['cold', 'python'] if args.fresh_clone else ['cold', 'warm', 'python'])
@@ -209,7 +227,10 @@ def main(argv=None) -> int:
                             node_tree = Path(cache) / 'ik_node'
                             subprocess.run(['git', 'clone', '--quiet', str(tree),
                                             str(node_tree)], check=True)
-                        run = first_answer(probe, node_tree, extra, args.breakdown)
+                        if args.fresh_probe:
+                            run = fresh_probe_answer(node_tree, extra, args.breakdown)
+                        else:
+                            run = first_answer(probe, node_tree, extra, args.breakdown)
                     rows[tree, kind].append(run)
                     print(f'{labels[tree]} {KINDS[kind][0]}: '
                           f'{run["seconds"]["answer_seen"]:.2f} s, {run["lost"]} lost; '
