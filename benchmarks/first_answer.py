@@ -11,9 +11,16 @@ served. Three kinds of start, interleaved (``--rounds`` of each): a cold numba c
 cache as ``python -m ik_node.solvers.kernels warm`` leaves it) and the pure-Python path
 (``IK_NODE_NO_NUMBA=1``).
 
-What the probe adds: a target sent before the node has matched the probe's publisher is lost
-(DDS delivers to matched readers only), so the answer can come one resend (10 ms) later than
-the node could give it; the results say how many targets went out before the answered one.
+What the probe adds, and how it is kept out: the probe's DDS participant runs before the node
+starts (as a client that is already up), and a participant that starts later learns of one
+already running when that one next announces itself: with Fast DDS's defaults every 3 s, so the
+node's first target would arrive anywhere from 0 to 3 s after the node is ready, whatever the
+node does. The probe therefore announces its participant every 0.1 s (a Fast DDS profile for
+this process only, :data:`PROBE_PROFILE`; the node runs with the defaults): the node then finds
+it within 0.1 s. ``--default-discovery`` keeps Fast DDS's defaults for the probe too (what a
+client that was running before the node sees). A target sent before the node matched the
+probe's publisher is lost, and the node answers only the newest of the targets waiting while it
+is being constructed; the results say how many targets went out before the answered one.
 
 ``--fresh-clone``: every start from its own ``git clone`` of the tree's commit (no
 ``__pycache__``: Python compiles every module of ik_node as it imports it, and numba's cache is
@@ -60,6 +67,17 @@ import harness  # noqa: E402
 from ik_node.solvers import kernels  # noqa: E402
 
 CONFIG = Path('config') / 'arm6.yaml'
+#: The probe's Fast DDS profile: its participant announced every 0.1 s (default 3 s).
+PROBE_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <participant profile_name="first_answer_probe" is_default_profile="true">
+    <rtps><builtin><discovery_config>
+      <leaseAnnouncement><sec>0</sec><nanosec>100000000</nanosec></leaseAnnouncement>
+    </discovery_config></builtin></rtps>
+  </participant>
+</profiles>
+"""
+PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
 RESEND_S = 0.01
 #: The moments of a traced start (benchmarks/start_trace.py), in order, with what ends there.
 TRACE_STEPS = {'interpreter': 'Python and site up',
@@ -70,6 +88,8 @@ TRACE_STEPS = {'interpreter': 'Python and site up',
                'first_target': 'the first target in the node\'s callback',
                'first_answer': 'the first JointState published',
                'answer_seen': 'its diagnostics status at the probe'}
+#: The DDS profile variables as this process was started with them (the node gets these).
+NODE_ENV = {name: os.environ[name] for name in PROFILE_VARS if name in os.environ}
 KINDS = {'cold': ('cold numba cache', None),
          'warm': ('warm numba cache', {}),
          'python': ('pure Python (IK_NODE_NO_NUMBA=1)', {'IK_NODE_NO_NUMBA': '1'})}
@@ -102,8 +122,11 @@ def start_node(tree: Path, env_extra: dict, traced: bool) -> subprocess.Popen:
     """The node on arm6 from checkout ``tree`` (first on the path, the working directory):
     ``python -m ik_node.node``, or ``benchmarks/start_trace.py`` of this checkout."""
     env = dict(os.environ, **env_extra, PYTHONUNBUFFERED='1')
-    env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
-    env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
+    for name in PROFILE_VARS:  # the node runs with the DDS settings it would have anyway
+        if name in NODE_ENV:
+            env[name] = NODE_ENV[name]
+        else:
+            env.pop(name, None)
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(tree), os.environ.get('PYTHONPATH')]))
     program = [str(HERE / 'start_trace.py')] if traced else ['-m', 'ik_node.node']
     return subprocess.Popen([sys.executable, *program, '--ros-args', '--params-file',
@@ -160,7 +183,7 @@ def first_answer(probe: TimedProbe, tree: Path, env_extra: dict, traced: bool,
             moments['answer_seen'] = probe.arrivals[index]
             stamps = set(harness.values(probe.diagnostics[index])['target_stamp'].split(','))
             sent = probe.sent[mark[-1]:]
-            lost = min(i for i, stamp in enumerate(sent) if stamp in stamps)
+            sent_before = min(i for i, stamp in enumerate(sent) if stamp in stamps)
     finally:
         code, out, err = harness.stop_process(proc)
         probe.process = None
@@ -170,7 +193,8 @@ def first_answer(probe: TimedProbe, tree: Path, env_extra: dict, traced: bool,
             moments[name] = float(at)
     said = [line.split('solver path: ', 1)[1] for line in (out + err).splitlines()
             if 'solver path: ' in line]
-    return {'seconds': {k: v - start for k, v in moments.items()}, 'lost': lost, 'said': said}
+    return {'seconds': {k: v - start for k, v in moments.items()}, 'sent_before': sent_before,
+            'said': said}
 
 
 def describe(tree: Path) -> str:
@@ -197,7 +221,15 @@ def main(argv=None) -> int:
                     help='start through benchmarks/start_trace.py: the moment of each step')
     ap.add_argument('--fresh-probe', action='store_true',
                     help='a new probe (its own DDS participant) per start')
+    ap.add_argument('--default-discovery', action='store_true',
+                    help="the probe with Fast DDS's default announcement period (3 s) instead "
+                         "of 0.1 s: what a client running before the node sees")
     args = ap.parse_args(argv)
+    if not args.default_discovery:  # before rclpy.init in this process (harness.Ros)
+        profile = Path(tempfile.mkdtemp(prefix='first_answer_')) / 'probe_fastdds.xml'
+        profile.write_text(PROBE_PROFILE)
+        for name in PROFILE_VARS:
+            os.environ[name] = str(profile)
     trees = [t.resolve() for t in (args.tree or [REPO])]
     kinds = args.kinds or (['cold', 'python'] if args.fresh_clone else ['cold', 'warm', 'python'])
     if not args.fresh_clone:  # every tree with its modules byte-compiled, as an install is
@@ -233,7 +265,8 @@ def main(argv=None) -> int:
                             run = first_answer(probe, node_tree, extra, args.breakdown)
                     rows[tree, kind].append(run)
                     print(f'{labels[tree]} {KINDS[kind][0]}: '
-                          f'{run["seconds"]["answer_seen"]:.2f} s, {run["lost"]} lost; '
+                          f'{run["seconds"]["answer_seen"]:.2f} s, '
+                          f'{run["sent_before"]} sent before; '
                           f'{" / ".join(run["said"])}', flush=True)
     finally:
         ros.close()
@@ -256,14 +289,19 @@ def report(args, trees, labels, kinds, rows, load0, load1) -> str:
              'Seconds from `python -m ik_node.node --ros-args --params-file config/arm6.yaml` '
              'started to the diagnostics status answering its first target reaching the probe '
              '(the target sent as soon as the probe sees the node\'s subscription, again every '
-             f'{RESEND_S * 1000:.0f} ms), the targets lost before the answered one (sent before '
-             'the node matched the probe\'s publisher), and what the node logged about its '
-             'solver path by the time it was stopped.' + (
+             f'{RESEND_S * 1000:.0f} ms), the targets sent before the answered one (lost '
+             'before the node matched the probe\'s publisher, or waiting while the node was '
+             'constructed, where only the newest is answered), and what the node logged about '
+             'its solver path by the time it was stopped. The probe\'s DDS participant ' + (
+                 'announces itself with Fast DDS\'s default period (3 s): the node, started '
+                 'after it, finds it at its next announcement.' if args.default_discovery else
+                 'announces itself every 0.1 s (Fast DDS\'s default: 3 s; the node keeps the '
+                 'defaults), so the node finds it within 0.1 s of its own start.') + (
                  ' Every start from its own `git clone` of the commit: no `__pycache__` (Python '
                  'compiles each module of ik_node as it imports it), numba\'s cache empty.'
                  if args.fresh_clone else ''), '',
-             '| commit | start | first answer [s] per round | median [s] | lost | the node\'s '
-             'log |', '|---|---|---|---|---|---|']
+             '| commit | start | first answer [s] per round | median [s] | sent before | '
+             'the node\'s log |', '|---|---|---|---|---|---|']
     for kind in kinds:
         for tree in trees:
             runs = rows[tree, kind]
@@ -272,7 +310,7 @@ def report(args, trees, labels, kinds, rows, load0, load1) -> str:
             lines.append(f'| `{labels[tree]}` | {KINDS[kind][0]} | '
                          f'{", ".join(f"{s:.2f}" for s in times)} | '
                          f'{statistics.median(times):.2f} | '
-                         f'{", ".join(str(r["lost"]) for r in runs)} | {said} |')
+                         f'{", ".join(str(r["sent_before"]) for r in runs)} | {said} |')
     if args.breakdown:
         lines += ['', 'Median seconds from the process start to the end of each step '
                   '(`benchmarks/start_trace.py`), all kinds of start together:', '',
