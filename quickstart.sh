@@ -47,6 +47,9 @@ setup_env() {
     # legacy `setup.py develop` would follow setup.cfg's colcon layout into lib/ik_node).
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --use-pep517 \
       -e ".[ros,test,demo,collision]"
+    # An editable install leaves the sources uncompiled: byte-compile them now, not at the
+    # node's first start (a pip or colcon install does it itself).
+    "$venv/bin/python" -m compileall -q ik_node || true
     "$venv/bin/python" -m ik_node.solvers.kernels warm || true
     echo "$stamp" > "$venv/.ik_node_stamp"
   fi

@@ -75,6 +75,9 @@ __all__ = ['IkNode', 'main']
 #: How long after its last solve ended the node counts as idle [s]: a target message kept
 #: later than that is solved in its own callback (:meth:`IkNode._schedule_solve`).
 IDLE_GAP_S = 0.0001
+#: Seconds after the node's construction at which the work its first answer does not need (the
+#: reachability map, the RViz view) starts when no target has come by then.
+STARTUP_GRACE_S = 2.0
 
 
 class IkNode(Node):
@@ -123,6 +126,12 @@ class IkNode(Node):
         self._reach = ReachabilityMaps(self, send)
         self._status = StatusReports(self, send, self._targets, self._reach, self._config,
                                      self._graph)
+        # Work no answer needs (the reachability map, the RViz view) waits for the first answer
+        # or for STARTUP_GRACE_S without a target: its threads would compete with the first
+        # solve (and the construction) for the interpreter.
+        self._started = False
+        self._deferred: Optional[tuple] = None  # (chain, graph) whose map and view wait
+        self._grace_timer = self.create_timer(STARTUP_GRACE_S, self._start_deferred)
         # Inputs: target topics, measured state, description, TF; drags of the markers.
         self._inputs = NodeInputs(
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
@@ -219,6 +228,8 @@ class IkNode(Node):
                                                '')
             finally:
                 self._solving.release()
+        if not self._started:  # the first target is answered: what waited for it starts
+            self._start_deferred()
         self._idle_since = time.monotonic()
 
     def _solve_pending(self, targets: Dict[Optional[str], Target],
@@ -331,7 +342,7 @@ class IkNode(Node):
         graph = model.plan.graph
         self._markers.set_thresholds(graph.singular_threshold, graph.limit_margin_threshold)
         self._markers.envelope(chain, model.solver, config.base_link, reset=new_chain)
-        self._reach.follow(chain, graph.reachability_samples, graph.reachability_voxel_size)
+        self._in_background(chain, graph)
         self._drag.set_robot(config, chain, self._q,
                              six_dof=not config.branched and model.solver.supports_orientation)
         self._status.set_robot(config)
@@ -343,6 +354,27 @@ class IkNode(Node):
             f'{", ".join(config.tip_links)} ({chain.n} joints), solver '
             f'{config.solver}, output {self._solution.kind} on {self._solution.topic}; '
             f'targets on {", ".join(self._inputs.target_topics)}')
+
+    def _in_background(self, chain, graph: GraphConfig) -> None:
+        """Compute the reachability map and the RViz view of ``chain`` in the background: now,
+        or once the node has started (:meth:`_start_deferred`)."""
+        if self._started:
+            self._markers.prepare_view(chain)
+            self._reach.follow(chain, graph.reachability_samples, graph.reachability_voxel_size)
+        else:
+            self._deferred = (chain, graph)
+
+    def _start_deferred(self) -> None:
+        """The first answer is out (or STARTUP_GRACE_S passed without a target): start the work
+        that waited for it."""
+        self._grace_timer.cancel()
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            job, self._deferred = self._deferred, None
+            if job is not None:
+                self._in_background(*job)
 
     def _on_obstacles(self, obstacles) -> None:
         """New obstacles on ~/obstacles: the solver in force checks against them from now."""
@@ -361,6 +393,7 @@ class IkNode(Node):
             self._markers.clear(self._model.config.base_link)
             self._reach.clear(self._model.chain)
         self._model = None
+        self._deferred = None
         self._drag.clear()
         self._status.set_robot(None)
         self._status.waiting(force=True)

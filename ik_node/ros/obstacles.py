@@ -12,13 +12,14 @@ refused whole, saying which marker and why; the obstacles in force stay.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Tuple
 
 import numpy as np
 import transforms3d
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ik_node.collision import CollisionModelError, Obstacle
+if TYPE_CHECKING:  # the collision stack is imported by the first obstacle, not at start-up
+    from ik_node.collision import Obstacle
 
 TOPIC = '~/obstacles'
 _KINDS = {Marker.CUBE: 'box', Marker.SPHERE: 'sphere', Marker.CYLINDER: 'cylinder'}
@@ -57,6 +58,7 @@ def obstacle_from_marker(marker, base_link: str) -> Obstacle:
     T[:3, 3] = position
     if not all(math.isfinite(v) for v in size):
         raise ValueError(f'marker {name}: its scale must be finite')
+    from ik_node.collision import CollisionModelError, Obstacle
     try:
         return Obstacle(name, kind, size, T)
     except CollisionModelError as exc:

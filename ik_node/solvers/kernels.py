@@ -155,6 +155,18 @@ def report(log: Callable[[str], None]) -> None:
 
 
 def _numba_version() -> str:
+    """numba's version from the name of its metadata folder beside the package
+    (``numba-0.58.1.dist-info`` or ``.egg-info``), else from :mod:`importlib.metadata` (whose
+    import costs more than the rest of this module: the node logs this line at start-up)."""
+    try:
+        spec = importlib.util.find_spec('numba')
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            for info in sorted(os.listdir(os.path.dirname(location))):
+                name, _, rest = info.partition('-')
+                if name.lower() == 'numba' and rest.endswith(('.dist-info', '.egg-info')):
+                    return rest.rsplit('.', 1)[0].split('-')[0]
+    except OSError:
+        pass
     try:
         from importlib.metadata import version
         return version('numba')

@@ -56,7 +56,6 @@ class MarkerOutput:
         target of a tip that is gone, a joint that is gone) stays in RViz.
         """
         self._envelope = markers.envelope_of(chain, solver, chain.tip_link)
-        self._view_of(chain)  # starts computing the view of a new chain
         if reset:
             self.drop_held()
         self._sizes = markers.sizes_of(chain)
@@ -161,6 +160,11 @@ class MarkerOutput:
         until it is computed."""
         with self._view_wake:
             return self._view[1]
+
+    def prepare_view(self, chain: Chain) -> None:
+        """Start computing the view of ``chain`` in the background (until it is there, far
+        targets and labels are drawn without it)."""
+        self._view_of(chain)
 
     def _view_of(self, chain: Chain) -> Optional[OrbitView]:
         """The view of ``chain`` if computed, else None (and the worker asked to compute it)."""

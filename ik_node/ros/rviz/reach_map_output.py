@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Optional
 
 import numpy as np
 from rclpy.node import Node
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros.rviz import map_markers, markers, views
+from ik_node.ros.rviz import markers, views
 from ik_node.model.chain import Chain
-from ik_node.reachability import ReachabilityBuilder, ReachabilityMap, nearest_reachable_distance
 from ik_node.ros.rviz.marker_output import LATCHED_QOS
+
+if TYPE_CHECKING:  # the map's modules load with the first map, not at the node's start-up
+    from ik_node.reachability import ReachabilityMap
 
 CHUNK = 2048
 PAUSE_S = 0.002  # between chunks: the solving thread gets the interpreter
@@ -70,6 +72,7 @@ class ReachabilityMaps:
                                                 daemon=True)
                 self._worker.start()
             self._wake.notify()
+        from ik_node.ros.rviz import map_markers
         stamp = self._node.get_clock().now().to_msg()
         self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
             chain.base_link, stamp, [])))
@@ -107,10 +110,15 @@ class ReachabilityMaps:
         """
         with self._lock:
             reach_map = self._maps.get(tip)
-        return None if reach_map is None else nearest_reachable_distance(reach_map, p_base)
+        if reach_map is None:
+            return None
+        from ik_node.reachability import nearest_reachable_distance
+        return nearest_reachable_distance(reach_map, p_base)
 
     def _build(self, chain: Chain, samples: int, voxel_size: float,
                cancel: threading.Event) -> None:
+        from ik_node.reachability import ReachabilityBuilder
+        from ik_node.ros.rviz import map_markers
         log = self._node.get_logger()
         start = time.monotonic()
         maps = []
