@@ -4,6 +4,7 @@
     python benchmarks/closest_legs.py --chains go1_FR panda --n 50 --seed 7
     python benchmarks/closest_legs.py --load 2                 # both cores kept busy meanwhile
     python benchmarks/closest_legs.py --timeout 1.0            # the clock lifted (not a default)
+    python benchmarks/closest_legs.py --profile --chains go1_FR anymal_c_RH planar4
 
 Targets come from a generator the closest-pose search was not developed on
 (``test/closest_reference.py``, :class:`HeldOutTargets`): 60 000 configurations sampled within
@@ -22,6 +23,13 @@ median solve time [ms] out of reach and on as many reachable targets (tips of ra
 configurations), solved interleaved, out of reach first on every other target. ``--load K`` runs
 K busy processes (pure Python loops) for the whole run: the condition of a robot's onboard
 computer that is rarely idle.
+
+``--profile``: where ``damped_jacobian``'s time out of reach goes, per chain (median per solve
+[ms]): the whole solve, the wrap around the solver's own answer (input checks, the clip, the
+measurement by forward kinematics, the result), the reach checks, the descents before the
+closest-pose search (and the solve's set-up), the closed form or search; and the share of solves
+in which a descent ran first. Each part is timed by a wrapper around the solver's method, so
+the parts carry a little of the wrappers' own cost.
 """
 
 from __future__ import annotations
@@ -108,6 +116,77 @@ def run_chain(name: str, n: int, rng: np.random.Generator, params: dict) -> dict
     return rows
 
 
+class _Timer:
+    """Wraps a bound method: the time [s] spent in it and its calls since :meth:`reset`."""
+
+    def __init__(self, method):
+        self.method, self.seconds, self.calls = method, 0.0, 0
+
+    def __call__(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self.method(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+    def reset(self):
+        self.seconds, self.calls = 0.0, 0
+
+
+def profile_chain(name: str, n: int, rng: np.random.Generator, params: dict) -> dict:
+    """The parts of ``damped_jacobian``'s solves of ``n`` held-out targets out of reach
+    (median [ms] per solve), and the share of solves with a descent before the search."""
+    path, base, tip = CHAINS[name]
+    chain = Chain.from_urdf_file(SHARED / path, base, tip)
+    held_out = HeldOutTargets(chain, rng)
+    solver = make_solver('damped_jacobian', chain, params)
+    timers = {}
+    for owner, attribute in ((solver, '_raw_solution'), (solver, '_closest_pose'),
+                             (solver._compiled_reach, 'checks'),
+                             (solver._compiled, 'start'), (solver._descent, 'descend')):
+        if owner is not None:
+            timers[attribute] = _Timer(getattr(owner, attribute))
+            setattr(owner, attribute, timers[attribute])
+    parts = {'solve': [], 'wrap': [], 'checks': [], 'descents': [], 'closest': []}
+    descended = 0
+    for _ in range(n):
+        target = held_out.target(rng)
+        for timer in timers.values():
+            timer.reset()
+        start = time.perf_counter()
+        solver.solve(target)
+        total = time.perf_counter() - start
+
+        def seconds(attribute):
+            timer = timers.get(attribute)
+            return 0.0 if timer is None else timer.seconds
+        parts['solve'].append(total)
+        parts['wrap'].append(total - seconds('_raw_solution'))
+        parts['checks'].append(seconds('checks'))
+        parts['descents'].append(seconds('_raw_solution') - seconds('checks') -
+                                 seconds('_closest_pose'))
+        parts['closest'].append(seconds('_closest_pose'))
+        if any(timers[a].calls for a in ('start', 'descend') if a in timers):
+            descended += 1
+    out = {k: 1e3 * float(np.median(v)) for k, v in parts.items()}
+    out['descended'] = descended / n
+    return out
+
+
+def main_profile(args, seed: int, params: dict) -> int:
+    print('| chain | targets | solve | wrap | reach checks | descents and set-up | closed form '
+          '/ search | solves with a descent first |')
+    print('|---|---|---|---|---|---|---|---|')
+    for k, name in enumerate(args.chains):
+        rng = np.random.default_rng([seed, k])
+        p = profile_chain(name, args.n, rng, params)
+        print(f'| {name} | {args.n} | {p["solve"]:.3f} | {p["wrap"]:.3f} | {p["checks"]:.3f} | '
+              f'{p["descents"]:.3f} | {p["closest"]:.3f} | {100.0 * p["descended"]:.0f} % |',
+              flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--chains', nargs='+', default=sorted(CHAINS), choices=sorted(CHAINS))
@@ -116,6 +195,8 @@ def main(argv=None) -> int:
     ap.add_argument('--load', type=int, default=0, help='busy processes run meanwhile')
     ap.add_argument('--timeout', type=float, default=None, help='solve budget [s] (default: '
                     'the solvers\' default)')
+    ap.add_argument('--profile', action='store_true', help="where damped_jacobian's time out "
+                    'of reach goes (median ms per part)')
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), 'little')
     # The closest pose within the joint limits is the question: no collision checks (a URDF's
@@ -127,6 +208,8 @@ def main(argv=None) -> int:
     print(f'seed {seed}, {args.n} targets per chain, load {args.load} busy processes, '
           f'{os.cpu_count()} cores, parameters {params or "defaults"}, load average '
           f'{os.getloadavg()}; {kernels.serving()}')
+    if args.profile:
+        return main_profile(args, seed, params)
     busy = [subprocess.Popen([sys.executable, '-c', BUSY]) for _ in range(args.load)]
     try:
         print('| chain | solver | targets | closest (within 1 mm, not flagged) | flagged '

@@ -215,6 +215,8 @@ class DampedJacobianSolver(Solver):
         else:  # both in one compiled call
             bound, reach_gap = checks
             min_residual = bound if bound > 0.0 else None
+        if self._plane is not None and R_target is None:
+            min_residual = self._plane_bound(p_target, min_residual)
         if self.chain.n == 0:  # nothing to move: the measured error is the answer
             return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
                                message='the chain has no moving joints')
@@ -293,9 +295,10 @@ class DampedJacobianSolver(Solver):
                 q, mid_next = self._mid, False
         if not with_orientation and (
                 (min_residual is not None and min_residual > params['position_tolerance']) or
-                reach_gap(p_target.tolist()) > params['position_tolerance']):
-            # Out of reach (proven, or beyond the measured reach): no Gauss-Newton descent can
-            # arrive; look for the closest pose.
+                reach_gap(p_target.tolist()) > params['position_tolerance'] or
+                (self._exact is not None and self._exact.out_of_reach(p_target.tolist()))):
+            # Out of reach (proven, beyond the measured reach, or outside a leg's reach in
+            # closed form): no Gauss-Newton descent can arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
         kernel = self._compiled
@@ -441,6 +444,24 @@ class DampedJacobianSolver(Solver):
                                     params['restart_seed'], history)
 
     # ------------------------------------------------------------------------------ helpers
+    def _plane_bound(self, p_target: np.ndarray, min_residual: Optional[float]
+                     ) -> Optional[float]:
+        """``min_residual`` raised, on a chain whose joints all turn about parallel axes, to
+        what the plane proves: the tip never leaves its plane, so the error's square is the
+        target's squared distance off the plane plus the squared distance in the plane, and the
+        latter is at least the reach bound of the target's foot point in the plane."""
+        (nx, ny, nz), offset = self._plane
+        tx, ty, tz = p_target.tolist()
+        off = nx * tx + ny * ty + nz * tz - offset
+        in_plane = 0.0
+        if self._reach is not None:
+            in_plane = max(0.0, self._reach.lower_bound((tx - off * nx, ty - off * ny,
+                                                         tz - off * nz)))
+        bound = math.hypot(off, in_plane)
+        if bound > 0.0 and (min_residual is None or bound > min_residual):
+            return bound
+        return min_residual
+
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
         """A proven lower bound on the position error [m] when positive, else None (see
         :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`)."""

@@ -12,7 +12,9 @@ Out of reach, the nearest pose is the leg's pose for the nearest point of the fo
 set has no closed form) the nearest pose within limits is found over the first joint: for each
 of its angles the exact nearest pose of the planar core (:meth:`PlanarCore.nearest`) and the
 distance off the plane give the error and its slope; the angle is sampled and the best basins
-refined on the slope.
+refined on the slope. Where numba serves, that search runs compiled
+(:func:`~ik_node.solvers.hip_knee.compiled.nearest_offset_leg`: the same samples, candidates
+and refinement) once the kernels are loaded (:mod:`ik_node.solvers.kernels`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import Callable, List, Tuple
 
+from ik_node.solvers.hip_knee import compiled
 from ik_node.solvers.hip_knee.geometry import LegGeometry
 from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, annulus_distance,
                                                   near_angle)
@@ -69,6 +72,8 @@ class OffsetLeg:
         short = geometry.role_short
         self.axis_note = (f'target on the {geometry.role} axis: {short} is free, kept the '
                           f'seed\'s {short}')
+        #: The compiled search's constants (:func:`compiled.nearest_offset_leg`).
+        self.row = compiled.nearest_row(self)
 
     # ------------------------------------------------------------------------------ in reach
     def planes(self, e1: float, e2: float, rho: float,
@@ -177,6 +182,17 @@ class OffsetLeg:
 
     def nearest_within_limits(self, x: float, e1: float, e2: float,
                               seed: List[float]) -> Tuple[float, List[float]]:
+        """The pose within all limits nearest the target: ``(error [m], [q0, q1, q2])``; in the
+        compiled kernel once it is loaded, else :meth:`nearest_in_python` (the same search)."""
+        kernel = compiled.nearest_offset_leg()
+        if kernel is None:
+            return self.nearest_in_python(x, e1, e2, seed)
+        s0, s1, s2 = seed
+        error, q0, q1, q2 = kernel(self.row, x, e1, e2, s0, s1, s2)
+        return error, [q0, q1, q2]
+
+    def nearest_in_python(self, x: float, e1: float, e2: float,
+                          seed: List[float]) -> Tuple[float, List[float]]:
         """The pose within all limits nearest the target: ``(error [m], [q0, q1, q2])``.
 
         The first joint's range (a full turn about the seed when its limits span one) is
