@@ -10,12 +10,13 @@ pairs as constraints of first priority and the target as the second:
   of ``d`` in joint space is ``g = n^T (J_a(p_a) - J_b(p_b))``, with ``n`` the unit normal from
   link b to link a and ``J_x(p)`` the Jacobian of the point ``p`` fixed on link x.
 - The step is the damped least-squares step of the target, ``dq = J^T (J J^T + lambda I)^-1
-  e`` (``lambda = |e|^2``: Gauss-Newton near the target). Every pair that this step would
-  bring closer than the clearance (``padding + CLEARANCE_M``; in contact already, or at the
-  first order) becomes an equality constraint ``g dq = clearance - d`` (at most ``MAX_PUSH_M``
-  per step), solved first; the target is solved within their null space: ``dq = A+ b + N (J
-  N)+ (e - J A+ b)``, ``N = I - A+ A`` (task priority, as a damped inequality constraint whose
-  active set is the pairs the step would violate, found in up to three passes).
+  e`` (``lambda = |e|^2 + TARGET_DAMPING``: nearly Gauss-Newton near the target). Every pair
+  that this step would bring closer than the clearance (``padding + CLEARANCE_M``; in contact
+  already, or at the first order) becomes an equality constraint ``g dq = clearance - d`` (at
+  most ``MAX_PUSH_M`` per step), solved first; the target is solved within their null space:
+  ``dq = A+ b + N (J N)+ (e - J A+ b)``, ``N = I - A+ A`` (task priority, as a damped
+  inequality constraint whose active set is the pairs the step would violate, found in up to
+  three passes).
 - The step is scaled to at most ``MAX_STEP_RAD`` per joint and clipped into the limits.
 
 It stops when the target is within tolerance and the checker finds the configuration free
@@ -52,6 +53,9 @@ CLEARANCE_M = 0.002
 MAX_PUSH_M = 0.02
 #: A step moves no joint more than this [rad or m].
 MAX_STEP_RAD = 0.2
+#: Added to the target step's damping ``|e|^2`` [m^2]: where the constraints leave the target
+#: little room, a nearly singular direction takes no large step.
+TARGET_DAMPING = 1e-6
 #: Damping [m^2] of the constraints' pseudo-inverse.
 CONSTRAINT_DAMPING = 1e-6
 #: The term gives up when neither the clearance shortfall nor the target's error has fallen
@@ -100,8 +104,7 @@ class CollisionTerm:
         tol_p = TOLERANCE_MARGIN * params['position_tolerance']
         tol_r = TOLERANCE_MARGIN * params['orientation_tolerance']
         weight = params['orientation_weight']
-        padding = checker.padding
-        clearance = padding + CLEARANCE_M
+        clearance = checker.padding + CLEARANCE_M
         q = np.minimum(np.maximum(np.asarray(q_start, dtype=float), self._low), self._high)
         best = (math.inf, math.inf)
         best_step = 0
@@ -111,8 +114,7 @@ class CollisionTerm:
             e, J, position_error, angle = self._target(frames, p_target, R_target, weight)
             found = checker.witnesses(q, REACH_M)
             shortfall = sum(max(clearance - w.distance_m, 0.0) for w in found)
-            if position_error <= tol_p and angle <= tol_r and \
-                    all(w.distance_m >= padding for w in found) and checker.is_free(q):
+            if position_error <= tol_p and angle <= tol_r and checker.is_free(q):
                 self.freed += 1
                 return q, step
             if step >= most or time.perf_counter() >= deadline:
@@ -185,7 +187,7 @@ def prioritised_step(J: np.ndarray, e: np.ndarray, G: np.ndarray, d: np.ndarray,
         clearance: the distance [m] the constraints hold.
     """
     n = J.shape[1]
-    lam = float(e @ e) + 1e-12
+    lam = float(e @ e) + TARGET_DAMPING
     dq = J.T @ np.linalg.solve(J @ J.T + lam * np.eye(len(e)), e)
     if not len(d):
         return dq
