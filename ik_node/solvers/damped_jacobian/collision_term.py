@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -82,8 +82,17 @@ class CollisionTerm:
         self.checker = checker
         self.params = params
         model = checker.model
-        self._link_joints = [np.array(sorted(model.moving_joints(k)), dtype=np.int64)
-                             for k in range(len(model.links))]
+        n = chain.n
+        # per link, 1.0 for the joints that move it; per joint, whether it is prismatic, and
+        # 1.0 for the joints that move the (first) tip
+        self._link_masks = []
+        for k in range(len(model.links)):
+            mask = np.zeros(n)
+            mask[sorted(model.moving_joints(k))] = 1.0
+            self._link_masks.append(mask)
+        self._prismatic = np.asarray(chain._prismatic, dtype=bool)
+        self._tip_mask = np.zeros(n)
+        self._tip_mask[chain._tip_joints[0]] = 1.0
         self._low = np.asarray(chain.lower, dtype=float)
         self._high = np.asarray(chain.upper, dtype=float)
         self.runs = 0
@@ -111,7 +120,9 @@ class CollisionTerm:
         step = 0
         while True:
             frames = chain.joint_frames(q)
-            e, J, position_error, angle = self._target(frames, p_target, R_target, weight)
+            axes = self._axes(frames)
+            e, J, position_error, angle = self._target(frames, axes, p_target, R_target,
+                                                       weight)
             found = checker.witnesses(q, REACH_M)
             shortfall = sum(max(clearance - w.distance_m, 0.0) for w in found)
             if position_error <= tol_p and angle <= tol_r and checker.is_free(q):
@@ -125,7 +136,7 @@ class CollisionTerm:
                 best_step = step
             elif step - best_step >= STALL_STEPS:
                 return None
-            G, d = self._distance_rows(frames, found)
+            G, d = self._distance_rows(axes, found)
             dq = prioritised_step(J, e, G, d, clearance)
             largest = float(np.max(np.abs(dq)))
             if largest > MAX_STEP_RAD:
@@ -133,47 +144,78 @@ class CollisionTerm:
             q = np.minimum(np.maximum(q + dq, self._low), self._high)
             step += 1
 
-    def _target(self, frames: np.ndarray, p_target: np.ndarray, R_target: Optional[np.ndarray],
-                weight: float):
+    def _axes(self, frames: np.ndarray) -> "_Axes":
+        """The joint axes of ``frames`` in the base frame."""
+        Z = np.einsum('nij,nj->ni', frames[:, :3, :3], self.chain._axes)
+        P = frames[:, :3, 3]
+        return _Axes(Z, P, _cross_rows(Z, P))
+
+    def _target(self, frames: np.ndarray, axes: "_Axes", p_target: np.ndarray,
+                R_target: Optional[np.ndarray], weight: float):
         """``(e, J, position error [m], angle [rad])``: the target's error (the position, then
         ``weight`` times the rotation vector to the target orientation) and its Jacobian."""
-        chain = self.chain
-        T_tip = chain._tip_from_frames(frames, 0)
-        J6 = chain.jacobian_from_frames(frames, T_tip[:3, 3], 0)
-        e_p = p_target - T_tip[:3, 3]
+        T_tip = self.chain._tip_from_frames(frames, 0)
+        p = T_tip[:3, 3]
+        px, py, pz = p.tolist()
+        skew = np.array([[0.0, -pz, py], [pz, 0.0, -px], [-py, px, 0.0]])
+        linear = axes.Z @ skew - axes.ZxP  # z x (p - o), one row per joint
+        prismatic = self._prismatic
+        if prismatic.any():
+            linear[prismatic] = axes.Z[prismatic]
+        J_p = (linear * self._tip_mask[:, None]).T
+        e_p = p_target - p
         position_error = float(np.linalg.norm(e_p))
         if R_target is None:
-            return e_p, J6[:3], position_error, 0.0
+            return e_p, J_p, position_error, 0.0
+        J_w = (axes.Z * (self._tip_mask * ~prismatic)[:, None]).T
         omega = rotation_vector_from_matrix(R_target @ T_tip[:3, :3].T)
         e = np.concatenate([e_p, weight * omega])
-        J = np.vstack([J6[:3], weight * J6[3:]])
-        return e, J, position_error, float(np.linalg.norm(omega))
+        return e, np.vstack([J_p, weight * J_w]), position_error, float(np.linalg.norm(omega))
 
-    def _distance_rows(self, frames: np.ndarray, found: List) -> Tuple[np.ndarray, np.ndarray]:
+    def _distance_rows(self, axes: "_Axes", found: List) -> Tuple[np.ndarray, np.ndarray]:
         """``(G, d)``: each witness's distance gradient in joint space (k, n) and its signed
         distance (k,) [m]."""
-        n = self.chain.n
-        G = np.zeros((len(found), n))
+        G = np.zeros((len(found), self.chain.n))
         d = np.empty(len(found))
         for r, w in enumerate(found):
             d[r] = w.distance_m
-            G[r] = w.normal @ self._point_jacobian(frames, w.link_a, w.point_a)
+            G[r] = self._normal_row(axes, w.link_a, w.point_a, w.normal)
             if w.link_b >= 0:
-                G[r] -= w.normal @ self._point_jacobian(frames, w.link_b, w.point_b)
+                G[r] -= self._normal_row(axes, w.link_b, w.point_b, w.normal)
         return G, d
 
-    def _point_jacobian(self, frames: np.ndarray, k: int, point: np.ndarray) -> np.ndarray:
-        """The (3, n) Jacobian of ``point`` [m, base frame] fixed on link ``k``."""
-        chain = self.chain
-        J = np.zeros((3, chain.n))
-        idx = self._link_joints[k]
-        if idx.size == 0:
-            return J
-        z = np.einsum('nij,nj->ni', frames[idx, :3, :3], chain._axes[idx])
-        origins = frames[idx, :3, 3]
-        prismatic = chain._prismatic[idx]
-        J[:, idx] = np.where(prismatic[:, None], z, np.cross(z, point - origins)).T
-        return J
+    def _normal_row(self, axes: "_Axes", k: int, point: np.ndarray,
+                    normal: np.ndarray) -> np.ndarray:
+        """``normal . J(point)``: how fast ``point`` [m, base frame], fixed on link ``k``,
+        moves along ``normal`` per unit of each joint (0 for joints that do not move the
+        link). For a revolute joint ``normal . (z x (p - o)) = z . (p x n) - (z x o) . n``."""
+        px, py, pz = point.tolist()
+        nx, ny, nz = normal.tolist()
+        p_cross_n = np.array([py * nz - pz * ny, pz * nx - px * nz, px * ny - py * nx])
+        row = axes.Z @ p_cross_n - axes.ZxP @ normal
+        prismatic = self._prismatic
+        if prismatic.any():
+            row[prismatic] = axes.Z[prismatic] @ normal
+        return row * self._link_masks[k]
+
+
+class _Axes(NamedTuple):
+    """Joint axes in the base frame: unit directions ``Z`` (n, 3), points on them ``P`` (n, 3)
+    [m] and their cross products ``ZxP`` (n, 3)."""
+
+    Z: np.ndarray
+    P: np.ndarray
+    ZxP: np.ndarray
+
+
+def _cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross products of two (n, 3) arrays (np.cross costs several times more at
+    this size)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
 
 
 def prioritised_step(J: np.ndarray, e: np.ndarray, G: np.ndarray, d: np.ndarray,
