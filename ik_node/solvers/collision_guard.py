@@ -11,22 +11,23 @@ An answer within tolerance that collides goes, in turn:
    :mod:`ik_node.solvers.damped_jacobian.collision_term`): the descent goes on from the answer
    with the colliding pairs pushed apart along their closest points' normal as constraints of
    first priority and the target kept in their null space, until the answer is within
-   tolerance and free. It needs joints to spare beside the target (position targets on arms of
-   4 or more joints, 6D targets on 7-joint arms); on a 6-joint arm's 6D target the answers are
-   isolated and the restarts alone serve;
+   tolerance and free. The answer stays near the seed's, on its branch. It needs joints to
+   spare beside the target (position targets on arms of 4 or more joints, 6D targets on
+   7-joint arms); on a 6-joint arm's 6D target the answers are isolated and the restarts alone
+   serve;
 2. to new seeds: in turn a collision-free configuration whose tip lies near the target (from a
    pool of random collision-free configurations made with the solver; nearest by position,
    plus ``orientation_weight`` times the angle for a 6D target) and a random configuration
    within the limits (seeded per solver so runs repeat; for ``analytic_hip_knee`` a new seed
    picks the other knee branch under ``branch: closest``), at most ``collision_restarts``
-   times, each answer that collides again going through the collision term first.
+   times.
 
 All within a budget: the whole solve, term and retries included, ends within the solver's
-``timeout`` (where it has one) plus ``collision_retry_time``; the term gets half of what is
-left, each retry a share. When no collision-free answer within tolerance turns up, the result
-is ``in_collision`` (``reachable: false``), its joints are the best collision-free pose found
-(nearest the target, else the seed when that is free, else the colliding answer itself), and
-its message names the colliding pair and the depth.
+``timeout`` (where it has one) plus ``collision_retry_time``; the term gets a quarter of what
+is left (``TERM_SHARE``), each retry a share of the rest. When no collision-free answer within
+tolerance turns up, the result is ``in_collision`` (``reachable: false``), its joints are the
+best collision-free pose found (nearest the target, else the seed when that is free, else the
+colliding answer itself), and its message names the colliding pair and the depth.
 
 Closed-form and geometric solvers (``analytic_hip_knee``, ``fabrik``) have no collision term:
 their answers are checked and re-solved from new seeds (other branches). Trees and several tips
@@ -53,6 +54,9 @@ _pool_lock = threading.Lock()
 #: Used when collision checking is wanted but cannot run (a library missing): said once per
 #: result, so no answer is taken as checked when it was not.
 NOT_CHECKED = 'self-collision not checked: '
+#: The share of the collision budget the solver's collision term may take: the rest is left
+#: for new seeds when the term finds no free answer.
+TERM_SHARE = 0.25
 
 
 class CollisionGuard:
@@ -134,7 +138,7 @@ class CollisionGuard:
             if left <= 0.0:
                 return None
             found = term.repair(p_list, R_target, answer.joint_positions,
-                                time.perf_counter() + 0.5 * left)
+                                time.perf_counter() + TERM_SHARE * left)
             if found is None:
                 return None
             q, steps = found
@@ -152,10 +156,7 @@ class CollisionGuard:
             return self._timed(repaired, started)
 
         def solve_from(seed):
-            retry = finish(solver._raw_solution(p_list, R_target, seed), seed)
-            if retry.reachable and not self.checker.is_free(retry.joint_positions):
-                return freed(retry, seed) or retry
-            return retry
+            return finish(solver._raw_solution(p_list, R_target, seed), seed)
 
         def measure(q):
             raw = RawSolution(list(q), IkStatus.NOT_REACHED, 0)
