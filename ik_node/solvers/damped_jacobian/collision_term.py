@@ -60,7 +60,7 @@ TARGET_DAMPING = 1e-6
 CONSTRAINT_DAMPING = 1e-6
 #: The term gives up when neither the clearance shortfall nor the target's error has fallen
 #: below 0.9 times its best over this many steps.
-STALL_STEPS = 4
+STALL_STEPS = 3
 
 
 class CollisionTerm:

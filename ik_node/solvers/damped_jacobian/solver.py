@@ -136,7 +136,7 @@ class DampedJacobianSolver(Solver):
                                      "seed's error, more near a limit, so a stream does not "
                                      'drift into one; 0: off', 'rad/m', min=0.0, max=100.0),
         'collision_repair_steps': ParamSpec(
-            int, 15, 'with self_collision: the most steps of the collision term, which goes '
+            int, 8, 'with self_collision: the most steps of the collision term, which goes '
             'on from an answer in collision with the colliding pairs pushed apart first and '
             'the target kept in their null space (chains with more joints than the target has '
             'dimensions), before new seeds are tried; 0: off (restarts only)', '', min=0,
