@@ -11,10 +11,10 @@ An answer within tolerance that collides goes, in turn:
    :mod:`ik_node.solvers.damped_jacobian.collision_term`): the descent goes on from the answer
    with the colliding pairs pushed apart along their closest points' normal as constraints of
    first priority and the target kept in their null space, until the answer is within
-   tolerance and free. The answer stays near the seed's, on its branch. It needs joints to
-   spare beside the target (position targets on arms of 4 or more joints, 6D targets on
-   7-joint arms); on a 6-joint arm's 6D target the answers are isolated and the restarts alone
-   serve;
+   tolerance and free, a few steps (at most 0.2 rad per joint each) from the colliding one.
+   It needs joints to spare beside the target (position targets on arms of 4 or more joints,
+   6D targets on 7-joint arms); on a 6-joint arm's 6D target the answers are isolated and the
+   restarts alone serve;
 2. to new seeds: in turn a collision-free configuration whose tip lies near the target (from a
    pool of random collision-free configurations made with the solver; nearest by position,
    plus ``orientation_weight`` times the angle for a 6D target) and a random configuration
