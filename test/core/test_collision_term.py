@@ -53,13 +53,18 @@ def colliding_configurations(chain, checker, rng, count, deepest=0.03):
     return out
 
 
+def ur5e_term(collision_robot):
+    """The UR5e chain, its checker and damped_jacobian's collision term with it."""
+    chain = chain_of(collision_robot, 'ur5e')
+    checker = checker_for(chain)
+    return chain, checker, make_solver('damped_jacobian', chain).collision_term(checker)
+
+
 def test_distance_gradients_match_finite_differences(collision_robot):
     """Each witness's row predicts how its pair's distance changes with the joints (central
     differences; a few cases sit where the closest features of two hulls switch, a kink of
     the distance)."""
-    chain = chain_of(collision_robot, 'ur5e')
-    checker = checker_for(chain)
-    term = make_solver('damped_jacobian', chain).collision_term(checker)
+    chain, checker, term = ur5e_term(collision_robot)
     rng = np.random.default_rng(3)
     lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
     checked = matched = 0
@@ -84,9 +89,7 @@ def test_a_step_along_a_penetrating_pair_gradient_parts_it(collision_robot):
     """In contact, the row comes from python-fcl's contact normal: a half-millimetre step
     along it lessens the depth (python-fcl's depth of two hulls is not always the least one,
     so now and then it does not: most of the time)."""
-    chain = chain_of(collision_robot, 'ur5e')
-    checker = checker_for(chain)
-    term = make_solver('damped_jacobian', chain).collision_term(checker)
+    chain, checker, term = ur5e_term(collision_robot)
     rng = np.random.default_rng(4)
     lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
     cases = parted = 0
