@@ -3,6 +3,7 @@
 independent mesh-exact check.
 
     python benchmarks/collisions.py [--robots ur5e fr3] [--n 300] [--seed 1] [--out FILE.md]
+        [--timeout S] [--retry-time S] [--repair-steps N] [--no-ground]
 
 Targets are the tips of random configurations that the independent check finds collision-free
 (seed printed). Each target is solved by ``damped_jacobian`` (6D and position only) and
@@ -12,7 +13,10 @@ for 6D, by OptIK when ``optik-py`` is installed, in a pass of its own over the s
 seeds right after: it checks no collision; ``max_time`` the solvers' ``timeout``). Reported per
 case: the share of reachable answers the independent check finds in self-collision, the share
 of targets reached (reachable and, with the check on, collision-free), the median solve time of
-each, and the median time of ik_node's check of one configuration.
+each, the median time of ik_node's check of one configuration, and how the checked solver's
+answers that collided ended: freed by ``damped_jacobian``'s collision term alone (its message
+says so), by a restart, or ``in_collision``. ``--repair-steps 0`` turns the collision term off
+(restarts only).
 
 The ground plane: ``damped_jacobian`` (position only, random seeds) with the self-collision
 check, without and with ``collision.ground_z`` 0 (the mounting plane of the base), on the
@@ -220,6 +224,9 @@ def main():
     ap.add_argument('--timeout', type=float, help="the solvers' timeout [s] (default: "
                     "theirs, 0.005); OptIK's max_time too")
     ap.add_argument('--retry-time', type=float, help='collision_retry_time [s] (default 0.01)')
+    ap.add_argument('--repair-steps', type=int, help="damped_jacobian's "
+                    'collision_repair_steps (default: its own, 40; 0: the collision term off, '
+                    'restarts only)')
     ap.add_argument('--no-ground', dest='ground', action='store_false',
                     help='leave out the ground-plane rows')
     args = ap.parse_args()
@@ -236,7 +243,11 @@ def main():
         budget['timeout'] = args.timeout
     if args.retry_time is not None:
         budget['collision_retry_time'] = args.retry_time
-    rows, check_rows, peer_rows, ground_rows = [], [], [], []
+    # damped_jacobian's own parameters on top of the budget
+    dj_params = dict(budget)
+    if args.repair_steps is not None:
+        dj_params['collision_repair_steps'] = args.repair_steps
+    rows, check_rows, peer_rows, ground_rows, freed_rows = [], [], [], [], []
     for robot in args.robots:
         path = SHARED / f'{robot}.urdf'
         if not path.is_file():
@@ -281,7 +292,8 @@ def main():
         check_rows.append((robot, len(checker.pair_names), len(exact.pairs), *timings, near))
         optik = optik_for(robot, path, base, tip, chain, budget.get('timeout', SOLVER_TIMEOUT_S))
         for solver_name, pose, seed_kind in CASES:
-            solvers = {on: make_solver(solver_name, chain, {'self_collision': on, **budget})
+            params = dj_params if solver_name == 'damped_jacobian' else budget
+            solvers = {on: make_solver(solver_name, chain, {'self_collision': on, **params})
                        for on in (False, True)}
             for position, quat, q_random in targets[:5]:  # warm-up, not counted
                 for on in (False, True):
@@ -290,6 +302,9 @@ def main():
             # interleaved: each target solved without and with the check, in turn first
             for on in (False, True):
                 stats[on] = {'reached': 0, 'colliding': 0, 'times': []}
+            # how the checked solver's answers in collision ended: freed by the collision term
+            # alone, by a restart (its answer perhaps freed by the term), or in_collision
+            freed = {'term': 0, 'restart': 0, 'in_collision': 0}
             peer = optik if pose and not isinstance(optik, str) else None
             peer_times, peer_reached = [], 0
             for k, (position, quat, q_random) in enumerate(targets):
@@ -298,6 +313,13 @@ def main():
                     result = solvers[on].solve(position, quat if pose else None, seed)
                     s = stats[on]
                     s['times'].append(result.solve_time)
+                    if on:
+                        if 'from restart' in result.message:
+                            freed['restart'] += 1
+                        elif 'collision term' in result.message:
+                            freed['term'] += 1
+                        elif result.status.value == 'in_collision':
+                            freed['in_collision'] += 1
                     if result.reachable:
                         s['reached'] += 1
                         if exact.colliding(result.joint_positions):
@@ -314,13 +336,15 @@ def main():
                 rows.append((robot, solver_name, '6D' if pose else 'position', seed_kind,
                              'on' if on else 'off', s['reached'], n, s['colliding'],
                              1e3 * float(np.median(s['times']))))
+            freed_rows.append((robot, solver_name, '6D' if pose else 'position', seed_kind,
+                               freed['term'], freed['restart'], freed['in_collision']))
             if peer is not None:
                 ratio = rows[-1][-1] / (1e3 * float(np.median(peer_times)))
                 peer_rows.append((robot, seed_kind, peer_reached, n,
                                   1e3 * float(np.median(peer_times)), rows[-1][-1], ratio))
             print(rows[-2], rows[-1], peer_rows[-1] if peer is not None else '', flush=True)
         if args.ground:
-            ground_rows += ground_plane(chain, exact, targets, target_qs, robot, budget)
+            ground_rows += ground_plane(chain, exact, targets, target_qs, robot, dj_params)
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     import fcl  # noqa: F401
@@ -347,6 +371,11 @@ def main():
             check_rows:
         lines.append(f'| {robot} | {pairs} | {exact_pairs} | {free_us:.1f} | {free_bare:.1f} '
                      f'| {random_us:.1f} | {random_bare:.1f} | {near} |')
+    lines += ['', '| robot | solver | target | seed | answers in collision freed by the '
+              'collision term | freed by a restart | in_collision |',
+              '|---|---|---|---|---|---|---|']
+    for robot, solver, target, seed, term, restart, stuck in freed_rows:
+        lines.append(f'| {robot} | {solver} | {target} | {seed} | {term} | {restart} | {stuck} |')
     if peer_rows:
         lines += ['', '| robot | seed | OptIK reached (6D, no collision check) | OptIK median '
                   '[ms] | damped_jacobian checked median [ms] | checked / OptIK |',

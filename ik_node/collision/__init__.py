@@ -16,6 +16,9 @@ it). Design, and why:
   boxes, cylinders, spheres as they are) of the pairs the capsules cannot clear; where two hulls
   are within the padding, python-fcl's distance between the raw triangle meshes decides (a hull
   is larger than a concave mesh). A library, not hand-written geometry: FCL is what MoveIt uses.
+- **Witnesses** (:mod:`.witness`): for pairs near contact, python-fcl's closest points (or
+  contact point, normal and depth): the directions in which ``damped_jacobian``'s collision
+  term pushes them apart.
 - **Pairs** (:mod:`.pairs`): an SRDF's ``<disable_collisions>``, or MoveIt Setup Assistant's rule
   (adjacent, default, always and never over random configurations), cached per description.
 - **World** (:mod:`.world`): a ground plane and box, sphere, cylinder obstacles in the base frame.
@@ -37,10 +40,12 @@ from ik_node.collision.report import CollisionReport, Contact  # noqa: F401
 from ik_node.collision.dependencies import (CollisionUnavailable, available,  # noqa: F401
                                             missing)
 from ik_node.collision.geometry import CollisionModelError  # noqa: F401
+from ik_node.collision.witness import Witness  # noqa: F401
 from ik_node.collision.world import Obstacle, World  # noqa: F401
 
 __all__ = ['CollisionChecker', 'CollisionReport', 'Contact', 'CollisionSettings',
-           'CollisionModelError', 'CollisionUnavailable', 'Obstacle', 'World', 'available',
+           'CollisionModelError', 'CollisionUnavailable', 'Obstacle', 'Witness', 'World',
+           'available',
            'checker_for', 'has_collision_geometry', 'DEFAULT_PADDING_M']
 
 

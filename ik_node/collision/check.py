@@ -28,6 +28,7 @@ from ik_node.collision.capsules import compiled_kernel
 from ik_node.collision.dependencies import require
 from ik_node.collision.model import CollisionModel
 from ik_node.collision.report import CollisionReport, Contact
+from ik_node.collision.witness import Witness, witnesses
 from ik_node.collision.world import World
 
 #: Default padding [m]: a pair closer than this counts as colliding.
@@ -274,6 +275,12 @@ class CollisionChecker:
                 if self.world.contacts(self, T[row], first_only=True):
                     free[row] = False
         return free
+
+    def witnesses(self, q, reach: float) -> List[Witness]:
+        """The closest points and normals of every checked pair (and moving link against the
+        world) closer than ``padding + reach`` [m] at ``q`` (:mod:`ik_node.collision.witness`):
+        what a descent needs to push them apart."""
+        return witnesses(self, q, reach)
 
     def link_points(self, k: int) -> np.ndarray:
         """Every hull vertex of link ``k`` in its own frame, (m, 3) [m]."""

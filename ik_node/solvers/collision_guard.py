@@ -2,24 +2,36 @@
 
 :meth:`Solver.solve <ik_node.solvers.base.Solver.solve>` hands each measured answer of a chain
 whose URDF has collision geometry to :class:`CollisionGuard` (with ``self_collision`` on, the
-default). An answer within tolerance is ``reachable`` only when the checker finds it free. One
-that collides is solved again from new seeds, in turn a collision-free configuration whose tip
-lies near the target (from a pool of random collision-free configurations made with the
-solver; nearest by position, plus ``orientation_weight`` times the angle for a 6D target) and
-a random configuration within the limits (seeded per solver so runs repeat; for
-``analytic_hip_knee`` a new seed picks the other knee branch under ``branch: closest``), at
-most ``collision_restarts`` times, within a budget: the whole solve, retries included, ends
-within the solver's ``timeout`` (where it has one) plus ``collision_retry_time``; each retry
-gets a share of what is left. When no
-collision-free answer within tolerance turns up, the result is ``in_collision``
-(``reachable: false``), its joints are the best collision-free pose found (nearest the target,
-else the seed when that is free, else the colliding answer itself), and its message names the
-colliding pair and the depth.
+default). An answer within tolerance is ``reachable`` only when the checker finds it free; an
+answer that is free costs one check and nothing more.
 
-Why restarts rather than a collision term in the descent: on the vendors' arms a fresh seed
-finds a collision-free branch for nearly every target that has one (the measured figures are in
-benchmarks/results/collisions.md), the check costs microseconds, and the same rule serves every
-solver, closed-form ones included.
+An answer within tolerance that collides goes, in turn:
+
+1. to the solver's collision term, where it has one (``damped_jacobian`` on a serial chain:
+   :mod:`ik_node.solvers.damped_jacobian.collision_term`): the descent goes on from the answer
+   with the colliding pairs pushed apart along their closest points' normal as constraints of
+   first priority and the target kept in their null space, until the answer is within
+   tolerance and free, a few steps (at most 0.2 rad per joint each) from the colliding one.
+   It needs joints to spare beside the target (position targets on arms of 4 or more joints,
+   6D targets on 7-joint arms); on a 6-joint arm's 6D target the answers are isolated and the
+   restarts alone serve;
+2. to new seeds: in turn a collision-free configuration whose tip lies near the target (from a
+   pool of random collision-free configurations made with the solver; nearest by position,
+   plus ``orientation_weight`` times the angle for a 6D target) and a random configuration
+   within the limits (seeded per solver so runs repeat; for ``analytic_hip_knee`` a new seed
+   picks the other knee branch under ``branch: closest``), at most ``collision_restarts``
+   times.
+
+All within a budget: the whole solve, term and retries included, ends within the solver's
+``timeout`` (where it has one) plus ``collision_retry_time``; the term gets a quarter of what
+is left (``TERM_SHARE``), each retry a share of the rest. When no collision-free answer within
+tolerance turns up, the result is ``in_collision`` (``reachable: false``), its joints are the
+best collision-free pose found (nearest the target, else the seed when that is free, else the
+colliding answer itself), and its message names the colliding pair and the depth.
+
+Closed-form and geometric solvers (``analytic_hip_knee``, ``fabrik``) have no collision term:
+their answers are checked and re-solved from new seeds (other branches). Trees and several tips
+are checked as one robot and re-solved from new seeds.
 """
 
 from __future__ import annotations
@@ -42,6 +54,9 @@ _pool_lock = threading.Lock()
 #: Used when collision checking is wanted but cannot run (a library missing): said once per
 #: result, so no answer is taken as checked when it was not.
 NOT_CHECKED = 'self-collision not checked: '
+#: The share of the collision budget the solver's collision term may take: the rest is left
+#: for new seeds when the term finds no free answer.
+TERM_SHARE = 0.25
 
 
 class CollisionGuard:
@@ -68,6 +83,8 @@ class CollisionGuard:
         self._pool: Optional[np.ndarray] = None  # collision-free configurations
         self._pool_tips: Optional[np.ndarray] = None
         self._pool_rotations: Optional[np.ndarray] = None
+        #: The solver's collision term (False: not asked yet; None: it has none).
+        self._term = False
         self._pool_seeds(None)  # made now, not in a solve's budget
 
     def _pool_seeds(self, p_target, R_target=None, weight: float = 0.5) -> List[List[float]]:
@@ -107,11 +124,39 @@ class CollisionGuard:
         """The guarded result of a one-tip solve (``Solver._solve_values``)."""
         if not result.reachable or self.checker.is_free(result.joint_positions):
             return result
+        deadline = started + self.budget_s
+
+        def finish(raw, seed):
+            return solver._finish(raw, p_list, R_target, 0.0, result.orientation_ignored, seed)
+
+        def freed(answer: IkResult, seed) -> Optional[IkResult]:
+            """``answer`` (in collision) brought free by the collision term, or None."""
+            term = self._term_of(solver)
+            if term is None:
+                return None
+            left = deadline - time.perf_counter()
+            if left <= 0.0:
+                return None
+            found = term.repair(p_list, R_target, answer.joint_positions,
+                                time.perf_counter() + TERM_SHARE * left)
+            if found is None:
+                return None
+            q, steps = found
+            raw = RawSolution(q, IkStatus.CONVERGED, answer.iterations + steps,
+                              message=answer.message)
+            repaired = finish(raw, seed)
+            if not repaired.reachable or not self.checker.is_free(repaired.joint_positions):
+                return None
+            note = f'collision-free by the collision term ({steps} steps)'
+            return dataclasses.replace(repaired, message=f'{answer.message}; {note}'
+                                       if answer.message else note)
+
+        repaired = freed(result, q_seed)
+        if repaired is not None:
+            return self._timed(repaired, started)
 
         def solve_from(seed):
-            raw = solver._raw_solution(p_list, R_target, seed)
-            return solver._finish(raw, p_list, R_target, 0.0, result.orientation_ignored,
-                                  seed)
+            return finish(solver._raw_solution(p_list, R_target, seed), seed)
 
         def measure(q):
             raw = RawSolution(list(q), IkStatus.NOT_REACHED, 0)
@@ -120,6 +165,14 @@ class CollisionGuard:
         return self._resolve(solver, result, solve_from, measure, q_seed, started,
                              self._pool_seeds(p_list, R_target,
                                               solver.params.get('orientation_weight', 0.5)))
+
+    def _term_of(self, solver):
+        """The solver's collision term with this guard's checker (made on first use, when the
+        solver is built), or None for a solver without one."""
+        if self._term is False:
+            make = getattr(solver, 'collision_term', None)
+            self._term = None if make is None else make(self.checker)
+        return self._term
 
     def targets(self, solver, parsed, q_seed: List[float]) -> IkResult:
         """The guarded result of a solve of several tips (``Solver._solve_targets``)."""

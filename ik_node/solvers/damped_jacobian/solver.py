@@ -4,10 +4,11 @@ hand-over to the closest-pose search.
 The solver's parts: one descent (:mod:`.descent`, or the compiled kernel of :mod:`.compiled` for
 a pose target where numba is installed: the same iterations either way), where restarts begin
 (:mod:`.starts`), the shared settings (:mod:`.settings`), the error functions
-(:mod:`.residuals`), trees with a shared trunk (:mod:`.tree`) and the ``method: transpose``
-baseline (:mod:`.transpose`). Here: the parameters, construction, and the restart loop that
-runs the descents within one wall-time budget (``timeout``) and ``restarts``; the best
-configuration of all descents is returned.
+(:mod:`.residuals`), trees with a shared trunk (:mod:`.tree`), the ``method: transpose``
+baseline (:mod:`.transpose`) and the collision term that goes on from an answer in collision
+(:mod:`.collision_term`, run by the collision guard). Here: the parameters, construction, and
+the restart loop that runs the descents within one wall-time budget (``timeout``) and
+``restarts``; the best configuration of all descents is returned.
 
 Position targets: a descent stuck above tolerance, or a target out of reach from the start
 (provably, or beyond the chain's measured reach), goes to the closest-pose search
@@ -48,6 +49,7 @@ from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
 from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
 from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
                                                     DescentProgress, PythonDescent)
@@ -133,6 +135,12 @@ class DampedJacobianSolver(Solver):
                                      'away from the joint limits, by this gain times the '
                                      "seed's error, more near a limit, so a stream does not "
                                      'drift into one; 0: off', 'rad/m', min=0.0, max=100.0),
+        'collision_repair_steps': ParamSpec(
+            int, 8, 'with self_collision: the most steps of the collision term, which goes '
+            'on from an answer in collision with the colliding pairs pushed apart first and '
+            'the target kept in their null space (chains with more joints than the target has '
+            'dimensions), before new seeds are tried; 0: off (restarts only)', '', min=0,
+            max=10_000),
     }
 
     def __init__(self, chain: Chain, params=None):
@@ -178,6 +186,13 @@ class DampedJacobianSolver(Solver):
         if self._closest is not None and fast is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
             self._closest.use_compiled(chain)
+
+    def collision_term(self, checker) -> Optional[CollisionTerm]:
+        """The collision term (:mod:`.collision_term`) of this solver's chain with ``checker``
+        (the collision guard asks once), or None: a tree, or ``method: transpose``."""
+        if self._several_tips or self.params['method'] != 'dls' or not self.chain.n:
+            return None
+        return CollisionTerm(self.chain, checker, self.params)
 
     def check_chain(self, chain: Chain) -> None:
         """A tree with a shared trunk is solved by :mod:`.tree` (method dls only); it is built
