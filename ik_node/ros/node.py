@@ -147,7 +147,7 @@ class IkNode(Node):
             resume=self._solve_all_pending)
         self._obstacles = ObstacleInput(
             self, lambda: self._config.base_link, self._on_obstacles,
-            on_error=lambda message: self._status.error(message, ''))
+            on_error=lambda message: self._status.error(message, ''), send=send)
         self._inputs.follow(self._graph, self._config.has_model)
         # Targets are answered (refused) while waiting for a model too.
         self._inputs.subscribe_targets(self._config.tip_links, self._config.branched)
@@ -329,6 +329,8 @@ class IkNode(Node):
         self._solution.use(model.plan)
         if self._obstacles.obstacles:  # the topic's obstacles hold for every model
             model.solver.configure_collision(**self._obstacles.world(model.config.collision))
+        self._obstacles.show(model.config.base_link,
+                             self._obstacles.world(model.config.collision))
         self._model = model
         config, chain = model.config, model.chain
         if new_chain:
@@ -382,10 +384,13 @@ class IkNode(Node):
             model = self._model
             if model is None:
                 return
+            world = self._obstacles.world(model.config.collision)
             try:
-                model.solver.configure_collision(**self._obstacles.world(model.config.collision))
+                model.solver.configure_collision(**world)
             except IkError as exc:
                 self._status.error(f'obstacles refused: {exc}', '')
+                return
+            self._obstacles.show(model.config.base_link, world)
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""

@@ -6,22 +6,30 @@ scales is taken at its largest) and CYLINDER (``scale.x``: diameter, ``scale.z``
 its z) in the chain's base frame (``header.frame_id`` empty or the base link). ADD and MODIFY
 set the obstacle ``ns/id``, DELETE removes it, DELETEALL removes every one. A message with a bad
 marker (another type or frame, a non-finite or non-positive size, a non-unit orientation) is
-refused whole, saying which marker and why; the obstacles in force stay.
+refused whole, saying which marker and why; the obstacles in force stay. The obstacles and the
+ground plane the check holds in force (parameters and topic together) are shown on
+``~/collision_world`` (transient local).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import transforms3d
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ik_node.ros.rviz.marker_output import LATCHED_QOS
+from ik_node.ros.rviz.marker_shapes import marker_array
+from ik_node.ros.rviz.world_markers import world_markers
+
 if TYPE_CHECKING:  # the collision stack is imported by the first obstacle, not at start-up
     from ik_node.collision import Obstacle
 
 TOPIC = '~/obstacles'
+#: Where the obstacles and ground plane in force are shown (:mod:`ik_node.ros.rviz.world_markers`).
+SHOWN_TOPIC = '~/collision_world'
 _KINDS = {Marker.CUBE: 'box', Marker.SPHERE: 'sphere', Marker.CYLINDER: 'cylinder'}
 
 
@@ -77,12 +85,15 @@ class ObstacleInput:
 
     def __init__(self, node, base_link: Callable[[], str],
                  on_change: Callable[[Tuple[Obstacle, ...]], None],
-                 on_error: Callable[[str], None]):
+                 on_error: Callable[[str], None], send: Optional[Callable] = None):
         self._base_link = base_link
         self._on_change = on_change
         self._on_error = on_error
+        self._node = node
+        self._send = send or (lambda publisher, msg: publisher.publish(msg))
         self.obstacles: Dict[str, Obstacle] = {}
         self._subscription = node.create_subscription(MarkerArray, TOPIC, self._on_markers, 10)
+        self._shown = node.create_publisher(MarkerArray, SHOWN_TOPIC, LATCHED_QOS)
 
     def _on_markers(self, msg) -> None:
         updated = dict(self.obstacles)
@@ -104,6 +115,11 @@ class ObstacleInput:
             return
         self.obstacles = updated
         self._on_change(tuple(updated.values()))
+
+    def show(self, base_link: str, world: Dict) -> None:
+        """Publish ``world`` (:meth:`world`'s dict) on ``~/collision_world`` for RViz."""
+        self._send(self._shown, marker_array(world_markers(
+            base_link, self._node.get_clock().now().to_msg(), world)))
 
     def world(self, configured) -> Dict:
         """``Solver.configure_collision`` arguments: the configuration's collision world

@@ -149,14 +149,17 @@ def test_rviz_config_shows_grid_robot_model_tf_and_ik_markers_and_the_map_one_cl
     assert robot_model['Description Topic']['Durability Policy'] == 'Transient Local'
     markers = {d['Topic']['Value']: d for d in rviz_config()['Visualization Manager']['Displays']
                if d['Class'].endswith('/MarkerArray')}
-    assert set(markers) == {'/ik_node/markers', '/ik_node/reachability'}
+    assert set(markers) == {'/ik_node/markers', '/ik_node/reachability',
+                            '/ik_node/collision_world'}
 
 
 def test_every_latched_topic_has_a_transient_local_subscription_in_rviz():
-    """The node publishes ~/markers and ~/reachability transient local (latched), as
-    robot_state_publisher does robot_description: a volatile subscription in an RViz started
-    after the node would miss the envelope and the map until the next update."""
-    latched = {'/ik_node/markers', '/ik_node/reachability', '/robot_description'}
+    """The node publishes ~/markers, ~/reachability and ~/collision_world transient local
+    (latched), as robot_state_publisher does robot_description: a volatile subscription in an
+    RViz started after the node would miss the envelope, the map and the obstacles until the
+    next update."""
+    latched = {'/ik_node/markers', '/ik_node/reachability', '/ik_node/collision_world',
+               '/robot_description'}
     seen = set()
     for display in rviz_config()['Visualization Manager']['Displays']:
         topic = display.get('Topic') or display.get('Description Topic')
