@@ -341,6 +341,26 @@ class Solver(abc.ABC):
         """The solve proper: target position (3,) [m], rotation (3, 3) or None, seed (n,),
         both within the checks of :meth:`solve`. Errors are measured afterwards."""
 
+    def _plane_bound(self, p_target, min_residual: Optional[float], reach=None
+                     ) -> Optional[float]:
+        """``min_residual`` raised, on a chain whose joints all turn about parallel axes, to
+        what the plane proves: the tip never leaves its plane, so the error's square is the
+        target's squared distance off the plane plus the squared distance in the plane, and the
+        latter is at least ``reach``'s bound (a
+        :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`; None: 0) of the target's
+        foot point in the plane."""
+        (nx, ny, nz), offset = self._plane
+        tx, ty, tz = (float(v) for v in p_target)
+        off = nx * tx + ny * ty + nz * tz - offset
+        in_plane = 0.0
+        if reach is not None:
+            in_plane = max(0.0, reach.lower_bound((tx - off * nx, ty - off * ny,
+                                                   tz - off * nz)))
+        bound = math.hypot(off, in_plane)
+        if bound > 0.0 and (min_residual is None or bound > min_residual):
+            return bound
+        return min_residual
+
     def _seed_values(self, seed) -> List[float]:
         """The seed as a list of n floats within the limits (clipped), or :class:`TargetError`.
 

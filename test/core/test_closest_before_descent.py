@@ -104,9 +104,10 @@ def test_a_leg_target_outside_the_foots_reach_goes_to_the_closed_form_before_any
     assert outside >= 10
 
 
-def test_a_planar_chains_plane_bound_is_proven_and_meets_the_error_beyond_the_reach():
+@pytest.mark.parametrize('solver_name', ['damped_jacobian', 'fabrik'])
+def test_a_planar_chains_plane_bound_is_proven_and_meets_the_error_beyond_the_reach(solver_name):
     chain = load(REPO_URDF / 'planar4.urdf', 'base_link', 'tip')
-    solver = make_solver('damped_jacobian', chain, {'timeout': 30.0})
+    solver = make_solver(solver_name, chain, {'timeout': 30.0})
     (nx, ny, nz), offset = chain.motion_plane()
     normal = np.array([nx, ny, nz])
     reach = float(np.max(np.linalg.norm(

@@ -231,7 +231,7 @@ class DampedJacobianSolver(Solver):
             bound, reach_gap = checks
             min_residual = bound if bound > 0.0 else None
         if self._plane is not None and R_target is None:
-            min_residual = self._plane_bound(p_target, min_residual)
+            min_residual = self._plane_bound(p_target, min_residual, self._reach)
         if self.chain.n == 0:  # nothing to move: the measured error is the answer
             return RawSolution(q_seed, IkStatus.MAX_ITERATIONS, 0, min_residual=min_residual,
                                message='the chain has no moving joints')
@@ -459,24 +459,6 @@ class DampedJacobianSolver(Solver):
                                     params['restart_seed'], history)
 
     # ------------------------------------------------------------------------------ helpers
-    def _plane_bound(self, p_target: np.ndarray, min_residual: Optional[float]
-                     ) -> Optional[float]:
-        """``min_residual`` raised, on a chain whose joints all turn about parallel axes, to
-        what the plane proves: the tip never leaves its plane, so the error's square is the
-        target's squared distance off the plane plus the squared distance in the plane, and the
-        latter is at least the reach bound of the target's foot point in the plane."""
-        (nx, ny, nz), offset = self._plane
-        tx, ty, tz = p_target.tolist()
-        off = nx * tx + ny * ty + nz * tz - offset
-        in_plane = 0.0
-        if self._reach is not None:
-            in_plane = max(0.0, self._reach.lower_bound((tx - off * nx, ty - off * ny,
-                                                         tz - off * nz)))
-        bound = math.hypot(off, in_plane)
-        if bound > 0.0 and (min_residual is None or bound > min_residual):
-            return bound
-        return min_residual
-
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
         """A proven lower bound on the position error [m] when positive, else None (see
         :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`)."""

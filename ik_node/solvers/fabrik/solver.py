@@ -220,10 +220,15 @@ class FabrikSolver(Solver):
             self._compiled.start_loading()  # once, in the background
         checks = None if self._compiled_reach is None else self._compiled_reach.checks(p_target)
         if checks is None:  # the Python checks (the gap asked only where it matters)
-            return self._run([0], p_target[None, :], q_seed)
-        bound, reach_gap = checks
-        return self._run([0], p_target[None, :], q_seed,
-                         residuals=[bound if bound > 0.0 else None], reach_gap=reach_gap)
+            residual, reach_gap = self.min_residual(0, p_target), None
+        else:
+            bound, reach_gap = checks
+            residual = bound if bound > 0.0 else None
+        if self._plane is not None:  # a planar chain: off its plane is out of reach, proven
+            reach = self._bounds[0] if isinstance(self._bounds[0], ReachBound) else None
+            residual = self._plane_bound(p_target, residual, reach)
+        return self._run([0], p_target[None, :], q_seed, residuals=[residual],
+                         reach_gap=reach_gap)
 
     def min_residual(self, tip_index: int, p_target: np.ndarray) -> Optional[float]:
         """Proven lower bound [m] on tip ``tip_index``'s error for ``p_target``, or None.
