@@ -141,10 +141,13 @@ def test_a_command_joint_that_is_not_in_the_chain_stops_the_start_with_one_line(
 
 def test_two_namespaced_robots_side_by_side_do_not_talk_to_each_other(
         graph, shared_robot, tmp_path):
+    # What is tested is the namespacing: a budget no loaded machine runs out of.
+    budget = {'damped_jacobian.timeout': 1.0}
     procs = {
-        'r1': start_node(write_params(tmp_path, 'ur5', robot_params(shared_robot, UR5)),
+        'r1': start_node(write_params(tmp_path, 'ur5', robot_params(shared_robot, UR5, **budget)),
                          '-r', '__ns:=/r1'),
-        'r2': start_node(write_params(tmp_path, 'panda', robot_params(shared_robot, PANDA)),
+        'r2': start_node(write_params(tmp_path, 'panda',
+                                      robot_params(shared_robot, PANDA, **budget)),
                          '-r', '__ns:=/r2'),
     }
     chains = {'r1': Chain.from_urdf_file(shared_robot(UR5[0]), UR5[1], UR5[2]),
