@@ -17,7 +17,8 @@ import transforms3d
 
 from ik_node.model.chain import Chain
 from ik_node.solvers import IkStatus, kernels, make_solver
-from ik_node.solvers.base import rotation_error
+from ik_node.solvers.base import Solver, rotation_error
+from ik_node.solvers.input_checks import rotation_from_input
 from ik_node.solvers.damped_jacobian import compiled, descent
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
@@ -242,3 +243,43 @@ def test_compiled_tree_descents_take_the_python_iterations(monkeypatch, loaded):
             for tip in chain.tip_links:
                 assert np.linalg.norm(reached[tip][:3, 3] - T[tip][:3, 3]) < 1e-5
     assert converged >= 35
+
+
+@needs_numba
+def test_the_seeds_descent_in_one_step_gives_the_general_paths_answers(shared_robot, loaded):
+    """Where the compiled descents serve, a solve runs the reach checks and the seed's descent
+    in one step and takes the kernel's errors at the returned joints as their measurement
+    (DampedJacobianSolver._solve_values); every answer, reached at the seed's descent or
+    after restarts or the closest-pose search, is the general path's, and its errors are those
+    FK measures on the returned joints."""
+    for chain in _chains(shared_robot):
+        solver = make_solver('damped_jacobian', chain, DETERMINISTIC)
+        assert solver._lean is not None
+        first_descent = restarted = 0
+        for T, quat, q_random, q_near in _targets(chain, 30, 11):
+            far = T[:3, 3] * 3.0  # out of reach: the position's closest pose
+            for position, quat_or_none, q_seed in ((T[:3, 3], quat, q_random),
+                                                   (T[:3, 3], quat, q_near),
+                                                   (T[:3, 3], None, q_random),
+                                                   (far, None, q_random)):
+                lean = solver.solve(position, quat_or_none, q_seed)
+                p = [float(v) for v in position]
+                R = None if quat_or_none is None else rotation_from_input(quat_or_none)
+                general = Solver._solve_values(solver, p, R, np.array(q_seed).tolist())
+                label = (chain.tip_link, position.tolist())
+                assert lean.joint_positions.tolist() == general.joint_positions.tolist(), label
+                assert (lean.status, lean.iterations, lean.message, lean.reachable) == \
+                    (general.status, general.iterations, general.message,
+                     general.reachable), label
+                T_solved = chain.fk(lean.joint_positions)
+                assert abs(lean.position_error -
+                           np.linalg.norm(T_solved[:3, 3] - position)) < 1e-12, label
+                if quat_or_none is not None:
+                    assert abs(lean.orientation_error - rotation_error(
+                        T_solved[:3, :3], R)) < 1e-9, label
+                if lean.reachable and lean.message == 'converged after 0 restarts':
+                    first_descent += 1
+                elif lean.reachable:
+                    restarted += 1
+        assert first_descent >= 30 and restarted >= 1, (chain.tip_link, first_descent,
+                                                         restarted)

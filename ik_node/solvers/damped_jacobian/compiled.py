@@ -55,10 +55,14 @@ _MODEL_COLUMNS = 20
  _NULL_SPACE, _NULL_GAIN, _STREAM_COST, _STREAM_STALL, _NULL_DAMPING, _FACTOR_MAX,
  _DAMPING) = range(21)
 _SETTINGS = 21
-# Entries of a descent's state array, kept between the kernel's calls.
+# Entries of a descent's state array, kept between the kernel's calls; _POSITION_ERROR and
+# _ANGLE_ERROR: the errors of the last iterate, measured by the kernel's FK [m, rad].
 (_LAM, _ITERATIONS, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _BEST_COST, _STALL_NOW,
- _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH) = range(13)
-_STATE = 13
+ _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH, _POSITION_ERROR, _ANGLE_ERROR) = range(15)
+_STATE = 15
+#: A run's state entries the solver reads: the iterations so far and the errors of the last
+#: iterate.
+ITERATIONS, POSITION_ERROR, ANGLE_ERROR = _ITERATIONS, _POSITION_ERROR, _ANGLE_ERROR
 
 
 def available() -> bool:
@@ -536,6 +540,7 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
     state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = lam, iterations, last_blocked
     state[_STALL_COST], state[_STALL_ITERATION] = stall_cost, stall_iteration
     state[_BEST_COST], state[_STALL_NOW] = best_cost, stall_factor
+    state[_POSITION_ERROR], state[_ANGLE_ERROR] = position_error, angle_error
     return code
 
 

@@ -30,6 +30,11 @@ runs once: when it confirms the position out of reach, no restart can reach the 
 and the best pose found so far is returned, status ``unreachable`` (the rule of the position
 search, not a proof: the message says so); when it reaches the position, the restarts go on.
 
+Where the compiled descents serve, a solve starts in one step (:meth:`DampedJacobianSolver.
+_solve_values`): the reach checks, then the seed's descent; an answer that descent reaches is
+returned with the errors the kernel measured by FK at exactly those joints, and anything else
+goes on from that descent as above.
+
 Streams (docs/continuity.md): when the descent from a stream's seed (within ``STREAM_ERROR_M``,
 weighted, of its target) is stuck, the next starts are near the seed (:mod:`.starts`) before the
 mid or a random configuration, and an unconverged answer is the best one near the seed.
@@ -40,13 +45,14 @@ from __future__ import annotations
 import functools
 import math
 import random
+import time
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.base import FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
@@ -67,6 +73,8 @@ from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, sea
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
+from ik_node.solvers.results import new_result
+from ik_node.solvers.input_checks import clip_values
 from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
@@ -186,6 +194,12 @@ class DampedJacobianSolver(Solver):
         if self._closest is not None and fast is not None and self._exact is None:
             self._closest.samples = tip_sample(chain)  # (a leg takes its closed form)
             self._closest.use_compiled(chain)
+        #: The compiled descents where a solve starts with the seed's descent in one step
+        #: (:meth:`_solve_values`): dls, no history, the seed first, the reach checks compiled.
+        self._timeout = self.params['timeout']
+        self._lean = self._compiled if (
+            self._compiled_reach is not None and not self.params['record_history'] and
+            self.params['first_start'] == 'seed') else None
 
     def collision_term(self, checker) -> Optional[CollisionTerm]:
         """The collision term (:mod:`.collision_term`) of this solver's chain with ``checker``
@@ -222,6 +236,83 @@ class DampedJacobianSolver(Solver):
             centring_terms(self._low, self._high, self._bounded), self.params)
 
     # ------------------------------------------------------------------------------ solving
+    def _solve_values(self, p_list: List[float], R_target: Optional[np.ndarray],
+                      q_seed_list: List[float]) -> IkResult:
+        """:meth:`Solver._solve_values`; where the compiled descents serve, the common case in
+        one step: the reach checks and the seed's descent, and when that descent reaches the
+        target, the result with the errors the kernel measured by FK at exactly the returned
+        joints (no second FK). Otherwise the solve goes on from that descent as
+        :meth:`_solve_dls` (a position target out of reach: the closest-pose search)."""
+        kernel = self._lean
+        orientation = R_target is not None
+        if kernel is None or not kernel.serves(orientation) or (
+                not orientation and self._plane is not None):
+            return super()._solve_values(p_list, R_target, q_seed_list)
+        start = time.perf_counter()
+        run = kernel.start(p_list, R_target, q_seed_list)
+        bound, gap = self._compiled_reach.checks(run.target)
+        tolerance = self._tol_p
+        if not orientation and (bound > tolerance or gap > tolerance or (
+                self._exact is not None and self._exact.out_of_reach(p_list))):
+            return super()._solve_values(p_list, R_target, q_seed_list)  # the closest pose
+        min_residual = bound if bound > 0.0 else None
+        floor, good_enough = 0.0, -1.0
+        if min_residual is not None:
+            floor = bound * bound
+            if not orientation:
+                good_enough = bound + tolerance
+        budget = Budget(self._timeout)
+        first = run.descend(q_seed_list, floor, good_enough, 0, -1, budget, near=None,
+                            pull=True)
+        if first[0] == compiled.CONVERGED:
+            result = self._reached(run, q_seed_list, orientation, min_residual, start)
+            if result is not None:
+                if self._collision is None:
+                    return result
+                return self._collision.values(self, result, p_list, R_target, q_seed_list,
+                                              start)
+        p_target = np.array(p_list)
+        raw = self._solve_dls(
+            functools.partial(self._descent.evaluator, p_target, R_target),
+            functools.partial(cost_function, self._pose, p_target, R_target,
+                              self.params['orientation_weight']),
+            q_seed_list, orientation, min_residual, p_target, R_target, gap,
+            first=(first, run, budget))
+        if raw.min_residual is None or (min_residual is not None and
+                                        min_residual > raw.min_residual):
+            raw.min_residual = min_residual
+        result = self._finish(raw, p_list, R_target, time.perf_counter() - start, False,
+                              q_seed_list)
+        if self._collision is None:
+            return result
+        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
+
+    def _reached(self, run: compiled.DescentRun, q_seed: List[float], orientation: bool,
+                 min_residual: Optional[float], start: float) -> Optional[IkResult]:
+        """The result of a seed's descent that converged in the kernel, its errors those the
+        kernel measured at its last iterate; None when the joints returned would differ from
+        that iterate (clipped, or turned nearest the seed): then :meth:`Solver._finish`
+        measures them."""
+        q_list = run.q.tolist()
+        if clip_values(q_list, self._lower_list, self._upper_list) is not q_list:
+            return None
+        for i in self._turn_joints:
+            if not -math.pi <= q_seed[i] - q_list[i] <= math.pi:
+                return None
+        state = run.state
+        position_error = float(state[compiled.POSITION_ERROR])
+        angle_error = float(state[compiled.ANGLE_ERROR]) if orientation else None
+        if not (position_error <= self._tol_p and
+                (angle_error is None or angle_error <= self._tol_r)):
+            return None
+        return new_result(
+            joint_positions=np.array(q_list, FLOAT64), joint_names=self._joint_names,
+            reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
+            orientation_error=angle_error, min_residual=min_residual,
+            iterations=int(state[compiled.ITERATIONS]),
+            solve_time=time.perf_counter() - start, message='converged after 0 restarts',
+            orientation_ignored=False, history=None, tips=None, best_found=False)
+
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
         checks = None if self._compiled_reach is None else self._compiled_reach.checks(p_target)
@@ -265,7 +356,8 @@ class DampedJacobianSolver(Solver):
     def _solve_dls(self, evaluator: Callable, make_cost_function: Callable, q: List[float],
                    with_orientation: bool, min_residual: Optional[float],
                    p_target: np.ndarray, R_target: Optional[np.ndarray] = None,
-                   reach_gap: Optional[float] = None) -> RawSolution:
+                   reach_gap: Optional[float] = None, first: Optional[tuple] = None
+                   ) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
         against the mid configuration (built when first needed). ``evaluator`` is the
@@ -274,13 +366,14 @@ class DampedJacobianSolver(Solver):
         runs in :meth:`.descent.PythonDescent.descend`, or in the compiled kernel
         (:mod:`.compiled`) for a pose target where numba is installed: the same iterations
         either way. ``reach_gap``: the target's gap to the measured reach [m] where already
-        known (else asked where it matters)."""
+        known (else asked where it matters). ``first``: ``(outcome, run, budget)`` of the seed's
+        compiled descent already run (:meth:`_solve_values`): the solve goes on from it."""
         params = self.params
         if reach_gap is None:
             reach_gap = self._closest.reach_gap
         else:
             reach_gap = functools.partial(_known, reach_gap)
-        budget = Budget(params['timeout'])
+        budget = Budget(params['timeout']) if first is None else first[2]
         history: Optional[List[float]] = [] if params['record_history'] else None
         # The cost never falls below floor (the squared proven residual): progress is measured
         # above it, so a descent toward an unreachable target's closest point is not stalled.
@@ -308,7 +401,7 @@ class DampedJacobianSolver(Solver):
             cost_of = make_cost_function()
             if cost_of(self._mid) < cost_of(q):
                 q, mid_next = self._mid, False
-        if not with_orientation and (
+        if first is None and not with_orientation and (
                 (min_residual is not None and min_residual > params['position_tolerance']) or
                 reach_gap(p_target.tolist()) > params['position_tolerance'] or
                 (self._exact is not None and self._exact.out_of_reach(p_target.tolist()))):
@@ -316,10 +409,15 @@ class DampedJacobianSolver(Solver):
             # closed form): no Gauss-Newton descent can arrive; look for the closest pose.
             return self._closest_pose(p_target, q, budget, 0, 0,
                                       min_residual, history)
-        kernel = self._compiled
-        if kernel is not None and (history is not None or not kernel.serves(with_orientation)):
-            kernel = None  # a history, or the kernels not loaded yet: the Python descents
-        run = None if kernel is None else kernel.start(p_target, R_target, q)
+        outcome = None  # the seed's descent, when _solve_values ran it
+        if first is not None:
+            outcome, run, _ = first
+        else:
+            kernel = self._compiled
+            if kernel is not None and (history is not None or
+                                       not kernel.serves(with_orientation)):
+                kernel = None  # a history, or the kernels not loaded yet: the Python descents
+            run = None if kernel is None else kernel.start(p_target, R_target, q)
         check_after = _POSITION_CHECK_AFTER  # _POSITION_CHECK_BEYOND_REACH once known beyond
         q_seed = q
         # Whether the next descent starts at or near a stream's seed (within STREAM_ERROR_M of
@@ -333,7 +431,12 @@ class DampedJacobianSolver(Solver):
             descent_start = iterations
             # Once a stream's near starts are spent, its best stays the best near the seed.
             keep_best = near is not False or not stream
-            if run is not None:
+            if outcome is not None:  # the seed's descent, run by _solve_values
+                end, q, iterations, last_blocked, near = outcome
+                outcome = None
+                if end != compiled.CONVERGED and end != GOOD_ENOUGH:
+                    best_q = run.best_q.tolist()
+            elif run is not None:
                 end, q, iterations, last_blocked, near = run.descend(
                     q, floor, good_enough, iterations, last_blocked, budget, near=near,
                     pull=first_descent, keep_best=keep_best)
