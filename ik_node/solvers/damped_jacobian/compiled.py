@@ -60,9 +60,6 @@ _SETTINGS = 21
 (_LAM, _ITERATIONS, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _BEST_COST, _STALL_NOW,
  _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH, _POSITION_ERROR, _ANGLE_ERROR) = range(15)
 _STATE = 15
-#: A run's state entries the solver reads: the iterations so far and the errors of the last
-#: iterate.
-ITERATIONS, POSITION_ERROR, ANGLE_ERROR = _ITERATIONS, _POSITION_ERROR, _ANGLE_ERROR
 
 
 def available() -> bool:
@@ -939,6 +936,13 @@ class DescentRun:
     def best_cost(self) -> float:
         """The cost of :attr:`best_q` (infinite before any descent kept one)."""
         return float(self.state[_BEST_COST])
+
+    def errors(self) -> Tuple[float, Optional[float]]:
+        """The errors of the last iterate :attr:`q` as the kernel's FK measured them:
+        ``(position [m], angle [rad] or None for a position target)``."""
+        state = self.state
+        return (float(state[_POSITION_ERROR]),
+                float(state[_ANGLE_ERROR]) if self.with_orientation else None)
 
     def descend(self, q: Sequence[float], floor: float, good_enough: float, iterations: int,
                 last_blocked: int, budget, near: Optional[bool] = False, pull: bool = False,

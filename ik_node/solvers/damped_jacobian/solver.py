@@ -52,7 +52,7 @@ import numpy as np
 
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.solvers.base import FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.base import IkResult, IkStatus, ParamSpec, RawSolution, Solver
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
@@ -73,8 +73,6 @@ from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, sea
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.results import new_result
-from ik_node.solvers.input_checks import clip_values
 from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
@@ -264,54 +262,26 @@ class DampedJacobianSolver(Solver):
         budget = Budget(self._timeout)
         first = run.descend(q_seed_list, floor, good_enough, 0, -1, budget, near=None,
                             pull=True)
-        if first[0] == compiled.CONVERGED:
-            result = self._reached(run, q_seed_list, orientation, min_residual, start)
-            if result is not None:
-                if self._collision is None:
-                    return result
-                return self._collision.values(self, result, p_list, R_target, q_seed_list,
-                                              start)
-        p_target = np.array(p_list)
-        raw = self._solve_dls(
-            functools.partial(self._descent.evaluator, p_target, R_target),
-            functools.partial(cost_function, self._pose, p_target, R_target,
-                              self.params['orientation_weight']),
-            q_seed_list, orientation, min_residual, p_target, R_target, gap,
-            first=(first, run, budget))
-        if raw.min_residual is None or (min_residual is not None and
-                                        min_residual > raw.min_residual):
-            raw.min_residual = min_residual
+        if first[0] == compiled.CONVERGED:  # the common case: the seed's descent reached it
+            raw = RawSolution(first[1].tolist(), IkStatus.CONVERGED, first[2],
+                              min_residual=min_residual, message='converged after 0 restarts',
+                              measured=run.errors())
+        else:
+            p_target = np.array(p_list)
+            raw = self._solve_dls(
+                functools.partial(self._descent.evaluator, p_target, R_target),
+                functools.partial(cost_function, self._pose, p_target, R_target,
+                                  self.params['orientation_weight']),
+                q_seed_list, orientation, min_residual, p_target, R_target, gap,
+                first=(first, run, budget))
+            if raw.min_residual is None or (min_residual is not None and
+                                            min_residual > raw.min_residual):
+                raw.min_residual = min_residual
         result = self._finish(raw, p_list, R_target, time.perf_counter() - start, False,
                               q_seed_list)
         if self._collision is None:
             return result
         return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
-
-    def _reached(self, run: compiled.DescentRun, q_seed: List[float], orientation: bool,
-                 min_residual: Optional[float], start: float) -> Optional[IkResult]:
-        """The result of a seed's descent that converged in the kernel, its errors those the
-        kernel measured at its last iterate; None when the joints returned would differ from
-        that iterate (clipped, or turned nearest the seed): then :meth:`Solver._finish`
-        measures them."""
-        q_list = run.q.tolist()
-        if clip_values(q_list, self._lower_list, self._upper_list) is not q_list:
-            return None
-        for i in self._turn_joints:
-            if not -math.pi <= q_seed[i] - q_list[i] <= math.pi:
-                return None
-        state = run.state
-        position_error = float(state[compiled.POSITION_ERROR])
-        angle_error = float(state[compiled.ANGLE_ERROR]) if orientation else None
-        if not (position_error <= self._tol_p and
-                (angle_error is None or angle_error <= self._tol_r)):
-            return None
-        return new_result(
-            joint_positions=np.array(q_list, FLOAT64), joint_names=self._joint_names,
-            reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
-            orientation_error=angle_error, min_residual=min_residual,
-            iterations=int(state[compiled.ITERATIONS]),
-            solve_time=time.perf_counter() - start, message='converged after 0 restarts',
-            orientation_ignored=False, history=None, tips=None, best_found=False)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -457,7 +427,8 @@ class DampedJacobianSolver(Solver):
             if end == compiled.CONVERGED:
                 return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
                                    history=history,
-                                   message=f'converged after {restarts} restarts')
+                                   message=f'converged after {restarts} restarts',
+                                   measured=None if run is None else run.errors())
             if end == GOOD_ENOUGH:
                 return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message='out of reach: the closest '
