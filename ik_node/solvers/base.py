@@ -14,8 +14,8 @@ solve costs a few small-array operations); both are abstract, so a class that im
 neither hook cannot be built. :meth:`Solver.solve` validates the target once, times the solve,
 measures the errors by forward kinematics on the joint positions actually returned (or takes
 those a compiled kernel's FK measured at exactly those joints, ``RawSolution.measured``), and
-decides ``reachable`` from those measured errors, never from the solver's own belief. That wrap runs in
-plain floats: it is most of a closed-form solve.
+decides ``reachable`` from those measured errors, never from the solver's own belief. That wrap
+runs in plain floats: it is most of a closed-form solve.
 
 Every joint that can take an angle at two values within its limits (continuous joints, revolute
 joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the

@@ -756,7 +756,7 @@ def _exercise(kernels_) -> None:
                                   compiled_kernels=kernels_)
         run = descent.start([0.1, 0.0, 0.0], np.eye(3) if orientation else None, [0.0] * n)
         run.descend([0.0] * n, 0.0, -1.0, 0, -1, None, near=True, pull=True)
-        run.lowest_cost([[0.0] * n] * 2)
+        run.lowest_cost(np.zeros((2, n)))
         run.cost([0.0] * n)
     # A tree of two tips on three joints (one shared), a pose and a position target.
     tree_model = np.zeros((6, _MODEL_COLUMNS))
@@ -980,11 +980,11 @@ class DescentRun:
                                       self.target,
                                       np.asarray(q, dtype=float)))
 
-    def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
-        """The candidate configuration of lowest cost to the target (the first of equals)."""
+    def lowest_cost(self, candidates: np.ndarray) -> np.ndarray:
+        """The candidate configuration (a row of ``candidates``, floats) of lowest cost to the
+        target (the first of equals)."""
         return candidates[self.lowest_cost_kernel(
-            self.model, self.settings[self.with_orientation], self.target,
-            np.array(candidates, dtype=float))]
+            self.model, self.settings[self.with_orientation], self.target, candidates)]
 
 
 def tree_kernel(chain, params: dict, wraps: Sequence[bool]) -> Optional['TreeKernel']:

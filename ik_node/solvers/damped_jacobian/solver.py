@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 import time
 from typing import Callable, List, Optional, Sequence
 
@@ -61,8 +60,8 @@ from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem
                                                     DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
-from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candidates,
-                                                    restart_candidates)
+from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, RestartDraws,
+                                                    near_candidates, restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.numerics.null_space import centring_terms
@@ -164,8 +163,9 @@ class DampedJacobianSolver(Solver):
         self._mid: List[float] = self._q_mid.tolist()
         self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
-        self._restart_spans = [(lo, hi - lo) for lo, hi in
-                               zip(self._restart_low, self._restart_high, strict=True)]
+        self._restart_box = (np.array(self._restart_low), np.array(self._restart_high) -
+                             np.array(self._restart_low), np.array(self._restart_high))
+        self._draws = RestartDraws(self.params['restart_seed'], chain.n)
         fast = chain.fast_kinematics
         kinematics = fast if fast is not None else ChainKinematics(chain)
         self._pose_jacobian = kinematics.pose_jacobian
@@ -353,7 +353,7 @@ class DampedJacobianSolver(Solver):
         good_enough = -1.0
         if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
-        rng: Optional[random.Random] = None
+        draws = 0  # the batches of self._draws used by this solve
         restarts = 0
         best_q, best_cost, iterations = q, math.inf, 0
         last_blocked = -1  # the last iteration in which joints at a limit sat out the step
@@ -478,13 +478,13 @@ class DampedJacobianSolver(Solver):
                                        f'closest-pose search, {found.descents} descents); the '
                                        f'best pose of {restarts + 1} descents')
             restarts += 1
+            low, span, high = self._restart_box
             if near_seed_radii:  # a stream: stay near the seed before anything far
-                if rng is None:
-                    rng = random.Random(params['restart_seed'])
                 if cost_of is None:
                     cost_of = make_cost_function()
-                q = min(near_candidates(rng, q_seed, near_seed_radii.pop(0), self._restart_low,
-                                        self._restart_high), key=cost_of)
+                q = min(near_candidates(self._draws.batch(draws), q_seed, near_seed_radii.pop(0),
+                                        low, high).tolist(), key=cost_of)
+                draws += 1
                 near = True
                 continue
             near = False
@@ -492,14 +492,14 @@ class DampedJacobianSolver(Solver):
                 q, mid_next = self._mid, False
                 continue
             mid_next = False
-            if rng is None:
-                rng = random.Random(params['restart_seed'])
+            candidates = restart_candidates(self._draws.batch(draws), low, span)
+            draws += 1
             if run is not None:  # the candidates' costs in the kernel, one call
-                q = run.lowest_cost(restart_candidates(rng, self._restart_spans))
+                q = run.lowest_cost(candidates)
                 continue
             if cost_of is None:
                 cost_of = make_cost_function()
-            q = min(restart_candidates(rng, self._restart_spans), key=cost_of)
+            q = min(candidates.tolist(), key=cost_of)
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
