@@ -45,13 +45,14 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.solvers.base import IkResult, IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.base import (FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver,
+                                  new_result)
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
@@ -195,9 +196,16 @@ class DampedJacobianSolver(Solver):
         #: The compiled descents where a solve starts with the seed's descent in one step
         #: (:meth:`_solve_values`): dls, no history, the seed first, the reach checks compiled.
         self._timeout = self.params['timeout']
+        #: The compiled descents where a pose solve starts in one compiled call
+        #: (:meth:`_first_pose`): as ``_lean``, one tip, a budget of 1 ms or more (the first
+        #: chunk of iterations runs before the budget is asked), 6D descents compiled.
+        self._first = None
         self._lean = self._compiled if (
             self._compiled_reach is not None and not self.params['record_history'] and
             self.params['first_start'] == 'seed') else None
+        if self._lean is not None and not self._several_tips and self._timeout >= 1e-3 and \
+                self._lean.settings[True] is not None:
+            self._first = self._lean
 
     def collision_term(self, checker) -> Optional[CollisionTerm]:
         """The collision term (:mod:`.collision_term`) of this solver's chain with ``checker``
@@ -262,6 +270,18 @@ class DampedJacobianSolver(Solver):
         budget = Budget(self._timeout)
         first = run.descend(q_seed_list, floor, good_enough, 0, -1, budget, near=None,
                             pull=True)
+        result = self._from_first(first, run, budget, p_list, R_target, q_seed_list,
+                                  min_residual, gap, start)
+        if self._collision is None:
+            return result
+        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
+
+    def _from_first(self, first: tuple, run: compiled.DescentRun, budget: Budget,
+                    p_list: List[float], R_target: Optional[np.ndarray], q_seed_list: List[float],
+                    min_residual: Optional[float], gap: float, start: float) -> IkResult:
+        """The result of a solve whose seed's descent ended with ``first`` (what
+        :meth:`.compiled.DescentRun.descend` returns): that descent's answer, or the solve gone
+        on from it as :meth:`_solve_dls`; before the collision check."""
         if first[0] == compiled.CONVERGED:  # the common case: the seed's descent reached it
             raw = RawSolution(first[1].tolist(), IkStatus.CONVERGED, first[2],
                               min_residual=min_residual, message='converged after 0 restarts',
@@ -272,16 +292,62 @@ class DampedJacobianSolver(Solver):
                 functools.partial(self._descent.evaluator, p_target, R_target),
                 functools.partial(cost_function, self._pose, p_target, R_target,
                                   self.params['orientation_weight']),
-                q_seed_list, orientation, min_residual, p_target, R_target, gap,
+                q_seed_list, R_target is not None, min_residual, p_target, R_target, gap,
                 first=(first, run, budget))
             if raw.min_residual is None or (min_residual is not None and
                                             min_residual > raw.min_residual):
                 raw.min_residual = min_residual
-        result = self._finish(raw, p_list, R_target, time.perf_counter() - start, False,
-                              q_seed_list)
-        if self._collision is None:
-            return result
-        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
+        return self._finish(raw, p_list, R_target, time.perf_counter() - start, False,
+                            q_seed_list)
+
+    def solve(self, target_position=None, target_orientation=None, seed=None, *,
+              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
+        """:meth:`Solver.solve`. A pose target on the compiled path starts in one compiled
+        call (:meth:`_first_pose`); anything else, and any input that call does not take, goes
+        through :meth:`Solver.solve`."""
+        if self._first is not None and targets is None and target_orientation is not None \
+                and target_position is not None and self._collision is None:
+            result = self._first_pose(target_position, target_orientation, seed)
+            if result is not None:
+                return result
+        return super().solve(target_position, target_orientation, seed, targets=targets)
+
+    def _first_pose(self, position, quat, seed) -> Optional[IkResult]:
+        """A pose solve whose checks, reach check and seed's first descent run in compiled
+        calls (:func:`.compiled._first_pose`): the inputs' checks are those of
+        :meth:`Solver.solve`, and an answer that descent reaches is returned with the errors
+        the kernel's FK measured at exactly the joints returned. None, before anything is
+        solved, for what :meth:`Solver.solve` then takes from the start: inputs that are not
+        numeric vectors or that its checks refuse (it raises with its message), a position
+        provably out of reach, the kernels not loaded yet."""
+        kernel = self._first
+        position, quat = _vector(position), _vector(quat)
+        seed_vector = self._q_mid if seed is None else _vector(seed)
+        if position is None or quat is None or seed_vector is None or \
+                position.shape[0] != 3 or not kernel.serves(True):
+            return None
+        start = time.perf_counter()
+        bound, gap = self._compiled_reach.checks(position)
+        if not bound <= 0.0:  # provably out of reach (or not finite): the general path
+            return None
+        run = kernel.run()
+        code = run.first_pose(position, quat, seed_vector, 0.0)
+        if code == compiled.BAD_INPUT:
+            return None
+        if code == compiled.CONVERGED and not run.turns():
+            position_error, angle_error = run.errors()
+            if position_error <= self._tol_p and angle_error <= self._tol_r:
+                return new_result(
+                    joint_positions=run.q.copy(), joint_names=self._joint_names,
+                    reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
+                    orientation_error=angle_error, min_residual=None,
+                    iterations=run.iterations(), solve_time=time.perf_counter() - start,
+                    message='converged after 0 restarts', orientation_ignored=False,
+                    history=None, tips=None, best_found=False)
+        budget = Budget(self._timeout, start)
+        return self._from_first(run.go_on(code, budget), run, budget, position.tolist(),
+                                run.target[3:].reshape(3, 3).copy(),
+                                self._seed_values(seed_vector), None, gap, start)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -546,3 +612,15 @@ def _known(value: float, target: List[float]) -> float:
     """A value computed before (``functools.partial(_known, value)`` stands for a function of
     the target)."""
     return value
+
+
+def _vector(value) -> Optional[np.ndarray]:
+    """``value`` as a C-contiguous float64 vector (itself when it is one), or None when numpy
+    does not read it as numbers (the general checks then say why)."""
+    if type(value) is np.ndarray and value.dtype is FLOAT64 and value.ndim == 1 and \
+            value.flags.c_contiguous:
+        return value
+    try:
+        return np.ascontiguousarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return None
