@@ -324,3 +324,33 @@ def test_the_one_call_starts_checks_are_the_input_checks():
     from ik_node.solvers import input_checks
     assert compiled._MAX_COORDINATE == input_checks.MAX_COORDINATE_M
     assert compiled._MAX_NORM2 == input_checks._MAX_NORM2
+
+
+@needs_numba
+@pytest.mark.slow
+def test_long_restart_sequences_in_the_kernel_take_the_python_restarts(shared_robot,
+                                                                       monkeypatch, loaded):
+    """The plain restarts run in the kernel (DescentRun.descend_restarts) between the checks of
+    the solver's loop (the position check after the eighth stuck descent, the restarts limit):
+    solves of many restarts take exactly the Python path's restarts, iterations and answer."""
+    chain = Chain.from_urdf_file(shared_robot('panda.urdf'), 'panda_link0', 'panda_hand_tcp')
+    fast = make_solver('damped_jacobian', chain, DETERMINISTIC)
+    slow = _python_solver(chain, DETERMINISTIC, monkeypatch)
+    long_ones = []
+    for T, quat, q_random, _ in _targets(chain, 300, 17):
+        a = fast.solve(T[:3, 3], quat, q_random)
+        restarts = int(a.message.split()[2]) if a.message.startswith('converged after') else 0
+        if restarts >= 12:
+            long_ones.append((T, quat, q_random, a))
+    assert len(long_ones) >= 2
+    for T, quat, q_random, a in long_ones[:4]:
+        b = slow.solve(T[:3, 3], quat, q_random)
+        _assert_same(a, b, chain.tip_link)
+        assert a.message == b.message
+        _assert_reached(chain, a, T, True)
+    limited = make_solver('damped_jacobian', chain, {**DETERMINISTIC, 'restarts': 10})
+    limited_slow = _python_solver(chain, {**DETERMINISTIC, 'restarts': 10}, monkeypatch)
+    T, quat, q_random, _ = long_ones[0]
+    a, b = limited.solve(T[:3, 3], quat, q_random), limited_slow.solve(T[:3, 3], quat, q_random)
+    _assert_same(a, b, chain.tip_link)
+    assert a.message == b.message

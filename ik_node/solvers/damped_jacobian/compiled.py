@@ -40,6 +40,7 @@ ITERATION_CAP = 2
 CHUNK_DONE = 3
 TIMEOUT = 4  # the budget is spent (set by DescentRun.descend, not the kernel)
 BAD_INPUT = 5  # _first_pose: an input the general path refuses (with its message)
+NEED_DRAWS = 6  # _descend_restarts: more batches of restart numbers needed
 GOOD_ENOUGH = -1  # position only, within tolerance of the proven bound (descent.GOOD_ENOUGH)
 
 #: Near a stream's seed: the stall factor (descent.STREAM_STALL_FACTOR) and the null-space
@@ -63,11 +64,14 @@ _SETTINGS = 21
 # Entries of a descent's state array, kept between the kernel's calls; _POSITION_ERROR and
 # _ANGLE_ERROR: the errors of the last iterate, measured by the kernel's FK [m, rad].
 # _TURNS: 1 when :func:`_first_pose` converged with a full-turn joint more than half a turn from
-# its seed (the answer is then turned nearest the seed and measured again).
+# its seed (the answer is then turned nearest the seed and measured again). _RESTARTS, _DRAWS,
+# _DECIDE_AT, _IN_DESCENT: :func:`_descend_restarts`'s count of restarts, of batches of restart
+# numbers used, the count at which a stuck descent goes back to Python, and whether a descent is
+# under way.
 (_LAM, _ITERATIONS, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _BEST_COST, _STALL_NOW,
  _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH, _POSITION_ERROR, _ANGLE_ERROR,
- _TURNS) = range(16)
-_STATE = 16
+ _TURNS, _RESTARTS, _DRAWS, _DECIDE_AT, _IN_DESCENT) = range(20)
+_STATE = 20
 
 
 def available() -> bool:
@@ -607,6 +611,48 @@ def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q,
     return code
 
 
+def _descend_restarts(model, settings, target, batches, low, span, q, best_q, state, scratch,
+                      steps):
+    """The descent from ``q`` (begun as :meth:`DescentRun.descend` begins it) and, each time a
+    descent is stuck while ``state[_RESTARTS]`` is below ``state[_DECIDE_AT]``, a restart as
+    the solver's loop makes it: the lowest-cost (:func:`_pose_cost`, the first of equals) of the
+    candidates ``low + span * batches[state[_DRAWS]]``, then its descent; up to ``steps``
+    iterations per call. Returns CONVERGED, GOOD_ENOUGH or ITERATION_CAP from a descent, STUCK
+    for a stuck descent at ``state[_DECIDE_AT]`` restarts (the solver's loop decides what
+    follows), CHUNK_DONE (call again to go on) or NEED_DRAWS (call again with more batches)."""
+    n = q.shape[0]
+    candidate = np.empty(n)
+    work = _new_work(n)
+    left = steps
+    while True:
+        if state[_IN_DESCENT] != 0.0:
+            before = state[_ITERATIONS]
+            code = _descend(model, settings, target, q, best_q, state, scratch, left)
+            left -= int(state[_ITERATIONS] - before)
+            if code != STUCK:
+                return code
+            state[_IN_DESCENT] = 0.0
+        restarts = state[_RESTARTS]
+        if restarts >= state[_DECIDE_AT]:
+            return STUCK
+        if left <= 0:
+            return CHUNK_DONE
+        b = int(state[_DRAWS])
+        if b >= batches.shape[0]:
+            return NEED_DRAWS
+        best, best_cost = 0, math.inf
+        for c in range(batches.shape[1]):
+            for k in range(n):
+                candidate[k] = low[k] + span[k] * batches[b, c, k]
+            cost = _pose_cost(model, n, target, settings, candidate, work)
+            if cost < best_cost:
+                best, best_cost = c, cost
+        for k in range(n):
+            q[k] = low[k] + span[k] * batches[b, best, k]
+        state[_RESTARTS], state[_DRAWS] = restarts + 1.0, b + 1.0
+        state[_NEAR], state[_PULL], state[_FRESH], state[_IN_DESCENT] = 0.0, 0.0, 1.0, 1.0
+
+
 def _lowest_cost(model, settings, target, candidates):
     """The index of the candidate configuration (a row) of lowest cost (the first of
     equals)."""
@@ -809,6 +855,7 @@ def compile() -> None:
                     'tree_cost': jit(_tree_cost)}
         namespace['_descend'] = kernels_['descend']  # as _first_pose calls it
         kernels_['first_pose'] = jit(_first_pose)
+        kernels_['descend_restarts'] = jit(_descend_restarts)
         _exercise(kernels_)
         _KERNELS.update(kernels_)
 
@@ -829,6 +876,8 @@ def _exercise(kernels_) -> None:
         if orientation:
             run.first_pose(np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]),
                            np.zeros(n), 0.0)
+            run.descend_restarts([0.0] * n, 0.0, -1.0, 0, -1, None, True, 0, 1,
+                                 _ExerciseDraws(n), np.full(n, -1.0), np.full(n, 2.0))
     # A tree of two tips on three joints (one shared), a pose and a position target.
     tree_model = np.zeros((6, _MODEL_COLUMNS))
     tree_model[:, :12] = np.eye(4)[:3].ravel()
@@ -849,6 +898,16 @@ def _exercise(kernels_) -> None:
     kernels_['tree_descend'](tree_model, tips, columns, targets, active_model, settings,
                              np.zeros(3), np.zeros(3), np.full(2, -1.0), state, 16)
     kernels_['tree_cost'](tree_model, tips, columns, targets, settings, np.zeros(3))
+
+
+class _ExerciseDraws:
+    """Restart numbers for :func:`_exercise` (:class:`.starts.RestartDraws`' interface)."""
+
+    def __init__(self, n: int):
+        self._batches = np.full((4, 4, n), 0.5)
+
+    def upto(self, k: int) -> np.ndarray:
+        return self._batches
 
 
 def _default_params() -> dict:
@@ -981,8 +1040,8 @@ class DescentRun:
     Its own arrays: solves on one solver from several threads do not share them."""
 
     __slots__ = ('descend_kernel', 'cost_kernel', 'lowest_cost_kernel', 'first_pose_kernel',
-                 'model', 'settings', 'with_orientation', 'target', 'q', 'best_q', 'state',
-                 'scratch')
+                 'restarts_kernel', 'model', 'settings', 'with_orientation', 'target', 'q',
+                 'best_q', 'state', 'scratch')
 
     def __init__(self, kernel: CompiledDescent):
         kernels_ = kernel._kernels
@@ -990,6 +1049,7 @@ class DescentRun:
         self.cost_kernel = kernels_['cost']
         self.lowest_cost_kernel = kernels_['lowest_cost']
         self.first_pose_kernel = kernels_['first_pose']
+        self.restarts_kernel = kernels_['descend_restarts']
         self.model = kernel.model
         self.settings = kernel.settings
         self.with_orientation = False
@@ -1049,6 +1109,46 @@ class DescentRun:
         state[_FLOOR], state[_GOOD] = floor, good_enough
         state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), float(pull), 1.0
         return self.go_on(CHUNK_DONE, budget)
+
+    def descend_restarts(self, q: Sequence[float], floor: float, good_enough: float,
+                         iterations: int, last_blocked: int, budget, keep_best: bool,
+                         restarts: int, decide_at: int, draws, low: np.ndarray,
+                         span: np.ndarray, used: int = 0
+                         ) -> Tuple[int, np.ndarray, int, int, bool, int, int]:
+        """A descent from ``q`` begun as :meth:`descend` begins one that is not the first of
+        its solve (not near a stream's seed, no pull), then the solver's plain restarts in the
+        kernel (:func:`_descend_restarts`: candidates from ``draws``, a
+        :class:`.starts.RestartDraws`, its batches from ``used`` on, ``low + span * u``) until a
+        descent ends otherwise than stuck, or stuck at ``decide_at`` restarts (counted from
+        ``restarts``); ``budget`` is asked before each chunk of iterations. Returns
+        :meth:`descend`'s tuple and the restarts and batches counted."""
+        q_array = self.q
+        q_array[:] = q
+        state = self.state
+        state[_ITERATIONS], state[_LAST_BLOCKED], state[_NEAR] = iterations, last_blocked, 0.0
+        state[_FLOOR], state[_GOOD] = floor, good_enough
+        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), 0.0, 1.0
+        state[_RESTARTS], state[_DRAWS], state[_DECIDE_AT] = restarts, used, decide_at
+        state[_IN_DESCENT] = 1.0
+        settings = self.settings[self.with_orientation]
+        batches = draws.upto(used + 8)
+        while True:
+            if budget is not None and not budget.allows():
+                code = STUCK if not self.with_orientation and budget.can_hand_over() \
+                    else TIMEOUT
+                break
+            code = self.restarts_kernel(self.model, settings, self.target, batches, low, span,
+                                        q_array, self.best_q, state, self.scratch,
+                                        CompiledDescent.CHUNK)
+            while code == NEED_DRAWS:
+                batches = draws.upto(int(state[_DRAWS]) + 8)
+                code = self.restarts_kernel(self.model, settings, self.target, batches, low,
+                                            span, q_array, self.best_q, state, self.scratch,
+                                            CompiledDescent.CHUNK)
+            if code != CHUNK_DONE:
+                break
+        return (code, q_array, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]), False,
+                int(state[_RESTARTS]), int(state[_DRAWS]))
 
     def first_pose(self, position: np.ndarray, quat: np.ndarray, seed: np.ndarray,
                    floor: float) -> int:

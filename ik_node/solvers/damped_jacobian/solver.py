@@ -420,6 +420,9 @@ class DampedJacobianSolver(Solver):
         if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
         draws = 0  # the batches of self._draws used by this solve
+        # 6D, no proven residual above tolerance: the plain restarts may run in the kernel.
+        plain_restarts = with_orientation and (
+            min_residual is None or min_residual <= params['position_tolerance'])
         restarts = 0
         best_q, best_cost, iterations = q, math.inf, 0
         last_blocked = -1  # the last iteration in which joints at a limit sat out the step
@@ -471,6 +474,19 @@ class DampedJacobianSolver(Solver):
                 end, q, iterations, last_blocked, near = outcome
                 outcome = None
                 if end != compiled.CONVERGED and end != GOOD_ENOUGH:
+                    best_q = run.best_q.tolist()
+            elif run is not None and plain_restarts and near is False and not mid_next and \
+                    not near_seed_radii:
+                # The plain restarts (random candidates, no check due) in the kernel, until a
+                # descent ends otherwise than stuck or stuck where a check below is due.
+                decide_at = params['restarts']
+                if not position_checked:
+                    decide_at = min(decide_at, check_after - 1, 1 if restarts <= 1 else decide_at)
+                low, span, _ = self._restart_box
+                end, q, iterations, last_blocked, near, restarts, draws = run.descend_restarts(
+                    q, floor, good_enough, iterations, last_blocked, budget, keep_best, restarts,
+                    decide_at, self._draws, low, span, draws)
+                if end != compiled.CONVERGED and end != GOOD_ENOUGH:  # (those return q)
                     best_q = run.best_q.tolist()
             elif run is not None:
                 end, q, iterations, last_blocked, near = run.descend(

@@ -37,9 +37,14 @@ class RestartDraws:
 
     def batch(self, k: int) -> np.ndarray:
         """The ``k``-th batch (drawn on first use, with every batch before it)."""
+        return self.upto(k)[k]
+
+    def upto(self, k: int) -> np.ndarray:
+        """The batches drawn so far, at least ``k + 1`` of them: ``(batches,
+        RESTART_CANDIDATES, n)``."""
         batches = self._batches
         if k < len(batches):
-            return batches[k]
+            return batches
         with self._lock:
             batches = self._batches
             if k >= len(batches):
@@ -48,7 +53,7 @@ class RestartDraws:
                 drawn = [random_unit() for _ in range(count * _RESTART_CANDIDATES * self._n)]
                 batches = self._batches = np.concatenate([batches, np.array(drawn).reshape(
                     (count, _RESTART_CANDIDATES, self._n))])
-        return batches[k]
+        return batches
 
 
 def near_candidates(units: np.ndarray, q_seed: Sequence[float], radius: float,
