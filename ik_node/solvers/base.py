@@ -465,10 +465,7 @@ class Solver(abc.ABC):
         if not reached and self._plane is not None:
             # Every joint turns about parallel axes: the tip never leaves its plane, so the
             # target's distance from that plane is a proven bound.
-            (nx, ny, nz), offset = self._plane
-            off_plane = abs(nx * tx + ny * ty + nz * tz - offset)
-            if min_residual is None or off_plane > min_residual:
-                min_residual = off_plane
+            min_residual = self._plane_bound(p_target, min_residual)
         if not reached:
             status = honest_status(status, min_residual, tol_p)
         return q_list, reached, status, pos_err, rot_err, min_residual
