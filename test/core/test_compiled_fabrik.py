@@ -91,11 +91,12 @@ def _cases(chain, count, seed):
 
 
 class _Counted:
-    """Counts the runs the compiled passes served and the runs the Python passes ran."""
+    """Counts the runs the compiled passes served and the runs the Python passes ran (the
+    solver's attributes ``compiled`` and ``python``: the serial passes, or the tree's)."""
 
-    def __init__(self, solver):
+    def __init__(self, solver, compiled='_compiled', python='_serial'):
         self.served = self.python = 0
-        compiled_run, python_run = solver._compiled.run, solver._serial.run
+        compiled_run, python_run = getattr(solver, compiled).run, getattr(solver, python).run
 
         def run_compiled(problem, settings):
             run = compiled_run(problem, settings)
@@ -106,7 +107,7 @@ class _Counted:
             self.python += 1
             return python_run(problem, settings)
 
-        solver._compiled.run, solver._serial.run = run_compiled, run_python
+        getattr(solver, compiled).run, getattr(solver, python).run = run_compiled, run_python
 
 
 def _python_solver(chain, params, monkeypatch):
