@@ -207,6 +207,17 @@ def test_a_tree_run_that_records_its_history_is_left_to_the_python_passes(loaded
     assert result.history and counted.served == 0 and counted.python >= 1
 
 
+def test_until_the_kernel_is_loaded_the_python_tree_passes_answer():
+    chain = _trees()[0][1]
+    tree = FabrikTree(chain)
+    waiting = compiled_tree.CompiledTree(tree, {})  # no kernel loaded
+    assert not waiting.ready()
+    targets, q_seed = _cases(chain, 1, 6)[0]
+    problem = FabrikProblem(q_seed, (0, 1), np.array([targets[t] for t in chain.tip_links]),
+                            np.ones(2))
+    assert waiting.run(problem, FabrikSettings(1e-4, 300, 1e-9, 5, polish=10)) is None
+
+
 def test_without_numba_the_python_tree_passes_run(monkeypatch):
     chain = _trees()[0][1]
     solver = _python_solver(chain, NO_CLOCK, monkeypatch)
