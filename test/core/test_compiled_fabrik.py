@@ -91,12 +91,11 @@ def _cases(chain, count, seed):
 
 
 class _Counted:
-    """Counts the runs the compiled passes served and the runs the Python passes ran (the
-    solver's attributes ``compiled`` and ``python``: the serial passes, or the tree's)."""
+    """Counts the runs the compiled passes served and the runs the Python passes ran."""
 
-    def __init__(self, solver, compiled='_compiled', python='_serial'):
+    def __init__(self, solver):
         self.served = self.python = 0
-        compiled_run, python_run = getattr(solver, compiled).run, getattr(solver, python).run
+        compiled_run, python_run = solver._compiled.run, solver._serial.run
 
         def run_compiled(problem, settings):
             run = compiled_run(problem, settings)
@@ -107,7 +106,7 @@ class _Counted:
             self.python += 1
             return python_run(problem, settings)
 
-        getattr(solver, compiled).run, getattr(solver, python).run = run_compiled, run_python
+        solver._compiled.run, solver._serial.run = run_compiled, run_python
 
 
 def _python_solver(chain, params, monkeypatch):

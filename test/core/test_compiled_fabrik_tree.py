@@ -23,7 +23,6 @@ from ik_node.solvers import IkStatus, kernels, make_solver
 from ik_node.solvers.fabrik import compiled_tree
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.tree import FabrikTree
-from test_compiled_fabrik import _Counted
 from urdf_texts import joint, links, robot
 
 TWIN_ARM = Path(__file__).resolve().parents[2] / 'urdf' / 'twin_arm.urdf'
@@ -107,9 +106,23 @@ def _cases(chain, count, seed):
     return out
 
 
-def _counted(solver):
+class _Counted:
     """Counts the tree runs the compiled passes served and the runs the Python passes ran."""
-    return _Counted(solver, '_compiled_tree', '_tree')
+
+    def __init__(self, solver):
+        self.served = self.python = 0
+        compiled_run, python_run = solver._compiled_tree.run, solver._tree.run
+
+        def run_compiled(problem, settings):
+            run = compiled_run(problem, settings)
+            self.served += run is not None
+            return run
+
+        def run_python(problem, settings):
+            self.python += 1
+            return python_run(problem, settings)
+
+        solver._compiled_tree.run, solver._tree.run = run_compiled, run_python
 
 
 def _python_solver(chain, params, monkeypatch):
@@ -126,7 +139,7 @@ def test_compiled_tree_takes_the_python_iterations_and_reaches_the_targets(monke
         slow = _python_solver(chain, NO_CLOCK, monkeypatch)
         assert fast._compiled_tree is not None and fast._compiled_tree.ready()
         assert slow._compiled_tree is None
-        counted = _counted(fast)
+        counted = _Counted(fast)
         cases = _cases(chain, 28, 11)
         converged = reachable = 0
         for k, (targets, q_seed) in enumerate(cases):
@@ -201,7 +214,7 @@ def test_a_tree_run_past_its_deadline_does_no_iteration_as_the_python_run(loaded
 def test_a_tree_run_that_records_its_history_is_left_to_the_python_passes(loaded):
     chain = _trees()[0][1]
     fast = make_solver('fabrik', chain, dict(NO_CLOCK, record_history=True))
-    counted = _counted(fast)
+    counted = _Counted(fast)
     targets, q_seed = _cases(chain, 1, 4)[0]
     result = fast.solve(targets=targets, seed=q_seed)
     assert result.history and counted.served == 0 and counted.python >= 1
