@@ -12,9 +12,10 @@ A solver subclasses :class:`Solver` (its target and seed arrive as arrays, ``_so
 :class:`FloatSolver` (as lists of floats, ``_solve_floats``: for a closed-form solver whose whole
 solve costs a few small-array operations); both are abstract, so a class that implements
 neither hook cannot be built. :meth:`Solver.solve` validates the target once, times the solve,
-measures the errors by forward kinematics on the joint positions actually returned, and decides
-``reachable`` from those measured errors, never from the solver's own belief. That wrap runs in
-plain floats: it is most of a closed-form solve.
+measures the errors by forward kinematics on the joint positions actually returned (or takes
+those a compiled kernel's FK measured at exactly those joints, ``RawSolution.measured``), and
+decides ``reachable`` from those measured errors, never from the solver's own belief. That wrap
+runs in plain floats: it is most of a closed-form solve.
 
 Every joint that can take an angle at two values within its limits (continuous joints, revolute
 joints spanning a full turn) is returned at the value nearest the seed, whatever whole turns the
@@ -431,7 +432,12 @@ class Solver(abc.ABC):
                 break
         fast = self._fast_kinematics
         R = None
-        if fast is None:
+        measured = raw.measured
+        if measured is not None and q_list is q_raw and (measured[1] is None) == (
+                R_target is None):  # the solver's FK at exactly these joints
+            pos_err, rot_err = measured
+            p = None
+        elif fast is None:
             T = self.chain.fk(np.array(q_list, FLOAT64))
             p = T[:3, 3].tolist()
             R = T[:3, :3].tolist()
@@ -440,15 +446,15 @@ class Solver(abc.ABC):
         else:  # serial chain: FK in floats, no 4x4 array
             p, R_flat = fast.pose(q_list)
             R = [R_flat[0:3], R_flat[3:6], R_flat[6:9]]
-        px, py, pz = p
         tx, ty, tz = p_target
-        dx, dy, dz = px - tx, py - ty, pz - tz
-        pos_err = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if p is not None:
+            px, py, pz = p
+            dx, dy, dz = px - tx, py - ty, pz - tz
+            pos_err = math.sqrt(dx * dx + dy * dy + dz * dz)
+            rot_err = None if R_target is None else rotation_error(R, R_target)
         if R_target is None:
-            rot_err = None
             reached = pos_err <= tol_p
         else:
-            rot_err = rotation_error(R, R_target)
             reached = pos_err <= tol_p and rot_err <= self._tol_r
         status = raw.status
         if reached and status is not _DEGENERATE:

@@ -157,6 +157,10 @@ class RawSolution:
     ``vouched``: the solver vouches for ``q`` as the closest pose within the limits when the
     target is missed (a closed form, a proven bound, the measured reach, the closest-pose
     search's confirmation); a missed target without it is reported ``best_found``.
+    ``measured``: ``(position error [m], orientation error [rad] or None)`` that the solver's own
+    FK measured at exactly ``q`` (a compiled kernel's last iterate), or None; the result takes
+    them when the joints returned are exactly ``q`` (nothing clipped or turned), else it
+    measures.
     """
 
     q: Union[np.ndarray, List[float]]
@@ -167,6 +171,7 @@ class RawSolution:
     history: Optional[list] = None
     tip_residuals: Dict[str, float] = field(default_factory=dict)
     vouched: bool = False
+    measured: Optional[Tuple[float, Optional[float]]] = None
 
 
 def _excess_bound(result: Union['IkResult', TipResult]) -> Optional[float]:

@@ -216,6 +216,48 @@ def test_a_solver_answer_beyond_the_limits_is_clipped_and_a_nan_one_reset():
         assert result.reachable == (error <= solver.params['position_tolerance'])
 
 
+class _Measures(_Returns):
+    """A solver that also hands back errors it says it measured (set by the test)."""
+
+    name = 'measures_test'
+
+    def _solve(self, p_target, R_target, q_seed):
+        raw = super()._solve(p_target, R_target, q_seed)
+        raw.measured = self.claimed
+        return raw
+
+
+def test_a_solvers_own_errors_are_taken_only_for_exactly_the_joints_returned():
+    chain = _chain('arm6', 'tool0')
+    solver = _Measures(chain)
+    q = chain.mid_configuration() + 0.1
+    T = chain.fk(q)
+    p = T[:3, 3] + 0.01  # 1 cm off: a true measurement never says reached
+    quat = transforms3d.quaternions.mat2quat(T[:3, :3])[[1, 2, 3, 0]]
+    solver.claimed = (0.0, 0.0)
+    solver.answer = q.tolist()  # returned as it is: the solver's errors are the result's
+    result = solver.solve(p, quat)
+    assert (result.position_error, result.orientation_error, result.reachable) == \
+        (0.0, 0.0, True)
+    beyond = q.copy()
+    beyond[1] = chain.upper[1] + 0.5  # clipped: measured again
+    turned = q.copy()
+    turned[0] -= 2 * math.pi  # a full-turn joint taken back nearest the seed: measured again
+    for answer in (beyond, turned):
+        if answer is turned and chain.upper[0] - chain.lower[0] < 4 * math.pi:
+            continue
+        solver.answer = answer.tolist()
+        result = solver.solve(p, quat, seed=q)
+        error, angle = _measured(chain, result.joint_positions, p, T[:3, :3])
+        assert result.position_error == pytest.approx(error, abs=1e-12)
+        assert result.orientation_error == pytest.approx(angle, abs=1e-9)
+        assert not result.reachable
+    solver.answer = q.tolist()
+    result = solver.solve(p)  # a position target: a pose's errors are not its measurement
+    assert result.position_error == pytest.approx(_measured(chain, q, p)[0], abs=1e-12)
+    assert result.orientation_error is None and not result.reachable
+
+
 def test_the_fast_result_constructor_builds_the_dataclass_one():
     fields = dict(joint_positions=np.array([0.1, 0.2]), joint_names=('a', 'b'), reachable=True,
                   status=IkStatus.DEGENERATE, position_error=1e-6, orientation_error=None,

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import transforms3d
 
+from ik_node.errors import TargetError
 from ik_node.model.chain import Chain
 from ik_node.solvers import IkStatus, kernels, make_solver
 from ik_node.solvers.base import Solver, rotation_error
@@ -247,9 +248,10 @@ def test_compiled_tree_descents_take_the_python_iterations(monkeypatch, loaded):
 
 @needs_numba
 def test_the_seeds_descent_in_one_step_gives_the_general_paths_answers(shared_robot, loaded):
-    """Where the compiled descents serve, a solve runs the reach checks and the seed's descent
-    in one step and takes the kernel's errors at the returned joints as their measurement
-    (DampedJacobianSolver._solve_values); every answer, reached at the seed's descent or
+    """Where the compiled descents serve, a pose solve starts in one compiled call (the input
+    checks, the seed's descent: DampedJacobianSolver._first_pose), a position solve in one
+    step (the reach checks and the seed's descent: _solve_values), and the kernel's errors at
+    the returned joints are their measurement; every answer, reached at the seed's descent or
     after restarts or the closest-pose search, is the general path's, and its errors are those
     FK measures on the returned joints."""
     for chain in _chains(shared_robot):
@@ -283,3 +285,72 @@ def test_the_seeds_descent_in_one_step_gives_the_general_paths_answers(shared_ro
                     restarted += 1
         assert first_descent >= 30 and restarted >= 1, (chain.tip_link, first_descent,
                                                          restarted)
+
+
+@needs_numba
+def test_the_one_call_start_refuses_what_the_general_checks_refuse(loaded):
+    """Inputs the compiled start does not take go through Solver.solve, which refuses them with
+    its message; inputs of other types and layouts get the answer of float64 vectors."""
+    chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
+    solver = make_solver('damped_jacobian', chain, DETERMINISTIC)
+    assert solver._first is not None
+    T, quat, q_random, _ = _targets(chain, 1, 5)[0]
+    p = T[:3, 3]
+    nan, inf = float('nan'), float('inf')
+    bad = [(np.array([nan, 0.0, 0.3]), quat, q_random), (np.array([1e7, 0.0, 0.0]), quat, None),
+           (np.array([0.1, inf, 0.3]), quat, None), (p, np.zeros(4), None),
+           (p, np.array([nan, 0.0, 0.0, 1.0]), None), (p, np.array([inf, 0.0, 0.0, 1.0]), None),
+           (p, quat, np.where(np.arange(chain.n) == 2, nan, q_random)),
+           (p, quat, np.zeros(chain.n + 1)), (p[:2], quat, None), (p, quat[:3], None),
+           (['a', 'b', 'c'], quat, None), (p, quat, 'seed')]
+    for position, orientation, seed in bad:
+        with pytest.raises(TargetError) as fast:
+            solver.solve(position, orientation, seed)
+        with pytest.raises(TargetError) as general:
+            Solver.solve(solver, position, orientation, seed)
+        assert str(fast.value) == str(general.value)
+    reference = solver.solve(p, quat, q_random)
+    assert reference.reachable
+    rows = np.asfortranarray(np.stack([p, p]))  # its rows are not contiguous
+    for position, orientation, seed in ((p.tolist(), quat.tolist(), q_random.tolist()),
+                                        (p[None, :], tuple(quat), q_random),
+                                        (rows[0], np.repeat(quat, 2)[::2],
+                                         np.repeat(q_random, 2)[::2])):
+        answer = solver.solve(position, orientation, seed)
+        assert answer.joint_positions.tolist() == reference.joint_positions.tolist()
+
+
+def test_the_one_call_starts_checks_are_the_input_checks():
+    from ik_node.solvers import input_checks
+    assert compiled._MAX_COORDINATE == input_checks.MAX_COORDINATE_M
+    assert compiled._MAX_NORM2 == input_checks._MAX_NORM2
+
+
+@needs_numba
+@pytest.mark.slow
+def test_long_restart_sequences_in_the_kernel_take_the_python_restarts(shared_robot,
+                                                                       monkeypatch, loaded):
+    """The plain restarts run in the kernel (DescentRun.descend_restarts) between the checks of
+    the solver's loop (the position check after the eighth stuck descent, the restarts limit):
+    solves of many restarts take exactly the Python path's restarts, iterations and answer."""
+    chain = Chain.from_urdf_file(shared_robot('panda.urdf'), 'panda_link0', 'panda_hand_tcp')
+    fast = make_solver('damped_jacobian', chain, DETERMINISTIC)
+    slow = _python_solver(chain, DETERMINISTIC, monkeypatch)
+    long_ones = []
+    for T, quat, q_random, _ in _targets(chain, 300, 17):
+        a = fast.solve(T[:3, 3], quat, q_random)
+        restarts = int(a.message.split()[2]) if a.message.startswith('converged after') else 0
+        if restarts >= 12:
+            long_ones.append((T, quat, q_random, a))
+    assert len(long_ones) >= 2
+    for T, quat, q_random, a in long_ones[:4]:
+        b = slow.solve(T[:3, 3], quat, q_random)
+        _assert_same(a, b, chain.tip_link)
+        assert a.message == b.message
+        _assert_reached(chain, a, T, True)
+    limited = make_solver('damped_jacobian', chain, {**DETERMINISTIC, 'restarts': 10})
+    limited_slow = _python_solver(chain, {**DETERMINISTIC, 'restarts': 10}, monkeypatch)
+    T, quat, q_random, _ = long_ones[0]
+    a, b = limited.solve(T[:3, 3], quat, q_random), limited_slow.solve(T[:3, 3], quat, q_random)
+    _assert_same(a, b, chain.tip_link)
+    assert a.message == b.message

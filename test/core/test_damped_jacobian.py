@@ -7,6 +7,7 @@ beyond their iteration cap.
 """
 
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,8 @@ from ik_node.model.chain import Chain
 from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.base import rotation_error
+from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES
+from ik_node.solvers.damped_jacobian.starts import RestartDraws
 
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
@@ -446,3 +449,17 @@ def test_parameters_declare_units_ranges_and_descriptions():
     for name, spec in specs.items():
         assert spec.description, name
         assert spec.choices or spec.min is not None, name
+
+
+def test_restart_draws_are_one_seeded_sequence_read_batch_by_batch():
+    """Every solve reads the same restart numbers: batch k is the k-th set of
+    RESTART_CANDIDATES x n numbers of random.Random(seed), whichever batch is asked first."""
+    n = 7
+    for first in (0, 20):
+        draws = RestartDraws(5, n)
+        draws.batch(first)
+        rng = random.Random(5)
+        for k in range(25):
+            expected = [[rng.random() for _ in range(n)] for _ in range(RESTART_CANDIDATES)]
+            assert draws.batch(k).tolist() == expected, (first, k)
+    assert RestartDraws(6, n).batch(0).tolist() != RestartDraws(5, n).batch(0).tolist()

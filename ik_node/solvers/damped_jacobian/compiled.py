@@ -39,6 +39,8 @@ STUCK = 1
 ITERATION_CAP = 2
 CHUNK_DONE = 3
 TIMEOUT = 4  # the budget is spent (set by DescentRun.descend, not the kernel)
+BAD_INPUT = 5  # _first_pose: an input the general path refuses (with its message)
+NEED_DRAWS = 6  # _descend_restarts: more batches of restart numbers needed
 GOOD_ENOUGH = -1  # position only, within tolerance of the proven bound (descent.GOOD_ENOUGH)
 
 #: Near a stream's seed: the stall factor (descent.STREAM_STALL_FACTOR) and the null-space
@@ -49,6 +51,10 @@ NULL_SPACE_DAMPING = 1e-9
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
 (_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED, _CENTRED, _MIDDLE, _INVERSE_HALF) = range(12, 20)
 _MODEL_COLUMNS = 20
+# The input checks of _first_pose: those of ik_node.solvers.input_checks (a test keeps them
+# equal).
+_MAX_COORDINATE = 1e6
+_MAX_NORM2 = 1.7e308
 # Entries of the settings array (one array per target kind).
 (_W2, _TOL_P, _TOL_R, _LAMBDA_MIN, _LAMBDA_MAX, _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS,
  _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _MAX_ITERATIONS, _ORIENTATION, _DUAL,
@@ -57,12 +63,15 @@ _MODEL_COLUMNS = 20
 _SETTINGS = 21
 # Entries of a descent's state array, kept between the kernel's calls; _POSITION_ERROR and
 # _ANGLE_ERROR: the errors of the last iterate, measured by the kernel's FK [m, rad].
+# _TURNS: 1 when :func:`_first_pose` converged with a full-turn joint more than half a turn from
+# its seed (the answer is then turned nearest the seed and measured again). _RESTARTS, _DRAWS,
+# _DECIDE_AT, _IN_DESCENT: :func:`_descend_restarts`'s count of restarts, of batches of restart
+# numbers used, the count at which a stuck descent goes back to Python, and whether a descent is
+# under way.
 (_LAM, _ITERATIONS, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _BEST_COST, _STALL_NOW,
- _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH, _POSITION_ERROR, _ANGLE_ERROR) = range(15)
-_STATE = 15
-#: A run's state entries the solver reads: the iterations so far and the errors of the last
-#: iterate.
-ITERATIONS, POSITION_ERROR, ANGLE_ERROR = _ITERATIONS, _POSITION_ERROR, _ANGLE_ERROR
+ _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH, _POSITION_ERROR, _ANGLE_ERROR,
+ _TURNS, _RESTARTS, _DRAWS, _DECIDE_AT, _IN_DESCENT) = range(20)
+_STATE = 20
 
 
 def available() -> bool:
@@ -544,6 +553,106 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
     return code
 
 
+def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q, state,
+                scratch, steps):
+    """The start of a pose solve in one call: the checks of ``solve`` on the target position
+    (3 finite values within ``MAX_COORDINATE_M``), the quaternion (x, y, z, w: finite, not
+    zero; normalised into the rotation of ``rotation_from_input``, the target's) and the seed
+    (finite, clipped into the limits: ``q`` and ``best_q``), then up to ``steps`` iterations of
+    the seed's descent as :meth:`DescentRun.descend` starts it (``floor`` the squared proven
+    residual). Returns BAD_INPUT for an input the checks refuse, else :func:`_descend`'s code;
+    on CONVERGED ``state[_TURNS]`` says whether a full-turn joint ended more than half a turn
+    from its seed."""
+    n = q.shape[0]
+    if position.shape[0] != 3 or quat.shape[0] != 4 or seed.shape[0] != n:
+        return BAD_INPUT
+    for k in range(3):
+        if not -_MAX_COORDINATE <= position[k] <= _MAX_COORDINATE:  # (a NaN fails)
+            return BAD_INPUT
+        target[k] = position[k]
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    norm2 = x * x + y * y + z * z + w * w
+    if not norm2 <= _MAX_NORM2:
+        return BAD_INPUT
+    norm = math.sqrt(norm2)
+    if norm < 1e-6:
+        return BAD_INPUT
+    x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    target[3] = 1.0 - 2.0 * (y * y + z * z)
+    target[4] = 2.0 * (x * y - w * z)
+    target[5] = 2.0 * (x * z + w * y)
+    target[6] = 2.0 * (x * y + w * z)
+    target[7] = 1.0 - 2.0 * (x * x + z * z)
+    target[8] = 2.0 * (y * z - w * x)
+    target[9] = 2.0 * (x * z - w * y)
+    target[10] = 2.0 * (y * z + w * x)
+    target[11] = 1.0 - 2.0 * (x * x + y * y)
+    for k in range(n):
+        v = seed[k]
+        if not math.isfinite(v):
+            return BAD_INPUT
+        lo, hi = model[k, _LOW], model[k, _HIGH]
+        if v < lo:
+            v = lo
+        elif v > hi:
+            v = hi
+        q[k] = v
+        best_q[k] = v
+    state[_ITERATIONS], state[_LAST_BLOCKED], state[_NEAR] = 0.0, -1.0, -1.0
+    state[_FLOOR], state[_GOOD], state[_BEST_COST] = floor, -1.0, math.inf
+    state[_KEEP_BEST], state[_PULL], state[_FRESH], state[_TURNS] = 1.0, 1.0, 1.0, 0.0
+    code = _descend(model, settings, target, q, best_q, state, scratch, steps)
+    if code == CONVERGED:
+        for k in range(n):
+            if model[k, _WRAPS] != 0.0:
+                d = min(max(seed[k], model[k, _LOW]), model[k, _HIGH]) - q[k]
+                if not -math.pi <= d <= math.pi:
+                    state[_TURNS] = 1.0
+    return code
+
+
+def _descend_restarts(model, settings, target, batches, low, span, q, best_q, state, scratch,
+                      steps):
+    """The descent from ``q`` (begun as :meth:`DescentRun.descend` begins it) and, each time a
+    descent is stuck while ``state[_RESTARTS]`` is below ``state[_DECIDE_AT]``, a restart as
+    the solver's loop makes it: the lowest-cost (:func:`_pose_cost`, the first of equals) of the
+    candidates ``low + span * batches[state[_DRAWS]]``, then its descent; up to ``steps``
+    iterations per call. Returns CONVERGED, GOOD_ENOUGH or ITERATION_CAP from a descent, STUCK
+    for a stuck descent at ``state[_DECIDE_AT]`` restarts (the solver's loop decides what
+    follows), CHUNK_DONE (call again to go on) or NEED_DRAWS (call again with more batches)."""
+    n = q.shape[0]
+    candidate = np.empty(n)
+    work = _new_work(n)
+    left = steps
+    while True:
+        if state[_IN_DESCENT] != 0.0:
+            before = state[_ITERATIONS]
+            code = _descend(model, settings, target, q, best_q, state, scratch, left)
+            left -= int(state[_ITERATIONS] - before)
+            if code != STUCK:
+                return code
+            state[_IN_DESCENT] = 0.0
+        restarts = state[_RESTARTS]
+        if restarts >= state[_DECIDE_AT]:
+            return STUCK
+        if left <= 0:
+            return CHUNK_DONE
+        b = int(state[_DRAWS])
+        if b >= batches.shape[0]:
+            return NEED_DRAWS
+        best, best_cost = 0, math.inf
+        for c in range(batches.shape[1]):
+            for k in range(n):
+                candidate[k] = low[k] + span[k] * batches[b, c, k]
+            cost = _pose_cost(model, n, target, settings, candidate, work)
+            if cost < best_cost:
+                best, best_cost = c, cost
+        for k in range(n):
+            q[k] = low[k] + span[k] * batches[b, best, k]
+        state[_RESTARTS], state[_DRAWS] = restarts + 1.0, b + 1.0
+        state[_NEAR], state[_PULL], state[_FRESH], state[_IN_DESCENT] = 0.0, 0.0, 1.0, 1.0
+
+
 def _lowest_cost(model, settings, target, candidates):
     """The index of the candidate configuration (a row) of lowest cost (the first of
     equals)."""
@@ -744,6 +853,9 @@ def compile() -> None:
         kernels_ = {'descend': jit(_descend), 'lowest_cost': jit(_lowest_cost),
                     'cost': jit(_cost), 'tree_descend': jit(_tree_descend),
                     'tree_cost': jit(_tree_cost)}
+        namespace['_descend'] = kernels_['descend']  # as _first_pose calls it
+        kernels_['first_pose'] = jit(_first_pose)
+        kernels_['descend_restarts'] = jit(_descend_restarts)
         _exercise(kernels_)
         _KERNELS.update(kernels_)
 
@@ -759,8 +871,13 @@ def _exercise(kernels_) -> None:
                                   compiled_kernels=kernels_)
         run = descent.start([0.1, 0.0, 0.0], np.eye(3) if orientation else None, [0.0] * n)
         run.descend([0.0] * n, 0.0, -1.0, 0, -1, None, near=True, pull=True)
-        run.lowest_cost([[0.0] * n] * 2)
+        run.lowest_cost(np.zeros((2, n)))
         run.cost([0.0] * n)
+        if orientation:
+            run.first_pose(np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]),
+                           np.zeros(n), 0.0)
+            run.descend_restarts([0.0] * n, 0.0, -1.0, 0, -1, None, True, 0, 1,
+                                 _ExerciseDraws(n), np.full(n, -1.0), np.full(n, 2.0))
     # A tree of two tips on three joints (one shared), a pose and a position target.
     tree_model = np.zeros((6, _MODEL_COLUMNS))
     tree_model[:, :12] = np.eye(4)[:3].ravel()
@@ -781,6 +898,16 @@ def _exercise(kernels_) -> None:
     kernels_['tree_descend'](tree_model, tips, columns, targets, active_model, settings,
                              np.zeros(3), np.zeros(3), np.full(2, -1.0), state, 16)
     kernels_['tree_cost'](tree_model, tips, columns, targets, settings, np.zeros(3))
+
+
+class _ExerciseDraws:
+    """Restart numbers for :func:`_exercise` (:class:`.starts.RestartDraws`' interface)."""
+
+    def __init__(self, n: int):
+        self._batches = np.full((4, 4, n), 0.5)
+
+    def upto(self, k: int) -> np.ndarray:
+        return self._batches
 
 
 def _default_params() -> dict:
@@ -895,10 +1022,15 @@ class CompiledDescent:
         for a position target), with no best configuration yet (``q``, cost infinite). The
         run's arrays are this thread's, reused by its next solve: a solve copies what it
         returns."""
+        run = self.run()
+        run.aim(p_target, R_target, q)
+        return run
+
+    def run(self) -> 'DescentRun':
+        """This thread's :class:`DescentRun` (its arrays reused by each of its solves)."""
         run = getattr(self._runs, 'run', None)
         if run is None:
             run = self._runs.run = DescentRun(self)
-        run.aim(p_target, R_target, q)
         return run
 
 
@@ -907,14 +1039,17 @@ class DescentRun:
     configuration of all its descents :attr:`best_q` (arrays) with its cost :attr:`best_cost`.
     Its own arrays: solves on one solver from several threads do not share them."""
 
-    __slots__ = ('descend_kernel', 'cost_kernel', 'lowest_cost_kernel', 'model', 'settings',
-                 'with_orientation', 'target', 'q', 'best_q', 'state', 'scratch')
+    __slots__ = ('descend_kernel', 'cost_kernel', 'lowest_cost_kernel', 'first_pose_kernel',
+                 'restarts_kernel', 'model', 'settings', 'with_orientation', 'target', 'q',
+                 'best_q', 'state', 'scratch')
 
     def __init__(self, kernel: CompiledDescent):
         kernels_ = kernel._kernels
         self.descend_kernel = kernels_['descend']
         self.cost_kernel = kernels_['cost']
         self.lowest_cost_kernel = kernels_['lowest_cost']
+        self.first_pose_kernel = kernels_['first_pose']
+        self.restarts_kernel = kernels_['descend_restarts']
         self.model = kernel.model
         self.settings = kernel.settings
         self.with_orientation = False
@@ -940,6 +1075,22 @@ class DescentRun:
         """The cost of :attr:`best_q` (infinite before any descent kept one)."""
         return float(self.state[_BEST_COST])
 
+    def iterations(self) -> int:
+        """The iterations of the solve so far."""
+        return int(self.state[_ITERATIONS])
+
+    def turns(self) -> bool:
+        """Whether :meth:`first_pose`'s answer has a full-turn joint more than half a turn from
+        its seed (turned nearest the seed, it is measured again)."""
+        return self.state[_TURNS] != 0.0
+
+    def errors(self) -> Tuple[float, Optional[float]]:
+        """The errors of the last iterate :attr:`q` as the kernel's FK measured them:
+        ``(position [m], angle [rad] or None for a position target)``."""
+        state = self.state
+        return (float(state[_POSITION_ERROR]),
+                float(state[_ANGLE_ERROR]) if self.with_orientation else None)
+
     def descend(self, q: Sequence[float], floor: float, good_enough: float, iterations: int,
                 last_blocked: int, budget, near: Optional[bool] = False, pull: bool = False,
                 keep_best: bool = True) -> Tuple[int, np.ndarray, int, int, bool]:
@@ -957,17 +1108,71 @@ class DescentRun:
         state[_NEAR] = -1.0 if near is None else float(near)
         state[_FLOOR], state[_GOOD] = floor, good_enough
         state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), float(pull), 1.0
+        return self.go_on(CHUNK_DONE, budget)
+
+    def descend_restarts(self, q: Sequence[float], floor: float, good_enough: float,
+                         iterations: int, last_blocked: int, budget, keep_best: bool,
+                         restarts: int, decide_at: int, draws, low: np.ndarray,
+                         span: np.ndarray, used: int = 0
+                         ) -> Tuple[int, np.ndarray, int, int, bool, int, int]:
+        """A descent from ``q`` begun as :meth:`descend` begins one that is not the first of
+        its solve (not near a stream's seed, no pull), then the solver's plain restarts in the
+        kernel (:func:`_descend_restarts`: candidates from ``draws``, a
+        :class:`.starts.RestartDraws`, its batches from ``used`` on, ``low + span * u``) until a
+        descent ends otherwise than stuck, or stuck at ``decide_at`` restarts (counted from
+        ``restarts``); ``budget`` is asked before each chunk of iterations. Returns
+        :meth:`descend`'s tuple and the restarts and batches counted."""
+        q_array = self.q
+        q_array[:] = q
+        state = self.state
+        state[_ITERATIONS], state[_LAST_BLOCKED], state[_NEAR] = iterations, last_blocked, 0.0
+        state[_FLOOR], state[_GOOD] = floor, good_enough
+        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), 0.0, 1.0
+        state[_RESTARTS], state[_DRAWS], state[_DECIDE_AT] = restarts, used, decide_at
+        state[_IN_DESCENT] = 1.0
         settings = self.settings[self.with_orientation]
+        batches = draws.upto(used + 8)
         while True:
             if budget is not None and not budget.allows():
                 code = STUCK if not self.with_orientation and budget.can_hand_over() \
                     else TIMEOUT
                 break
-            code = self.descend_kernel(self.model, settings, self.target, q_array,
-                                       self.best_q, state, self.scratch, CompiledDescent.CHUNK)
+            code = self.restarts_kernel(self.model, settings, self.target, batches, low, span,
+                                        q_array, self.best_q, state, self.scratch,
+                                        CompiledDescent.CHUNK)
+            while code == NEED_DRAWS:
+                batches = draws.upto(int(state[_DRAWS]) + 8)
+                code = self.restarts_kernel(self.model, settings, self.target, batches, low,
+                                            span, q_array, self.best_q, state, self.scratch,
+                                            CompiledDescent.CHUNK)
             if code != CHUNK_DONE:
                 break
-        return (code, q_array, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]),
+        return (code, q_array, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]), False,
+                int(state[_RESTARTS]), int(state[_DRAWS]))
+
+    def first_pose(self, position: np.ndarray, quat: np.ndarray, seed: np.ndarray,
+                   floor: float) -> int:
+        """A pose solve's checks and the first chunk of its seed's descent in one call
+        (:func:`_first_pose`; float64 vectors): BAD_INPUT, or the descent's code (CHUNK_DONE:
+        :meth:`go_on` finishes it)."""
+        self.with_orientation = True
+        return self.first_pose_kernel(self.model, self.settings[True], position, quat, seed,
+                                      floor, self.target, self.q, self.best_q, self.state,
+                                      self.scratch, CompiledDescent.CHUNK)
+
+    def go_on(self, code: int, budget) -> Tuple[int, np.ndarray, int, int, bool]:
+        """The descent under way (its last chunk's ``code``) to its end, ``budget`` (or None)
+        asked before each chunk; returns what :meth:`descend` does."""
+        state = self.state
+        settings = self.settings[self.with_orientation]
+        while code == CHUNK_DONE:
+            if budget is not None and not budget.allows():
+                code = STUCK if not self.with_orientation and budget.can_hand_over() \
+                    else TIMEOUT
+                break
+            code = self.descend_kernel(self.model, settings, self.target, self.q,
+                                       self.best_q, state, self.scratch, CompiledDescent.CHUNK)
+        return (code, self.q, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]),
                 state[_NEAR] > 0.0)
 
     def cost(self, q: Sequence[float]) -> float:
@@ -976,11 +1181,11 @@ class DescentRun:
                                       self.target,
                                       np.asarray(q, dtype=float)))
 
-    def lowest_cost(self, candidates: List[List[float]]) -> List[float]:
-        """The candidate configuration of lowest cost to the target (the first of equals)."""
+    def lowest_cost(self, candidates: np.ndarray) -> np.ndarray:
+        """The candidate configuration (a row of ``candidates``, floats) of lowest cost to the
+        target (the first of equals)."""
         return candidates[self.lowest_cost_kernel(
-            self.model, self.settings[self.with_orientation], self.target,
-            np.array(candidates, dtype=float))]
+            self.model, self.settings[self.with_orientation], self.target, candidates)]
 
 
 def tree_kernel(chain, params: dict, wraps: Sequence[bool]) -> Optional['TreeKernel']:

@@ -44,15 +44,15 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
-from ik_node.solvers.base import FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.base import (FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver,
+                                  new_result)
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
@@ -61,8 +61,8 @@ from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem
                                                     DescentProgress, PythonDescent)
 from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
 from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
-from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, near_candidates,
-                                                    restart_candidates)
+from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, RestartDraws,
+                                                    near_candidates, restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.numerics.null_space import centring_terms
@@ -73,8 +73,6 @@ from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, sea
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
-from ik_node.solvers.results import new_result
-from ik_node.solvers.input_checks import clip_values
 from ik_node.solvers.trees.several_tips import TipTarget
 
 # A pose target whose position is provably out of reach: no descent can reach it, and its
@@ -166,8 +164,9 @@ class DampedJacobianSolver(Solver):
         self._mid: List[float] = self._q_mid.tolist()
         self._restart_low = [lo if math.isfinite(lo) else -math.pi for lo in self._low]
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in self._high]
-        self._restart_spans = [(lo, hi - lo) for lo, hi in
-                               zip(self._restart_low, self._restart_high, strict=True)]
+        self._restart_box = (np.array(self._restart_low), np.array(self._restart_high) -
+                             np.array(self._restart_low), np.array(self._restart_high))
+        self._draws = RestartDraws(self.params['restart_seed'], chain.n)
         fast = chain.fast_kinematics
         kinematics = fast if fast is not None else ChainKinematics(chain)
         self._pose_jacobian = kinematics.pose_jacobian
@@ -197,9 +196,16 @@ class DampedJacobianSolver(Solver):
         #: The compiled descents where a solve starts with the seed's descent in one step
         #: (:meth:`_solve_values`): dls, no history, the seed first, the reach checks compiled.
         self._timeout = self.params['timeout']
+        #: The compiled descents where a pose solve starts in one compiled call
+        #: (:meth:`_first_pose`): as ``_lean``, one tip, a budget of 1 ms or more (the first
+        #: chunk of iterations runs before the budget is asked), 6D descents compiled.
+        self._first = None
         self._lean = self._compiled if (
             self._compiled_reach is not None and not self.params['record_history'] and
             self.params['first_start'] == 'seed') else None
+        if self._lean is not None and not self._several_tips and self._timeout >= 1e-3 and \
+                self._lean.settings[True] is not None:
+            self._first = self._lean
 
     def collision_term(self, checker) -> Optional[CollisionTerm]:
         """The collision term (:mod:`.collision_term`) of this solver's chain with ``checker``
@@ -264,54 +270,84 @@ class DampedJacobianSolver(Solver):
         budget = Budget(self._timeout)
         first = run.descend(q_seed_list, floor, good_enough, 0, -1, budget, near=None,
                             pull=True)
-        if first[0] == compiled.CONVERGED:
-            result = self._reached(run, q_seed_list, orientation, min_residual, start)
-            if result is not None:
-                if self._collision is None:
-                    return result
-                return self._collision.values(self, result, p_list, R_target, q_seed_list,
-                                              start)
-        p_target = np.array(p_list)
-        raw = self._solve_dls(
-            functools.partial(self._descent.evaluator, p_target, R_target),
-            functools.partial(cost_function, self._pose, p_target, R_target,
-                              self.params['orientation_weight']),
-            q_seed_list, orientation, min_residual, p_target, R_target, gap,
-            first=(first, run, budget))
-        if raw.min_residual is None or (min_residual is not None and
-                                        min_residual > raw.min_residual):
-            raw.min_residual = min_residual
-        result = self._finish(raw, p_list, R_target, time.perf_counter() - start, False,
-                              q_seed_list)
+        result = self._from_first(first, run, budget, p_list, R_target, q_seed_list,
+                                  min_residual, gap, start)
         if self._collision is None:
             return result
         return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
 
-    def _reached(self, run: compiled.DescentRun, q_seed: List[float], orientation: bool,
-                 min_residual: Optional[float], start: float) -> Optional[IkResult]:
-        """The result of a seed's descent that converged in the kernel, its errors those the
-        kernel measured at its last iterate; None when the joints returned would differ from
-        that iterate (clipped, or turned nearest the seed): then :meth:`Solver._finish`
-        measures them."""
-        q_list = run.q.tolist()
-        if clip_values(q_list, self._lower_list, self._upper_list) is not q_list:
+    def _from_first(self, first: tuple, run: compiled.DescentRun, budget: Budget,
+                    p_list: List[float], R_target: Optional[np.ndarray], q_seed_list: List[float],
+                    min_residual: Optional[float], gap: float, start: float) -> IkResult:
+        """The result of a solve whose seed's descent ended with ``first`` (what
+        :meth:`.compiled.DescentRun.descend` returns): that descent's answer, or the solve gone
+        on from it as :meth:`_solve_dls`; before the collision check."""
+        if first[0] == compiled.CONVERGED:  # the common case: the seed's descent reached it
+            raw = RawSolution(first[1].tolist(), IkStatus.CONVERGED, first[2],
+                              min_residual=min_residual, message='converged after 0 restarts',
+                              measured=run.errors())
+        else:
+            p_target = np.array(p_list)
+            raw = self._solve_dls(
+                functools.partial(self._descent.evaluator, p_target, R_target),
+                functools.partial(cost_function, self._pose, p_target, R_target,
+                                  self.params['orientation_weight']),
+                q_seed_list, R_target is not None, min_residual, p_target, R_target, gap,
+                first=(first, run, budget))
+            if raw.min_residual is None or (min_residual is not None and
+                                            min_residual > raw.min_residual):
+                raw.min_residual = min_residual
+        return self._finish(raw, p_list, R_target, time.perf_counter() - start, False,
+                            q_seed_list)
+
+    def solve(self, target_position=None, target_orientation=None, seed=None, *,
+              targets: Optional[Mapping[str, Any]] = None) -> IkResult:
+        """:meth:`Solver.solve`. A pose target on the compiled path starts in one compiled
+        call (:meth:`_first_pose`); anything else, and any input that call does not take, goes
+        through :meth:`Solver.solve`."""
+        if self._first is not None and targets is None and target_orientation is not None \
+                and target_position is not None and self._collision is None:
+            result = self._first_pose(target_position, target_orientation, seed)
+            if result is not None:
+                return result
+        return super().solve(target_position, target_orientation, seed, targets=targets)
+
+    def _first_pose(self, position, quat, seed) -> Optional[IkResult]:
+        """A pose solve whose checks, reach check and seed's first descent run in compiled
+        calls (:func:`.compiled._first_pose`): the inputs' checks are those of
+        :meth:`Solver.solve`, and an answer that descent reaches is returned with the errors
+        the kernel's FK measured at exactly the joints returned. None, before anything is
+        solved, for what :meth:`Solver.solve` then takes from the start: inputs that are not
+        numeric vectors or that its checks refuse (it raises with its message), a position
+        provably out of reach, the kernels not loaded yet."""
+        kernel = self._first
+        position, quat = _vector(position), _vector(quat)
+        seed_vector = self._q_mid if seed is None else _vector(seed)
+        if position is None or quat is None or seed_vector is None or \
+                position.shape[0] != 3 or not kernel.serves(True):
             return None
-        for i in self._turn_joints:
-            if not -math.pi <= q_seed[i] - q_list[i] <= math.pi:
-                return None
-        state = run.state
-        position_error = float(state[compiled.POSITION_ERROR])
-        angle_error = float(state[compiled.ANGLE_ERROR]) if orientation else None
-        if not (position_error <= self._tol_p and
-                (angle_error is None or angle_error <= self._tol_r)):
+        start = time.perf_counter()
+        bound, gap = self._compiled_reach.checks(position)
+        if not bound <= 0.0:  # provably out of reach (or not finite): the general path
             return None
-        return new_result(
-            joint_positions=np.array(q_list, FLOAT64), joint_names=self._joint_names,
-            reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
-            orientation_error=angle_error, min_residual=min_residual,
-            iterations=int(state[compiled.ITERATIONS]),
-            solve_time=time.perf_counter() - start, message='converged after 0 restarts',
-            orientation_ignored=False, history=None, tips=None, best_found=False)
+        run = kernel.run()
+        code = run.first_pose(position, quat, seed_vector, 0.0)
+        if code == compiled.BAD_INPUT:
+            return None
+        if code == compiled.CONVERGED and not run.turns():
+            position_error, angle_error = run.errors()
+            if position_error <= self._tol_p and angle_error <= self._tol_r:
+                return new_result(
+                    joint_positions=run.q.copy(), joint_names=self._joint_names,
+                    reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
+                    orientation_error=angle_error, min_residual=None,
+                    iterations=run.iterations(), solve_time=time.perf_counter() - start,
+                    message='converged after 0 restarts', orientation_ignored=False,
+                    history=None, tips=None, best_found=False)
+        budget = Budget(self._timeout, start)
+        return self._from_first(run.go_on(code, budget), run, budget, position.tolist(),
+                                run.target[3:].reshape(3, 3).copy(),
+                                self._seed_values(seed_vector), None, gap, start)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -383,7 +419,10 @@ class DampedJacobianSolver(Solver):
         good_enough = -1.0
         if min_residual is not None and not with_orientation:
             good_enough = min_residual + params['position_tolerance']
-        rng: Optional[random.Random] = None
+        draws = 0  # the batches of self._draws used by this solve
+        # 6D, no proven residual above tolerance: the plain restarts may run in the kernel.
+        plain_restarts = with_orientation and (
+            min_residual is None or min_residual <= params['position_tolerance'])
         restarts = 0
         best_q, best_cost, iterations = q, math.inf, 0
         last_blocked = -1  # the last iteration in which joints at a limit sat out the step
@@ -436,6 +475,19 @@ class DampedJacobianSolver(Solver):
                 outcome = None
                 if end != compiled.CONVERGED and end != GOOD_ENOUGH:
                     best_q = run.best_q.tolist()
+            elif run is not None and plain_restarts and near is False and not mid_next and \
+                    not near_seed_radii:
+                # The plain restarts (random candidates, no check due) in the kernel, until a
+                # descent ends otherwise than stuck or stuck where a check below is due.
+                decide_at = params['restarts']
+                if not position_checked:
+                    decide_at = min(decide_at, check_after - 1, 1 if restarts <= 1 else decide_at)
+                low, span, _ = self._restart_box
+                end, q, iterations, last_blocked, near, restarts, draws = run.descend_restarts(
+                    q, floor, good_enough, iterations, last_blocked, budget, keep_best, restarts,
+                    decide_at, self._draws, low, span, draws)
+                if end != compiled.CONVERGED and end != GOOD_ENOUGH:  # (those return q)
+                    best_q = run.best_q.tolist()
             elif run is not None:
                 end, q, iterations, last_blocked, near = run.descend(
                     q, floor, good_enough, iterations, last_blocked, budget, near=near,
@@ -457,7 +509,8 @@ class DampedJacobianSolver(Solver):
             if end == compiled.CONVERGED:
                 return RawSolution(np.array(q), IkStatus.CONVERGED, iterations,
                                    history=history,
-                                   message=f'converged after {restarts} restarts')
+                                   message=f'converged after {restarts} restarts',
+                                   measured=None if run is None else run.errors())
             if end == GOOD_ENOUGH:
                 return RawSolution(np.array(q), IkStatus.UNREACHABLE, iterations,
                                    history=history, message='out of reach: the closest '
@@ -507,13 +560,13 @@ class DampedJacobianSolver(Solver):
                                        f'closest-pose search, {found.descents} descents); the '
                                        f'best pose of {restarts + 1} descents')
             restarts += 1
+            low, span, high = self._restart_box
             if near_seed_radii:  # a stream: stay near the seed before anything far
-                if rng is None:
-                    rng = random.Random(params['restart_seed'])
                 if cost_of is None:
                     cost_of = make_cost_function()
-                q = min(near_candidates(rng, q_seed, near_seed_radii.pop(0), self._restart_low,
-                                        self._restart_high), key=cost_of)
+                q = min(near_candidates(self._draws.batch(draws), q_seed, near_seed_radii.pop(0),
+                                        low, high).tolist(), key=cost_of)
+                draws += 1
                 near = True
                 continue
             near = False
@@ -521,14 +574,14 @@ class DampedJacobianSolver(Solver):
                 q, mid_next = self._mid, False
                 continue
             mid_next = False
-            if rng is None:
-                rng = random.Random(params['restart_seed'])
+            candidates = restart_candidates(self._draws.batch(draws), low, span)
+            draws += 1
             if run is not None:  # the candidates' costs in the kernel, one call
-                q = run.lowest_cost(restart_candidates(rng, self._restart_spans))
+                q = run.lowest_cost(candidates)
                 continue
             if cost_of is None:
                 cost_of = make_cost_function()
-            q = min(restart_candidates(rng, self._restart_spans), key=cost_of)
+            q = min(candidates.tolist(), key=cost_of)
 
     def _closest_pose(self, p_target: np.ndarray, q: List[float], budget: Budget,
                       iterations: int, restarts: int, min_residual: Optional[float],
@@ -575,3 +628,15 @@ def _known(value: float, target: List[float]) -> float:
     """A value computed before (``functools.partial(_known, value)`` stands for a function of
     the target)."""
     return value
+
+
+def _vector(value) -> Optional[np.ndarray]:
+    """``value`` as a C-contiguous float64 vector (itself when it is one), or None when numpy
+    does not read it as numbers (the general checks then say why)."""
+    if type(value) is np.ndarray and value.dtype is FLOAT64 and value.ndim == 1 and \
+            value.flags.c_contiguous:
+        return value
+    try:
+        return np.ascontiguousarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return None

@@ -7,6 +7,7 @@ and ``time.perf_counter``.
 from __future__ import annotations
 
 import time
+from typing import Optional
 
 #: Kept free at the end of a budget [s] (at most a tenth of it) for what follows the iterations:
 #: the caller's FK check of the answer and its result.
@@ -31,8 +32,10 @@ class Budget:
     its own steps.
     """
 
-    def __init__(self, seconds: float):
-        now = time.perf_counter()
+    def __init__(self, seconds: float, start: Optional[float] = None):
+        """``seconds`` from now, or from ``start`` (a ``time.perf_counter()`` reading: the
+        budget of work begun then, its first step timed from then)."""
+        now = time.perf_counter() if start is None else start
         self.deadline = now + seconds - min(RESERVE_S, 0.1 * seconds)
         self._last = now
         self._pace = StepPace()
