@@ -39,6 +39,7 @@ KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
                   'ik_node.solvers.damped_jacobian.compiled_reach',
                   'ik_node.solvers.hip_knee.compiled',
                   'ik_node.solvers.fabrik.compiled',
+                  'ik_node.solvers.fabrik.compiled_tree',
                   'ik_node.solvers.out_of_reach.compiled_search')
 #: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
 #: hold the GIL, and a solve on the Python path waits up to this for it each time it asks

@@ -61,6 +61,7 @@ from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
 from ik_node.solvers.fabrik.compiled import CompiledFabrik
+from ik_node.solvers.fabrik.compiled_tree import CompiledTree
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -176,6 +177,8 @@ class FabrikSolver(Solver):
         self._exact = ExactLeg.of(chain) if self._closest is not None else None
         # The serial passes compiled (numba, loaded in the background): the same runs.
         self._compiled = CompiledFabrik.of(self._serial)
+        # The tree passes compiled (numba, loaded in the background): the same runs.
+        self._compiled_tree = CompiledTree.of(self._tree) if len(chain.tip_links) > 1 else None
         # A target's proven bound and gap to the measured reach in one compiled call.
         self._compiled_reach = CompiledReach.of(self._bounds[0], self._closest.reach) \
             if self._compiled is not None and isinstance(self._bounds[0], ReachBound) else None
@@ -193,6 +196,8 @@ class FabrikSolver(Solver):
         not proven out of reach on their targets first, by FABRIK on them alone, then the others
         as close as that allows); the better answer is returned.
         """
+        if self._compiled_tree is not None:
+            self._compiled_tree.start_loading()  # once, in the background
         params = self.params
         tolerance = params['position_tolerance']
         bounds = {t.index: self.min_residual(t.index, np.array(t.position)) for t in targets}
@@ -289,10 +294,13 @@ class FabrikSolver(Solver):
             if run is None:  # not loaded yet, or a run the kernel leaves to the Python passes
                 run = self._serial.run(problem, settings)
         else:
-            run = self._tree.run(FabrikProblem(
+            problem = FabrikProblem(
                 q_seed, tuple(tip_indices), p_targets, self._weights[list(tip_indices)], stretch,
-                params['restarts'] if restarts is None else restarts, restarts == 0, deadline),
-                settings)
+                params['restarts'] if restarts is None else restarts, restarts == 0, deadline)
+            run = None if self._compiled_tree is None else \
+                self._compiled_tree.run(problem, settings)
+            if run is None:  # not loaded yet, or a run the kernel leaves to the Python passes
+                run = self._tree.run(problem, settings)
         known = [r for r in residuals if r is not None]
         if run.converged:
             status, message = IkStatus.CONVERGED, ''

@@ -1,0 +1,753 @@
+"""FABRIK's tree passes compiled: a whole run over a tree (tips sharing joints) in numba calls.
+
+:class:`CompiledTree` runs what :meth:`FabrikTree.run <ik_node.solvers.fabrik.tree.FabrikTree.run>`
+runs (the loop of :func:`~ik_node.solvers.fabrik.iteration.iterate` over
+:class:`~ik_node.solvers.fabrik.tree_passes.TreePasses`) in machine code: the forward pass with
+each pulled joint's weighted proposal, the backward pass with each joint's 'bones' or 'points'
+fit (and the fallback to its targeted descendants) and its clamp into the limits, the stretching
+first pass, the rebuild (FK), the extrapolation, the damped least-squares polish on the tips'
+stacked Jacobian, the stall rule and the best configuration kept. The same operations in the
+same order as the Python passes; numpy's small products (BLAS) and its linear solve may round
+the last bit otherwise, so a run agrees with the Python run to round-off: the same iterations and
+joints within 1e-9 rad (``test/core/test_compiled_fabrik_tree.py``).
+
+The kernel is generic: the tree is arrays (:func:`geometry_of`: per joint its frame, axis and
+limits, per node its parent), and so is the plan of a run (:func:`plan_of`, from the Python
+passes' :class:`~ik_node.solvers.fabrik.tree_passes.TreePlan`: the forward pass's joints with
+their children and weights, each joint's fit, the polish's columns and paths), built once per
+set of targeted tips and weights.
+
+The clock and the random restarts stay in Python: the kernel runs at most
+:data:`~ik_node.solvers.fabrik.compiled.CHUNK` iterations per call (a polish started in a call
+finishes in it), and returns when a stalled run restarts, so that the restart draws its
+configuration from the Python run's generator (the same draws). A run that records its history,
+or whose polish meets a singular system (where numpy's solve raises), is left to the Python
+passes.
+
+:mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
+background thread, after the serial kernel (whose helpers this one calls); until then, and where
+numba cannot serve, the Python passes run.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+import ik_node.solvers.kernels as kernels
+from ik_node.solvers.fabrik import compiled as serial
+from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
+                                              EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
+                                              POLISH_DAMPING_MIN, POLISH_RATIO,
+                                              POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS,
+                                              FabrikProblem, FabrikRun, FabrikSettings)
+from ik_node.solvers.fabrik.tree_passes import TreePlan
+from ik_node.solvers.numerics.budget import StepPace
+
+# What a call of the kernel returns.
+DONE, CHUNK_DONE, FAILED = serial.DONE, serial.CHUNK_DONE, serial.FAILED
+RESTART = 3     # the run stalled with a restart left: draw the moving joints and call again
+
+# Columns of the geometry array, one row per joint.
+_R_TP, _T_TP, _AXIS, _AAT, _I_AAT, _K = 0, 9, 12, 15, 24, 33   # as in the serial model
+(_LOWER, _UPPER, _REVOLUTE) = range(42, 45)
+_COLUMNS = 45
+# How a joint fits its angle in the backward pass (TreePlan.align).
+NO_FIT, BONES, POINTS = 0, 1, 2
+
+# Entries of the settings array.
+(_TOLERANCE, _MAX_ITERATIONS, _MIN_IMPROVEMENT, _STALL_ITERATIONS, _EXTRAPOLATE, _POLISH,
+ _STRETCH, _STOP_WHEN_STUCK) = range(8)
+_SETTINGS = 8
+# Entries of the state array kept between calls.
+(_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
+ _STALLED, _CONVERGED, _POLISH_AFTER, _RESTARTS, _RESTARTED) = range(12)
+_STATE = 12
+
+
+def available() -> bool:
+    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    return kernels.available()
+
+
+# ------------------------------------------------------------------------ the kernel (numba)
+def _frame0(geometry, parent, i, x, R):
+    """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent's frame."""
+    m = geometry[i]
+    R_tp = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
+    t = (m[_T_TP], m[_T_TP + 1], m[_T_TP + 2])
+    p = parent[i]
+    if p < 0:
+        return R_tp, t
+    R_parent = serial._load9(R, p)
+    ox, oy, oz = serial.mat_vec(R_parent, t)
+    return serial.mat_mul(R_parent, R_tp), (x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz)
+
+
+def _place(geometry, parent, i, q, x, R):
+    """Joint i's rotation and origin at ``q[i]`` (FabrikTree.place)."""
+    R0, xi = _frame0(geometry, parent, i, x, R)
+    if geometry[i, _REVOLUTE] != 0.0:
+        serial._place(i, serial._turned(geometry, i, R0, q[i]), xi, x, R)
+    else:
+        ax, ay, az = serial.mat_vec(R0, (geometry[i, _AXIS], geometry[i, _AXIS + 1],
+                                         geometry[i, _AXIS + 2]))
+        serial._place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
+
+
+def _place_tips(parent, t_tip, x, R):
+    """The tips' positions from their joints' frames (FabrikTree.place_tips)."""
+    n = R.shape[0]
+    for k in range(t_tip.shape[0]):
+        p = parent[n + k]
+        t = (t_tip[k, 0], t_tip[k, 1], t_tip[k, 2])
+        if p < 0:
+            x[n + k, 0], x[n + k, 1], x[n + k, 2] = t[0], t[1], t[2]
+        else:
+            ox, oy, oz = serial.mat_vec(serial._load9(R, p), t)
+            x[n + k, 0], x[n + k, 1], x[n + k, 2] = x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz
+
+
+def _rebuild(geometry, parent, t_tip, q, x, R):
+    """Node positions ``x`` and joint rotations ``R``: FK of ``q`` (FabrikTree.rebuild)."""
+    for i in range(R.shape[0]):
+        _place(geometry, parent, i, q, x, R)
+    _place_tips(parent, t_tip, x, R)
+
+
+def _measure(x, tip_nodes, targets, w_norm, err):
+    """Each targeted tip's error into ``err``; returns their weighted RMS (TreePasses.measure)."""
+    total = 0.0
+    for k in range(tip_nodes.shape[0]):
+        v = tip_nodes[k]
+        dx, dy, dz = x[v, 0] - targets[k, 0], x[v, 1] - targets[k, 1], x[v, 2] - targets[k, 2]
+        err[k] = math.sqrt(dx * dx + dy * dy + dz * dz)
+        total += w_norm[k] * (err[k] * err[k])
+    return math.sqrt(total)
+
+
+def _reached(err, tolerance):
+    for k in range(err.shape[0]):
+        if not err[k] <= tolerance:
+            return False
+    return True
+
+
+def _forward(plan_ints, plan_floats, x, L, targets, P):
+    """The forward pass (TreePasses.forward): the targeted tips on their targets, every pulled
+    joint to the weighted mean of its children's proposals."""
+    tip_nodes, fwd_u, fwd_start, fwd_ch = plan_ints[0], plan_ints[1], plan_ints[2], plan_ints[3]
+    fwd_w = plan_floats[1]
+    for k in range(tip_nodes.shape[0]):
+        v = tip_nodes[k]
+        P[v, 0], P[v, 1], P[v, 2] = targets[k, 0], targets[k, 1], targets[k, 2]
+    for f in range(fwd_u.shape[0]):
+        u = fwd_u[f]
+        px = py = pz = 0.0
+        for j in range(fwd_start[f], fwd_start[f + 1]):
+            c = fwd_ch[j]
+            dx, dy, dz = x[u, 0] - P[c, 0], x[u, 1] - P[c, 1], x[u, 2] - P[c, 2]
+            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if norm < EPS_M:  # forward point on the joint: keep the old bone direction
+                dx, dy, dz = x[u, 0] - x[c, 0], x[u, 1] - x[c, 1], x[u, 2] - x[c, 2]
+                norm = max(L[c], EPS_M)
+            s = L[c] / max(norm, EPS_M)
+            w = fwd_w[j]
+            px += w * (P[c, 0] + dx * s)
+            py += w * (P[c, 1] + dy * s)
+            pz += w * (P[c, 2] + dz * s)
+        P[u, 0], P[u, 1], P[u, 2] = px, py, pz
+
+
+def _fit_points(geometry, nodes, fit_weight, i, R0, xi, q, x, R, P):
+    """Joint i's angle moving ``nodes`` (rigidly, at their old ``x``) onto ``P``
+    (TreePasses.fit_points); False when there are none or all are on the axis."""
+    if nodes.shape[0] == 0:
+        return False
+    Ri = serial._load9(R, i)
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
+    for j in range(nodes.shape[0]):
+        v = nodes[j]
+        w = fit_weight[v]
+        rx, ry, rz = serial.vec_mat((x[v, 0] - x[i, 0], x[v, 1] - x[i, 1], x[v, 2] - x[i, 2]),
+                                    Ri)
+        bx, by, bz = serial.vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1], P[v, 2] - xi[2]), R0)
+        rx, ry, rz = rx * w, ry * w, rz * w
+        m0 += rx * bx
+        m1 += rx * by
+        m2 += rx * bz
+        m3 += ry * bx
+        m4 += ry * by
+        m5 += ry * bz
+        m6 += rz * bx
+        m7 += rz * by
+        m8 += rz * bz
+    ax, ay, az = geometry[i, _AXIS], geometry[i, _AXIS + 1], geometry[i, _AXIS + 2]
+    s = ax * (m5 - m7) + ay * (m6 - m2) + az * (m1 - m3)
+    v0, v1, v2 = ax * m0 + ay * m3 + az * m6, ax * m1 + ay * m4 + az * m7, \
+        ax * m2 + ay * m5 + az * m8
+    c = m0 + m4 + m8 - (v0 * ax + v1 * ay + v2 * az)
+    if s * s + c * c <= EPS_M * EPS_M:
+        return False
+    q[i] = serial._angle_in_limits(math.atan2(s, c), q[i], geometry[i, _LOWER],
+                                   geometry[i, _UPPER])
+    return True
+
+
+def _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P):
+    """The backward pass (TreePasses.backward): from the base, fit each moving joint's angle,
+    clamp it, rebuild (in place)."""
+    kind, a_start, a_nodes = plan_ints[4], plan_ints[5], plan_ints[6]
+    fb_start, fb_nodes = plan_ints[7], plan_ints[8]
+    fit_weight, perp, cross = plan_floats[0], plan_floats[2], plan_floats[3]
+    for i in range(R.shape[0]):
+        fit = kind[i]
+        if fit != NO_FIT:
+            R0, xi = _frame0(geometry, parent, i, x, R)
+            if fit == BONES:
+                s = c = 0.0
+                for j in range(a_start[i], a_start[i + 1]):
+                    v = a_nodes[j]
+                    bx, by, bz = serial.vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1],
+                                                 P[v, 2] - xi[2]), R0)
+                    s += cross[j, 0] * bx
+                    s += cross[j, 1] * by
+                    s += cross[j, 2] * bz
+                    c += perp[j, 0] * bx
+                    c += perp[j, 1] * by
+                    c += perp[j, 2] * bz
+                fitted = s * s + c * c > EPS_M * EPS_M
+                if fitted:
+                    q[i] = serial._angle_in_limits(math.atan2(s, c), q[i],
+                                                   geometry[i, _LOWER], geometry[i, _UPPER])
+            else:
+                fitted = _fit_points(geometry, a_nodes[a_start[i]:a_start[i + 1]], fit_weight,
+                                     i, R0, xi, q, x, R, P)
+            if not fitted:
+                _fit_points(geometry, fb_nodes[fb_start[i]:fb_start[i + 1]], fit_weight, i, R0,
+                            xi, q, x, R, P)
+        _place(geometry, parent, i, q, x, R)
+    _place_tips(parent, t_tip, x, R)
+
+
+def _stretch(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, L, target, P):
+    """The backward pass with the first targeted tip's path laid straight from its first
+    joint to ``target`` (TreePasses.stretch)."""
+    path = plan_ints[13]
+    first = path[0]
+    ox, oy, oz = x[first, 0], x[first, 1], x[first, 2]
+    dx, dy, dz = target[0] - ox, target[1] - oy, target[2] - oz
+    norm = max(math.sqrt(dx * dx + dy * dy + dz * dz), EPS_M)
+    dx, dy, dz = dx / norm, dy / norm, dz / norm
+    total = 0.0
+    for j in range(path.shape[0]):
+        v = path[j]
+        total += L[v]
+        reach = total - L[first]
+        P[v, 0], P[v, 1], P[v, 2] = ox + reach * dx, oy + reach * dy, oz + reach * dz
+    _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P)
+
+
+def _solve(G, g, m, out):
+    """``G[:m, :m] y = g[:m]`` by Gaussian elimination with partial pivoting (as LAPACK's
+    getrf/getrs), ``G`` and ``g`` overwritten; False when a pivot is zero (numpy raises)."""
+    for j in range(m):
+        p = j
+        for i in range(j + 1, m):
+            if abs(G[i, j]) > abs(G[p, j]):
+                p = i
+        if G[p, j] == 0.0:
+            return False
+        if p != j:
+            for k in range(m):
+                G[j, k], G[p, k] = G[p, k], G[j, k]
+            g[j], g[p] = g[p], g[j]
+        inverse = 1.0 / G[j, j]
+        for i in range(j + 1, m):
+            G[i, j] *= inverse
+            for k in range(j + 1, m):
+                G[i, k] -= G[i, j] * G[j, k]
+            g[i] -= G[i, j] * g[j]
+    for j in range(m - 1, -1, -1):
+        total = g[j]
+        for k in range(j + 1, m):
+            total -= G[j, k] * out[k]
+        out[j] = total / G[j, j]
+    return True
+
+
+def _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets, steps, tolerance,
+            x_try, R_try, q_try, err):
+    """Up to ``steps`` damped least-squares steps on the targeted tips' stacked position
+    Jacobian (TreePasses.polish); the number taken, or -1 where numpy's solve raises."""
+    tip_nodes, cols, path_start = plan_ints[0], plan_ints[9], plan_ints[10]
+    path_joints, path_cols = plan_ints[11], plan_ints[12]
+    w_norm = plan_floats[4]
+    C, T = cols.shape[0], tip_nodes.shape[0]
+    if steps <= 0 or C == 0:
+        return 0
+    rows = 3 * T
+    sw = np.empty(rows)
+    e = np.empty(rows)
+    obj = 0.0
+    for k in range(T):
+        root = math.sqrt(w_norm[k])
+        for a in range(3):
+            sw[3 * k + a] = root
+            e[3 * k + a] = (targets[k, a] - x[tip_nodes[k], a]) * root
+    for r in range(rows):
+        obj += e[r] * e[r]
+    J = np.zeros((rows, C))
+    Jw = np.empty((rows, C))
+    axes = np.empty((C, 3))
+    G = np.empty((C, C))
+    g = np.empty(C)
+    y = np.empty(C)
+    dq = np.zeros(C)
+    free = np.ones(C, dtype=np.bool_)
+    index = np.empty(C, dtype=np.int64)
+    e_try = np.empty(rows)
+    damping, taken, slow = POLISH_DAMPING, 0, 0
+    while taken < steps:
+        taken += 1
+        for c in range(C):
+            i = cols[c]
+            axes[c, 0], axes[c, 1], axes[c, 2] = serial.mat_vec(
+                serial._load9(R, i), (geometry[i, _AXIS], geometry[i, _AXIS + 1],
+                                      geometry[i, _AXIS + 2]))
+        for k in range(T):
+            v = tip_nodes[k]
+            for j in range(path_start[k], path_start[k + 1]):
+                u, c = path_joints[j], path_cols[j]
+                rx, ry, rz = x[v, 0] - x[u, 0], x[v, 1] - x[u, 1], x[v, 2] - x[u, 2]
+                J[3 * k, c] = axes[c, 1] * rz - axes[c, 2] * ry
+                J[3 * k + 1, c] = axes[c, 2] * rx - axes[c, 0] * rz
+                J[3 * k + 2, c] = axes[c, 0] * ry - axes[c, 1] * rx
+        for r in range(rows):
+            for c in range(C):
+                Jw[r, c] = J[r, c] * sw[r]
+        for c in range(C):
+            free[c] = True
+            dq[c] = 0.0
+        for _ in range(3):  # freeze joints the step pushes past a limit
+            m = 0
+            for c in range(C):
+                if free[c]:
+                    index[m] = c
+                    m += 1
+            for a in range(m):
+                ca = index[a]
+                for b in range(m):
+                    cb = index[b]
+                    total = 0.0
+                    for r in range(rows):
+                        total += Jw[r, ca] * Jw[r, cb]
+                    G[a, b] = total + damping if a == b else total
+                total = 0.0
+                for r in range(rows):
+                    total += Jw[r, ca] * e[r]
+                g[a] = total
+            if not _solve(G, g, m, y):
+                return -1
+            for c in range(C):
+                dq[c] = 0.0
+            for a in range(m):
+                dq[index[a]] = y[a]
+            pressed = False
+            for c in range(C):
+                i = cols[c]
+                if free[c] and ((q[i] <= geometry[i, _LOWER] and dq[c] < 0.0) or
+                                (q[i] >= geometry[i, _UPPER] and dq[c] > 0.0)):
+                    free[c] = False
+                    pressed = True
+            if not pressed:
+                break
+            if not free.any():
+                for c in range(C):
+                    dq[c] = 0.0
+                break
+        q_try[:] = q
+        for c in range(C):
+            i = cols[c]
+            q_try[i] = serial._clip(q[i] + dq[c], geometry[i, _LOWER], geometry[i, _UPPER])
+        _rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
+        obj_try = 0.0
+        for k in range(T):
+            for a in range(3):
+                e_try[3 * k + a] = (targets[k, a] - x_try[tip_nodes[k], a]) * sw[3 * k + a]
+        for r in range(rows):
+            obj_try += e_try[r] * e_try[r]
+        if obj_try < obj:
+            slow = slow + 1 if obj_try > SLOW_STEP_RATIO2 * obj else 0
+            q[:] = q_try
+            x[:] = x_try
+            R[:] = R_try
+            e[:] = e_try
+            obj = obj_try
+            damping = max(damping * 0.1, POLISH_DAMPING_MIN)
+        else:
+            slow += 1
+            damping *= 10.0
+        for k in range(T):
+            v = tip_nodes[k]
+            dx, dy, dz = x[v, 0] - targets[k, 0], x[v, 1] - targets[k, 1], x[v, 2] - targets[k, 2]
+            err[k] = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if _reached(err, tolerance) or slow >= SLOW_STEPS:
+            break
+    return taken
+
+
+def _run_tree(geometry, parent, t_tip, plan_ints, plan_floats, settings, targets, q, best_q,
+              best_err, state, work, chunk):
+    """FABRIK over the tree toward ``targets`` (one row per targeted tip) from ``q``:
+    :func:`~.iteration.iterate` over the tree passes, at most ``chunk`` iterations more in this
+    call. A first call (state ``_BEGUN`` 0) starts from ``q``; a later one goes on from the
+    state it left (after RESTART, with ``_RESTARTED`` set: from the new ``q``). ``best_q`` and
+    ``best_err`` are the best configuration and its tip errors (the run's answer, once DONE).
+    Returns DONE, CHUNK_DONE, RESTART or FAILED."""
+    x, R, P, x_try, R_try = work[0], work[1], work[2], work[3], work[4]
+    L, err, err_try, q_before, q_try = work[5], work[6], work[7], work[8], work[9]
+    tip_nodes, w_norm = plan_ints[0], plan_floats[4]
+    tolerance, min_improvement = settings[_TOLERANCE], settings[_MIN_IMPROVEMENT]
+    max_iterations = int(settings[_MAX_ITERATIONS])
+    stall_iterations, polish = int(settings[_STALL_ITERATIONS]), int(settings[_POLISH])
+    extrapolate, stretching = settings[_EXTRAPOLATE] != 0.0, settings[_STRETCH] != 0.0
+    stop_when_stuck = settings[_STOP_WHEN_STUCK] != 0.0
+    if state[_BEGUN] == 0.0:
+        _rebuild(geometry, parent, t_tip, q, x, R)
+        for v in range(x.shape[0]):
+            p = parent[v]
+            L[v] = 0.0
+            if p >= 0:
+                dx, dy, dz = x[v, 0] - x[p, 0], x[v, 1] - x[p, 1], x[v, 2] - x[p, 2]
+                L[v] = math.sqrt(dx * dx + dy * dy + dz * dz)
+        P[:] = 0.0
+        obj = _measure(x, tip_nodes, targets, w_norm, err)
+        best_q[:] = q
+        best_err[:] = err
+        state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
+        state[_SINCE_PROGRESS] = state[_ITERATIONS] = state[_STALLED] = 0.0
+        state[_POLISH_AFTER] = state[_RESTARTED] = 0.0
+        state[_CONVERGED] = 1.0 if _reached(err, tolerance) else 0.0
+        state[_BEGUN] = 1.0
+    elif state[_RESTARTED] != 0.0:  # a fresh start drawn in Python (TreePasses.restart)
+        _rebuild(geometry, parent, t_tip, q, x, R)
+        obj = _measure(x, tip_nodes, targets, w_norm, err)
+        state[_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
+        state[_SINCE_PROGRESS] = 0.0
+        state[_RESTARTS] -= 1.0
+        state[_RESTARTED] = 0.0
+    obj, best_obj, start_best = state[_OBJ], state[_BEST_OBJ], state[_START_BEST]
+    last_progress = state[_LAST_PROGRESS]
+    since_progress, iterations = int(state[_SINCE_PROGRESS]), int(state[_ITERATIONS])
+    polish_after, restarts = int(state[_POLISH_AFTER]), int(state[_RESTARTS])
+    converged, stalled = state[_CONVERGED] != 0.0, state[_STALLED] != 0.0
+    stop_at = iterations + chunk
+    code = DONE
+    while not converged and iterations < max_iterations:
+        if iterations >= stop_at:
+            code = CHUNK_DONE
+            break
+        iterations += 1
+        q_before[:] = q
+        obj_before = obj
+        if stretching and iterations == 1:
+            _stretch(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, L, targets[0], P)
+        else:
+            _forward(plan_ints, plan_floats, x, L, targets, P)
+            _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P)
+        obj = _measure(x, tip_nodes, targets, w_norm, err)
+        if extrapolate and 0.0 < obj < obj_before and iterations > 1:
+            rho = obj / obj_before
+            if rho > EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
+                factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
+                for k in range(q.shape[0]):
+                    q_try[k] = serial._clip(q[k] + factor * (q[k] - q_before[k]),
+                                            geometry[k, _LOWER], geometry[k, _UPPER])
+                _rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
+                obj_try = _measure(x_try, tip_nodes, targets, w_norm, err_try)
+                if obj_try < obj:
+                    q[:] = q_try
+                    x[:] = x_try
+                    R[:] = R_try
+                    err[:] = err_try
+                    obj = obj_try
+        if (polish > 0 and iterations >= polish_after and obj > 0.0 and
+                obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
+            taken = _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets,
+                            min(polish, max_iterations - iterations), tolerance, x_try, R_try,
+                            q_try, err_try)
+            if taken < 0:
+                return FAILED
+            iterations += taken
+            obj_polished = _measure(x, tip_nodes, targets, w_norm, err)
+            stuck = obj_polished > POLISH_STUCK_RATIO * obj
+            if obj_polished > POLISH_RATIO * obj:  # no help here: let FABRIK work a while
+                polish_after = iterations + stall_iterations
+            obj = obj_polished
+            if stuck and min_improvement > 0.0 and (restarts > 0 or stop_when_stuck) and \
+                    not stretching:
+                if obj < best_obj:
+                    best_q[:] = q
+                    best_err[:] = err
+                    best_obj = obj
+                start_best = min(start_best, obj)
+                last_progress = start_best + min_improvement
+                since_progress = stall_iterations - 1
+        if obj < best_obj:
+            best_q[:] = q
+            best_err[:] = err
+            best_obj = obj
+        converged = _reached(err, tolerance)
+        start_best = min(start_best, obj)
+        if start_best < last_progress - min_improvement:
+            last_progress, since_progress = start_best, 0
+            continue
+        since_progress += 1
+        if since_progress < stall_iterations or converged:
+            continue
+        stalled = True
+        if restarts > 0 and not stretching:
+            code = RESTART  # a local minimum (joint limits): Python draws a fresh start
+        break
+    if converged:
+        best_q[:] = q
+        best_err[:] = err
+        best_obj = obj
+    state[_OBJ], state[_BEST_OBJ], state[_START_BEST] = obj, best_obj, start_best
+    state[_LAST_PROGRESS] = last_progress
+    state[_SINCE_PROGRESS], state[_ITERATIONS] = since_progress, iterations
+    state[_POLISH_AFTER] = polish_after
+    state[_CONVERGED] = 1.0 if converged else 0.0
+    state[_STALLED] = 1.0 if stalled else 0.0
+    return code
+
+
+_KERNELS: Dict[str, Any] = {}
+_HELPERS = ('_frame0', '_place', '_place_tips', '_rebuild', '_measure', '_reached', '_forward',
+            '_fit_points', '_backward', '_stretch', '_solve', '_polish')
+
+
+def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
+    """Compile the kernel (or load it from numba's cache on disk) and run it once, after the
+    serial kernel whose helpers it calls; :mod:`ik_node.solvers.kernels` calls it in its
+    loading thread."""
+    if not _KERNELS:
+        serial.compile()
+        kernel = kernels.jitted(globals(), _HELPERS, ('_run_tree',))['_run_tree']
+        _exercise(kernel)
+        _KERNELS['run'] = kernel
+
+
+# ---------------------------------------------------------------------------- the arrays
+def geometry_of(tree) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A :class:`~ik_node.solvers.fabrik.tree.FabrikTree`'s geometry as arrays: per joint its
+    frame, Rodrigues' terms, limits and kind (the columns above); each node's parent; each
+    tip's offset."""
+    n = tree.n
+    geometry = np.zeros((n, _COLUMNS))
+    for i in range(n):
+        row = geometry[i]
+        row[_R_TP:_R_TP + 9] = tree.R_tp[i].ravel()
+        row[_T_TP:_T_TP + 3] = tree.t_tp[i]
+        row[_AXIS:_AXIS + 3] = tree.axes[i]
+        row[_AAT:_AAT + 9] = tree.aaT[i].ravel()
+        row[_I_AAT:_I_AAT + 9] = tree.I_aaT[i].ravel()
+        row[_K:_K + 9] = tree.K[i].ravel()
+        row[_LOWER], row[_UPPER] = tree.lower[i], tree.upper[i]
+        row[_REVOLUTE] = float(tree.revolute[i])
+    parent = np.array(tree.node_parent, dtype=np.int64)
+    t_tip = np.ascontiguousarray(tree.t_tip, dtype=float).reshape(tree.n_tips, 3)
+    return geometry, parent, t_tip
+
+
+def _lists(lists: Sequence[Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:
+    """Lists of ints as (starts, flat): list k is ``flat[starts[k]:starts[k + 1]]``."""
+    starts = np.zeros(len(lists) + 1, dtype=np.int64)
+    starts[1:] = np.cumsum([len(items) for items in lists])
+    flat = np.array([int(v) for items in lists for v in items], dtype=np.int64)
+    return starts, flat
+
+
+def plan_of(tree, tip_indices: Sequence[int], weights: np.ndarray) -> Tuple[tuple, tuple]:
+    """The plan of a run (:class:`TreePlan` of ``tip_indices`` and ``weights``) as arrays:
+    ``(ints, floats)``, the tuples :func:`_run_tree` reads."""
+    plan = TreePlan(tree, tip_indices, weights)
+    n = tree.n
+    fwd_u = np.array([u for u, _, _ in plan.forward], dtype=np.int64)
+    fwd_start, fwd_ch = _lists([ch for _, ch, _ in plan.forward])
+    fwd_w = np.array([float(v) for _, _, w in plan.forward for v in w])
+    kind = np.zeros(n, dtype=np.int64)
+    nodes, perp, cross = [], [], []
+    for i, align in enumerate(plan.align):
+        if align is None:
+            nodes.append([])
+            continue
+        kind[i] = BONES if align[0] == 'bones' else POINTS
+        nodes.append(list(align[1]))
+        count = len(align[1])
+        perp.extend(np.asarray(align[2]).reshape(count, 3) if align[0] == 'bones'
+                    else np.zeros((count, 3)))
+        cross.extend(np.asarray(align[3]).reshape(count, 3) if align[0] == 'bones'
+                     else np.zeros((count, 3)))
+    a_start, a_nodes = _lists(nodes)
+    fb_start, fb_nodes = _lists(plan.fallback)
+    path_start, path_joints = _lists([joints for joints, _ in plan.polish_paths])
+    _, path_cols = _lists([c for _, c in plan.polish_paths])
+    stretch_path = np.array(tree.path_to_tip(int(plan.tip_nodes[0]) - n), dtype=np.int64)
+    w_norm = np.asarray(weights, dtype=float) / float(np.sum(weights))
+    ints = (plan.tip_nodes.astype(np.int64), fwd_u, fwd_start, fwd_ch, kind, a_start, a_nodes,
+            fb_start, fb_nodes, plan.polish_joints.astype(np.int64), path_start, path_joints,
+            path_cols, stretch_path)
+    floats = (np.asarray(plan.fit_weight, dtype=float), fwd_w,
+              np.array(perp, dtype=float).reshape(-1, 3),
+              np.array(cross, dtype=float).reshape(-1, 3), w_norm)
+    return ints, floats
+
+
+def _exercise(kernel) -> None:
+    """Run the kernel once on a made-up tree (a trunk joint and two 2-joint arms; 'bones' and
+    'points' fits, a stretch, the polish and a restart), so that numba compiles (or loads) it
+    now, not in a solve."""
+    from ik_node.model.chain import Chain
+    from ik_node.solvers.fabrik.tree import FabrikTree
+
+    def joint(name, parent, child, axis, xyz):
+        return (f'<joint name="{name}" type="revolute"><parent link="{parent}"/>'
+                f'<child link="{child}"/><origin xyz="{xyz}"/><axis xyz="{axis}"/>'
+                '<limit lower="-2" upper="2" effort="1" velocity="1"/></joint>')
+
+    urdf = ('<robot name="exercise">' + ''.join(f'<link name="{v}"/>' for v in
+                                                ('b', 't', 'l1', 'l2', 'r1', 'r2')) +
+            joint('j0', 'b', 't', '0 0 1', '0 0 0.1') + joint('l1', 't', 'l1', '0 1 0', '0 0.1 0.2')
+            + joint('l2', 'l1', 'l2', '0 1 0', '0 0 0.2') +
+            joint('r1', 't', 'r1', '1 0 0', '0 -0.1 0.2') + joint('r2', 'r1', 'r2', '0 0 1',
+                                                                  '0.05 0 0.2') + '</robot>')
+    tree = FabrikTree(Chain.from_urdf_string(urdf, 'b', ['l2', 'r2']))
+    runner = CompiledTree(tree, {'run': kernel})
+    settings = FabrikSettings(1e-5, 30, 1e-9, 3, polish=5)
+    for tips, targets, stretch, restarts in (((0, 1), ((0.1, 0.2, 0.4), (0.0, -0.3, 0.3)), None, 2),
+                                             ((1,), ((2.0, 0.0, 0.0),), 1, 0)):
+        runner.run(FabrikProblem(np.full(tree.n, 0.1), tips, np.array(targets),
+                                 np.ones(len(tips)), stretch, restarts), settings)
+
+
+# ---------------------------------------------------------------------------- the wrap
+class CompiledTree:
+    """The compiled tree passes bound to one :class:`~ik_node.solvers.fabrik.tree.FabrikTree`.
+
+    :meth:`run` answers what ``FabrikTree.run`` answers, or None where the Python passes run
+    (the kernel not loaded yet, a history to record, a polish the kernel leaves to Python).
+    Built only where numba may serve (:func:`of`); the kernel loads in the background from
+    the first solve on (:meth:`start_loading`).
+    """
+
+    def __init__(self, tree, compiled_kernels: Optional[Dict[str, Any]] = None):
+        self.tree = tree
+        self.geometry = geometry_of(tree)
+        self._lower = np.where(np.isfinite(tree.lower), tree.lower, -math.pi)
+        self._upper = np.where(np.isfinite(tree.upper), tree.upper, math.pi)
+        self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
+        self._plans: Dict[Any, tuple] = {}
+        self._runs = threading.local()  # per thread and plan: its arrays, reused by every run
+
+    @classmethod
+    def of(cls, tree) -> Optional['CompiledTree']:
+        """The compiled passes of ``tree`` where numba may serve; else None."""
+        if tree is None or not available() or tree.n == 0:
+            return None
+        return cls(tree)
+
+    def ready(self) -> bool:
+        """Whether the kernel is loaded (never blocks)."""
+        return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
+
+    def start_loading(self) -> None:
+        """Start loading the kernels in the background unless they are (not at construction:
+        importing numba would slow down a node's start-up)."""
+        if not self.ready():
+            kernels.start()
+
+    def _plan(self, tip_indices: Tuple[int, ...], weights: np.ndarray) -> tuple:
+        """The plan arrays and moving joints of these tips and weights (built once)."""
+        key = (tuple(int(k) for k in tip_indices), np.asarray(weights, dtype=float).tobytes())
+        plan = self._plans.get(key)
+        if plan is None:
+            ints, floats = plan_of(self.tree, key[0], np.asarray(weights, dtype=float))
+            tree, W = self.tree, floats[0]  # (fit_weight > 0 exactly where W > 0)
+            moving = np.array([tree.revolute[i] and W[i] > 0 for i in range(tree.n)], dtype=bool)
+            plan = self._plans[key] = (ints, floats, moving)
+        return plan
+
+    def _arrays(self, key: int, n_tips: int) -> tuple:
+        arrays = getattr(self._runs, 'arrays', None)
+        if arrays is None:
+            arrays = self._runs.arrays = {}
+        if key not in arrays:
+            tree = self.tree
+            n, N = tree.n, tree.n + tree.n_tips
+            work = (np.zeros((N, 3)), np.zeros((n, 9)), np.zeros((N, 3)), np.zeros((N, 3)),
+                    np.zeros((n, 9)), np.zeros(N), np.zeros(n_tips), np.zeros(n_tips),
+                    np.zeros(n), np.zeros(n))
+            arrays[key] = (np.zeros(_SETTINGS), np.zeros(n), np.zeros(n), np.zeros(n_tips),
+                           np.zeros(_STATE), work)
+        return arrays[key]
+
+    def run(self, problem: FabrikProblem, settings: FabrikSettings) -> Optional[FabrikRun]:
+        """The :class:`FabrikRun` of ``FabrikTree.run(problem, settings)``, or None where the
+        Python passes run instead."""
+        if settings.record_history or not self.ready():
+            return None
+        ints, floats, moving = self._plan(problem.tip_indices, problem.weights)
+        values, q, best_q, best_err, state, work = self._arrays(id(ints), len(ints[0]))
+        values[_TOLERANCE] = settings.tolerance
+        values[_MAX_ITERATIONS] = settings.max_iterations if moving.any() else 0
+        values[_MIN_IMPROVEMENT] = settings.min_improvement
+        values[_STALL_ITERATIONS] = settings.stall_iterations
+        values[_EXTRAPOLATE] = float(settings.extrapolate)
+        values[_POLISH] = settings.polish
+        values[_STRETCH] = float(problem.stretch_tip is not None)
+        values[_STOP_WHEN_STUCK] = float(problem.stop_when_stuck)
+        targets = np.ascontiguousarray(problem.targets, dtype=float).reshape(-1, 3)
+        q[:] = problem.q_seed
+        state[_BEGUN] = state[_ITERATIONS] = 0.0
+        state[_RESTARTS] = problem.restarts
+        kernel, deadline, rng = self._kernels['run'], problem.deadline, None
+        geometry, parent, t_tip = self.geometry
+        # As the Python loop, no iteration starts past the deadline, judged by the pace.
+        chunk = serial.CHUNK if time.perf_counter() <= deadline else 0
+        pace, timed_out = StepPace(), False
+        while True:
+            before = state[_ITERATIONS]
+            started = time.perf_counter()
+            code = kernel(geometry, parent, t_tip, ints, floats, values, targets, q, best_q,
+                          best_err, state, work, chunk)
+            if code == RESTART:  # TreePasses.restart: the same generator, the same draws
+                if rng is None:
+                    rng = np.random.default_rng(0)
+                q[moving] = rng.uniform(self._lower, self._upper)[moving]
+                state[_RESTARTED] = 1.0
+            elif code != CHUNK_DONE:
+                break
+            now = time.perf_counter()
+            done = state[_ITERATIONS] - before
+            if done > 0.0:
+                pace.add((now - started) / done)
+            expected = pace.expected
+            if expected <= 0.0 or now + expected > deadline:
+                if code == RESTART:  # the Python loop measures the fresh start first
+                    code = kernel(geometry, parent, t_tip, ints, floats, values, targets, q,
+                                  best_q, best_err, state, work, 0)
+                timed_out = True
+                break
+            fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
+            chunk = serial.CHUNK if fits >= serial.CHUNK else int(fits)
+        if code == FAILED:
+            return None
+        converged, stalled = bool(state[_CONVERGED]), bool(state[_STALLED])
+        return FabrikRun(best_q.copy(), best_err.copy(), int(state[_ITERATIONS]), converged,
+                         stalled and not converged, None, timed_out and not converged)
