@@ -187,7 +187,3 @@ def main(argv: Optional[List[str]] = None) -> int:
         wait()
     print(serving())
     return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
