@@ -302,7 +302,9 @@ def test_the_one_call_start_refuses_what_the_general_checks_refuse(loaded):
            (p, np.array([nan, 0.0, 0.0, 1.0]), None), (p, np.array([inf, 0.0, 0.0, 1.0]), None),
            (p, quat, np.where(np.arange(chain.n) == 2, nan, q_random)),
            (p, quat, np.zeros(chain.n + 1)), (p[:2], quat, None), (p, quat[:3], None),
-           (['a', 'b', 'c'], quat, None), (p, quat, 'seed')]
+           (['a', 'b', 'c'], quat, None), (p, quat, 'seed'),
+           (np.array([nan, 0.0, 0.3]), None, None), (p, None, np.zeros(chain.n + 1)),
+           (np.array([1e7, 0.0, 0.0]), None, q_random)]
     for position, orientation, seed in bad:
         with pytest.raises(TargetError) as fast:
             solver.solve(position, orientation, seed)

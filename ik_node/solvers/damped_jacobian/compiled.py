@@ -555,21 +555,26 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
 
 def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q, state,
                 scratch, steps):
-    """The start of a pose solve in one call: the checks of ``solve`` on the target position
-    (3 finite values within ``MAX_COORDINATE_M``), the quaternion (x, y, z, w: finite, not
-    zero; normalised into the rotation of ``rotation_from_input``, the target's) and the seed
-    (finite, clipped into the limits: ``q`` and ``best_q``), then up to ``steps`` iterations of
-    the seed's descent as :meth:`DescentRun.descend` starts it (``floor`` the squared proven
-    residual). Returns BAD_INPUT for an input the checks refuse, else :func:`_descend`'s code;
-    on CONVERGED ``state[_TURNS]`` says whether a full-turn joint ended more than half a turn
-    from its seed."""
+    """The start of a solve in one call: the checks of ``solve`` on the target position
+    (3 finite values within ``MAX_COORDINATE_M``), the quaternion of a pose target (x, y, z, w:
+    finite, not zero; normalised into the rotation of ``rotation_from_input``, the target's;
+    empty for a position target) and the seed (finite, clipped into the limits: ``q`` and
+    ``best_q``), then up to ``steps`` iterations of the seed's descent as
+    :meth:`DescentRun.descend` starts it (``floor`` the squared proven residual). Returns
+    BAD_INPUT for an input the checks refuse, else :func:`_descend`'s code; on CONVERGED
+    ``state[_TURNS]`` says whether a full-turn joint ended more than half a turn from its
+    seed."""
     n = q.shape[0]
-    if position.shape[0] != 3 or quat.shape[0] != 4 or seed.shape[0] != n:
+    if position.shape[0] != 3 or (quat.shape[0] != 4 and quat.shape[0] != 0) or \
+            seed.shape[0] != n:
         return BAD_INPUT
     for k in range(3):
         if not -_MAX_COORDINATE <= position[k] <= _MAX_COORDINATE:  # (a NaN fails)
             return BAD_INPUT
         target[k] = position[k]
+    if quat.shape[0] == 0:  # a position target
+        return _first_descent(model, settings, seed, floor, target, q, best_q, state, scratch,
+                              steps)
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
     norm2 = x * x + y * y + z * z + w * w
     if not norm2 <= _MAX_NORM2:
@@ -587,6 +592,13 @@ def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q,
     target[9] = 2.0 * (x * z - w * y)
     target[10] = 2.0 * (y * z + w * x)
     target[11] = 1.0 - 2.0 * (x * x + y * y)
+    return _first_descent(model, settings, seed, floor, target, q, best_q, state, scratch, steps)
+
+
+def _first_descent(model, settings, seed, floor, target, q, best_q, state, scratch, steps):
+    """:func:`_first_pose` once the target is in ``target``: the seed checked and clipped, the
+    first chunk of its descent, whether a full-turn joint turned."""
+    n = q.shape[0]
     for k in range(n):
         v = seed[k]
         if not math.isfinite(v):
@@ -835,7 +847,8 @@ def _tree_cost(tree_model, tips, columns, targets, settings, x):
 
 
 _KERNELS = {}
-_HELPERS = ('_work_size', '_scratch_size', '_work_views', '_new_work', '_tip', '_pose_cost',
+_HELPERS = ('_first_descent', '_work_size', '_scratch_size', '_work_views', '_new_work', '_tip',
+            '_pose_cost',
             '_rotation_vector', '_jacobian', '_evaluate', '_damped_solve', '_dual_solve',
             '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
 
@@ -876,6 +889,7 @@ def _exercise(kernels_) -> None:
         if orientation:
             run.first_pose(np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]),
                            np.zeros(n), 0.0)
+            run.first_pose(np.array([0.1, 0.0, 0.0]), np.empty(0), np.zeros(n), 0.0)
             run.descend_restarts([0.0] * n, 0.0, -1.0, 0, -1, None, True, 0, 1,
                                  _ExerciseDraws(n), np.full(n, -1.0), np.full(n, 2.0))
     # A tree of two tips on three joints (one shared), a pose and a position target.
@@ -1152,12 +1166,12 @@ class DescentRun:
 
     def first_pose(self, position: np.ndarray, quat: np.ndarray, seed: np.ndarray,
                    floor: float) -> int:
-        """A pose solve's checks and the first chunk of its seed's descent in one call
-        (:func:`_first_pose`; float64 vectors): BAD_INPUT, or the descent's code (CHUNK_DONE:
-        :meth:`go_on` finishes it)."""
-        self.with_orientation = True
-        return self.first_pose_kernel(self.model, self.settings[True], position, quat, seed,
-                                      floor, self.target, self.q, self.best_q, self.state,
+        """A solve's checks and the first chunk of its seed's descent in one call
+        (:func:`_first_pose`; float64 vectors, ``quat`` empty for a position target):
+        BAD_INPUT, or the descent's code (CHUNK_DONE: :meth:`go_on` finishes it)."""
+        orientation = self.with_orientation = quat.shape[0] != 0
+        return self.first_pose_kernel(self.model, self.settings[orientation], position, quat,
+                                      seed, floor, self.target, self.q, self.best_q, self.state,
                                       self.scratch, CompiledDescent.CHUNK)
 
     def go_on(self, code: int, budget) -> Tuple[int, np.ndarray, int, int, bool]:

@@ -206,6 +206,9 @@ class DampedJacobianSolver(Solver):
         if self._lean is not None and not self._several_tips and self._timeout >= 1e-3 and \
                 self._lean.settings[True] is not None:
             self._first = self._lean
+        #: Position targets take the one-call start too where nothing but the reach checks
+        #: decides before the descent (no plane bound, no leg's closed form).
+        self._first_position = self._plane is None and self._exact is None
 
     def collision_term(self, checker) -> Optional[CollisionTerm]:
         """The collision term (:mod:`.collision_term`) of this solver's chain with ``checker``
@@ -302,11 +305,13 @@ class DampedJacobianSolver(Solver):
 
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
               targets: Optional[Mapping[str, Any]] = None) -> IkResult:
-        """:meth:`Solver.solve`. A pose target on the compiled path starts in one compiled
-        call (:meth:`_first_pose`); anything else, and any input that call does not take, goes
-        through :meth:`Solver.solve`."""
-        if self._first is not None and targets is None and target_orientation is not None \
-                and target_position is not None and self._collision is None:
+        """:meth:`Solver.solve`. A target on the compiled path starts in one compiled call
+        (:meth:`_first_pose`; a position target on a chain that is neither planar nor a leg);
+        anything else, and any input that call does not take, goes through
+        :meth:`Solver.solve`."""
+        if self._first is not None and targets is None and target_position is not None and \
+                self._collision is None and (target_orientation is not None or
+                                             self._first_position):
             result = self._first_pose(target_position, target_orientation, seed)
             if result is not None:
                 return result
@@ -321,22 +326,24 @@ class DampedJacobianSolver(Solver):
         numeric vectors or that its checks refuse (it raises with its message), a position
         provably out of reach, the kernels not loaded yet."""
         kernel = self._first
-        position, quat = _vector(position), _vector(quat)
+        position = _vector(position)
+        quat = _NO_ORIENTATION if quat is None else _vector(quat)
         seed_vector = self._q_mid if seed is None else _vector(seed)
         if position is None or quat is None or seed_vector is None or \
-                position.shape[0] != 3 or not kernel.serves(True):
+                position.shape[0] != 3 or not kernel.serves(quat is not _NO_ORIENTATION):
             return None
         start = time.perf_counter()
         bound, gap = self._compiled_reach.checks(position)
-        if not bound <= 0.0:  # provably out of reach (or not finite): the general path
-            return None
+        if not bound <= 0.0 or (quat is _NO_ORIENTATION and not gap <= self._tol_p):
+            return None  # provably or measurably out of reach (or not finite): the general path
         run = kernel.run()
         code = run.first_pose(position, quat, seed_vector, 0.0)
         if code == compiled.BAD_INPUT:
             return None
         if code == compiled.CONVERGED and not run.turns():
             position_error, angle_error = run.errors()
-            if position_error <= self._tol_p and angle_error <= self._tol_r:
+            if position_error <= self._tol_p and (angle_error is None or
+                                                  angle_error <= self._tol_r):
                 return new_result(
                     joint_positions=run.q.copy(), joint_names=self._joint_names,
                     reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
@@ -345,9 +352,9 @@ class DampedJacobianSolver(Solver):
                     message='converged after 0 restarts', orientation_ignored=False,
                     history=None, tips=None, best_found=False)
         budget = Budget(self._timeout, start)
+        R_target = run.target[3:].reshape(3, 3).copy() if run.with_orientation else None
         return self._from_first(run.go_on(code, budget), run, budget, position.tolist(),
-                                run.target[3:].reshape(3, 3).copy(),
-                                self._seed_values(seed_vector), None, gap, start)
+                                R_target, self._seed_values(seed_vector), None, gap, start)
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -628,6 +635,10 @@ def _known(value: float, target: List[float]) -> float:
     """A value computed before (``functools.partial(_known, value)`` stands for a function of
     the target)."""
     return value
+
+
+#: The quaternion of a position target in the one-call start: none.
+_NO_ORIENTATION = np.empty(0)
 
 
 def _vector(value) -> Optional[np.ndarray]:
