@@ -34,9 +34,11 @@ class Budget:
 
     def __init__(self, seconds: float, start: Optional[float] = None):
         """``seconds`` from now, or from ``start`` (a ``time.perf_counter()`` reading: the
-        budget of work begun then, its first step timed from then)."""
-        now = time.perf_counter() if start is None else start
-        self.deadline = now + seconds - min(RESERVE_S, 0.1 * seconds)
+        budget of work begun then). Steps are timed from now: work done before is not a step,
+        so a stall in it does not set the pace."""
+        now = time.perf_counter()
+        self.deadline = (now if start is None else start) + seconds - min(RESERVE_S,
+                                                                          0.1 * seconds)
         self._last = now
         self._pace = StepPace()
 
