@@ -318,13 +318,14 @@ class DampedJacobianSolver(Solver):
         return super().solve(target_position, target_orientation, seed, targets=targets)
 
     def _first_pose(self, position, quat, seed) -> Optional[IkResult]:
-        """A pose solve whose checks, reach check and seed's first descent run in compiled
-        calls (:func:`.compiled._first_pose`): the inputs' checks are those of
-        :meth:`Solver.solve`, and an answer that descent reaches is returned with the errors
-        the kernel's FK measured at exactly the joints returned. None, before anything is
-        solved, for what :meth:`Solver.solve` then takes from the start: inputs that are not
-        numeric vectors or that its checks refuse (it raises with its message), a position
-        provably out of reach, the kernels not loaded yet."""
+        """A solve (a pose, or a position: ``quat`` None) whose reach checks, input checks
+        and seed's first descent run in compiled calls (:func:`.compiled._first_pose`): the
+        inputs' checks are those of :meth:`Solver.solve`, and an answer that descent reaches is
+        returned with the errors the kernel's FK measured at exactly the joints returned. None,
+        before anything is solved, for what :meth:`Solver.solve` then takes from the start:
+        inputs that are not numeric vectors or that its checks refuse (it raises with its
+        message), a position provably (or, position only, measurably) out of reach, the kernels
+        not loaded yet."""
         kernel = self._first
         position = _vector(position)
         quat = _NO_ORIENTATION if quat is None else _vector(quat)
