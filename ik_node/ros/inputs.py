@@ -37,9 +37,10 @@ from ik_node.ros.targets import (FrameLookup, Target, TfWarmingUp, stamp_text, t
 #: sender) loses none of them.
 TARGET_QUEUE_DEPTH = 50
 #: How long a target message may wait in the node's queue [s] and still be solved in its turn:
-#: when the oldest message of a subscription has waited longer, the node is not keeping up and
-#: skips to the newest of that subscription (the ones between count as skipped).
-TARGET_FRESH_S = 0.01
+#: when the oldest message of a subscription has waited longer (or its queue is full), the node
+#: is not keeping up and skips to the newest of that subscription (the ones between count as
+#: skipped).
+TARGET_FRESH_S = 0.02
 TARGET_QOS = QoSProfile(depth=TARGET_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
 # How long after the TF listener is made a target whose transform is not there yet is kept and
 # tried again, not refused: the listener's new subscriptions must be discovered by the TF
@@ -62,8 +63,8 @@ class TargetSubscriptions:
     subscription, in the order they arrived (turning it into targets from the bytes,
     :mod:`ik_node.ros.target_cdr`, without a Python message), so a stream the solves keep up
     with is answered message by message, a burst absorbed. A subscription whose oldest message
-    waited longer than :data:`TARGET_FRESH_S` is behind: :meth:`drain` skips to its newest
-    message, so a stream faster than the solves never builds a backlog. Taking a message costs a
+    waited longer than :data:`TARGET_FRESH_S`, or whose queue is full, is behind: :meth:`drain`
+    skips to its newest message, so a stream faster than the solves never builds a backlog. Taking a message costs a
     few microseconds, so a flood never builds a queue of callbacks in the executor in front of a
     parameter request. Without ``wake`` every message is converted and handed on as it arrives.
 
@@ -155,8 +156,8 @@ class TargetSubscriptions:
     def drain(self) -> None:
         """Hand on the oldest kept message of every subscription (their targets to
         ``callback``, a refusal to ``on_error``), in the order they arrived; of a subscription
-        whose oldest message waited longer than ``fresh_s``, its newest instead (the older ones
-        are skipped)."""
+        whose oldest message waited longer than ``fresh_s`` or whose queue is full, its newest
+        instead (the older ones are skipped)."""
         skipped = 0
         with self._kept_lock:
             if not any(self._kept.values()):
@@ -167,7 +168,7 @@ class TargetSubscriptions:
             for queue in self._kept.values():
                 if not queue:
                     continue
-                if queue[0][1] < stale:
+                if queue[0][1] < stale or len(queue) >= TARGET_QUEUE_DEPTH:
                     while len(queue) > 1:
                         skipped += queue.popleft()[2]
                 out.append(queue.popleft())
