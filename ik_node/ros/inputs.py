@@ -64,9 +64,10 @@ class TargetSubscriptions:
     :mod:`ik_node.ros.target_cdr`, without a Python message), so a stream the solves keep up
     with is answered message by message, a burst absorbed. A subscription whose oldest message
     waited longer than :data:`TARGET_FRESH_S`, or whose queue is full, is behind: :meth:`drain`
-    skips to its newest message, so a stream faster than the solves never builds a backlog. Taking a message costs a
-    few microseconds, so a flood never builds a queue of callbacks in the executor in front of a
-    parameter request. Without ``wake`` every message is converted and handed on as it arrives.
+    skips to its newest message, so a stream faster than the solves never builds a backlog.
+    Taking a message costs a few microseconds, so a flood never builds a queue of callbacks in
+    the executor in front of a parameter request. Without ``wake`` every message is converted
+    and handed on as it arrives.
 
     Args:
         node: the node owning the subscriptions.
