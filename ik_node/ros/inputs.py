@@ -36,11 +36,21 @@ from ik_node.ros.targets import (FrameLookup, Target, TfWarmingUp, stamp_text, t
 #: in the node's: 50 ms of a 1 kHz stream, so a stall of the node's executor (or a burst of the
 #: sender) loses none of them.
 TARGET_QUEUE_DEPTH = 50
-#: How long a target message may wait in the node's queue [s] and still be solved in its turn:
-#: when the oldest message of a subscription has waited longer (or its queue is full), the node
-#: is not keeping up and skips to the newest of that subscription (the ones between count as
-#: skipped).
+#: How long a target message may wait in the node's queue [s] and still be solved in its turn
+#: while the node's executor thread is busy (:data:`TARGET_BUSY_SHARE`): the node cannot keep
+#: up, and skips to the newest message of a subscription whose oldest waited longer (the ones
+#: between count as skipped).
 TARGET_FRESH_S = 0.02
+#: How long a target message may wait in the node's queue [s] and still be solved in its turn
+#: while the executor thread is not busy (the wait came from a stall or a burst, which the node
+#: catches up with); a full queue (:data:`TARGET_QUEUE_DEPTH`) skips to the newest at once.
+TARGET_MAX_WAIT_S = 0.1
+#: The executor thread counts as busy when it spent at least this share of the last
+#: :data:`TARGET_LOAD_WINDOW_S` on the CPU (its own CPU time: time the machine gave to others
+#: does not count).
+TARGET_BUSY_SHARE = 0.9
+#: The window [s] over which the executor thread's CPU share is measured.
+TARGET_LOAD_WINDOW_S = 0.25
 TARGET_QOS = QoSProfile(depth=TARGET_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
 # How long after the TF listener is made a target whose transform is not there yet is kept and
 # tried again, not refused: the listener's new subscriptions must be discovered by the TF
@@ -63,8 +73,9 @@ class TargetSubscriptions:
     subscription, in the order they arrived (turning it into targets from the bytes,
     :mod:`ik_node.ros.target_cdr`, without a Python message), so a stream the solves keep up
     with is answered message by message, a burst absorbed. A subscription whose oldest message
-    waited longer than :data:`TARGET_FRESH_S`, or whose queue is full, is behind: :meth:`drain`
-    skips to its newest message, so a stream faster than the solves never builds a backlog.
+    waited longer than :data:`TARGET_FRESH_S` while the thread that drains is busy (a stream
+    faster than the solves), or longer than :data:`TARGET_MAX_WAIT_S`, or whose queue is full,
+    is behind: :meth:`drain` skips to its newest message, so no backlog builds up.
     Taking a message costs a few microseconds, so a flood never builds a queue of callbacks in
     the executor in front of a parameter request. Without ``wake`` every message is converted
     and handed on as it arrives.
@@ -79,18 +90,24 @@ class TargetSubscriptions:
             should :meth:`drain` soon.
         on_skipped: ``on_skipped(n)``: kept messages of ``n`` targets in all were skipped (a
             newer one of the same subscription is handed on instead).
-        fresh_s: how long a kept message may wait and still be handed on in its turn (None:
-            :data:`TARGET_FRESH_S`).
+        fresh_s, max_wait_s, busy_share: how long a kept message may wait and still be
+            handed on in its turn while the draining thread is busy, and while it is not, and
+            the CPU share that makes it busy (None: :data:`TARGET_FRESH_S`,
+            :data:`TARGET_MAX_WAIT_S`, :data:`TARGET_BUSY_SHARE`).
     """
 
     def __init__(self, node: Node, callback: Callable[..., None], callback_group=None,
                  on_error: Optional[Callable[[str, str, str], None]] = None,
                  wake: Optional[Callable[[], None]] = None,
                  on_skipped: Optional[Callable[[int], None]] = None,
-                 fresh_s: Optional[float] = None) -> None:
+                 fresh_s: Optional[float] = None, max_wait_s: Optional[float] = None,
+                 busy_share: Optional[float] = None) -> None:
         self._node, self._callback, self._group = node, callback, callback_group
         self._on_error = on_error
-        self._fresh_s = fresh_s
+        self._fresh_s, self._max_wait_s, self._busy_share = fresh_s, max_wait_s, busy_share
+        # the draining thread's CPU share: (thread, window start, its CPU time then), busy
+        self._load: Tuple[int, float, float] = (0, 0.0, 0.0)
+        self.busy = False
         self._wake, self._on_skipped = wake, on_skipped
         self._subs: List = []
         self._kept_lock = threading.Lock()
@@ -157,14 +174,18 @@ class TargetSubscriptions:
     def drain(self) -> None:
         """Hand on the oldest kept message of every subscription (their targets to
         ``callback``, a refusal to ``on_error``), in the order they arrived; of a subscription
-        whose oldest message waited longer than ``fresh_s`` or whose queue is full, its newest
-        instead (the older ones are skipped)."""
+        that is behind (see the class), its newest instead (the older ones are skipped)."""
         skipped = 0
         with self._kept_lock:
             if not any(self._kept.values()):
                 return
-            fresh_s = TARGET_FRESH_S if self._fresh_s is None else self._fresh_s
-            stale = time.monotonic() - fresh_s
+            now = time.monotonic()
+            self._measure_load(now)
+            if self.busy:
+                wait_s = TARGET_FRESH_S if self._fresh_s is None else self._fresh_s
+            else:
+                wait_s = TARGET_MAX_WAIT_S if self._max_wait_s is None else self._max_wait_s
+            stale = now - wait_s
             out = []
             for queue in self._kept.values():
                 if not queue:
@@ -184,6 +205,20 @@ class TargetSubscriptions:
             except Exception as exc:  # a message that does not convert must not stop the node
                 if self._on_error is not None:
                     self._on_error(f'bad target message: {type(exc).__name__}: {exc}', '', '')
+
+    def _measure_load(self, now: float) -> None:
+        """Update :attr:`busy` (the draining thread spent at least the busy share of the last
+        window on the CPU) when a window has passed; a window starts again in another thread."""
+        thread, start, cpu0 = self._load
+        ident = threading.get_ident()
+        if ident != thread:
+            self._load = (ident, now, time.thread_time())
+            return
+        if now - start >= TARGET_LOAD_WINDOW_S:
+            cpu = time.thread_time()
+            share = TARGET_BUSY_SHARE if self._busy_share is None else self._busy_share
+            self.busy = cpu - cpu0 >= share * (now - start)
+            self._load = (ident, now, cpu)
 
     @staticmethod
     def _read_cdr(data: bytes, read: Callable, hand_on: Callable) -> bool:

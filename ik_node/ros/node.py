@@ -20,7 +20,7 @@ The path of a target, in the order of this file: a subscription keeps the messag
 topic, :class:`~ik_node.ros.inputs.TargetSubscriptions`) and wakes the node, which solves right
 there when idle, else queues one solve task in the node's executor, behind the callbacks already
 waiting there (no other thread). A solve hands on the oldest kept message of each topic (the
-newest where the oldest waited too long: the node is behind) to :meth:`IkNode._on_targets`, which
+newest where the node is behind: see the inputs) to :meth:`IkNode._on_targets`, which
 stores its targets in a :class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip,
 as a drag does), solves them, and queues the next task while messages are kept: every message of
 a stream the node keeps up with is answered, no backlog builds up however fast targets stream,

@@ -8,6 +8,7 @@ kept (the ``wake`` count), so the arrival order is known.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import List
@@ -21,12 +22,14 @@ from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
 from harness import wait_for  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
 
-from ik_node.ros.inputs import TARGET_QOS, TARGET_QUEUE_DEPTH, TargetSubscriptions  # noqa: E402
+from ik_node.ros.inputs import (TARGET_LOAD_WINDOW_S, TARGET_QOS, TARGET_QUEUE_DEPTH,  # noqa: E402
+                                TargetSubscriptions)  # noqa: E402
 
 
-def _intake(ros, name, fresh_s=3600.0):
-    """Subscriptions on a node (kept messages fresh for ``fresh_s``), publishers on another;
-    ``send(kind, x)`` publishes a target at x and returns once it was kept."""
+def _intake(ros, name, fresh_s=3600.0, max_wait_s=3600.0, busy_share=None):
+    """Subscriptions on a node (kept messages in their turn for ``fresh_s`` while the draining
+    thread is busy, ``max_wait_s`` while not), publishers on another; ``send(kind, x)``
+    publishes a target at x and returns once it was kept."""
     node = ros.node(name)
     received: List[tuple] = []
     lock = threading.Lock()
@@ -37,7 +40,8 @@ def _intake(ros, name, fresh_s=3600.0):
             wakes.append(1)
 
     subs = TargetSubscriptions(node, lambda *targets: received.append(targets), wake=wake,
-                               on_skipped=skipped.append, fresh_s=fresh_s)
+                               on_skipped=skipped.append, fresh_s=fresh_s,
+                               max_wait_s=max_wait_s, busy_share=busy_share)
     subs.make([None], ['tool0'])
     out = ros.node(name + '_publisher')
     fq = node.get_fully_qualified_name()
@@ -80,9 +84,9 @@ def test_each_drain_hands_on_the_oldest_message_of_each_topic_in_arrival_order(r
     subs.destroy()
 
 
-def test_a_topic_whose_oldest_message_is_stale_skips_to_its_newest(ros):
+def test_a_topic_whose_oldest_message_waited_too_long_skips_to_its_newest(ros):
     fresh_s = 0.5
-    subs, received, skipped, send = _intake(ros, 'intake_stale', fresh_s)
+    subs, received, skipped, send = _intake(ros, 'intake_stale', fresh_s, fresh_s)
     for x in (1.0, 2.0, 3.0):
         send('point', x)
     time.sleep(fresh_s)  # the node fell behind: the three have waited too long
@@ -94,6 +98,28 @@ def test_a_topic_whose_oldest_message_is_stale_skips_to_its_newest(ros):
         subs.drain()
     assert _xs(received)[-1] == 5.0 and len(received) + sum(skipped) == 5
     assert not subs.kept
+    subs.destroy()
+
+
+@pytest.mark.parametrize('busy', [True, False])
+def test_a_busy_thread_skips_after_the_fresh_wait_an_idle_one_catches_up(ros, busy):
+    # busy_share 0: the draining thread counts as busy once a load window has passed; inf:
+    # never. Messages that waited longer than fresh_s are skipped only when it is busy.
+    fresh_s = max(0.3, TARGET_LOAD_WINDOW_S)
+    subs, received, skipped, send = _intake(ros, f'intake_busy_{busy}', fresh_s, 3600.0,
+                                            0.0 if busy else math.inf)
+    send('point', 1.0)
+    subs.drain()  # the first drain in this thread starts its load window
+    send('point', 2.0)
+    send('point', 3.0)
+    time.sleep(fresh_s)  # a window has passed, and both waited longer than fresh_s
+    subs.drain()
+    assert subs.busy is busy
+    if busy:
+        assert _xs(received) == [1.0, 3.0] and skipped == [1] and not subs.kept
+    else:
+        subs.drain()
+        assert _xs(received) == [1.0, 2.0, 3.0] and skipped == []
     subs.destroy()
 
 
