@@ -12,8 +12,9 @@ import math
 import struct
 import threading
 import time
+from collections import deque
 from functools import partial
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
@@ -31,7 +32,26 @@ from ik_node.ros import target_cdr
 from ik_node.ros.targets import (FrameLookup, Target, TfWarmingUp, stamp_text, target_from_point,
                                  target_from_pose, targets_from_poses)
 
-TARGET_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: How many target messages of one subscription wait to be solved, in DDS's reader queue and
+#: in the node's: 50 ms of a 1 kHz stream, so a stall of the node's executor (or a burst of the
+#: sender) loses none of them.
+TARGET_QUEUE_DEPTH = 50
+#: How long a target message may wait in the node's queue [s] and still be solved in its turn
+#: while the node's executor thread is busy (:data:`TARGET_BUSY_SHARE`): the node cannot keep
+#: up, and skips to the newest message of a subscription whose oldest waited longer (the ones
+#: between count as skipped).
+TARGET_FRESH_S = 0.02
+#: How long a target message may wait in the node's queue [s] and still be solved in its turn
+#: while the executor thread is not busy (the wait came from a stall or a burst, which the node
+#: catches up with); a full queue (:data:`TARGET_QUEUE_DEPTH`) skips to the newest at once.
+TARGET_MAX_WAIT_S = 0.1
+#: The executor thread counts as busy when it spent at least this share of the last
+#: :data:`TARGET_LOAD_WINDOW_S` on the CPU (its own CPU time: time the machine gave to others
+#: does not count).
+TARGET_BUSY_SHARE = 0.9
+#: The window [s] over which the executor thread's CPU share is measured.
+TARGET_LOAD_WINDOW_S = 0.25
+TARGET_QOS = QoSProfile(depth=TARGET_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
 # How long after the TF listener is made a target whose transform is not there yet is kept and
 # tried again, not refused: the listener's new subscriptions must be discovered by the TF
 # publishers before any transform arrives. Measured with Fast DDS on one host: 20 ms once the
@@ -48,13 +68,17 @@ class TargetSubscriptions:
     """``~/target_pose`` and ``~/target_point`` (per tip ``~/<tip>/...`` for a branched chain),
     and ``~/target_poses``: one ``geometry_msgs/PoseArray`` holding every tip's target.
 
-    With ``wake``, messages are taken serialized and only the newest of each subscription is
-    kept (:meth:`drain` turns them into targets, in the order they arrived, reading the numbers
-    of a target from the bytes, :mod:`ik_node.ros.target_cdr`, without a Python message):
-    taking a message then costs a few microseconds, so a flood of targets faster than the
-    solves never builds a queue of callbacks in the executor (each one converting a message
-    that a newer one makes useless) in front of a parameter request. Without ``wake`` every
-    message is converted and handed on as it arrives.
+    With ``wake``, messages are taken serialized and queued per subscription (at most
+    :data:`TARGET_QUEUE_DEPTH`); each :meth:`drain` hands on the oldest message of every
+    subscription, in the order they arrived (turning it into targets from the bytes,
+    :mod:`ik_node.ros.target_cdr`, without a Python message), so a stream the solves keep up
+    with is answered message by message, a burst absorbed. A subscription whose oldest message
+    waited longer than :data:`TARGET_FRESH_S` while the thread that drains is busy (a stream
+    faster than the solves), or longer than :data:`TARGET_MAX_WAIT_S`, or whose queue is full,
+    is behind: :meth:`drain` skips to its newest message, so no backlog builds up.
+    Taking a message costs a few microseconds, so a flood never builds a queue of callbacks in
+    the executor in front of a parameter request. Without ``wake`` every message is converted
+    and handed on as it arrives.
 
     Args:
         node: the node owning the subscriptions.
@@ -64,20 +88,32 @@ class TargetSubscriptions:
             PoseArray without one pose per tip); nothing of it reaches ``callback``.
         wake: called (from the subscription's callback) when a message was kept: someone
             should :meth:`drain` soon.
-        on_skipped: ``on_skipped(n)``: a kept message of ``n`` targets was replaced by a newer
-            one of the same subscription before it was drained.
+        on_skipped: ``on_skipped(n)``: kept messages of ``n`` targets in all were skipped (a
+            newer one of the same subscription is handed on instead).
+        fresh_s, max_wait_s, busy_share: how long a kept message may wait and still be
+            handed on in its turn while the draining thread is busy, and while it is not, and
+            the CPU share that makes it busy (None: :data:`TARGET_FRESH_S`,
+            :data:`TARGET_MAX_WAIT_S`, :data:`TARGET_BUSY_SHARE`).
     """
 
     def __init__(self, node: Node, callback: Callable[..., None], callback_group=None,
                  on_error: Optional[Callable[[str, str, str], None]] = None,
                  wake: Optional[Callable[[], None]] = None,
-                 on_skipped: Optional[Callable[[int], None]] = None) -> None:
+                 on_skipped: Optional[Callable[[int], None]] = None,
+                 fresh_s: Optional[float] = None, max_wait_s: Optional[float] = None,
+                 busy_share: Optional[float] = None) -> None:
         self._node, self._callback, self._group = node, callback, callback_group
         self._on_error = on_error
+        self._fresh_s, self._max_wait_s, self._busy_share = fresh_s, max_wait_s, busy_share
+        # the draining thread's CPU share: (thread, window start, its CPU time then), busy
+        self._load: Tuple[int, float, float] = (0, 0.0, 0.0)
+        self.busy = False
         self._wake, self._on_skipped = wake, on_skipped
         self._subs: List = []
         self._kept_lock = threading.Lock()
-        self._kept: Dict[int, tuple] = {}  # subscription -> (arrival, type, handler, bytes)
+        # subscription -> its messages: (arrival, monotonic t, targets, type, handler, from_cdr,
+        # bytes), oldest first
+        self._kept: Dict[int, Deque[tuple]] = {}
         self._arrived = 0
 
     def make(self, tips: Sequence[Optional[str]], tip_links: Sequence[str]) -> None:
@@ -114,36 +150,75 @@ class TargetSubscriptions:
                 msg_type, topic, handler, TARGET_QOS, callback_group=self._group))
             return
         key = len(self._subs)
+        kept = self._kept.setdefault(key, deque())
 
         def keep(data: bytes) -> None:
+            now = time.monotonic()
             with self._kept_lock:
                 self._arrived += 1
-                replaced = key in self._kept
-                self._kept[key] = (self._arrived, msg_type, handler, from_cdr, data)
-            if replaced and self._on_skipped is not None:
+                kept.append((self._arrived, now, targets, msg_type, handler, from_cdr, data))
+                full = len(kept) > TARGET_QUEUE_DEPTH
+                if full:
+                    kept.popleft()
+            if full and self._on_skipped is not None:
                 self._on_skipped(targets)
             self._wake()
         self._subs.append(self._node.create_subscription(
             msg_type, topic, keep, TARGET_QOS, callback_group=self._group, raw=True))
 
+    @property
+    def kept(self) -> bool:
+        """True while a kept message waits for :meth:`drain`."""
+        return any(self._kept.values())
+
     def drain(self) -> None:
-        """Hand the kept messages on (their targets to ``callback``, a refusal to ``on_error``),
-        oldest first, so the newest target of a tip wins as if each had been handed on as it
-        arrived."""
+        """Hand on the oldest kept message of every subscription (their targets to
+        ``callback``, a refusal to ``on_error``), in the order they arrived; of a subscription
+        that is behind (see the class), its newest instead (the older ones are skipped)."""
+        skipped = 0
         with self._kept_lock:
-            if not self._kept:
+            if not any(self._kept.values()):
                 return
-            kept = self._kept.values()
-            if len(kept) > 1:
-                kept = sorted(kept, key=lambda item: item[0])
-            kept, self._kept = tuple(kept), {}
-        for _, msg_type, handler, from_cdr, data in kept:
+            now = time.monotonic()
+            self._measure_load(now)
+            if self.busy:
+                wait_s = TARGET_FRESH_S if self._fresh_s is None else self._fresh_s
+            else:
+                wait_s = TARGET_MAX_WAIT_S if self._max_wait_s is None else self._max_wait_s
+            stale = now - wait_s
+            out = []
+            for queue in self._kept.values():
+                if not queue:
+                    continue
+                if queue[0][1] < stale or len(queue) >= TARGET_QUEUE_DEPTH:
+                    while len(queue) > 1:
+                        skipped += queue.popleft()[2]
+                out.append(queue.popleft())
+            if len(out) > 1:
+                out.sort(key=lambda item: item[0])
+        if skipped and self._on_skipped is not None:
+            self._on_skipped(skipped)
+        for _, _, _, msg_type, handler, from_cdr, data in out:
             try:
                 if not from_cdr(data):
                     handler(deserialize_message(data, msg_type))
             except Exception as exc:  # a message that does not convert must not stop the node
                 if self._on_error is not None:
                     self._on_error(f'bad target message: {type(exc).__name__}: {exc}', '', '')
+
+    def _measure_load(self, now: float) -> None:
+        """Update :attr:`busy` (the draining thread spent at least the busy share of the last
+        window on the CPU) when a window has passed; a window starts again in another thread."""
+        thread, start, cpu0 = self._load
+        ident = threading.get_ident()
+        if ident != thread:
+            self._load = (ident, now, time.thread_time())
+            return
+        if now - start >= TARGET_LOAD_WINDOW_S:
+            cpu = time.thread_time()
+            share = TARGET_BUSY_SHARE if self._busy_share is None else self._busy_share
+            self.busy = cpu - cpu0 >= share * (now - start)
+            self._load = (ident, now, cpu)
 
     @staticmethod
     def _read_cdr(data: bytes, read: Callable, hand_on: Callable) -> bool:
@@ -448,9 +523,14 @@ class NodeInputs:
             self._tips, self._tip_links = wanted, tuple(tips)
 
     def drain_targets(self) -> None:
-        """Hand on the target messages kept since the last drain (see
+        """Hand on the oldest kept target message of every subscription (see
         :class:`TargetSubscriptions`)."""
         self._targets.drain()
+
+    @property
+    def targets_kept(self) -> bool:
+        """True while a target message waits for :meth:`drain_targets`."""
+        return self._targets.kept
 
     @property
     def target_topics(self) -> List[str]:

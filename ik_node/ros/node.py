@@ -16,12 +16,15 @@ its own module with what it needs passed in:
   the status rate gate), :class:`~ik_node.ros.rviz.marker_output.MarkerOutput` (``~/markers``),
   :class:`~ik_node.ros.rviz.reach_map_output.ReachabilityMaps` (``~/reachability``).
 
-The path of a target, in the order of this file: a subscription (or a drag) calls
-:meth:`IkNode._on_targets`, which stores the target in a
-:class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip) and queues one solve
-task in the node's executor, behind the callbacks already waiting there (no other thread); the
-task solves the newest pending targets until none is left, so no backlog builds up however fast
-targets stream, and a parameter request waits for one solve at most.
+The path of a target, in the order of this file: a subscription keeps the message (a queue per
+topic, :class:`~ik_node.ros.inputs.TargetSubscriptions`) and wakes the node, which solves right
+there when idle, else queues one solve task in the node's executor, behind the callbacks already
+waiting there (no other thread). A solve hands on the oldest kept message of each topic (the
+newest where the node is behind: see the inputs) to :meth:`IkNode._on_targets`, which
+stores its targets in a :class:`~ik_node.ros.latest_targets.LatestTargets` (keep-last per tip,
+as a drag does), solves them, and queues the next task while messages are kept: every message of
+a stream the node keeps up with is answered, no backlog builds up however fast targets stream,
+and a parameter request waits for one solve at most.
 :meth:`IkNode._solve_pending` has the pipeline place and solve the targets
 (:mod:`ik_node.ros.target_pipeline` tells that part), checks the solution, passes it through
 the model's :class:`~ik_node.ros.outputs.jump_guard.JumpGuard` (which holds or limits an answer
@@ -189,6 +192,8 @@ class IkNode(Node):
         executor = self.executor
         if executor is None:  # not spun by an executor (yet): solve right here
             self._solve_all_pending()
+            while self._inputs.targets_kept:
+                self._solve_all_pending()
             return
         with self._schedule_lock:
             if self._solve_queued:
@@ -207,8 +212,9 @@ class IkNode(Node):
         self._solve_all_pending()
 
     def _solve_all_pending(self) -> None:
-        """Solve pending targets unless another callback already is (the target messages kept
-        by the inputs are handed on first)."""
+        """Solve pending targets unless another callback already is (the oldest target message
+        kept by each input is handed on first; a task queued behind the executor's waiting
+        callbacks takes the next)."""
         self._draining = True
         try:
             self._inputs.drain_targets()
@@ -231,6 +237,8 @@ class IkNode(Node):
         if not self._started:  # the first target is answered: what waited for it starts
             self._start_deferred()
         self._idle_since = time.monotonic()
+        if self._inputs.targets_kept and self.executor is not None:
+            self._schedule_solve()  # the next kept message, behind what waits in the executor
 
     def _solve_pending(self, targets: Dict[Optional[str], Target],
                        arrivals: Dict[Optional[str], int]) -> None:

@@ -268,6 +268,44 @@ def test_changing_the_tip_link_rebuilds_the_chain(harness):
     probe.joint_state_at(short, target, mark[0])
 
 
+def test_a_burst_of_targets_is_answered_one_by_one_in_order(harness, monkeypatch):
+    # A burst the node solves in order, none skipped, while its messages are fresh (here: for
+    # an hour, so the machine's load cannot make them stale).
+    from geometry_msgs.msg import PointStamped
+    from ik_node.ros import inputs
+    monkeypatch.setattr(inputs, 'TARGET_FRESH_S', 3600.0)
+    ik, probe = harness.start('leg3')
+    chain = chain_of('leg3')
+    rng = np.random.default_rng(11)
+    targets = [chain.fk(random_reachable_q(chain, rng))[:3, 3] for _ in range(30)]
+    pub = probe.node.create_publisher(PointStamped, f'/{probe.ik_name}/target_point',
+                                      inputs.TARGET_QOS)
+    probe.wait_for('the burst publisher to match', lambda: pub.get_subscription_count())
+    mark = probe.mark()
+    for p in targets:  # back to back, faster than the node answers
+        msg = PointStamped()
+        msg.header.frame_id = probe.base
+        msg.point.x, msg.point.y, msg.point.z = (float(v) for v in p)
+        probe.stamp(msg)
+        pub.publish(msg)
+    probe.wait_for('the status of the 30th solve', lambda: any(
+        int(values(s).get('solve_count') or 0) >= len(targets)
+        for s in probe.diagnostics[mark[1]:]))
+    # Every target's answer, in the order they were sent (a joint state reaching each one).
+    with probe.lock:
+        states = list(probe.joint_states[mark[0]:])
+        statuses = list(probe.diagnostics[mark[1]:])
+    reached = [min(k for k, t in enumerate(targets) if np.linalg.norm(
+        chain.fk(positions_of(js, chain.joint_names))[:3, 3] - t) < 1e-3)
+        for js in states if any(np.linalg.norm(
+            chain.fk(positions_of(js, chain.joint_names))[:3, 3] - t) < 1e-3 for t in targets)]
+    assert sorted(set(reached)) == list(range(len(targets)))
+    assert [k for i, k in enumerate(reached) if i == 0 or k != reached[i - 1]] == \
+        list(range(len(targets)))  # in order (the timer re-publishes the latest between)
+    assert max(int(values(s).get('solve_count') or 0) for s in statuses) == len(targets)
+    assert all(int(values(s).get('skipped_targets') or 0) == 0 for s in statuses)
+
+
 @pytest.mark.slow
 def test_streamed_targets_end_at_the_newest(harness):
     ik, probe = harness.start('planar4')

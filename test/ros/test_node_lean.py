@@ -94,3 +94,37 @@ def test_a_fragile_reached_solution_is_warn_in_its_status(harness, tmp_path):
     assert values(status)['reachable'] == 'true'
     assert status.level == DiagnosticStatus.WARN
     assert 'fragile: hip_yaw' in status.message
+
+
+def test_joint_state_stamps_follow_the_node_clock_wall_or_sim_time(harness):
+    # Wall (system) time; with use_sim_time the time of /clock; wall time again without.
+    from rosgraph_msgs.msg import Clock
+    from harness import random_reachable_q
+    ik, probe = harness.start('leg3', reachability_samples=0)
+    chain = chain_of('leg3')
+    rng = np.random.default_rng(5)
+    clock_pub = probe.node.create_publisher(Clock, '/clock', 10)
+
+    def answer_stamp():
+        target = chain.fk(random_reachable_q(chain, rng))[:3, 3]
+        mark = probe.mark()
+        probe.send_point(target)
+        js = probe.joint_state_at(chain, target, mark[0])  # the first reaching the target
+        return js.header.stamp.sec + js.header.stamp.nanosec * 1e-9
+
+    before = time.time()
+    stamp = answer_stamp()
+    assert before <= stamp <= time.time()
+    assert probe.set_param('use_sim_time', True).successful
+    sim = Clock()
+    sim.clock.sec, sim.clock.nanosec = 4242, 500_000_000
+
+    def sim_clock_in_force():
+        clock_pub.publish(sim)
+        return ik.get_clock().now().nanoseconds == 4_242_500_000_000
+    wait_for('the node clock to read /clock', sim_clock_in_force)
+    assert answer_stamp() == 4242.5
+    assert probe.set_param('use_sim_time', False).successful
+    before = time.time()
+    stamp = answer_stamp()
+    assert before <= stamp <= time.time()

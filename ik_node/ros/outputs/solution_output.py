@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Callable, Optional, Sequence
+import time
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 from builtin_interfaces.msg import Duration as DurationMsg
 from builtin_interfaces.msg import Time as TimeMsg
+from rclpy.clock import JumpThreshold
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
@@ -128,6 +130,38 @@ class JointStateCdr:
         return bytes(buffer)
 
 
+class Stamps:
+    """The node clock's time as ``(sec, nanosec)``, read cheaply: the system clock (what the
+    node's clock reads without simulated time) unless ROS time is active (``use_sim_time`` and
+    a ``/clock``), then the node's clock. A callback of the clock follows every switch between
+    the two, so an answer's stamp costs no rclpy ``Time`` object.
+    """
+
+    def __init__(self, node: Node) -> None:
+        self._clock = node.get_clock()
+        self._sim = False
+        # on_clock_change: called when ROS time is activated or deactivated
+        self._jump = self._clock.create_jump_callback(
+            JumpThreshold(min_forward=None, min_backward=None, on_clock_change=True),
+            post_callback=self._on_jump)
+        self._sim = bool(getattr(self._clock, 'ros_time_is_active', False))
+
+    def _on_jump(self, _jump) -> None:
+        self._sim = bool(getattr(self._clock, 'ros_time_is_active', False))
+
+    def now(self) -> Tuple[int, int]:
+        """The clock's time now: ``(sec, nanosec)``."""
+        if self._sim:
+            return self._clock.now().seconds_nanoseconds()
+        return divmod(time.time_ns(), 1_000_000_000)
+
+    def close(self) -> None:
+        """Drop the clock's callback."""
+        if self._jump is not None:
+            self._jump.unregister()
+            self._jump = None
+
+
 class OutputPlan:
     """Everything needed to turn a chain solution into the output message, checked up front.
 
@@ -198,6 +232,7 @@ class ResultOutput:
                     'joint_trajectory': JointTrajectory}[kind]
         self.kind, self.topic = kind, plan.graph.topic
         self._pub = node.create_publisher(msg_type, self.topic, 10)
+        self._stamps = Stamps(node) if kind == 'joint_states' else None
 
     @property
     def steady(self) -> bool:
@@ -210,7 +245,7 @@ class ResultOutput:
         ``q_now`` (chain order) is where the robot is, for timing a trajectory point.
         """
         if self.kind == 'joint_states':
-            sec, nanosec = self._node.get_clock().now().seconds_nanoseconds()
+            sec, nanosec = self._stamps.now()
             self._send(self._pub, self.plan.joint_state_data(q, sec, nanosec))
             return stamp_text((sec, nanosec))
         if self.kind == 'position_command':
@@ -220,6 +255,8 @@ class ResultOutput:
         return ''
 
     def destroy(self) -> None:
+        if self._stamps is not None:
+            self._stamps.close()
         self._node.destroy_publisher(self._pub)
 
 

@@ -82,7 +82,7 @@ class DragTargets:
         """
         server, chain, result, q = self.server, report.chain, report.result, report.q
         server.follow_all([(tip or config.tip_link, placed.position, placed.quat_xyzw)
-                           for tip, placed in report.targets.items()])
+                           for tip, placed in report.targets.items()], checked=True)
         tips = result.tips or {}
         for tip in report.targets if not config.branched else report.standing:
             name = tip or config.tip_link

@@ -160,14 +160,16 @@ class InteractiveTargets:
         """
         return self._move(tip, position, quat_xyzw)
 
-    def follow_all(self, targets: Sequence[tuple]) -> None:
+    def follow_all(self, targets: Sequence[tuple], checked: bool = False) -> None:
         """:meth:`follow` for every ``(tip, position, quat_xyzw)`` of one solve, the clients
-        listening to the updates counted once."""
-        checked = [(tip, *_checked_pose(position, quat_xyzw))
-                   for tip, position, quat_xyzw in targets]
+        listening to the updates counted once. ``checked``: the poses are targets the node
+        placed (finite, a unit quaternion or None), so they are not checked again."""
+        if not checked:
+            targets = [(tip, *_checked_pose(position, quat_xyzw))
+                       for tip, position, quat_xyzw in targets]
         with self._lock:
             listened = self._listened()
-            for tip, p, q in checked:
+            for tip, p, q in targets:
                 self._move_checked(tip, p, q, listened)
 
     def snap(self, tip: str, position, quat_xyzw=None) -> bool:
