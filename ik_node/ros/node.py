@@ -296,10 +296,12 @@ class IkNode(Node):
     # ---------------------------------------------------------------------------- the timer
     def _on_timer(self) -> None:
         """Re-publish the joint states; send a held status (with its markers) or a heartbeat;
-        send the markers owed to a subscriber that came since they were held."""
+        send the markers owed to a subscriber that came since they were held; move the
+        interactive markers to the newest answer held back."""
         with self._lock:
             if self._solution.steady and self._model is not None:
                 self._solution.publish(self._q)
+        self._drag.flush()
         if self._status.flush() or self._markers_owed:
             self._publish_held_markers()  # those of the result whose status was held
 

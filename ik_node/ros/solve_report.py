@@ -1,4 +1,5 @@
-"""One solve as the node's outputs see it: a frozen value handed to the statuses and markers.
+"""One solve as the node's outputs see it: a value handed to the statuses and markers (made on
+every answer, so a plain dataclass: a frozen one costs more to build; nothing changes it).
 
 No rclpy: a plain dataclass over the chain, the solver's result and the targets solved.
 """
@@ -16,7 +17,7 @@ from ik_node.ros.targets import TargetInBase
 from ik_node.solvers.base import IkResult
 
 
-@dataclass(frozen=True)
+@dataclass
 class SolveReport:
     """A solve, answered: what was solved, how, and what went out.
 

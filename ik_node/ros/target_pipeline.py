@@ -46,7 +46,7 @@ TF_RETRY_S = 0.1
 ReportError = Callable[[str, str, str], None]
 
 
-@dataclass(frozen=True)
+@dataclass  # made for every solve: not frozen, which costs more to build
 class SolveInput:
     """The targets of one solve, placed, with the seed.
 
@@ -117,9 +117,13 @@ class TargetPipeline:
             return None
         if not placed:
             return None
-        frame = ', '.join(sorted({t.target.frame_id or config.base_link
-                                  for t in placed.values()}))
-        stamps = stamps_of(t.target for t in placed.values())
+        if len(placed) == 1:  # a serial chain's target: no set to sort, one stamp
+            (target,) = (t.target for t in placed.values())
+            frame, stamps = target.frame_id or config.base_link, target.stamp_text
+        else:
+            frame = ', '.join(sorted({t.target.frame_id or config.base_link
+                                      for t in placed.values()}))
+            stamps = stamps_of(t.target for t in placed.values())
         return SolveInput(placed, seed, measured, seed_note, frame, stamps)
 
     def _place(self, targets: Mapping[Optional[str], Target], chain: Chain, q: np.ndarray,

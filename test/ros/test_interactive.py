@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -33,6 +34,7 @@ from harness import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,  # noqa: 
                      random_reachable_q, unique, wait_for)
 from ik_node import Chain  # noqa: E402
 from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
+from ik_node.ros.rviz.drag_targets import FOLLOW_RATE_HZ  # noqa: E402
 from ik_node.ros.rviz.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
                                      pose_from_input)
 from ik_node.ros.targets import quat_xyzw_from_rotation  # noqa: E402
@@ -346,6 +348,28 @@ def test_marker_follows_targets_sent_on_the_topics(harness):
     marker = s.marker_where('tool0', lambda m: abs(pose_of(m)[0][2] - position[2] - 0.01) < 1e-9,
                             'the marker at the point target')
     assert angle_between(pose_of(marker)[1], quat) < 1e-3
+    assert s.client.errors == []
+
+
+def test_a_stream_of_targets_moves_the_marker_at_a_persons_rate_to_the_newest_target(harness):
+    # 100 point targets sent back to back, answered in well under a second: the client sees
+    # the marker move at most FOLLOW_RATE_HZ times a second (plus the node's timer, which
+    # shows the answer held last), and it ends at the newest target.
+    s = Setup(harness, 'arm6', publish_rate=20.0)
+    chain = chain_of('arm6')
+    base = fk_pose(chain, random_reachable_q(chain, np.random.default_rng(5)))[0]
+    points = [base + [0.0, 0.0, 0.0005 * k] for k in range(100)]
+    with s.client.lock:
+        before = len(s.client.applied)
+    start = time.monotonic()
+    for p in points:
+        s.probe.send_point(p)
+    s.marker_where('tool0', lambda m: np.allclose(pose_of(m)[0], points[-1], atol=1e-9),
+                   'the marker at the newest target')
+    span = time.monotonic() - start
+    with s.client.lock:
+        moves = sum(1 for msg in s.client.applied[before:] if msg.poses)
+    assert 1 <= moves <= span * (FOLLOW_RATE_HZ + 20.0) + 2, (moves, span)
     assert s.client.errors == []
 
 

@@ -106,6 +106,10 @@ class JumpGuard:
         self.lower, self.upper = [float(v) for v in lower], [float(v) for v in upper]
         self.velocities = [float(v) for v in velocities]
         self.mode, self.max_step, self.scaling = mode, float(max_step), float(velocity_scaling)
+        # each joint's speed bound [rad/s or m/s], None where the URDF gives no velocity
+        self._speeds = [self.scaling * v if math.isfinite(v) and v > 0.0 else None
+                        for v in self.velocities]
+        self._limits = list(zip(self.lower, self.upper))
         self._last: Optional[List[float]] = None
         self._last_time = -math.inf
 
@@ -130,14 +134,11 @@ class JumpGuard:
 
     def bounds(self, now: float) -> List[float]:
         """Each joint's bound [rad or m] for an answer commanded at ``now`` [s]."""
-        dt = now - self._last_time
-        out = []
-        for v in self.velocities:
-            bound = self.max_step
-            if math.isfinite(v) and v > 0.0 and math.isfinite(dt):
-                bound = min(bound, self.scaling * v * max(dt, 0.0))
-            out.append(bound)
-        return out
+        dt, step = now - self._last_time, self.max_step
+        if not math.isfinite(dt):
+            return [step] * len(self._speeds)
+        dt = max(dt, 0.0)
+        return [step if speed is None else min(step, speed * dt) for speed in self._speeds]
 
     def check(self, q: Sequence[float], now: float,
               q_measured: Optional[Sequence[float]] = None) -> Verdict:
@@ -147,8 +148,12 @@ class JumpGuard:
         answer. A passed or limited answer becomes the last command.
         """
         tolist = getattr(q, 'tolist', None)  # an array's values as floats, in one call
-        q = [min(max(float(v), lo), hi) for v, lo, hi in zip(
-            q if tolist is None else tolist(), self.lower, self.upper, strict=True)]
+        values = q if tolist is None else tolist()
+        if len(values) != len(self._limits):
+            raise ValueError(f'jump guard: {len(values)} joint values for '
+                             f'{len(self._limits)} joints')
+        q = [lo if v < lo else hi if v > hi else v for v, (lo, hi) in zip(
+            (float(v) for v in values) if tolist is None else values, self._limits)]
         if not self.on:
             return Verdict(q, 'pass')
         if self._last is None:

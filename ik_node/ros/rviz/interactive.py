@@ -89,14 +89,19 @@ class InteractiveTargets:
         send: ``send(publisher, msg)``; default ``publisher.publish(msg)``.
         callback_group: of the feedback subscription.
         scale: size of the markers' controls [m].
+        refresh: called before ``get_interactive_markers`` answers, so the markers it serves
+            include moves held back by the caller (:class:`~ik_node.ros.rviz.drag_targets.
+            DragTargets` follows a stream of answers at a person's rate).
     """
 
     def __init__(self, node: Node, namespace: str = DEFAULT_NAMESPACE,
                  on_target: Optional[TargetCallback] = None,
                  on_error: Optional[Callable[[str], None]] = None,
                  send: Optional[Callable] = None, callback_group=None,
-                 scale: float = DEFAULT_SCALE_M) -> None:
+                 scale: float = DEFAULT_SCALE_M,
+                 refresh: Optional[Callable[[], None]] = None) -> None:
         self._node = node
+        self._refresh = refresh  # called before the service answers: held moves applied
         self._on_target, self._on_error = on_target, on_error
         self._send = send or (lambda publisher, msg: publisher.publish(msg))
         self.scale = float(scale)
@@ -275,6 +280,8 @@ class InteractiveTargets:
 
     def _on_get(self, request, response):
         try:
+            if self._refresh is not None:
+                self._refresh()
             with self._lock:
                 response.sequence_number = self._seq
                 response.markers = [self._marker(t) for t in self._tips.values()]
