@@ -222,9 +222,9 @@ class IkNode(Node):
             self._draining = False
         while self._targets.pending and self._solving.acquire(blocking=False):
             try:
-                while True:
+                while self._targets.pending:
                     targets, arrivals = self._targets.take_counted()
-                    if not targets:
+                    if not targets:  # taken meanwhile (a new model drops what was pending)
                         break
                     try:
                         self._solve_pending(targets, arrivals)

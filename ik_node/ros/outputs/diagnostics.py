@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -162,6 +163,11 @@ class StatusReports:
                                        level if final_level is None else final_level(),
                                        message(), values())
             return status if tips is None else [status] + tips(name, hardware_id)
+        return self._offer_built(level, build, force)
+
+    def _offer_built(self, level: bytes, build: Callable[[], Any], force: bool = False) -> bool:
+        """:meth:`offer` of the status (or statuses) ``build()`` returns, built only when it
+        goes out."""
         with self._lock:
             send = self._gate.offer(time.monotonic(), level, build, force or self._force)
             if send:
@@ -217,64 +223,59 @@ class StatusReports:
         while targets stream: a reached solution that is fragile is WARN in the status that
         reports it, not a reason to send one sooner.
         """
-        graph, reach, skipped = self._graph, self._reach, self._targets.skipped
-        chain, result, guard = report.chain, report.result, report.guard
-        measured: Dict[str, Any] = {}
-
-        def measures() -> Dict[str, Any]:
-            if not measured:
-                placed = report.placed
-                tips = [tip or chain.tip_link for tip in placed]
-                position_only = result.orientation_ignored or \
-                    all(quat is None for _, quat in placed.values())
-                values = node_values(report)
-                try:
-                    quality, fragile = fragility_report(
-                        chain, report.q, tips, position_only, graph.singular_threshold,
-                        graph.limit_margin_threshold, reached=result.reachable)
-                    values.update(quality)
-                except Exception as exc:  # a measure for the user never fails a solve
-                    values['quality'] = f'not measured: {type(exc).__name__}: {exc}'
-                    fragile = ''
-                if not result.reachable and reach.ready:
-                    distances = [d for tip, (p, _) in placed.items()
-                                 if (d := reach.distance(tip or chain.tip_link, p)) is not None]
-                    if distances:
-                        values['map_distance_m'] = f'{max(distances):.4g}'
-                measured.update(values=values, fragile=fragile)
-            return measured
-
+        result, guard = report.result, report.guard
         level = result_level(result)
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
             level = ERROR if guard.action == 'hold' else max(level, WARN)
+        return self._offer_built(level, partial(self._solve_status, report, level, guarded,
+                                                self._targets.skipped))
 
-        def final_level() -> bytes:  # a reached solution near a singularity or limit: WARN
-            return WARN if level == OK and measures()['fragile'] else level
-
-        def summary() -> str:
-            text = result_summary(result, report.solver)
-            if report.projected_m is not None:
-                text += (f"; point target projected onto the chain's plane (moved "
-                         f"{float(f'{report.projected_m:.4g}'):.3g} m)")
-            fragile = measures()['fragile']
-            text = f'{text}; fragile: {fragile}' if fragile else text
-            return f'{guard.message}; {text}' if guarded else text
-
-        def tip_statuses(name: str, hardware_id: str) -> List:
+    def _solve_status(self, report: SolveReport, level: bytes, guarded: bool,
+                      skipped: int) -> List:
+        """The statuses of a solve (:meth:`solve`), built when they go out: the solve's own,
+        then one per targeted tip of a solve of several tips."""
+        chain, result, guard = report.chain, report.result, report.guard
+        placed = report.placed
+        tips = [tip or chain.tip_link for tip in placed]
+        position_only = result.orientation_ignored or \
+            all(quat is None for _, quat in placed.values())
+        values = node_values(report)
+        try:
+            quality, fragile = fragility_report(
+                chain, report.q, tips, position_only, self._graph.singular_threshold,
+                self._graph.limit_margin_threshold, reached=result.reachable)
+            values.update(quality)
+        except Exception as exc:  # a measure for the user never fails a solve
+            values['quality'] = f'not measured: {type(exc).__name__}: {exc}'
+            fragile = ''
+        reach = self._reach
+        if not result.reachable and reach.ready:
+            distances = [d for tip, (p, _) in placed.items()
+                         if (d := reach.distance(tip or chain.tip_link, p)) is not None]
+            if distances:
+                values['map_distance_m'] = f'{max(distances):.4g}'
+        # a reached solution near a singularity or a limit: WARN
+        final_level = WARN if level == OK and fragile else level
+        text = result_summary(result, report.solver)
+        if report.projected_m is not None:
+            text += (f"; point target projected onto the chain's plane (moved "
+                     f"{float(f'{report.projected_m:.4g}'):.3g} m)")
+        text = f'{text}; fragile: {fragile}' if fragile else text
+        message = f'{guard.message}; {text}' if guarded else text
+        name, hardware_id = self._name, self._hardware_id
+        statuses = [diagnostic_status(
+            name, hardware_id, final_level, message,
+            result_values(result, report.solver, report.frame, skipped, report.count,
+                          report.stamps, values))]
+        if result.tips and len(chain.tip_links) > 1:
             tip_stamps = report.tip_stamps
-            return [diagnostic_status(f'{name}: {tip}', hardware_id, tip_level(tip_result),
-                                      tip_summary(tip, tip_result),
-                                      tip_values(tip, tip_result, report.frame,
-                                                 tip_stamps.get(tip, '')))
-                    for tip, tip_result in result.tips.items()]
-
-        return self.offer(
-            level, summary,
-            lambda: result_values(result, report.solver, report.frame, skipped, report.count,
-                                  report.stamps, measures()['values']),
-            tips=tip_statuses if result.tips and len(chain.tip_links) > 1 else None,
-            final_level=final_level if level == OK else None)
+            statuses += [diagnostic_status(f'{name}: {tip}', hardware_id, tip_level(tip_result),
+                                           tip_summary(tip, tip_result),
+                                           tip_values(tip, tip_result, report.frame,
+                                                      tip_stamps.get(tip, '')))
+                         for tip, tip_result in result.tips.items()]
+        return statuses
 
     # ------------------------------------------------------------------------------ the timer
     def flush(self) -> bool:
