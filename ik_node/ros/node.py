@@ -44,6 +44,7 @@ import math
 import sys
 import threading
 import time
+from functools import partial
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -54,7 +55,7 @@ from ik_node.config.node_config import IkConfig, config_from_flat
 from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat
 from ik_node.errors import IkError
 from ik_node.model.urdf_checks import check_description_size
-from ik_node.solvers.collision_guard import collision_outputs
+from ik_node.solvers.collision_guard import collision_outputs, has_collision_check
 from ik_node.ros import run
 from ik_node.ros.inputs import NodeInputs
 from ik_node.ros.latest_targets import LatestTargets
@@ -277,11 +278,11 @@ class IkNode(Node):
             if verdict.q is not None:  # held: nothing goes out, the last command stays
                 self._q = np.array(verdict.q)
                 out_stamp = self._solution.publish(verdict.q, job.seed)  # floats: cheaper
-            collision, colliding = collision_outputs(model.solver, q, result)
             report = SolveReport(chain, config.solver, result, job.targets,
                                  self._pipeline.standing, q, job.frame, job.stamps, count,
                                  job.seed_note, self._solution.kind, out_stamp, verdict,
-                                 collision, colliding)
+                                 partial(collision_outputs, model.solver, q, result)
+                                 if has_collision_check(model.solver) else None)
             self._markers.hold(report)
             self._answered(job.stamps, out_stamp, result)
             self._drag.show(config, report)

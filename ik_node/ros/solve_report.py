@@ -6,8 +6,9 @@ No rclpy: a plain dataclass over the chain, the solver's result and the targets 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -37,10 +38,14 @@ class SolveReport:
         output: the output kind (``joint_states``, ``position_command``, ...).
         joint_state_stamp: the stamp of the output message sent ('' when the guard held it).
         guard: the jump guard's verdict on ``q``.
-        collision: the collision check's key-values of ``q`` (``min_distance_m``,
-            ``closest_pair``, ``colliding_links``); empty without collision geometry.
-        colliding_triangles: the colliding links' hull triangles in the base frame,
-            ``(m, 3, 3)`` [m], for RViz; None when no link collides.
+        collision_check: returns ``(collision, colliding_triangles)`` (below) of ``q``; run
+            when a status or the markers first ask (a person reads them, at their rates, not
+            on every answer of a stream); None: no collision geometry.
+
+    Properties :attr:`collision` (the collision check's key-values of ``q``:
+    ``min_distance_m``, ``closest_pair``, ``colliding_links``; empty without collision
+    geometry) and :attr:`colliding_triangles` (the colliding links' hull triangles in the base
+    frame, ``(m, 3, 3)`` [m], for RViz; None when no link collides).
     """
 
     chain: Chain
@@ -56,8 +61,20 @@ class SolveReport:
     output: str
     joint_state_stamp: str
     guard: Optional[Verdict] = None
-    collision: Mapping[str, str] = field(default_factory=dict)
-    colliding_triangles: Optional[np.ndarray] = None
+    collision_check: Optional[Callable[[], Tuple[Mapping[str, str],
+                                                 Optional[np.ndarray]]]] = None
+
+    @cached_property
+    def _collision(self) -> Tuple[Mapping[str, str], Optional[np.ndarray]]:
+        return ({}, None) if self.collision_check is None else self.collision_check()
+
+    @property
+    def collision(self) -> Mapping[str, str]:
+        return self._collision[0]
+
+    @property
+    def colliding_triangles(self) -> Optional[np.ndarray]:
+        return self._collision[1]
 
     @property
     def placed(self) -> Dict[Optional[str], Tuple[np.ndarray, Optional[np.ndarray]]]:

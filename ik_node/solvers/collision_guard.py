@@ -310,6 +310,11 @@ def collision_hook(solver):
                           params['collision_restarts'], budget)
 
 
+def has_collision_check(solver) -> bool:
+    """True if ``solver`` checks collisions (:func:`collision_outputs` has something to say)."""
+    return isinstance(getattr(solver, '_collision', None), CollisionGuard)
+
+
 def collision_outputs(solver, q, result: Optional[IkResult] = None
                       ) -> Tuple[Dict[str, str], Optional[np.ndarray]]:
     """What the node shows of answer ``q`` (of ``result``) under ``solver``'s collision check.

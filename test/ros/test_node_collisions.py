@@ -82,3 +82,34 @@ def test_obstacles_on_the_topic_are_checked_and_a_bad_one_is_refused(harness,
     names = list(answer.name)
     q_answer = np.array([answer.position[names.index(n)] for n in chain.joint_names])
     assert not np.allclose(q_answer, q, atol=1e-3)  # never the pose through the obstacle
+
+
+def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_it(
+        harness, collision_robot, monkeypatch):
+    # The collision values and the colliding links are for a person: measured when a status
+    # or a marker array goes out (at their rates), not for every answer of a stream.
+    import ik_node.ros.node as node_module
+    calls = []
+    inner = node_module.collision_outputs
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return inner(*args, **kwargs)
+    monkeypatch.setattr(node_module, 'collision_outputs', counted)
+    chain, ik, probe = start_ur5e(harness, collision_robot)
+    q0 = np.array([0.0, -1.57, 0.0, -1.57, 0.0, 0.0])
+    mark = probe.mark()
+    count_before = probe.last_solve_count()
+    n = 60
+    for k in range(n):
+        probe.send_pose(*pose_of(chain, q0 + 0.002 * k))
+    last = pose_of(chain, q0 + 0.002 * (n - 1))[0]
+    probe.joint_state_at(chain, last, mark[0])
+    v = values(probe.next_result(mark, count_before))
+    assert float(v['min_distance_m']) > 0.0  # the status still carries the check
+    answered = ik._status.solve_count - count_before
+    with probe.lock:
+        shown = sum(1 for s in probe.diagnostics[mark[1]:] if 'solve_count' in values(s)) + \
+            len(probe.marker_arrays[mark[2]:])
+    assert answered >= n // 2 and 1 <= len(calls) <= shown < answered, \
+        (answered, len(calls), shown)
