@@ -1003,6 +1003,8 @@ class CompiledDescent:
             settings = _descent_settings(params)
             settings[_MAX_ITERATIONS] = params['max_iterations']
             settings[_ORIENTATION] = float(orientation)
+            if orientation:
+                settings[_STALL_FACTOR] = dls.POSE_STALL_FACTOR
             settings[_DUAL] = float(dual)
             settings[_NULL_SPACE] = float(gain > 0.0 and bool(centring) and n > rows)
             settings[_NULL_GAIN] = gain
