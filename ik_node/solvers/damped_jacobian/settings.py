@@ -16,11 +16,12 @@ LAMBDA_UP = 10.0
 STALL_ITERATIONS = 5
 STALL_ITERATIONS_BLOCKED = 2
 STALL_FACTOR = 0.25
-#: A pose (6D) descent on a serial chain is stuck by the same windows when its cost has not
-#: dropped below POSE_STALL_FACTOR times its value: toward a pose near a singularity or near
-#: the joint limits a descent that halves its error every few iterations still converges, and
-#: the restarts that a quarter would take instead cost more on 6- and 7-joint arms. Position
-#: descents and trees (tree.py) keep STALL_FACTOR.
+#: A pose (6D) descent on a serial chain in whose window no joint at a limit sat out a step
+#: is stuck when its cost has not dropped below POSE_STALL_FACTOR times its value
+#: STALL_ITERATIONS iterations earlier: toward a pose near a singularity a descent that halves
+#: its error every few iterations still converges, and the restarts that a quarter would take
+#: instead cost more on 6- and 7-joint arms. A descent pressed against a limit keeps
+#: STALL_FACTOR in its window, as do position descents and trees (tree.py).
 POSE_STALL_FACTOR = 0.5
 #: Converged when the errors are below this fraction of the tolerances (a margin for the
 #: round-off of the FK that base.py measures independently).
