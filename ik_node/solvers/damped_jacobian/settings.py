@@ -1,6 +1,6 @@
 """The damped-least-squares settings shared by the serial solver (solver.py, its Python descent
 descent.py and its compiled descent compiled.py) and the tree solver (tree.py): one descent rule
-for all."""
+for all, except the stall factor of a serial chain's pose descents (POSE_STALL_FACTOR)."""
 
 #: Damping stays within [LAMBDA_MIN, LAMBDA_MAX] [m^2]; past the maximum no step lowers the
 #: error: the descent is at a local minimum. A step that lowers the cost multiplies the damping
