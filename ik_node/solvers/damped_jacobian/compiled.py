@@ -59,8 +59,8 @@ _MAX_NORM2 = 1.7e308
 (_W2, _TOL_P, _TOL_R, _LAMBDA_MIN, _LAMBDA_MAX, _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS,
  _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _MAX_ITERATIONS, _ORIENTATION, _DUAL,
  _NULL_SPACE, _NULL_GAIN, _STREAM_COST, _STREAM_STALL, _NULL_DAMPING, _FACTOR_MAX,
- _DAMPING) = range(21)
-_SETTINGS = 21
+ _DAMPING, _STALL_FACTOR_BLOCKED) = range(22)
+_SETTINGS = 22
 # Entries of a descent's state array, kept between the kernel's calls; _POSITION_ERROR and
 # _ANGLE_ERROR: the errors of the last iterate, measured by the kernel's FK [m, rad].
 # _TURNS: 1 when :func:`_first_pose` converged with a full-turn joint more than half a turn from
@@ -493,6 +493,8 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
     else:
         lam, stall_factor = state[_LAM], state[_STALL_NOW]
         stall_cost, stall_iteration = state[_STALL_COST], int(state[_STALL_ITERATION])
+    # The stall factor of a window in which joints at a limit sat out (a stream's: its own).
+    blocked_factor = stall_factor if state[_NEAR] > 0.0 else settings[_STALL_FACTOR_BLOCKED]
     last_blocked = int(state[_LAST_BLOCKED])
     floor, good_enough = state[_FLOOR], state[_GOOD]
     max_iterations = int(settings[_MAX_ITERATIONS])
@@ -538,10 +540,12 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
         if not accepted and not shifted:  # reject; damp more (not after a spoilt pull)
             lam *= settings[_LAMBDA_UP]
             stuck = lam > settings[_LAMBDA_MAX]
-        window = (settings[_STALL_ITERATIONS_BLOCKED] if last_blocked > stall_iteration
-                  else settings[_STALL_ITERATIONS])
+        if last_blocked > stall_iteration:
+            window, factor = settings[_STALL_ITERATIONS_BLOCKED], blocked_factor
+        else:
+            window, factor = settings[_STALL_ITERATIONS], stall_factor
         if iterations - stall_iteration >= window:
-            stuck = stuck or cost - floor > stall_factor * (stall_cost - floor)
+            stuck = stuck or cost - floor > factor * (stall_cost - floor)
             stall_cost, stall_iteration = cost, iterations
         if stuck:
             code = STUCK
@@ -942,7 +946,7 @@ def _descent_settings(params: dict) -> np.ndarray:
     settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
     settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
     settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
-    settings[_STALL_FACTOR] = dls.STALL_FACTOR
+    settings[_STALL_FACTOR] = settings[_STALL_FACTOR_BLOCKED] = dls.STALL_FACTOR
     settings[_MAX_STEP] = MAX_STEP
     settings[_DAMPING] = params['damping']
     return settings
@@ -1003,6 +1007,8 @@ class CompiledDescent:
             settings = _descent_settings(params)
             settings[_MAX_ITERATIONS] = params['max_iterations']
             settings[_ORIENTATION] = float(orientation)
+            if orientation:
+                settings[_STALL_FACTOR] = dls.POSE_STALL_FACTOR
             settings[_DUAL] = float(dual)
             settings[_NULL_SPACE] = float(gain > 0.0 and bool(centring) and n > rows)
             settings[_NULL_GAIN] = gain

@@ -15,8 +15,9 @@ Joint limits: a revolute joint whose range spans a full turn (UR5's +-2 pi) wrap
 instead of being clipped (the same pose, so the limit costs nothing); other joints are clipped,
 and a joint already at a limit whose step points outwards sits out that step, so the rest get a
 full Gauss-Newton step rather than one bent by the clip. A descent is stuck when its error above
-the proven residual floor has not fallen to a quarter within 5 iterations (2 when joints at a
-limit sat out a step meanwhile), or no damping finds a lower error.
+the proven residual floor has not fallen to a quarter within 5 iterations (a pose target's: to
+half, ``POSE_STALL_FACTOR``), or to a quarter within 2 when joints at a limit sat out a step
+meanwhile, or no damping finds a lower error.
 
 Streams (docs/continuity.md): a descent that starts at or near a stream's seed (within
 ``STREAM_ERROR_M``, weighted, of its target) starts with a damping no larger than the error and
@@ -57,6 +58,7 @@ from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
 from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
+from ik_node.solvers.damped_jacobian.settings import POSE_STALL_FACTOR as _POSE_STALL_FACTOR
 from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
 from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
 from ik_node.solvers.damped_jacobian.settings import \
@@ -242,13 +244,15 @@ class PythonDescent:
             history.append(position_error)
         if near is None:
             near = cost <= STREAM_ERROR_M * STREAM_ERROR_M
-        stall_factor = _STALL_FACTOR
+        # The stall factors of the plain window and of one in which joints at a limit sat out.
+        stall_factor = _POSE_STALL_FACTOR if with_orientation else _STALL_FACTOR
+        blocked_factor = _STALL_FACTOR
         null_pending = False
         if near:
             # A stream's step: the error is small, and a small damping lets a descent near a
             # singularity converge instead of crawling into a restart.
             lam = min(lam, max(cost, _LAMBDA_MIN))
-            stall_factor = STREAM_STALL_FACTOR
+            stall_factor = blocked_factor = STREAM_STALL_FACTOR
             null_pending = pull and with_orientation in self._null_space
         if cost < best_cost and keep_best:
             best_q, best_cost = q, cost
@@ -297,10 +301,12 @@ class PythonDescent:
                 stuck = lam > _LAMBDA_MAX
             if history is not None:
                 history.append(position_error)
-            if iterations - stall_iteration >= (_STALL_ITERATIONS_BLOCKED if
-                                                last_blocked > stall_iteration
-                                                else _STALL_ITERATIONS):
-                stuck = stuck or cost - floor > stall_factor * (stall_cost - floor)
+            if last_blocked > stall_iteration:
+                window, factor = _STALL_ITERATIONS_BLOCKED, blocked_factor
+            else:
+                window, factor = _STALL_ITERATIONS, stall_factor
+            if iterations - stall_iteration >= window:
+                stuck = stuck or cost - floor > factor * (stall_cost - floor)
                 stall_cost, stall_iteration = cost, iterations
         progress.best_q, progress.best_cost = best_q, best_cost
         progress.iterations, progress.last_blocked = iterations, last_blocked
