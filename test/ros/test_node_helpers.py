@@ -173,6 +173,32 @@ def test_serialized_joint_state_deserializes_to_the_message_it_stands_for(names)
         assert list(msg.velocity) == [] and list(msg.effort) == [] and msg.header.frame_id == ''
 
 
+def test_serialized_diagnostics_deserialize_to_the_statuses_they_stand_for():
+    from builtin_interfaces.msg import Time
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.serialization import deserialize_message
+    from ik_node.ros.outputs.status_cdr import DiagnosticArrayCdr
+    writer = DiagnosticArrayCdr.probe()
+    assert writer is not None  # plain CDR: the arrays are written, not the messages
+    rng = np.random.default_rng(7)
+    letters = list('abcdefgh_:. 0123456789') + ['ü', '€', '→']
+    levels = (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)
+
+    def text():  # every length modulo the alignment, multi-byte characters among them
+        return ''.join(rng.choice(letters, size=int(rng.integers(0, 13))))
+    for _ in range(40):
+        statuses = [status_format.diagnostic_status(
+            text(), text(), levels[int(rng.integers(3))], text(),
+            {f'{text()}{k}': text() for k in range(int(rng.integers(0, 9)))})
+            for _ in range(int(rng.integers(1, 6)))]
+        sec, nanosec = int(rng.integers(0, 2**31)), int(rng.integers(0, 10**9))
+        msg = deserialize_message(writer.data(statuses, sec, nanosec), DiagnosticArray)
+        assert msg == status_format.diagnostic_array(statuses, Time(sec=sec, nanosec=nanosec))
+        assert [dict((kv.key, kv.value) for kv in s.values) for s in msg.status] == \
+            [dict(s.values) for s in statuses]
+        assert [s.name for s in msg.status] == [s.name for s in statuses]
+
+
 # ------------------------------------------------------------------------------- diagnostics
 def test_result_values_have_every_documented_key(leg):
     result = make_solver('analytic_hip_knee', leg).solve([0.1, 0.05, -0.45], [0, 0, 0, 1])

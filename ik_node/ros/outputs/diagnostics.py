@@ -18,13 +18,15 @@ import time
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional
 
+from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.config.ros_graph import GraphConfig
 from ik_node.model.quality import fragility_report
-from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, diagnostic_array,
+from ik_node.ros.outputs.status_cdr import DiagnosticArrayCdr
+from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, Status, diagnostic_array,
                                                diagnostic_status, error_values, result_level,
                                                result_summary, result_values, tip_level,
                                                tip_summary, tip_values)
@@ -65,24 +67,31 @@ ERROR_LOG_PERIOD_S = 1.0
 
 
 class DiagnosticsOutput:
-    """The ``/diagnostics`` publisher: sends statuses, re-sends the last one as a heartbeat."""
+    """The ``/diagnostics`` publisher: sends statuses, re-sends the last one as a heartbeat.
+
+    The arrays go out serialized by :class:`DiagnosticArrayCdr` where its probe passes, else as
+    messages."""
 
     def __init__(self, node: Node, send: Send) -> None:
         self._node, self._send = node, send
         self._pub = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
-        self._last: Optional[DiagnosticArray] = None
+        self._cdr = DiagnosticArrayCdr.probe()
+        self._last: Optional[List[Status]] = None
         self._last_time = -math.inf
 
     def send(self, status) -> None:
         """Publish one status, or a list of them in one array (a solve of several tips)."""
-        msg = diagnostic_array(status, self._node.get_clock().now().to_msg())
-        self._last, self._last_time = msg, time.monotonic()
-        self._send(self._pub, msg)
+        statuses = list(status) if isinstance(status, list) else [status]
+        sec, nanosec = divmod(self._node.get_clock().now().nanoseconds, 1_000_000_000)
+        self._last, self._last_time = statuses, time.monotonic()
+        cdr = self._cdr
+        self._send(self._pub, diagnostic_array(statuses, TimeMsg(sec=sec, nanosec=nanosec))
+                   if cdr is None else cdr.data(statuses, sec, nanosec))
 
     def heartbeat(self) -> None:
         """Re-send the last status when nothing went out for a second (diagnostic monitors)."""
         if self._last is not None and time.monotonic() - self._last_time >= HEARTBEAT_PERIOD_S:
-            self.send(list(self._last.status))
+            self.send(self._last)
 
 
 class StatusReports:

@@ -1,4 +1,4 @@
-"""Diagnostic statuses as messages: levels, summaries and key-values of solves, tips and errors.
+"""Diagnostic statuses: levels, summaries and key-values of solves, tips and errors.
 
 Imports ``diagnostic_msgs`` but never rclpy, so every helper here is tested without
 ``rclpy.init``. :class:`~ik_node.ros.outputs.diagnostics.StatusReports` decides what is reported
@@ -8,7 +8,7 @@ and when; this module says how it reads.
 from __future__ import annotations
 
 import math
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, NamedTuple, Optional, Sequence
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
@@ -132,27 +132,39 @@ def error_values(solver: str, target_frame: str, skipped: int, solve_count: int,
     return values
 
 
+class Status(NamedTuple):
+    """One ``diagnostic_msgs/DiagnosticStatus`` as plain values, the fields in its order: what
+    the node builds per status (:func:`diagnostic_array` makes the message of a list of them,
+    :class:`~ik_node.ros.outputs.status_cdr.DiagnosticArrayCdr` its serialization)."""
+
+    level: bytes  #: OK, WARN or ERROR
+    name: str
+    message: str
+    hardware_id: str
+    values: Mapping[str, str]  #: key -> value, in the order they are reported
+
+
 def diagnostic_status(name: str, hardware_id: str, level: bytes, message: str,
-                      values: Mapping[str, str]) -> DiagnosticStatus:
-    """A ``diagnostic_msgs/DiagnosticStatus``."""
-    status = DiagnosticStatus()
-    status.level = level
-    status.name = name
-    status.message = message
-    status.hardware_id = hardware_id
-    status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
-    return status
+                      values: Mapping[str, str]) -> Status:
+    """A status (:class:`Status`)."""
+    return Status(level, name, message, hardware_id, values)
 
 
-def diagnostic_array(status, stamp) -> DiagnosticArray:
-    """A ``diagnostic_msgs/DiagnosticArray`` holding one status, or a list of them (a solve of
-    several tips: its own status, then one per tip)."""
-    msg = DiagnosticArray()
-    msg.header.stamp = stamp
-    msg.status = list(status) if isinstance(status, (list, tuple)) else [status]
+def status_msg(status: Status) -> DiagnosticStatus:
+    """The ``diagnostic_msgs/DiagnosticStatus`` of ``status``."""
+    msg = DiagnosticStatus()
+    msg.level = status.level
+    msg.name = status.name
+    msg.message = status.message
+    msg.hardware_id = status.hardware_id
+    msg.values = [KeyValue(key=k, value=v) for k, v in status.values.items()]
     return msg
 
 
-def values_of(status: DiagnosticStatus) -> Dict[str, str]:
-    """The key-values of a status as a dict."""
-    return {kv.key: kv.value for kv in status.values}
+def diagnostic_array(statuses: Sequence[Status], stamp) -> DiagnosticArray:
+    """A ``diagnostic_msgs/DiagnosticArray`` of ``statuses`` (one; a solve of several tips: its
+    own status, then one per tip)."""
+    msg = DiagnosticArray()
+    msg.header.stamp = stamp
+    msg.status = [status_msg(status) for status in statuses]
+    return msg
