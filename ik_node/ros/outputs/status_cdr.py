@@ -74,11 +74,7 @@ class DiagnosticArrayCdr:
                     piece = keys[key] = _COUNT.pack(len(encoded) + 1) + encoded + b'\x00'
                 out += _PAD[-len(out) & 3]
                 out += piece
-                encoded = value.encode()
-                out += _PAD[-len(out) & 3]
-                out += _COUNT.pack(len(encoded) + 1)
-                out += encoded
-                out += b'\x00'
+                _string(out, value.encode())
         return bytes(out)
 
 
