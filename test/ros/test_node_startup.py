@@ -46,3 +46,48 @@ def test_the_node_modules_leave_collision_maps_and_metadata_unimported():
     out = subprocess.run([sys.executable, '-c', code], env=h.process_env(), cwd=h.REPO,
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == []
+
+
+#: Starts the map's worker in a fresh interpreter, the map's modules unloaded each round, and
+#: prints every module of ik_node its thread (``reachability_map``) imported: a module imported
+#: there while the node's thread imports another of the same package can deadlock on the import
+#: locks.
+WORKER_IMPORTS = '''
+import sys, threading, time
+import rclpy
+import ik_node.ros.rviz as rviz_package
+from ik_node import Chain
+from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
+imported = []
+sys.addaudithook(lambda event, args: event == 'import' and
+                 imported.append((threading.current_thread().name, args[0])))
+rclpy.init()
+node = rclpy.create_node('map_worker_imports')
+chain = Chain.from_urdf_file('urdf/leg3.urdf', 'base_link', 'foot')
+for _ in range(6):
+    for name in [m for m in sys.modules if m.startswith(('ik_node.reachability',
+                                                         'ik_node.ros.rviz.map_markers'))]:
+        del sys.modules[name]
+    for package, attribute in ((sys.modules['ik_node'], 'reachability'),
+                               (rviz_package, 'map_markers')):
+        if hasattr(package, attribute):
+            delattr(package, attribute)
+    maps = ReachabilityMaps(node, lambda publisher, msg: publisher.publish(msg))
+    maps.start(chain, 300, 0.05)
+    end = time.monotonic() + 30.0
+    while not maps.ready and time.monotonic() < end:
+        time.sleep(0.01)
+    maps.stop()
+    print('ready' if maps.ready else 'not ready')
+print(' '.join(m for thread, m in imported
+               if thread == 'reachability_map' and m.startswith('ik_node')) or '-')
+'''
+
+
+def test_the_map_worker_imports_nothing_the_node_thread_may_import_at_once():
+    out = subprocess.run([sys.executable, '-c', WORKER_IMPORTS], env=h.process_env(),
+                         cwd=h.REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.split('\n')
+    assert lines[:6] == ['ready'] * 6, out.stdout + out.stderr[-2000:]
+    assert lines[6] == '-'

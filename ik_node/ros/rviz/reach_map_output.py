@@ -62,6 +62,12 @@ class ReachabilityMaps:
 
         Does not wait for the cancelled build to end (it stops at its next chunk and never
         publishes): a description change under a flood of targets is answered at once."""
+        # The map's modules load here, before the worker runs: the worker importing
+        # ik_node.reachability while this thread imports map_markers (which imports a module of
+        # that package first, then the package) deadlocks on Python's import locks. The build
+        # filters its samples with ik_node.collision.
+        from ik_node import collision  # noqa: F401
+        from ik_node.ros.rviz import map_markers
         with self._lock:
             self._cancel.set()
             self._maps = {}
@@ -72,7 +78,6 @@ class ReachabilityMaps:
                                                 daemon=True)
                 self._worker.start()
             self._wake.notify()
-        from ik_node.ros.rviz import map_markers
         stamp = self._node.get_clock().now().to_msg()
         self._send(self._pub, markers.marker_array(map_markers.reachability_markers(
             chain.base_link, stamp, [])))
@@ -96,7 +101,11 @@ class ReachabilityMaps:
                 if self._stopped:
                     return
                 job, self._job = self._job, None
-            self._build(*job)
+            try:
+                self._build(*job)
+            except Exception as exc:  # a map is a picture: the worker lives on for the next
+                self._node.get_logger().error(
+                    f'reachability map not built: {type(exc).__name__}: {exc}')
 
     @property
     def ready(self) -> bool:
@@ -117,7 +126,7 @@ class ReachabilityMaps:
 
     def _build(self, chain: Chain, samples: int, voxel_size: float,
                cancel: threading.Event) -> None:
-        from ik_node.reachability import ReachabilityBuilder
+        from ik_node.reachability import ReachabilityBuilder  # loaded by start()
         from ik_node.ros.rviz import map_markers
         log = self._node.get_logger()
         start = time.monotonic()
