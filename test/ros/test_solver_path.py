@@ -32,6 +32,6 @@ def test_the_node_answers_while_the_kernels_compile_and_logs_the_path(ros, tmp_p
     said = [line for line in (out + err).splitlines() if 'solver path: ' in line]
     assert said, err
     # The first line: the Python path serves while the kernels compile (or for good).
-    assert said[0].endswith(('load in the background from the first solve on',
+    assert said[0].endswith(('load in the background once a solve uses them',
                              '(IK_NODE_NO_NUMBA is set)', '(numba is not installed)')), said
     assert len(said) <= 2 and 'Traceback' not in out

@@ -141,7 +141,7 @@ def serving() -> str:
         return f'solver path: compiled kernels (numba {version})'
     if _thread is None:
         return (f'solver path: pure Python; the compiled kernels (numba {version}) load in '
-                'the background from the first solve on')
+                'the background once a solve uses them')
     return (f'solver path: pure Python while the compiled kernels (numba {version}) load in '
             'the background')
 
