@@ -64,8 +64,8 @@ def test_the_python_path_answers_while_the_kernels_load_then_they_serve(fresh_lo
     kernels.report(said.append)
     assert kernels._thread is None, 'building a solver does not load the kernels'
     assert said == [f'solver path: pure Python; the compiled kernels (numba '
-                    f'{kernels._numba_version()}) load in the background from the first '
-                    'solve on']
+                    f'{kernels._numba_version()}) load in the background once a solve uses '
+                    'them']
     p, q = _target(chain, 1)
     result = solver.solve(p, None, q)  # answered now, on the Python path; starts the loading
     assert result.reachable and np.linalg.norm(chain.fk(result.joint_positions)[:3, 3] - p) \
