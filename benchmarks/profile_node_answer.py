@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 from bench_node_latency import read_config, tip_positions, trajectory  # noqa: E402
 
 #: The node's parts timed by wrappers: attribute of IkNode, method.
-PARTS = (('_inputs', 'drain_targets'), ('_pipeline', 'prepare'), ('_pipeline', 'solve'),
+PARTS = (('_messages', 'drain'), ('_pipeline', 'prepare'), ('_pipeline', 'solve'),
          ('_solution', 'publish'), ('_status', 'solve'), ('_markers', 'publish_held'),
          ('_drag', 'show'))
 

@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 TWO_PI = 2.0 * math.pi
+#: How far beyond a joint limit [rad or m] a value still counts as within it (rounding).
+LIMIT_TOLERANCE = 1e-9
 
 
 class MotionPlane(NamedTuple):
@@ -80,6 +82,9 @@ class Chain:
         self.lower = np.array([j.lower for j in self.joints], dtype=float)
         self.upper = np.array([j.upper for j in self.joints], dtype=float)
         self._limit_lists = (self.lower.tolist(), self.upper.tolist())
+        #: The limits as lists of floats, widened by the rounding :meth:`within_limits` allows.
+        self.limits_with_tolerance = ([lo - LIMIT_TOLERANCE for lo in self._limit_lists[0]],
+                                      [hi + LIMIT_TOLERANCE for hi in self._limit_lists[1]])
         self.parents = np.array([j.parent for j in self.joints], dtype=int)
         self.is_serial = all(p == i - 1 for i, p in enumerate(self.parents))
         self._prismatic = np.array([j.is_prismatic for j in self.joints], dtype=bool)
@@ -145,7 +150,7 @@ class Chain:
         """``q`` clipped into the joint limits."""
         return np.minimum(np.maximum(q, self.lower), self.upper)
 
-    def within_limits(self, q: np.ndarray, tol: float = 1e-9) -> bool:
+    def within_limits(self, q: np.ndarray, tol: float = LIMIT_TOLERANCE) -> bool:
         """True if every joint of ``q`` is inside its limits (to ``tol``)."""
         if type(q) is np.ndarray and q.shape == (self.n,):  # one configuration: plain floats
             # (numpy's per-call cost dominates a handful of joints; this runs on every answer)

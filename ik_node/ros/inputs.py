@@ -114,6 +114,7 @@ class TargetSubscriptions:
         # subscription -> its messages: (arrival, monotonic t, targets, type, handler, from_cdr,
         # bytes), oldest first
         self._kept: Dict[int, Deque[tuple]] = {}
+        self.waiting = 0  # messages kept, in all of them
         self._arrived = 0
 
     def make(self, tips: Sequence[Optional[str]], tip_links: Sequence[str]) -> None:
@@ -160,6 +161,8 @@ class TargetSubscriptions:
                 full = len(kept) > TARGET_QUEUE_DEPTH
                 if full:
                     kept.popleft()
+                else:
+                    self.waiting += 1
             if full and self._on_skipped is not None:
                 self._on_skipped(targets)
             self._wake()
@@ -168,8 +171,8 @@ class TargetSubscriptions:
 
     @property
     def kept(self) -> bool:
-        """True while a kept message waits for :meth:`drain`."""
-        return any(self._kept.values())
+        """True while a kept message waits for :meth:`drain` (:attr:`waiting`: how many)."""
+        return self.waiting > 0
 
     def drain(self) -> None:
         """Hand on the oldest kept message of every subscription (their targets to
@@ -177,7 +180,7 @@ class TargetSubscriptions:
         that is behind (see the class), its newest instead (the older ones are skipped)."""
         skipped = 0
         with self._kept_lock:
-            if not any(self._kept.values()):
+            if not self.waiting:
                 return
             now = time.monotonic()
             self._measure_load(now)
@@ -193,7 +196,9 @@ class TargetSubscriptions:
                 if queue[0][1] < stale or len(queue) >= TARGET_QUEUE_DEPTH:
                     while len(queue) > 1:
                         skipped += queue.popleft()[2]
+                        self.waiting -= 1
                 out.append(queue.popleft())
+            self.waiting -= len(out)
             if len(out) > 1:
                 out.sort(key=lambda item: item[0])
         if skipped and self._on_skipped is not None:
@@ -267,7 +272,7 @@ class TargetSubscriptions:
             self._node.destroy_subscription(sub)
         self._subs = []
         with self._kept_lock:
-            self._kept = {}
+            self._kept, self.waiting = {}, 0
 
 
 class MeasuredState:
@@ -494,6 +499,7 @@ class NodeInputs:
         self._description: Optional[DescriptionListener] = None
         self._state_timeout_s = 0.0
         self._tf_timeout_s = 0.0
+        self._lookup: Optional[tuple] = None  # (base frame, timeout, the lookup) made last
 
     def follow(self, graph: GraphConfig, has_model: bool) -> None:
         """Create, replace or drop the measured-state and description subscriptions as
@@ -521,6 +527,12 @@ class NodeInputs:
         if wanted != self._tips or tuple(tips) != self._tip_links:
             self._targets.make(wanted, tips)
             self._tips, self._tip_links = wanted, tuple(tips)
+
+    @property
+    def target_messages(self) -> TargetSubscriptions:
+        """The target subscriptions, whose kept messages the node drains (the same object for
+        the node's life; its subscriptions follow :meth:`subscribe_targets`)."""
+        return self._targets
 
     def drain_targets(self) -> None:
         """Hand on the oldest kept target message of every subscription (see
@@ -565,5 +577,9 @@ class NodeInputs:
         through TF, None without tf2_ros."""
         if not self._tf.available:
             return None
-        tf, timeout_s = self._tf, self._tf_timeout_s
-        return lambda frame, stamp: tf.lookup(base_frame, frame, stamp, timeout_s)
+        made = self._lookup
+        if made is None or made[0] != base_frame or made[1] != self._tf_timeout_s:
+            tf, timeout_s = self._tf, self._tf_timeout_s
+            made = self._lookup = (base_frame, timeout_s, lambda frame, stamp: tf.lookup(
+                base_frame, frame, stamp, timeout_s))
+        return made[2]

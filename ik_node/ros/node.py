@@ -141,6 +141,7 @@ class IkNode(Node):
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
             on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
             wake=lambda: self._schedule_solve(inline=True), on_skipped=self._targets.count_skipped)
+        self._messages = self._inputs.target_messages  # the target messages kept to be solved
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),
                                  send=send, callback_group=ReentrantCallbackGroup())
@@ -193,7 +194,7 @@ class IkNode(Node):
         executor = self.executor
         if executor is None:  # not spun by an executor (yet): solve right here
             self._solve_all_pending()
-            while self._inputs.targets_kept:
+            while self._messages.waiting:
                 self._solve_all_pending()
             return
         with self._schedule_lock:
@@ -218,7 +219,7 @@ class IkNode(Node):
         callbacks takes the next)."""
         self._draining = True
         try:
-            self._inputs.drain_targets()
+            self._messages.drain()
         finally:
             self._draining = False
         while self._targets.pending and self._solving.acquire(blocking=False):
@@ -238,7 +239,7 @@ class IkNode(Node):
         if not self._started:  # the first target is answered: what waited for it starts
             self._start_deferred()
         self._idle_since = time.monotonic()
-        if self._inputs.targets_kept and self.executor is not None:
+        if self._messages.waiting and self.executor is not None:
             self._schedule_solve()  # the next kept message, behind what waits in the executor
 
     def _solve_pending(self, targets: Dict[Optional[str], Target],

@@ -118,7 +118,8 @@ class TargetPipeline:
         if not placed:
             return None
         if len(placed) == 1:  # a serial chain's target: no set to sort, one stamp
-            (target,) = (t.target for t in placed.values())
+            (one,) = placed.values()
+            target = one.target
             frame, stamps = target.frame_id or config.base_link, target.stamp_text
         else:
             frame = ', '.join(sorted({t.target.frame_id or config.base_link
@@ -164,6 +165,8 @@ class TargetPipeline:
                     max_distance = float(self._node.get_parameter(planar_targets.PARAM).value)
                 p, moved = planar_targets.onto_plane(p, plane, max_distance)
             placed[tip] = TargetInBase(target, p, quat, moved)
+        if not refused_stamps:
+            return placed
         return {tip: t for tip, t in placed.items()
                 if t.target.index is None or t.target.stamp not in refused_stamps}
 

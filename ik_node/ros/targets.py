@@ -18,7 +18,8 @@ from geometry_msgs.msg import PointStamped, PoseArray, PoseStamped
 
 from ik_node.errors import ChainError, TargetError
 from ik_node.model.chain import Chain
-from ik_node.solvers.base import rotation_from_input, target_from_input
+from ik_node.solvers.base import rotation_from_input
+from ik_node.solvers.input_checks import FLOAT64, target_values
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,10 @@ def target_in_base(target: Target, chain: Chain, q: np.ndarray,
         TargetError: NaN/inf or huge coordinates, a zero or non-finite quaternion, an unknown
             frame (the message lists the valid frames), or what ``lookup`` raises.
     """
-    p = target_from_input(target.position)
+    position = target.position
+    values = target_values(position)  # finite, not huge: else TargetError
+    p = position if type(position) is np.ndarray and position.dtype is FLOAT64 and \
+        position.shape == (3,) else np.array(values)
     frame = target.frame_id
     if not frame or frame == chain.base_link:  # already in the base frame
         return p, None if target.quat_xyzw is None else _unit_quat_xyzw(target.quat_xyzw)

@@ -31,9 +31,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ik_node.config.ros_graph import GraphConfig, command_order, held_positions
 from ik_node.errors import TargetError
-from ik_node.model.chain import Chain
+from ik_node.model.chain import LIMIT_TOLERANCE, Chain
 from ik_node.model.urdf_joints import UrdfJoint, trajectory_duration
 from ik_node.ros.targets import stamp_text
+from ik_node.solvers.input_checks import FLOAT64
 
 #: ``send(publisher, msg)``: how the node's parts publish.
 Send = Callable[[Any, Any], None]
@@ -53,17 +54,22 @@ def send_unless_shut_down(context) -> Send:
 
 def check_publishable(chain: Chain, q: np.ndarray) -> np.ndarray:
     """``q`` as a float array if it is finite and within the joint limits, else TargetError."""
-    q = np.asarray(q, dtype=float).reshape(-1)
-    if q.shape != (chain.n,):
-        raise TargetError(f'joint vector has {q.size} values; the chain has {chain.n} joints')
+    if type(q) is not np.ndarray or q.dtype is not FLOAT64 or q.shape != (chain.n,):
+        q = np.asarray(q, dtype=float).reshape(-1)
+        if q.shape != (chain.n,):
+            raise TargetError(f'joint vector has {q.size} values; the chain has {chain.n} '
+                              'joints')
     values = q.tolist()  # plain floats: for a handful of joints numpy's per-call cost dominates
-    if not all(math.isfinite(v) for v in values):
+    # A finite sum proves every value finite (an overflowing sum takes the value-by-value check)
+    if not math.isfinite(sum(values)) and not all(math.isfinite(v) for v in values):
         raise TargetError(f'solution contains NaN or inf: {values}')
-    if not chain.within_limits(q):
-        bad = [f'{n}={v:.6g} not in [{lo:.6g}, {hi:.6g}]' for n, v, lo, hi in
-               zip(chain.joint_names, q, chain.lower, chain.upper) if not lo - 1e-9 <= v <=
-               hi + 1e-9]
-        raise TargetError(f'solution outside the joint limits: {", ".join(bad)}')
+    lower, upper = chain.limits_with_tolerance
+    for v, lo, hi in zip(values, lower, upper):
+        if not lo <= v <= hi:
+            bad = [f'{n}={v:.6g} not in [{lo:.6g}, {hi:.6g}]' for n, v, lo, hi in
+                   zip(chain.joint_names, values, chain.lower, chain.upper)
+                   if not lo - LIMIT_TOLERANCE <= v <= hi + LIMIT_TOLERANCE]
+            raise TargetError(f'solution outside the joint limits: {", ".join(bad)}')
     return q
 
 
@@ -139,21 +145,25 @@ class Stamps:
 
     def __init__(self, node: Node) -> None:
         self._clock = node.get_clock()
-        self._sim = False
+        self.sim = False  # ROS time is active (use_sim_time and a /clock)
         # on_clock_change: called when ROS time is activated or deactivated
         self._jump = self._clock.create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=None, on_clock_change=True),
             post_callback=self._on_jump)
-        self._sim = bool(getattr(self._clock, 'ros_time_is_active', False))
+        self.sim = bool(getattr(self._clock, 'ros_time_is_active', False))
 
     def _on_jump(self, _jump) -> None:
-        self._sim = bool(getattr(self._clock, 'ros_time_is_active', False))
+        self.sim = bool(getattr(self._clock, 'ros_time_is_active', False))
 
     def now(self) -> Tuple[int, int]:
         """The clock's time now: ``(sec, nanosec)``."""
-        if self._sim:
-            return self._clock.now().seconds_nanoseconds()
+        if self.sim:
+            return self.sim_now()
         return divmod(time.time_ns(), 1_000_000_000)
+
+    def sim_now(self) -> Tuple[int, int]:
+        """The node clock's time now (ROS time active: :attr:`sim`)."""
+        return self._clock.now().seconds_nanoseconds()
 
     def close(self) -> None:
         """Drop the clock's callback."""
@@ -245,7 +255,10 @@ class ResultOutput:
         ``q_now`` (chain order) is where the robot is, for timing a trajectory point.
         """
         if self.kind == 'joint_states':
-            sec, nanosec = self._stamps.now()
+            stamps = self._stamps
+            # Stamps.now(), inline: this runs on every answer
+            sec, nanosec = stamps.sim_now() if stamps.sim else divmod(time.time_ns(),
+                                                                       1_000_000_000)
             self._send(self._pub, self.plan.joint_state_data(q, sec, nanosec))
             return stamp_text((sec, nanosec))
         if self.kind == 'position_command':
