@@ -184,23 +184,14 @@ class TargetSubscriptions:
                 return
             now = time.monotonic()
             self._measure_load(now)
-            if self.busy:
-                wait_s = TARGET_FRESH_S if self._fresh_s is None else self._fresh_s
+            if self.waiting == 1:  # the common case: a stream the node keeps up with
+                for queue in self._kept.values():
+                    if queue:
+                        out = [queue.popleft()]
+                        break
+                self.waiting = 0
             else:
-                wait_s = TARGET_MAX_WAIT_S if self._max_wait_s is None else self._max_wait_s
-            stale = now - wait_s
-            out = []
-            for queue in self._kept.values():
-                if not queue:
-                    continue
-                if queue[0][1] < stale or len(queue) >= TARGET_QUEUE_DEPTH:
-                    while len(queue) > 1:
-                        skipped += queue.popleft()[2]
-                        self.waiting -= 1
-                out.append(queue.popleft())
-            self.waiting -= len(out)
-            if len(out) > 1:
-                out.sort(key=lambda item: item[0])
+                out, skipped = self._take_oldest(now)
         if skipped and self._on_skipped is not None:
             self._on_skipped(skipped)
         for _, _, _, msg_type, handler, from_cdr, data in out:
@@ -210,6 +201,29 @@ class TargetSubscriptions:
             except Exception as exc:  # a message that does not convert must not stop the node
                 if self._on_error is not None:
                     self._on_error(f'bad target message: {type(exc).__name__}: {exc}', '', '')
+
+    def _take_oldest(self, now: float) -> Tuple[List[tuple], int]:
+        """(Lock held) :meth:`drain`'s take of several kept messages: the oldest of every
+        subscription, or its newest where it is behind, in the order they arrived, and how
+        many targets the messages skipped held."""
+        if self.busy:
+            wait_s = TARGET_FRESH_S if self._fresh_s is None else self._fresh_s
+        else:
+            wait_s = TARGET_MAX_WAIT_S if self._max_wait_s is None else self._max_wait_s
+        stale = now - wait_s
+        out, skipped = [], 0
+        for queue in self._kept.values():
+            if not queue:
+                continue
+            if queue[0][1] < stale or len(queue) >= TARGET_QUEUE_DEPTH:
+                while len(queue) > 1:
+                    skipped += queue.popleft()[2]
+                    self.waiting -= 1
+            out.append(queue.popleft())
+        self.waiting -= len(out)
+        if len(out) > 1:
+            out.sort(key=lambda item: item[0])
+        return out, skipped
 
     def _measure_load(self, now: float) -> None:
         """Update :attr:`busy` (the draining thread spent at least the busy share of the last

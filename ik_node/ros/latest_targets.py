@@ -24,6 +24,8 @@ class LatestTargets:
         self._pending: Dict[Hashable, Target] = {}
         self._arrivals: Dict[Hashable, int] = {}  # targets put into each slot, ever
         self.skipped = 0
+        #: True while a target waits to be solved (read without the lock: a plain attribute).
+        self.pending = False
 
     def put(self, slot: Hashable, target: Target) -> None:
         """Store ``target`` as the newest of ``slot``."""
@@ -32,6 +34,7 @@ class LatestTargets:
                 self.skipped += 1
             self._pending[slot] = target
             self._arrivals[slot] = self._arrivals.get(slot, 0) + 1
+            self.pending = True
 
     def put_all(self, targets: Dict[Hashable, Target]) -> None:
         """Store every ``{slot: target}`` at once (the targets of one message): whoever takes
@@ -42,6 +45,7 @@ class LatestTargets:
                     self.skipped += 1
                 self._pending[slot] = target
                 self._arrivals[slot] = self._arrivals.get(slot, 0) + 1
+            self.pending = bool(self._pending)
 
     def count_skipped(self, count: int) -> None:
         """Count ``count`` targets overwritten before they reached this queue."""
@@ -63,21 +67,19 @@ class LatestTargets:
                 self.skipped += len(targets)
                 return False
             self._pending.update(targets)
+            self.pending = bool(self._pending)
             return True
 
     def take_counted(self) -> Tuple[Dict[Hashable, Target], Dict[Hashable, int]]:
         """:meth:`take`, with the :meth:`arrivals` of the slots taken at that moment."""
         with self._lock:
             out, self._pending = self._pending, {}
+            self.pending = False
             return out, {slot: self._arrivals.get(slot, 0) for slot in out}
 
     def take(self) -> Dict[Hashable, Target]:
         """Every pending target (and forget them); empty when none."""
         with self._lock:
             out, self._pending = self._pending, {}
+            self.pending = False
             return out
-
-    @property
-    def pending(self) -> bool:
-        """True while a target waits to be solved."""
-        return bool(self._pending)

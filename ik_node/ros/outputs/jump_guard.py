@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-@dataclass(frozen=True)
+@dataclass
 class Verdict:
     """What the guard made of one answer.
 
@@ -109,7 +109,6 @@ class JumpGuard:
         # each joint's speed bound [rad/s or m/s], None where the URDF gives no velocity
         self._speeds = [self.scaling * v if math.isfinite(v) and v > 0.0 else None
                         for v in self.velocities]
-        self._limits = list(zip(self.lower, self.upper))
         self._last: Optional[List[float]] = None
         self._last_time = -math.inf
 
@@ -148,34 +147,43 @@ class JumpGuard:
         answer. A passed or limited answer becomes the last command.
         """
         tolist = getattr(q, 'tolist', None)  # an array's values as floats, in one call
-        values = q if tolist is None else tolist()
-        if len(values) != len(self._limits):
+        values = tolist() if tolist is not None else [float(v) for v in q]
+        lower, upper = self.lower, self.upper
+        if len(values) != len(lower):
             raise ValueError(f'jump guard: {len(values)} joint values for '
-                             f'{len(self._limits)} joints')
-        q = [lo if v < lo else hi if v > hi else v for v, (lo, hi) in zip(
-            (float(v) for v in values) if tolist is None else values, self._limits)]
-        if not self.on:
+                             f'{len(lower)} joints')
+        q = values  # clipped into the limits once more (round-off), copied only if that moves one
+        for v, lo, hi in zip(values, lower, upper):
+            if not lo <= v <= hi:
+                q = [lo if v < lo else hi if v > hi else v
+                     for v, lo, hi in zip(values, lower, upper)]
+                break
+        if self.mode == 'off':
             return Verdict(q, 'pass')
+        step, speeds = self.max_step, self._speeds
         if self._last is None:
             if q_measured is None:
                 return self._commit(q, now, Verdict(q, 'pass'))
-            reference, bounds = [float(v) for v in q_measured], [self.max_step] * len(q)
+            reference, speeds = [float(v) for v in q_measured], [None] * len(q)
+            dt = 0.0
         else:
-            reference, bounds = self._last, self.bounds(now)
-        scale, worst = 1.0, -1
-        for i, (a, b, bound) in enumerate(zip(reference, q, bounds, strict=True)):
+            reference, dt = self._last, max(now - self._last_time, 0.0)
+        # bound_i = min(step, speed_i * dt): the joint whose move exceeds its bound the most
+        scale, worst, worst_bound = 1.0, -1, step
+        for i, (a, b, speed) in enumerate(zip(reference, q, speeds, strict=True)):
             move = abs(b - a)
+            bound = step if speed is None or speed * dt >= step else speed * dt
             if move > bound and bound / move < scale:
-                scale, worst = bound / move, i
+                scale, worst, worst_bound = bound / move, i, bound
         if worst < 0:
             return self._commit(q, now, Verdict(q, 'pass'))
         move = abs(q[worst] - reference[worst])
         if self.mode == 'hold':
-            return Verdict(None, 'hold', self.names[worst], move, bounds[worst], 0.0)
+            return Verdict(None, 'hold', self.names[worst], move, worst_bound, 0.0)
         limited = [min(max(a + scale * (b - a), lo), hi) for a, b, lo, hi in
-                   zip(reference, q, self.lower, self.upper, strict=True)]
+                   zip(reference, q, lower, upper)]
         return self._commit(limited, now, Verdict(limited, 'limit', self.names[worst], move,
-                                                  bounds[worst], scale))
+                                                  worst_bound, scale))
 
     def _commit(self, q: List[float], now: float, verdict: Verdict) -> Verdict:
         self._last, self._last_time = list(q), now
