@@ -200,8 +200,9 @@ class TargetPipeline:
         every tip, the new ones included."""
         if model.config.branched:
             self._standing.update(job.targets)
-            return model.solver.solve(
-                targets={tip: t.solver_target for tip, t in self._standing.items()},
+            return model.solver.solve(  # each tip's solver_target, inline
+                targets={tip: t.position if t.quat_xyzw is None else (t.position, t.quat_xyzw)
+                         for tip, t in self._standing.items()},
                 seed=job.seed)
         target = job.targets[None]
         return model.solver.solve(target.position, target.quat_xyzw, seed=job.seed)

@@ -22,7 +22,7 @@ from ik_node.solvers.base import rotation_from_input
 from ik_node.solvers.input_checks import FLOAT64, target_values
 
 
-@dataclass(frozen=True)
+@dataclass  # made for every target: not frozen, which costs more to build; nothing changes it
 class Target:
     """A target as received: position [m] and optional orientation in frame ``frame_id``.
 
@@ -133,7 +133,7 @@ class TfWarmingUp:
 FrameLookup = Callable[[str, Tuple[int, int]], Union[np.ndarray, TfWarmingUp]]
 
 
-@dataclass(frozen=True)
+@dataclass  # made for every target: not frozen, which costs more to build; nothing changes it
 class TargetInBase:
     """A target placed in the chain's base frame, ready for the solver.
 
