@@ -89,6 +89,9 @@ class TargetPipeline:
         self._report_error, self._resume = report_error, resume
         self._planes: Dict[str, planar_targets.Plane] = {}  # planar tips: their plane
         self._standing: Dict[str, TargetInBase] = {}  # branched: every tip's newest target
+        #: A branched chain's standing target position of every tip [m], as of the last solve
+        #: (a new dict for each solve; empty for a serial chain).
+        self.standing: Dict[str, np.ndarray] = {}
         self._lock = threading.Lock()  # the kept targets and the retry timer
         self._kept: Dict[Optional[str], Target] = {}  # waiting for TF's first transforms
         self._kept_arrivals: Dict[Optional[str], int] = {}
@@ -97,7 +100,7 @@ class TargetPipeline:
     def use_chain(self, chain: Chain) -> None:
         """A new chain: its planes; the standing and kept targets (of the old chain) dropped."""
         self._planes = planar_targets.tip_planes(chain)
-        self._standing = {}
+        self._standing, self.standing = {}, {}
         with self._lock:
             self._kept, self._kept_arrivals = {}, {}
 
@@ -200,14 +203,10 @@ class TargetPipeline:
         every tip, the new ones included."""
         if model.config.branched:
             self._standing.update(job.targets)
+            self.standing = {tip: t.position for tip, t in self._standing.items()}
             return model.solver.solve(  # each tip's solver_target, inline
                 targets={tip: t.position if t.quat_xyzw is None else (t.position, t.quat_xyzw)
                          for tip, t in self._standing.items()},
                 seed=job.seed)
         target = job.targets[None]
         return model.solver.solve(target.position, target.quat_xyzw, seed=job.seed)
-
-    @property
-    def standing(self) -> Dict[str, np.ndarray]:
-        """A branched chain's standing target position of every tip [m] (a copy)."""
-        return {tip: t.position for tip, t in self._standing.items()}

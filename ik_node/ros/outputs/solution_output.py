@@ -283,6 +283,9 @@ class SolutionOutput:
     def __init__(self, node: Node, send: Send) -> None:
         self._node, self._send = node, send
         self._output: Optional[ResultOutput] = None
+        #: The output in force (``joint_states``, ``position_command``, ``joint_trajectory``;
+        #: '' before the first plan).
+        self.kind = ''
 
     def use(self, plan: OutputPlan) -> None:
         """Publish by ``plan`` from now on (a new publisher only for a new kind or topic)."""
@@ -296,12 +299,7 @@ class SolutionOutput:
         new = ResultOutput(self._node, plan, self._send)
         if current is not None:
             current.destroy()
-        self._output = new
-
-    @property
-    def kind(self) -> str:
-        """The output in force (``joint_states``, ``position_command``, ``joint_trajectory``)."""
-        return self._output.kind if self._output is not None else ''
+        self._output, self.kind = new, new.kind
 
     @property
     def topic(self) -> str:
