@@ -140,7 +140,7 @@ class IkNode(Node):
         self._inputs = NodeInputs(
             self, self._on_targets, self._on_description, ReentrantCallbackGroup(),
             on_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
-            wake=lambda: self._schedule_solve(inline=True), on_skipped=self._targets.count_skipped)
+            wake=partial(self._schedule_solve, inline=True), on_skipped=self._targets.count_skipped)
         self._messages = self._inputs.target_messages  # the target messages kept to be solved
         self._drag = DragTargets(self, self._on_targets,
                                  on_error=lambda message: self._status.error(message, ''),

@@ -61,7 +61,7 @@ def point_stamped(data: bytes) -> Optional[Tuple[str, Tuple[int, int], Tuple[flo
     if read is None:
         return None
     order, (frame_id, stamp, end) = read
-    return frame_id, stamp, _XYZ[order].unpack_from(data, _START + _aligned(end, 8))
+    return frame_id, stamp, _XYZ[order].unpack_from(data, _START + (end + 7) // 8 * 8)  # 8-aligned
 
 
 def pose_stamped(data: bytes) -> Optional[Tuple[str, Tuple[int, int], Tuple[float, ...]]]:
@@ -71,7 +71,7 @@ def pose_stamped(data: bytes) -> Optional[Tuple[str, Tuple[int, int], Tuple[floa
     if read is None:
         return None
     order, (frame_id, stamp, end) = read
-    return frame_id, stamp, _POSE[order].unpack_from(data, _START + _aligned(end, 8))
+    return frame_id, stamp, _POSE[order].unpack_from(data, _START + (end + 7) // 8 * 8)  # aligned
 
 
 def pose_array(data: bytes
