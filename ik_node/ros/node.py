@@ -290,6 +290,12 @@ class IkNode(Node):
         if self._status.solve(report):
             self._publish_held_markers()  # markers go out with a status that does
 
+    def long_lived_mark(self) -> tuple:
+        """A value that changes when the node has made what it keeps for a long time: a new
+        robot model (first in the tuple), the compiled kernels loaded, a reachability map built.
+        The executable (:mod:`ik_node.ros.run`) keeps the garbage collector off those."""
+        return self._model, kernels.ready(), self._reach.count
+
     def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
         """Called (lock held) right after every solve's answer is published, with the pair of
         stamps its status carries (``target_stamp``, ``joint_state_stamp``), also when the rate

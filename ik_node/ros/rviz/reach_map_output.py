@@ -112,6 +112,12 @@ class ReachabilityMaps:
         with self._lock:
             return bool(self._maps)
 
+    @property
+    def count(self) -> int:
+        """How many tips' maps are built."""
+        with self._lock:
+            return len(self._maps)
+
     def distance(self, tip: str, p_base: np.ndarray) -> Optional[float]:
         """Distance [m] from ``p_base`` to the nearest voxel a sample reached, or None (no map).
 
