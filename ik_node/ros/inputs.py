@@ -495,7 +495,7 @@ class NodeInputs:
         on_error: ``on_error(message, frame_id, stamp_text)`` for a target message refused
             whole on arrival.
         wake, on_skipped: as :class:`TargetSubscriptions` takes them (with ``wake``, target
-            messages are kept serialized until :meth:`drain_targets`).
+            messages are kept serialized until :attr:`target_messages` drains them).
     """
 
     def __init__(self, node: Node, on_target: Callable[..., None],
@@ -547,16 +547,6 @@ class NodeInputs:
         """The target subscriptions, whose kept messages the node drains (the same object for
         the node's life; its subscriptions follow :meth:`subscribe_targets`)."""
         return self._targets
-
-    def drain_targets(self) -> None:
-        """Hand on the oldest kept target message of every subscription (see
-        :class:`TargetSubscriptions`)."""
-        self._targets.drain()
-
-    @property
-    def targets_kept(self) -> bool:
-        """True while a target message waits for :meth:`drain_targets`."""
-        return self._targets.kept
 
     @property
     def target_topics(self) -> List[str]:
