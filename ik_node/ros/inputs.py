@@ -156,6 +156,8 @@ class TargetSubscriptions:
         def keep(data: bytes) -> None:
             now = time.monotonic()
             with self._kept_lock:
+                if self._kept.get(key) is not kept:  # a message in flight when the
+                    return  # subscription was replaced (new tips): it goes with it
                 self._arrived += 1
                 kept.append((self._arrived, now, targets, msg_type, handler, from_cdr, data))
                 full = len(kept) > TARGET_QUEUE_DEPTH
@@ -185,9 +187,10 @@ class TargetSubscriptions:
             now = time.monotonic()
             self._measure_load(now)
             if self.waiting == 1:  # the common case: a stream the node keeps up with
+                out = []
                 for queue in self._kept.values():
                     if queue:
-                        out = [queue.popleft()]
+                        out.append(queue.popleft())
                         break
                 self.waiting = 0
             else:

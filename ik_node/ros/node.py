@@ -220,6 +220,9 @@ class IkNode(Node):
         self._draining = True
         try:
             self._messages.drain()
+        except Exception as exc:  # a bug must not stop the node
+            if self.context.ok():
+                self._status.error(f'internal error: {type(exc).__name__}: {exc}', '')
         finally:
             self._draining = False
         while self._targets.pending and self._solving.acquire(blocking=False):

@@ -165,3 +165,21 @@ def test_bytes_the_reader_cannot_read_go_to_rclpy_which_refuses_cut_ones(ros):
     send(data)
     assert [t.position[0] for (t,) in received] == [0.25]
     subs.destroy()
+
+
+def test_a_message_in_flight_to_a_replaced_subscription_is_dropped(ros):
+    # A message the executor hands to a subscription's callback after new tips replaced the
+    # subscription (it was taken before) goes with it; the intake goes on with the new ones.
+    subs, received, skipped, send = _intake(ros, 'intake_replaced')
+    old = next(s.callback for s in subs._subs if s.topic_name.endswith('/target_point'))
+    subs.make([None], ['tool0'])  # the same tips: new subscriptions all the same
+    msg = PointStamped()
+    msg.point.x = 7.0
+    old(serialize_message(msg))
+    assert not subs.kept
+    subs.drain()
+    assert received == [] and skipped == []
+    send('point', 8.0)  # the new subscription's message is handed on
+    subs.drain()
+    assert _xs(received) == [8.0] and not subs.kept
+    subs.destroy()
