@@ -27,7 +27,7 @@ from ik_node.config.ros_graph import GraphConfig
 from ik_node.model.quality import fragility_report
 from ik_node.ros.outputs.status_cdr import DiagnosticArrayCdr
 from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, Status, diagnostic_array,
-                                               diagnostic_status, error_values,
+                                               diagnostic_status, error_values, result_level,
                                                result_summary, result_values, tip_level,
                                                tip_summary, tip_values)
 from ik_node.ros.latest_targets import LatestTargets
@@ -232,19 +232,13 @@ class StatusReports:
         while targets stream: a reached solution that is fragile is WARN in the status that
         reports it, not a reason to send one sooner.
         """
-        guard = report.guard
-        level = OK if report.result.reachable else WARN  # result_level, inline
+        result, guard = report.result, report.guard
+        level = result_level(result)
         guarded = guard is not None and guard.action != 'pass'
         if guarded:
             level = ERROR if guard.action == 'hold' else max(level, WARN)
-        build = partial(self._solve_status, report, level, guarded, self._targets.skipped)
-        with self._lock:  # _offer_built, inline (this runs on every answer)
-            send = self._gate.offer(time.monotonic(), level, build, self._force)
-            if send:
-                self._force = False
-        if send:
-            self._out.send(build())
-        return send
+        return self._offer_built(level, partial(self._solve_status, report, level, guarded,
+                                                self._targets.skipped))
 
     def _solve_status(self, report: SolveReport, level: bytes, guarded: bool,
                       skipped: int) -> List:

@@ -160,30 +160,26 @@ class JumpGuard:
                 break
         if self.mode == 'off':
             return Verdict(q, 'pass')
-        step, speeds = self.max_step, self._speeds
         if self._last is None:
             if q_measured is None:
                 return self._commit(q, now, Verdict(q, 'pass'))
-            reference, speeds = [float(v) for v in q_measured], [None] * len(q)
-            dt = 0.0
+            reference, bounds = [float(v) for v in q_measured], [self.max_step] * len(q)
         else:
-            reference, dt = self._last, max(now - self._last_time, 0.0)
-        # bound_i = min(step, speed_i * dt): the joint whose move exceeds its bound the most
-        scale, worst, worst_bound = 1.0, -1, step
-        for i, (a, b, speed) in enumerate(zip(reference, q, speeds, strict=True)):
+            reference, bounds = self._last, self.bounds(now)
+        scale, worst = 1.0, -1
+        for i, (a, b, bound) in enumerate(zip(reference, q, bounds, strict=True)):
             move = abs(b - a)
-            bound = step if speed is None or speed * dt >= step else speed * dt
             if move > bound and bound / move < scale:
-                scale, worst, worst_bound = bound / move, i, bound
+                scale, worst = bound / move, i
         if worst < 0:
             return self._commit(q, now, Verdict(q, 'pass'))
         move = abs(q[worst] - reference[worst])
         if self.mode == 'hold':
-            return Verdict(None, 'hold', self.names[worst], move, worst_bound, 0.0)
+            return Verdict(None, 'hold', self.names[worst], move, bounds[worst], 0.0)
         limited = [min(max(a + scale * (b - a), lo), hi) for a, b, lo, hi in
                    zip(reference, q, lower, upper)]
         return self._commit(limited, now, Verdict(limited, 'limit', self.names[worst], move,
-                                                  worst_bound, scale))
+                                                  bounds[worst], scale))
 
     def _commit(self, q: List[float], now: float, verdict: Verdict) -> Verdict:
         self._last, self._last_time = list(q), now

@@ -145,25 +145,21 @@ class Stamps:
 
     def __init__(self, node: Node) -> None:
         self._clock = node.get_clock()
-        self.sim = False  # ROS time is active (use_sim_time and a /clock)
+        self._sim = False
         # on_clock_change: called when ROS time is activated or deactivated
         self._jump = self._clock.create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=None, on_clock_change=True),
             post_callback=self._on_jump)
-        self.sim = bool(getattr(self._clock, 'ros_time_is_active', False))
+        self._sim = bool(getattr(self._clock, 'ros_time_is_active', False))
 
     def _on_jump(self, _jump) -> None:
-        self.sim = bool(getattr(self._clock, 'ros_time_is_active', False))
+        self._sim = bool(getattr(self._clock, 'ros_time_is_active', False))
 
     def now(self) -> Tuple[int, int]:
         """The clock's time now: ``(sec, nanosec)``."""
-        if self.sim:
-            return self.sim_now()
+        if self._sim:
+            return self._clock.now().seconds_nanoseconds()
         return divmod(time.time_ns(), 1_000_000_000)
-
-    def sim_now(self) -> Tuple[int, int]:
-        """The node clock's time now (ROS time active: :attr:`sim`)."""
-        return self._clock.now().seconds_nanoseconds()
 
     def close(self) -> None:
         """Drop the clock's callback."""
@@ -255,10 +251,7 @@ class ResultOutput:
         ``q_now`` (chain order) is where the robot is, for timing a trajectory point.
         """
         if self.kind == 'joint_states':
-            stamps = self._stamps
-            # Stamps.now(), inline: this runs on every answer
-            sec, nanosec = stamps.sim_now() if stamps.sim else divmod(time.time_ns(),
-                                                                       1_000_000_000)
+            sec, nanosec = self._stamps.now()
             self._send(self._pub, self.plan.joint_state_data(q, sec, nanosec))
             return stamp_text((sec, nanosec))
         if self.kind == 'position_command':
