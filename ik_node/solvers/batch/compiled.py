@@ -1,0 +1,177 @@
+"""The batch kernel: many targets of one damped_jacobian solver in one numba call.
+
+This module is the one place that binds :func:`ik_node.solvers.batch.solve_many` to the compiled
+descents (:mod:`ik_node.solvers.damped_jacobian.compiled`) and reach checks
+(:mod:`ik_node.solvers.damped_jacobian.compiled_reach`). For each target, :func:`_solve_batch`
+runs what :meth:`DampedJacobianSolver.solve
+<ik_node.solvers.damped_jacobian.solver.DampedJacobianSolver.solve>` runs first, with the same
+kernels and the same numbers: the reach checks, the seed's descent, and for a pose target whose
+seed's descent is stuck the solver's first restarts (the mid configuration after a descent that
+ended against a limit, then the lowest-cost of each batch of the solver's restart draws) until
+the solver would ask the closest-pose search whether the position is out of reach. A target
+that converges there has the answer ``solve()`` gives; every other target is marked
+:data:`HANDED_OVER` and ``solve_many`` hands it to ``solve()`` itself. No wall-time budget runs
+here: a solve that ``solve()`` would end by its ``timeout`` first may converge here.
+
+The kernel is compiled on first use (numba's cache on disk, ``cache=True``); numba's cache does
+not see changes to the kernels it calls, so :func:`kernel` drops the cached kernel when the
+source of those modules changed (a stamp of their text beside the cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import os
+import threading
+from typing import Callable, Optional
+
+import numpy as np
+
+import ik_node.solvers.kernels as kernels
+from ik_node.solvers.damped_jacobian import compiled as dj
+from ik_node.solvers.damped_jacobian import compiled_reach
+
+#: Codes of :func:`_solve_batch` per target.
+CONVERGED = 0
+HANDED_OVER = 1
+#: Iterations of one kernel call's descent: more than any iteration cap (no chunks here).
+_ALL_STEPS = 1 << 40
+#: A 6D solve asks the closest-pose search after this many stuck descents (the solver's
+#: ``_POSITION_CHECK_AFTER``), or after two when the position lies beyond the measured reach
+#: (``_POSITION_CHECK_BEYOND_REACH``); the kernel hands the target over there.
+CHECK_AFTER = 8
+CHECK_BEYOND_REACH = 2
+#: Restart batches the kernel may use: one per restart before the check.
+BATCHES = CHECK_AFTER
+
+_lock = threading.Lock()
+_kernel: Optional[Callable] = None
+
+# Bound in kernel() to the compiled functions of the descents' modules.
+_first_pose = None
+_descend = None
+_pose_cost = None
+_reach_checks = None
+_scratch_size = None
+_new_work = None
+
+
+def _solve_batch(model, settings, reach, positions, quats, seeds, mid, batches, low, span,
+                 tol_p, out_q, out_code, out_errors, out_iterations):
+    """Each target ``i`` (``positions[i]``, ``quats[i]`` (x, y, z, w; a (N, 0) array for
+    position targets), ``seeds[i]``) as the solver starts it (the module docstring): on
+    CONVERGED ``out_q[i]``, ``out_errors[i]`` (position [m], angle [rad]; the kernel's FK at
+    exactly those joints) and ``out_iterations[i]``; else HANDED_OVER."""
+    n = model.shape[0] - 1
+    target = np.zeros(12)
+    q = np.empty(n)
+    best_q = np.empty(n)
+    state = np.zeros(dj._STATE)
+    scratch = np.empty(_scratch_size(n))
+    work = _new_work(n)
+    candidate = np.empty(n)
+    orientation = quats.shape[1] == 4
+    for i in range(positions.shape[0]):
+        out_code[i] = HANDED_OVER
+        bound, gap = _reach_checks(reach, positions[i])
+        if not bound <= 0.0 or (not orientation and not gap <= tol_p):
+            continue  # out of reach, proven or measured: the solver's closest-pose search
+        code = _first_pose(model, settings, positions[i], quats[i], seeds[i], 0.0, target, q,
+                           best_q, state, scratch, _ALL_STEPS)
+        if code == dj.STUCK and orientation and state[dj._NEAR] == 0.0:
+            mid_next = False
+            for k in range(n):
+                if min(max(seeds[i, k], model[k, dj._LOW]), model[k, dj._HIGH]) != mid[k]:
+                    mid_next = True
+            check_after = CHECK_AFTER
+            restarts = 0
+            draws = 0
+            descent_start = 0
+            while code == dj.STUCK:
+                if restarts + 1 == CHECK_BEYOND_REACH and gap > tol_p:
+                    check_after = CHECK_BEYOND_REACH
+                if restarts + 1 >= check_after or draws >= batches.shape[0]:
+                    break
+                restarts += 1
+                if mid_next and state[dj._LAST_BLOCKED] >= descent_start:
+                    for k in range(n):
+                        q[k] = mid[k]
+                else:
+                    best, best_cost = 0, math.inf
+                    for c in range(batches.shape[1]):
+                        for k in range(n):
+                            candidate[k] = low[k] + span[k] * batches[draws, c, k]
+                        cost = _pose_cost(model, n, target, settings, candidate, work)
+                        if cost < best_cost:
+                            best, best_cost = c, cost
+                    for k in range(n):
+                        q[k] = low[k] + span[k] * batches[draws, best, k]
+                    draws += 1
+                mid_next = False
+                descent_start = state[dj._ITERATIONS]
+                state[dj._NEAR], state[dj._PULL], state[dj._FRESH] = 0.0, 0.0, 1.0
+                code = _descend(model, settings, target, q, best_q, state, scratch, _ALL_STEPS)
+        if code == dj.CONVERGED:
+            out_code[i] = CONVERGED
+            for k in range(n):
+                out_q[i, k] = q[k]
+            out_errors[i, 0] = state[dj._POSITION_ERROR]
+            out_errors[i, 1] = state[dj._ANGLE_ERROR] if orientation else math.nan
+            out_iterations[i] = state[dj._ITERATIONS]
+
+
+def _sources_stamp() -> str:
+    """A hash of the text of this module and of the kernel modules it calls."""
+    digest = hashlib.sha256()
+    for module in (dj, compiled_reach, inspect.getmodule(_solve_batch)):
+        with open(module.__file__, 'rb') as handle:
+            digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def kernel() -> Optional[Callable]:
+    """The compiled :func:`_solve_batch` (compiled or loaded from cache on first call, which
+    waits for the solver kernels), or None where the compiled path cannot serve."""
+    global _kernel, _first_pose, _descend, _pose_cost, _reach_checks, _scratch_size, _new_work
+    if _kernel is not None:
+        return _kernel
+    if not kernels.available() or not kernels.wait():
+        return None
+    with _lock:
+        if _kernel is None:
+            import numba
+            _first_pose = dj._KERNELS['first_pose']
+            _descend = dj._KERNELS['descend']
+            _pose_cost = dj._pose_cost
+            _scratch_size, _new_work = dj._scratch_size, dj._new_work
+            _reach_checks = compiled_reach._KERNELS['reach_checks']
+            jitted = numba.njit(cache=True, nogil=True)(_solve_batch)
+            _drop_stale_cache(jitted)
+            _kernel = jitted
+    return _kernel
+
+
+def _drop_stale_cache(jitted) -> None:
+    """Empty numba's on-disk index of ``jitted`` when the kernels it calls changed since it
+    was cached (numba checks only this module's own file)."""
+    cache = getattr(jitted, '_cache', None)
+    path = getattr(cache, 'cache_path', None)
+    if path is None:
+        return
+    stamp = _sources_stamp()
+    stamp_file = os.path.join(path, 'ik_node_batch.stamp')
+    try:
+        with open(stamp_file) as handle:
+            if handle.read() == stamp:
+                return
+    except OSError:
+        pass
+    try:
+        cache.flush()
+        os.makedirs(path, exist_ok=True)
+        with open(stamp_file, 'w') as handle:
+            handle.write(stamp)
+    except OSError:  # a read-only install: numba recompiles in memory when it must
+        pass
