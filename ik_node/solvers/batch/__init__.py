@@ -152,26 +152,14 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
     """The targets the batch kernel answers, written into ``result``; returns the mask of
     targets answered."""
     done = np.zeros(len(positions), bool)
-    first = getattr(solver, '_first', None)
-    collision = getattr(solver, '_collision', None)
-    if first is None or (collision is not None and _checker(solver) is None):
-        return done
-    kernel = compiled.kernel()
+    if getattr(solver, '_collision', None) is not None and _checker(solver) is None:
+        return done  # a collision hook that only notes: solve() says so per result
     orientation = quats is not None
-    if kernel is None or not first.serves(orientation):
+    if not compiled.serves(solver, orientation):
         return done
-    n = solver.chain.n
-    count = len(positions)
-    out_q = np.zeros((count, n))
-    codes = np.full(count, compiled.HANDED_OVER, np.int64)
-    errors = np.zeros((count, 2))
-    iterations = np.zeros(count, np.int64)
-    low, span, _ = solver._restart_box
-    kernel(first.model, first.settings[orientation], solver._compiled_reach.reach, positions,
-           quats if orientation else np.empty((count, 0)), seeds, np.asarray(solver._mid),
-           solver._draws.upto(compiled.BATCHES), low, span, solver._tol_p, out_q, codes,
-           errors, iterations)
-    done = codes == compiled.CONVERGED
+    answers = compiled.run(solver, positions, quats, seeds)
+    out_q, errors = answers.joints, answers.errors
+    done = answers.converged.copy()
     rows = np.flatnonzero(done)
     turns = solver._turn_joints
     lower, upper = solver._lower_list, solver._upper_list

@@ -25,7 +25,7 @@ import inspect
 import math
 import os
 import threading
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -59,11 +59,17 @@ _new_work = None
 
 
 def _solve_batch(model, settings, reach, positions, quats, seeds, mid, batches, low, span,
-                 tol_p, out_q, out_code, out_errors, out_iterations):
+                 checks, out_q, out_code, out_errors, out_iterations):
     """Each target ``i`` (``positions[i]``, ``quats[i]`` (x, y, z, w; a (N, 0) array for
     position targets), ``seeds[i]``) as the solver starts it (the module docstring): on
     CONVERGED ``out_q[i]``, ``out_errors[i]`` (position [m], angle [rad]; the kernel's FK at
-    exactly those joints) and ``out_iterations[i]``; else HANDED_OVER."""
+    exactly those joints) and ``out_iterations[i]``; else HANDED_OVER. ``checks``: the position
+    tolerance [m], then the stuck descents after which a target is handed over (within the
+    measured reach, and beyond it: :data:`CHECK_AFTER`, :data:`CHECK_BEYOND_REACH` for the
+    solver's answers; fewer for a quicker, not identical, verdict)."""
+    tol_p = checks[0]
+    check_within = int(checks[1])
+    check_beyond = int(checks[2])
     n = model.shape[0] - 1
     target = np.zeros(12)
     q = np.empty(n)
@@ -85,13 +91,13 @@ def _solve_batch(model, settings, reach, positions, quats, seeds, mid, batches, 
             for k in range(n):
                 if min(max(seeds[i, k], model[k, dj._LOW]), model[k, dj._HIGH]) != mid[k]:
                     mid_next = True
-            check_after = CHECK_AFTER
+            check_after = check_within
             restarts = 0
             draws = 0
             descent_start = 0
             while code == dj.STUCK:
-                if restarts + 1 == CHECK_BEYOND_REACH and gap > tol_p:
-                    check_after = CHECK_BEYOND_REACH
+                if restarts + 1 == check_beyond and gap > tol_p:
+                    check_after = check_beyond
                 if restarts + 1 >= check_after or draws >= batches.shape[0]:
                     break
                 restarts += 1
@@ -175,3 +181,40 @@ def _drop_stale_cache(jitted) -> None:
             handle.write(stamp)
     except OSError:  # a read-only install: numba recompiles in memory when it must
         pass
+
+
+class KernelAnswers(NamedTuple):
+    """What :func:`run` returns, one row per target."""
+
+    converged: np.ndarray    # (N,) bool: CONVERGED in the kernel
+    joints: np.ndarray       # (N, n): the answers of converged rows [rad or m]
+    errors: np.ndarray       # (N, 2): their position [m] and angle [rad] errors (NaN: none)
+    iterations: np.ndarray   # (N,) int64
+
+
+def serves(solver, orientation: bool) -> bool:
+    """Whether the batch kernel can answer targets of this kind for ``solver`` now (a
+    damped_jacobian solver whose one-call start serves; loads the kernel)."""
+    first = getattr(solver, '_first', None)
+    return first is not None and first.serves(orientation) and kernel() is not None
+
+
+def run(solver, positions: np.ndarray, quats: Optional[np.ndarray], seeds: np.ndarray,
+        check_within: int = CHECK_AFTER, check_beyond: int = CHECK_BEYOND_REACH
+        ) -> KernelAnswers:
+    """:func:`_solve_batch` on ``solver``'s chain and settings (``serves`` must be true):
+    ``positions`` (N, 3), ``quats`` (N, 4) x, y, z, w or None, ``seeds`` (N, n) within the
+    limits, all C-contiguous float64."""
+    first = solver._first
+    orientation = quats is not None
+    count, n = len(positions), solver.chain.n
+    out_q = np.zeros((count, n))
+    codes = np.full(count, HANDED_OVER, np.int64)
+    errors = np.full((count, 2), np.nan)
+    iterations = np.zeros(count, np.int64)
+    low, span, _ = solver._restart_box
+    checks = np.array([solver._tol_p, check_within, check_beyond], dtype=float)
+    kernel()(first.model, first.settings[orientation], solver._compiled_reach.reach, positions,
+             quats if orientation else np.empty((count, 0)), seeds, np.asarray(solver._mid),
+             solver._draws.upto(BATCHES), low, span, checks, out_q, codes, errors, iterations)
+    return KernelAnswers(codes == CONVERGED, out_q, errors, iterations)
