@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / 'ik_node'
 #: Layer of each top-level part of the package (a higher number may import a lower one).
 LAYERS = {'errors': 0, 'model': 1, 'collision': 1.5, 'solvers': 2, 'reachability': 2,
-          'config': 3, 'cli': 4, 'ros': 4}
+          'capability': 2.5, 'config': 3, 'cli': 4, 'ros': 4}
 #: Modules that exist only to start a higher layer (``python -m ik_node.node``), and the package
 #: ``__init__`` that re-exports the public API lazily.
 ENTRY_SHIMS = {'ik_node', 'ik_node.node'}

@@ -1,0 +1,111 @@
+"""Each cell of a shard decided by IK: a target (cell centre, orientation) is reachable when an
+IK answer reaches it within the solver's tolerances (FK-measured) and, with collisions, is free
+of self-collision and of the world.
+
+A target is tried from the mid configuration, then from ``attempts - 1`` fixed random
+configurations (drawn from the spec's seed, the same for every target), each attempt a
+``damped_jacobian`` solve in the batch kernel (:mod:`ik_node.solvers.batch.compiled`) cut off
+after ``descents`` stuck descents. Not found is not proven unreachable (except a centre beyond
+the proven reach): the held-out benchmark measures how often the verdict is wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Dict, Tuple
+
+import numpy as np
+
+from ik_node.capability.orientations import OrientationSet, orientation_set
+from ik_node.capability.spec import MapSpec, grid_cells, reach_sphere, shard_slice
+
+_cache: Dict[str, Tuple[object, np.ndarray, OrientationSet]] = {}
+_lock = threading.Lock()
+
+
+def solver_for(spec: MapSpec):
+    """The ``damped_jacobian`` solver of ``spec``'s chain and collision world (made once per
+    process and spec)."""
+    return _prepared(spec)[0]
+
+
+def cells_of(spec: MapSpec) -> np.ndarray:
+    """(M, 3) the voxel indices of ``spec``'s map (:func:`ik_node.capability.spec.grid_cells`)."""
+    return _prepared(spec)[1]
+
+
+def _prepared(spec: MapSpec):
+    key = spec.key()
+    with _lock:
+        if key not in _cache:
+            from ik_node.model.chain import Chain
+            from ik_node.solvers import make_solver
+            path = Path(spec.urdf_path) if spec.urdf_path else None
+            if path is not None and path.is_file() and path.read_text() == spec.urdf_text:
+                chain = Chain.from_urdf_file(path, spec.base_link, spec.tip_link)
+            else:
+                chain = Chain.from_urdf_string(spec.urdf_text, spec.base_link, spec.tip_link)
+            solver = make_solver('damped_jacobian', chain, {'self_collision': spec.collisions,
+                                                            'timeout': 1.0})
+            if spec.collisions and spec.table_z is not None:
+                solver.configure_collision(ground_z=spec.table_z)
+            orientations = orientation_set(spec.directions, spec.rolls)
+            centre, radius = reach_sphere(chain)
+            cells = grid_cells(centre, radius, spec.voxel_m, len(orientations))
+            _cache[key] = (solver, cells, orientations)
+        return _cache[key]
+
+
+def attempt_seeds(spec: MapSpec, chain) -> np.ndarray:
+    """(attempts, n) the start configurations of the attempts: the mid configuration, then
+    random ones within the limits from ``spec.seed``."""
+    rng = np.random.default_rng(spec.seed)
+    low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+    high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+    extra = rng.uniform(low, high, size=(spec.attempts - 1, chain.n))
+    return np.vstack([chain.mid_configuration()[None, :], extra])
+
+
+def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
+    """(cells of shard ``index``, orientations) bool: each target reached by IK."""
+    solver, cells, orientations = _prepared(spec)
+    rows = cells[shard_slice(index, spec.shard_cells)]
+    K = len(orientations)
+    positions = np.ascontiguousarray(np.repeat(rows * spec.voxel_m, K, axis=0), dtype=float)
+    quats = np.ascontiguousarray(np.tile(orientations.quats_xyzw, (len(rows), 1)))
+    reached = decide_targets(solver, positions, quats, attempt_seeds(spec, solver.chain),
+                             spec.descents)
+    return reached.reshape(len(rows), K)
+
+
+def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds: np.ndarray,
+                   descents: int) -> np.ndarray:
+    """(N,) bool: each pose target reached (within tolerance, and free where ``solver`` checks
+    collisions) from one of ``seeds`` (rows), each attempt cut off after ``descents`` stuck
+    descents. Without the compiled kernels, ``solver.solve`` decides each attempt."""
+    from ik_node.solvers.batch import compiled
+    reached = np.zeros(len(positions), bool)
+    checker = getattr(getattr(solver, '_collision', None), 'checker', None)
+    kernel = compiled.serves(solver, True)
+    tol_p, tol_r = solver.params['position_tolerance'], solver.params['orientation_tolerance']
+    for seed in seeds:
+        pending = np.flatnonzero(~reached)
+        if not len(pending):
+            break
+        seed_rows = np.ascontiguousarray(np.broadcast_to(seed, (len(pending), len(seed))))
+        if kernel:
+            answers = compiled.run(solver, positions[pending], quats[pending], seed_rows,
+                                   descents, min(descents, compiled.CHECK_BEYOND_REACH))
+            ok = answers.converged & (answers.errors[:, 0] <= tol_p) & \
+                (answers.errors[:, 1] <= tol_r)
+            joints = answers.joints
+        else:
+            results = [solver.solve(positions[i], quats[i], seed) for i in pending.tolist()]
+            ok = np.array([r.reachable for r in results], bool)
+            joints = np.array([r.joint_positions for r in results])
+        if checker is not None and ok.any():
+            hit = np.flatnonzero(ok)
+            ok[hit] = checker.free_mask(joints[hit])
+        reached[pending[ok]] = True
+    return reached
