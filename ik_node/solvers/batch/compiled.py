@@ -196,7 +196,7 @@ def serves(solver, orientation: bool) -> bool:
     """Whether the batch kernel can answer targets of this kind for ``solver`` now (a
     damped_jacobian solver whose one-call start serves; loads the kernel)."""
     first = getattr(solver, '_first', None)
-    return first is not None and first.serves(orientation) and kernel() is not None
+    return first is not None and kernel() is not None and first.serves(orientation)
 
 
 def run(solver, positions: np.ndarray, quats: Optional[np.ndarray], seeds: np.ndarray,
