@@ -16,6 +16,7 @@ from typing import List, NamedTuple, Optional
 
 import numpy as np
 
+from ik_node.capability import compiled_placement
 from ik_node.capability.orientations import orientation_bins, rotations_from_quats
 from ik_node.capability.storage import CapabilityMap
 from ik_node.errors import ConfigError, TargetError
@@ -42,13 +43,12 @@ class CellLookup:
 
     def rows_of(self, positions: np.ndarray) -> np.ndarray:
         """(...,) the map row of each position's voxel, -1 outside the map."""
-        index = np.rint(positions / self.voxel_m).astype(np.int64) - self.low
-        inside = np.all((index >= 0) & (index < self.shape), axis=-1)
-        rows = np.full(index.shape[:-1], -1, np.int64)
-        clipped = np.where(inside[..., None], index, 0)
-        rows[inside] = self.rows[clipped[inside][:, 0], clipped[inside][:, 1],
-                                 clipped[inside][:, 2]]
-        return rows
+        index = np.floor(positions * (1.0 / self.voxel_m) + 0.5).astype(np.int64) - self.low
+        sx, sy, sz = self.shape.tolist()
+        ix, iy, iz = index[..., 0], index[..., 1], index[..., 2]
+        inside = (ix >= 0) & (ix < sx) & (iy >= 0) & (iy < sy) & (iz >= 0) & (iz < sz)
+        flat = np.where(inside, (ix * sy + iy) * sz + iz, 0)
+        return np.where(inside, self.rows.ravel()[flat], -1)
 
 
 def check_poses(poses) -> np.ndarray:
@@ -122,10 +122,10 @@ class Placement(NamedTuple):
 
 
 def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
-                   top: int = 10) -> List[Placement]:
+                   top: int = 10, compiled: bool = True) -> List[Placement]:
     """The ``top`` base poses of ``grid`` ranked by the share of ``poses`` (``x y z qx qy qz
     qw`` in the floor's frame) that the map calls reachable (ties: nearer the grid's first
-    pose)."""
+    pose). ``compiled``: the scan in one numba call where numba serves (False: numpy)."""
     poses = check_poses(poses)
     grid = grid or PlacementGrid()
     xs, ys, yaws = grid.axes()
@@ -134,20 +134,29 @@ def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGri
     orientations = capability.orientations
     X, Y = np.meshgrid(xs, ys, indexing='ij')
     bases = np.stack([X.ravel(), Y.ravel()], axis=1)  # (B, 2)
-    shares = np.empty((len(yaws), len(bases)))
+    verdicts = np.ascontiguousarray(capability.reached).ravel()
+    width = capability.reached.shape[1]
+    bins = np.empty((len(yaws), len(poses)), np.int64)
     for t, yaw in enumerate(yaws.tolist()):
         c, s = math.cos(yaw), math.sin(yaw)
         Rz_T = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
-        bins = orientation_bins(orientations, Rz_T @ R_world)  # (J,) per yaw
-        dx = poses[None, :, 0] - bases[:, None, 0]
-        dy = poses[None, :, 1] - bases[:, None, 1]
-        local = np.stack([c * dx + s * dy, -s * dx + c * dy,
-                          np.broadcast_to(poses[None, :, 2] - grid.z, dx.shape)], axis=-1)
-        rows = lookup.rows_of(local)  # (B, J)
-        hit = np.zeros(rows.shape, bool)
-        inside = rows >= 0
-        hit[inside] = capability.reached[rows[inside], np.broadcast_to(bins, rows.shape)[inside]]
-        shares[t] = hit.mean(axis=1)
+        bins[t] = orientation_bins(orientations, Rz_T @ R_world)
+    shares = np.empty((len(yaws), len(bases)))
+    kernel = compiled_placement.kernel() if compiled else None
+    if kernel is not None:
+        kernel(lookup.rows.ravel(), lookup.low, lookup.shape, 1.0 / lookup.voxel_m, verdicts,
+               width, np.ascontiguousarray(poses[:, :3]), bins, bases, yaws, float(grid.z),
+               shares)
+    else:
+        for t, yaw in enumerate(yaws.tolist()):
+            c, s = math.cos(yaw), math.sin(yaw)
+            dx = poses[None, :, 0] - bases[:, None, 0]
+            dy = poses[None, :, 1] - bases[:, None, 1]
+            local = np.stack([c * dx + s * dy, c * dy - s * dx,
+                              np.broadcast_to(poses[None, :, 2] - grid.z, dx.shape)], axis=-1)
+            rows = lookup.rows_of(local)  # (B, J)
+            hit = (rows >= 0) & verdicts[np.maximum(rows, 0) * width + bins[t]]
+            shares[t] = hit.mean(axis=1)
     flat = shares.ravel()
     order = np.argsort(-flat, kind='stable')[:top]
     placements = []

@@ -11,6 +11,7 @@ same spec reuses).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -58,7 +59,7 @@ class CapabilityMap:
         """Voxel edge [m]."""
         return float(self.meta['voxel_m'])
 
-    @property
+    @functools.cached_property
     def orientations(self) -> OrientationSet:
         """The orientation bins (rebuilt from the directions and rolls)."""
         return orientation_set(int(self.meta['directions']), int(self.meta['rolls']))

@@ -140,6 +140,9 @@ def test_base_placement_finds_a_base_that_real_ik_confirms(ur5e_spec, ur5e_map):
     grid = PlacementGrid(x=(0.0, 1.0, 0.2), y=(-1.0, 0.0, 0.2), yaw_step=math.pi / 4)
     top = base_placement(ur5e_map, world, grid, top=3)
     assert top[0].share == 1.0
+    everything = base_placement(ur5e_map, world, grid, top=10_000)
+    assert everything == base_placement(ur5e_map, world, grid, top=10_000, compiled=False)
+    assert len({p.share for p in everything}) > 3  # a scan that tells bases apart
     verified = verify_placements(solver, world, top[:1])
     assert verified[0] >= top[0].share
 
