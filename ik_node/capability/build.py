@@ -21,14 +21,13 @@ import json
 import multiprocessing
 import os
 import re
-import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Tuple
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 
-from ik_node.capability import storage
-from ik_node.capability.decide import cells_of, decide_shard
+import ik_node.capability.storage as storage
+from ik_node.capability.decide import ShardAnswer, cells_of, shard_task
 from ik_node.capability.progress import Progress
 from ik_node.capability.spec import MapSpec, shard_count
 from ik_node.errors import ConfigError
@@ -36,17 +35,6 @@ from ik_node.errors import ConfigError
 #: Beside the map: the CPU time its shards took (not in the map, which is the same file for
 #: the same spec whatever the build took).
 BUILD_FILE = 'build.json'
-#: What a shard task returns: its index, its packed verdicts, orientations, seconds.
-ShardAnswer = Tuple[int, np.ndarray, int, float]
-
-
-def shard_task(spec: MapSpec, index: int) -> ShardAnswer:
-    """Compute shard ``index`` of ``spec`` (in a worker process or a Ray task)."""
-    start = time.perf_counter()
-    reached = decide_shard(spec, index)
-    return index, np.packbits(reached, axis=1), reached.shape[1], time.perf_counter() - start
-
-
 def robot_name(urdf_text: str) -> str:
     """The ``<robot name=...>`` of a URDF text ('' if none)."""
     match = re.search(r'<robot\b[^>]*\bname\s*=\s*["\']([^"\']*)["\']', urdf_text)

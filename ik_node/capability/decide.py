@@ -12,6 +12,7 @@ the proven reach): the held-out benchmark measures how often the verdict is wron
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Dict, Tuple
 
@@ -109,3 +110,14 @@ def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds: np.n
             ok[hit] = checker.free_mask(joints[hit])
         reached[pending[ok]] = True
     return reached
+
+
+#: What a shard task returns: its index, its packed verdicts, orientations, seconds.
+ShardAnswer = Tuple[int, np.ndarray, int, float]
+
+
+def shard_task(spec: MapSpec, index: int) -> ShardAnswer:
+    """Compute shard ``index`` of ``spec`` (in a worker process or a Ray task)."""
+    start = time.perf_counter()
+    reached = decide_shard(spec, index)
+    return index, np.packbits(reached, axis=1), reached.shape[1], time.perf_counter() - start

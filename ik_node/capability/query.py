@@ -16,7 +16,7 @@ from typing import List, NamedTuple, Optional
 
 import numpy as np
 
-from ik_node.capability import compiled_placement
+import ik_node.capability.compiled_placement as compiled_placement
 from ik_node.capability.orientations import orientation_bins, rotations_from_quats
 from ik_node.capability.storage import CapabilityMap
 from ik_node.errors import ConfigError, TargetError

@@ -2,7 +2,7 @@
 extra: ``pip install ik_node[scale]``).
 
 The driver connects to ``address`` (``host:port`` of the head's GCS), sends each shard as one
-task of :func:`ik_node.capability.build.shard_task` (one CPU each) and writes each shard's
+task of :func:`ik_node.capability.decide.shard_task` (one CPU each) and writes each shard's
 verdicts as it comes back. Every node of the cluster needs ik_node (and numba, and the robot's
 meshes where collisions are checked) installed; nothing is uploaded.
 """
@@ -52,7 +52,7 @@ def run_shards(spec, todo: List[int], address: str, in_flight: int,
     answer as it arrives."""
     ray = _ray()
     check_address(address)
-    from ik_node.capability.build import shard_task
+    from ik_node.capability.decide import shard_task
     started_here = not ray.is_initialized()
     if started_here:
         try:
