@@ -69,24 +69,43 @@ def attempt_seeds(spec: MapSpec, chain) -> np.ndarray:
 
 
 def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
-    """(cells of shard ``index``, orientations) bool: each target reached by IK."""
+    """(cells of shard ``index``, orientations) bool: each target reached by IK.
+
+    The cells are decided one after the other (neighbours in z, mostly): a target's first
+    attempt starts from the answer to the same orientation in the cell before, where that was
+    reached (an answer a few centimetres away converges in a few iterations), else from the
+    mid configuration; its other attempts from the spec's random configurations. The order is
+    the shard's own, so the verdicts do not depend on how many workers build the map."""
     solver, cells, orientations = _prepared(spec)
     rows = cells[shard_slice(index, spec.shard_cells)]
     K = len(orientations)
-    positions = np.ascontiguousarray(np.repeat(rows * spec.voxel_m, K, axis=0), dtype=float)
-    quats = np.ascontiguousarray(np.tile(orientations.quats_xyzw, (len(rows), 1)))
-    reached = decide_targets(solver, positions, quats, attempt_seeds(spec, solver.chain),
-                             spec.descents)
-    return reached.reshape(len(rows), K)
+    quats = np.ascontiguousarray(orientations.quats_xyzw)
+    seeds = attempt_seeds(spec, solver.chain)
+    reached = np.zeros((len(rows), K), bool)
+    first = np.ascontiguousarray(np.broadcast_to(seeds[0], (K, solver.chain.n)))
+    for c, cell in enumerate(rows.tolist()):
+        positions = np.ascontiguousarray(np.broadcast_to(np.array(cell) * spec.voxel_m, (K, 3)))
+        ok, joints = decide_targets(solver, positions, quats, [first, *seeds[1:]],
+                                    spec.descents)
+        reached[c] = ok
+        first = np.where(ok[:, None], joints, seeds[0])
+    return reached
 
 
-def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds: np.ndarray,
-                   descents: int) -> np.ndarray:
-    """(N,) bool: each pose target reached (within tolerance, and free where ``solver`` checks
-    collisions) from one of ``seeds`` (rows), each attempt cut off after ``descents`` stuck
-    descents. Without the compiled kernels, ``solver.solve`` decides each attempt."""
+def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds,
+                   descents: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Each pose target decided by IK: reached (within tolerance, and free where ``solver``
+    checks collisions) from one of ``seeds`` in turn (each an (n,) start for every target or an
+    (N, n) start per target), each attempt cut off after ``descents`` stuck descents. Without
+    the compiled kernels, ``solver.solve`` decides each attempt.
+
+    Returns:
+        ``(reached (N,) bool, joints (N, n))``: the answers of reached targets (else zeros).
+    """
     from ik_node.solvers.batch import compiled
-    reached = np.zeros(len(positions), bool)
+    count, n = len(positions), solver.chain.n
+    reached = np.zeros(count, bool)
+    answers = np.zeros((count, n))
     checker = getattr(getattr(solver, '_collision', None), 'checker', None)
     kernel = compiled.serves(solver, True)
     tol_p, tol_r = solver.params['position_tolerance'], solver.params['orientation_tolerance']
@@ -94,22 +113,25 @@ def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds: np.n
         pending = np.flatnonzero(~reached)
         if not len(pending):
             break
-        seed_rows = np.ascontiguousarray(np.broadcast_to(seed, (len(pending), len(seed))))
+        seed = np.asarray(seed, dtype=float)
+        seed_rows = np.ascontiguousarray(seed[pending] if seed.ndim == 2 else
+                                         np.broadcast_to(seed, (len(pending), n)))
         if kernel:
-            answers = compiled.run(solver, positions[pending], quats[pending], seed_rows,
-                                   descents, min(descents, compiled.CHECK_BEYOND_REACH))
-            ok = answers.converged & (answers.errors[:, 0] <= tol_p) & \
-                (answers.errors[:, 1] <= tol_r)
-            joints = answers.joints
+            found = compiled.run(solver, positions[pending], quats[pending], seed_rows,
+                                 descents, min(descents, compiled.CHECK_BEYOND_REACH))
+            ok = found.converged & (found.errors[:, 0] <= tol_p) & (found.errors[:, 1] <= tol_r)
+            joints = found.joints
         else:
-            results = [solver.solve(positions[i], quats[i], seed) for i in pending.tolist()]
+            results = [solver.solve(positions[i], quats[i], seed_rows[k])
+                       for k, i in enumerate(pending.tolist())]
             ok = np.array([r.reachable for r in results], bool)
             joints = np.array([r.joint_positions for r in results])
         if checker is not None and ok.any():
             hit = np.flatnonzero(ok)
             ok[hit] = checker.free_mask(joints[hit])
         reached[pending[ok]] = True
-    return reached
+        answers[pending[ok]] = joints[ok]
+    return reached, answers
 
 
 #: What a shard task returns: its index, its packed verdicts, orientations, seconds.

@@ -193,7 +193,7 @@ def verify_placements(solver, poses, placements: List[Placement], z: float = 0.0
     shares = []
     for placement in placements:
         local = task_in_base(poses, placement, z)
-        reached = decide_targets(solver, np.ascontiguousarray(local[:, :3]),
-                                 np.ascontiguousarray(local[:, 3:]), seed_rows, 8)
+        reached, _ = decide_targets(solver, np.ascontiguousarray(local[:, :3]),
+                                    np.ascontiguousarray(local[:, 3:]), seed_rows, 8)
         shares.append(float(reached.mean()) if len(reached) else 0.0)
     return shares

@@ -24,6 +24,9 @@ from ik_node.errors import ConfigError
 #: Most cells a map may have, and most cells times orientations (each an IK problem).
 MAX_CELLS = 20_000_000
 MAX_TARGETS = 2_000_000_000
+#: The version of how targets are decided (:mod:`.decide`): a part of every map's key, so
+#: shards decided another way are not reused.
+DECISION_VERSION = 2
 #: Smallest voxel edge [m].
 MIN_VOXEL_M = 1e-3
 
@@ -86,6 +89,7 @@ class MapSpec:
         values.pop('urdf_text')
         values.pop('urdf_path')
         values['description'] = self.description_hash
+        values['decision'] = DECISION_VERSION
         return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
 
 
