@@ -29,7 +29,7 @@ import numpy as np
 import ik_node.capability.storage as storage
 from ik_node.capability.decide import ShardAnswer, cells_of, shard_task
 from ik_node.capability.progress import Progress
-from ik_node.capability.spec import MapSpec, shard_count
+from ik_node.capability.spec import MapSpec, shard_bounds
 from ik_node.errors import ConfigError
 
 #: Beside the map: the CPU time its shards took (not in the map, which is the same file for
@@ -62,7 +62,8 @@ def build_map(spec: MapSpec, folder: Path, workers: int = 0,
     """
     folder = Path(folder)
     cells = cells_of(spec)
-    count = shard_count(len(cells), spec.shard_cells)
+    bounds = shard_bounds(cells, spec.shard_cells)
+    count = len(bounds) - 1
     shard_dir = storage.shard_folder(folder, spec)
     try:
         shard_dir.mkdir(parents=True, exist_ok=True)
@@ -73,8 +74,7 @@ def build_map(spec: MapSpec, folder: Path, workers: int = 0,
     if stop_after is not None:
         todo = todo[:stop_after]
     orientations = spec.directions * spec.rolls
-    per_shard = [min(spec.shard_cells, len(cells) - k * spec.shard_cells) * orientations
-                 for k in range(count)]
+    per_shard = (np.diff(bounds) * orientations).tolist()
     if progress is not None:
         progress.total = len(cells) * orientations
         progress.done = progress._resumed = sum(per_shard[k] for k in finished)

@@ -19,7 +19,8 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ik_node.capability.orientations import OrientationSet, orientation_set
-from ik_node.capability.spec import MapSpec, grid_cells, reach_sphere, shard_slice
+from ik_node.capability.spec import (MapSpec, column_starts, grid_cells, reach_sphere,
+                                     shard_bounds)
 
 _cache: Dict[str, Tuple[object, np.ndarray, OrientationSet]] = {}
 _lock = threading.Lock()
@@ -71,19 +72,25 @@ def attempt_seeds(spec: MapSpec, chain) -> np.ndarray:
 def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
     """(cells of shard ``index``, orientations) bool: each target reached by IK.
 
-    The cells are decided one after the other (neighbours in z, mostly): a target's first
-    attempt starts from the answer to the same orientation in the cell before, where that was
-    reached (an answer a few centimetres away converges in a few iterations), else from the
-    mid configuration; its other attempts from the spec's random configurations. The order is
-    the shard's own, so the verdicts do not depend on how many workers build the map."""
+    A shard holds whole columns of cells (one x, y); up each column, a target's first attempt
+    starts from the answer to the same orientation in the cell below, where that was reached
+    (an answer one voxel away converges in a few iterations), else from the mid configuration
+    (always at a column's first cell); its other attempts from the spec's random
+    configurations. So a verdict depends on its column only: not on the shards' size nor on
+    how many workers build the map."""
     solver, cells, orientations = _prepared(spec)
-    rows = cells[shard_slice(index, spec.shard_cells)]
+    bounds = shard_bounds(cells, spec.shard_cells)
+    rows = cells[bounds[index]:bounds[index + 1]]
+    starts = column_starts(cells)[bounds[index]:bounds[index + 1]]
     K = len(orientations)
     quats = np.ascontiguousarray(orientations.quats_xyzw)
     seeds = attempt_seeds(spec, solver.chain)
     reached = np.zeros((len(rows), K), bool)
-    first = np.ascontiguousarray(np.broadcast_to(seeds[0], (K, solver.chain.n)))
+    mid = np.ascontiguousarray(np.broadcast_to(seeds[0], (K, solver.chain.n)))
+    first = mid
     for c, cell in enumerate(rows.tolist()):
+        if starts[c]:
+            first = mid
         positions = np.ascontiguousarray(np.broadcast_to(np.array(cell) * spec.voxel_m, (K, 3)))
         ok, joints = decide_targets(solver, positions, quats, [first, *seeds[1:]],
                                     spec.descents)

@@ -6,7 +6,7 @@ a shard number computes that shard alone, so the map does not depend on how many
 it. The grid's cells are the voxel centres ``index * voxel_m`` (the convention of
 :mod:`ik_node.reachability`) within the chain's proven reach sphere (a centre outside it is out
 of reach, no IK needed); they are listed in x, y, z index order and cut into shards of
-``shard_cells`` cells.
+whole columns (one x, y) of about ``shard_cells`` cells.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ MAX_CELLS = 20_000_000
 MAX_TARGETS = 2_000_000_000
 #: The version of how targets are decided (:mod:`.decide`): a part of every map's key, so
 #: shards decided another way are not reused.
-DECISION_VERSION = 2
+DECISION_VERSION = 3
 #: Smallest voxel edge [m].
 MIN_VOXEL_M = 1e-3
 
@@ -131,11 +131,24 @@ def grid_cells(centre: np.ndarray, radius: float, voxel_m: float, orientations: 
     return np.concatenate(cells) if cells else np.zeros((0, 3), np.int64)
 
 
-def shard_count(cells: int, shard_cells: int) -> int:
-    """How many shards ``cells`` cells make."""
-    return (cells + shard_cells - 1) // shard_cells
+def shard_bounds(cells: np.ndarray, shard_cells: int) -> np.ndarray:
+    """(S + 1,) where each shard's rows of the cell list begin, and the end: whole columns of
+    cells (one x, y; the list is in x, y, z order) of at least ``shard_cells`` cells each (the
+    last may hold fewer)."""
+    if not len(cells):
+        return np.zeros(1, np.int64)
+    changes = np.flatnonzero(np.any(cells[1:, :2] != cells[:-1, :2], axis=1)) + 1
+    column_starts = np.concatenate([[0], changes]).tolist()
+    bounds = [0]
+    for start in column_starts[1:]:
+        if start - bounds[-1] >= shard_cells:
+            bounds.append(start)
+    bounds.append(len(cells))
+    return np.array(bounds, np.int64)
 
 
-def shard_slice(index: int, shard_cells: int) -> slice:
-    """The rows of the cell list that shard ``index`` holds."""
-    return slice(index * shard_cells, (index + 1) * shard_cells)
+def column_starts(cells: np.ndarray) -> np.ndarray:
+    """(M,) bool: the cell begins a column (its x, y differ from the cell before)."""
+    starts = np.ones(len(cells), bool)
+    starts[1:] = np.any(cells[1:, :2] != cells[:-1, :2], axis=1)
+    return starts

@@ -21,7 +21,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 
 from ik_node.capability.orientations import OrientationSet, orientation_set
-from ik_node.capability.spec import MapSpec, shard_count
+from ik_node.capability.spec import MapSpec, shard_bounds
 from ik_node.errors import ConfigError
 
 MAP_FILE = 'capability_map.npz'
@@ -88,7 +88,7 @@ def merge(spec: MapSpec, robot: str, cells: np.ndarray, shards: Mapping[int, np.
     Raises:
         ConfigError: a shard missing or of the wrong shape.
     """
-    count = shard_count(len(cells), spec.shard_cells)
+    count = len(shard_bounds(cells, spec.shard_cells)) - 1
     missing = [k for k in range(count) if k not in shards]
     if missing:
         raise ConfigError(f'cannot merge: {len(missing)} of {count} shards missing '

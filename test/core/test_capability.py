@@ -18,7 +18,7 @@ from ik_node.capability.decide import cells_of, decide_shard
 from ik_node.capability.orientations import quats_from_rotations, rotations_from_quats
 from ik_node.capability.query import Placement, task_in_base
 from ik_node.capability.ray_backend import check_address
-from ik_node.capability.spec import shard_count
+from ik_node.capability.spec import shard_bounds
 
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
 #: A coarse map: quick to build, enough cells and orientations to test every part.
@@ -99,7 +99,8 @@ def test_shards_merge_to_the_same_map_whatever_the_split(ur5e_spec, ur5e_map):
     import dataclasses
     finer = dataclasses.replace(ur5e_spec, shard_cells=17)
     cells = cells_of(finer)
-    shards = {k: decide_shard(finer, k) for k in reversed(range(shard_count(len(cells), 17)))}
+    shards = {k: decide_shard(finer, k)
+              for k in reversed(range(len(shard_bounds(cells, 17)) - 1))}
     merged = merge(finer, 'ur5e', cells, shards)
     np.testing.assert_array_equal(merged.reached, ur5e_map.reached)
     with pytest.raises(ConfigError, match='shards missing'):
@@ -116,8 +117,8 @@ def test_a_killed_build_resumes_without_recomputing_finished_shards(ur5e_spec, u
     (shard_dir / '.shard_000002.npz.999.tmp').write_bytes(b'half a file')  # a killed write
     resumed = build_map(ur5e_spec, tmp_path, workers=1)
     assert {k: os.stat(p).st_mtime_ns for k, p in first.items()} == stamps
-    assert len(storage.finished_shards(shard_dir)) == shard_count(len(ur5e_map.cells),
-                                                                  ur5e_spec.shard_cells)
+    assert len(storage.finished_shards(shard_dir)) == \
+        len(shard_bounds(ur5e_map.cells, ur5e_spec.shard_cells)) - 1
     np.testing.assert_array_equal(resumed.reached, ur5e_map.reached)
     np.testing.assert_array_equal(load_map(tmp_path).reached, ur5e_map.reached)
 
