@@ -75,28 +75,45 @@ def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
     A shard holds whole columns of cells (one x, y); up each column, a target's first attempt
     starts from the answer to the same orientation in the cell below, where that was reached
     (an answer one voxel away converges in a few iterations), else from the mid configuration
-    (always at a column's first cell); its other attempts from the spec's random
-    configurations. So a verdict depends on its column only: not on the shards' size nor on
-    how many workers build the map."""
+    (always at a column's first cell); its second from the answer to the nearest orientation
+    reached in the same cell, else from the first of the spec's random configurations; the
+    others from the spec's random configurations. So a verdict depends on its column only: not
+    on the shards' size nor on how many workers build the map."""
     solver, cells, orientations = _prepared(spec)
     bounds = shard_bounds(cells, spec.shard_cells)
     rows = cells[bounds[index]:bounds[index + 1]]
     starts = column_starts(cells)[bounds[index]:bounds[index + 1]]
-    K = len(orientations)
+    K, n = len(orientations), solver.chain.n
     quats = np.ascontiguousarray(orientations.quats_xyzw)
     seeds = attempt_seeds(spec, solver.chain)
+    nearest = _nearest_orientations(orientations)
     reached = np.zeros((len(rows), K), bool)
-    mid = np.ascontiguousarray(np.broadcast_to(seeds[0], (K, solver.chain.n)))
+    mid = np.ascontiguousarray(np.broadcast_to(seeds[0], (K, n)))
     first = mid
     for c, cell in enumerate(rows.tolist()):
         if starts[c]:
             first = mid
         positions = np.ascontiguousarray(np.broadcast_to(np.array(cell) * spec.voxel_m, (K, 3)))
-        ok, joints = decide_targets(solver, positions, quats, [first, *seeds[1:]],
-                                    spec.descents)
+        ok, joints = decide_targets(solver, positions, quats, [first], spec.descents)
+        pending = np.flatnonzero(~ok)
+        if len(pending) and spec.attempts > 1:
+            near_ok = ok[nearest[pending]]  # (P, K - 1): the nearest orientations reached?
+            sibling = nearest[pending, np.argmax(near_ok, axis=1)]
+            second = np.where(near_ok.any(axis=1)[:, None], joints[sibling], seeds[1])
+            more, more_joints = decide_targets(solver, positions[pending], quats[pending],
+                                               [second, *seeds[2:]], spec.descents)
+            ok[pending], joints[pending] = more, more_joints
         reached[c] = ok
         first = np.where(ok[:, None], joints, seeds[0])
     return reached
+
+
+def _nearest_orientations(orientations: OrientationSet) -> np.ndarray:
+    """(K, K - 1): per orientation bin the others, nearest (by rotation angle) first."""
+    R = orientations.rotations
+    cosines = np.einsum('aij,bij->ab', R, R)  # trace(R_a^T R_b) = 1 + 2 cos(angle)
+    np.fill_diagonal(cosines, -np.inf)
+    return np.argsort(-cosines, axis=1, kind='stable')[:, :-1]
 
 
 def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds,

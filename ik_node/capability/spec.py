@@ -26,7 +26,7 @@ MAX_CELLS = 20_000_000
 MAX_TARGETS = 2_000_000_000
 #: The version of how targets are decided (:mod:`.decide`): a part of every map's key, so
 #: shards decided another way are not reused.
-DECISION_VERSION = 3
+DECISION_VERSION = 4
 #: Smallest voxel edge [m].
 MIN_VOXEL_M = 1e-3
 
