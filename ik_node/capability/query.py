@@ -178,10 +178,10 @@ def task_in_base(poses: np.ndarray, placement: Placement, z: float = 0.0) -> np.
 
 
 def verify_placements(solver, poses, placements: List[Placement], z: float = 0.0,
-                      seeds: int = 3) -> List[float]:
+                      seeds: int = 32) -> List[float]:
     """The share of ``poses`` real IK reaches from each base pose (``solve_many`` with the
     solver's collision check; each pose from the mid configuration, then from ``seeds - 1``
-    random ones, as the map was decided)."""
+    random ones, up to 8 descents each: a denser search than the map's)."""
     from ik_node.capability.decide import decide_targets
     poses = check_poses(poses)
     rng = np.random.default_rng(0)
