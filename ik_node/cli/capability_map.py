@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--ray-address', metavar='HOST:PORT',
                    help='run the shards on this Ray cluster (default: $RAY_ADDRESS if set, '
                         'else this machine); needs ik_node[scale]')
+    p.add_argument('--png', action='store_true',
+                   help='also write a PNG of the index on the xz plane (needs matplotlib)')
     p.add_argument('--no-progress', action='store_true', help='no progress bar on stderr')
     p.add_argument('--json', action='store_true', help='print one JSON object')
     return p
@@ -79,6 +81,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.workers < 0:
             fail(f'--workers {args.workers}: give 0 (one per core) or more')
+        if args.png:
+            from ik_node.cli.reach_map import _pyplot
+            _pyplot()  # fail before the build, not after it
         if args.table is not None and not args.collisions:
             fail('--table needs --collisions (the table is part of the collision world)')
         flat = flat_config(argparse.Namespace(config=args.config, urdf=args.urdf,
@@ -103,6 +108,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         seconds = time.perf_counter() - start
         reach = as_reach_map(capability, chain)
         reach_file = save_npz(reach, args.out / f'reach_map_{chain.tip_links[0]}.npz')
+        picture = None
+        if args.png:
+            from ik_node.cli.reach_map import plot_map_slice
+            picture = plot_map_slice(
+                reach, args.out / f'capability_{chain.tip_links[0]}.png',
+                note=f'IK-verified, voxel {spec.voxel_m:g} m; white: no orientation reached')
     except IkError as exc:
         fail(str(exc))
     except OSError as exc:
@@ -114,13 +125,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                'reached_share': round(float(capability.reached.mean()), 4),
                'collisions': spec.collisions, 'build_seconds': round(seconds, 2),
                'map': str(args.out / 'capability_map.npz'), 'reach_map': str(reach_file)}
+    if picture is not None:
+        summary['png'] = str(picture)
     if args.json:
         print(json.dumps(summary))
     else:
         print(f'{spec.base_link} -> {spec.tip_link}: {summary["cells"]} voxels of '
               f'{spec.voxel_m:g} m x {summary["orientations"]} orientations, '
               f'{100 * summary["reached_share"]:.1f} % reached, {seconds:.1f} s\n'
-              f'  wrote {summary["map"]}\n  wrote {summary["reach_map"]}')
+              f'  wrote {summary["map"]}\n  wrote {summary["reach_map"]}' +
+              (f'\n  wrote {picture}' if picture is not None else ''))
     return 0
 
 
