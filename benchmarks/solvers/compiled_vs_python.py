@@ -16,8 +16,8 @@ the mid configuration; also timed back to back, rounds of 100 solves).
 
 Usage::
 
-    python benchmarks/ab_compiled.py                    # writes results/compiled_ab.md
-    python benchmarks/ab_compiled.py --n 100 --out /tmp/ab.md
+    python -m benchmarks.solvers.compiled_vs_python       # writes results/compiled_ab.md
+    python -m benchmarks.solvers.compiled_vs_python --n 100 --out /tmp/ab.md
 """
 
 from __future__ import annotations
@@ -30,19 +30,19 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+
+import numpy as np
+import transforms3d
+import yaml
+
+from ik_node import Chain, make_solver
+from ik_node.solvers import kernels
+from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.hip_knee import compiled as compiled_legs
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-sys.path.insert(0, str(REPO))
-
-import numpy as np  # noqa: E402
-import transforms3d  # noqa: E402
-import yaml  # noqa: E402
-
-from ik_node import Chain, make_solver  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
-from ik_node.solvers.damped_jacobian import compiled  # noqa: E402
-from ik_node.solvers.hip_knee import compiled as compiled_legs  # noqa: E402
 
 ARMS = {'arm6': (REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
         'ur5': (SHARED_ROBOTS / 'ur5.urdf', 'base_link', 'tool0'),
@@ -53,7 +53,7 @@ FEET = {'quad12': (REPO / 'urdf' / 'quad12.urdf', 'base_link',
                    ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']),
         'anymal_c': (SHARED_ROBOTS / 'anymal_c.urdf', 'base',
                      ['LF_FOOT', 'RF_FOOT', 'LH_FOOT', 'RH_FOOT'])}
-#: The tracik protocol's tolerances (benchmarks/bench_solvers.py).
+#: The tracik protocol's tolerances (benchmarks/solvers/bench.py).
 PARAMS = {'position_tolerance': 1e-5, 'orientation_tolerance': 1e-5}
 
 
@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--n', type=int, default=400, help='targets per case (default 400)')
     ap.add_argument('--rng-seed', type=int, default=0)
-    ap.add_argument('--out', type=Path, default=HERE / 'results' / 'compiled_ab.md')
+    ap.add_argument('--out', type=Path, default=RESULTS / 'compiled_ab.md')
     args = ap.parse_args(argv)
     if not kernels.wait():
         print(f'the compiled kernels cannot serve: {kernels.serving()}', file=sys.stderr)
@@ -213,7 +213,7 @@ def main(argv=None) -> int:
     steal1, total1 = steal_and_total()
     load1 = os.getloadavg()
     steal = 100.0 * (steal1 - steal0) / max(total1 - total0, 1)
-    meta = {'command': ' '.join(['python benchmarks/ab_compiled.py'] + sys.argv[1:]),
+    meta = {'command': ' '.join(['python -m benchmarks.solvers.compiled_vs_python'] + sys.argv[1:]),
             'commit': commit(), 'serving': kernels.serving(),
             'conditions': f'{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy '
                           f'{np.__version__}; steal {steal:.1f} % over the run; '

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Latency of the running ik_node: target published -> /joint_states received.
 
-Starts the node (``benchmarks/traced_node.py --ros-args --params-file config/<robot>.yaml``:
+Starts the node (``benchmarks/node/traced.py --ros-args --params-file config/<robot>.yaml``:
 ik_node's ``main`` with a trace of every answer) as a subprocess on a private DDS domain
 (localhost only), then publishes targets from this process at each rate (default 100 Hz and
 1 kHz) for a fixed time, while a recorder process records every /joint_states message.
 
 Matching, by stamp: every target carries a unique header stamp (its wall-clock send time). The
-node is started through ``benchmarks/traced_node.py``, which records for every solve the pair of
+node is started through ``benchmarks/node/traced.py``, which records for every solve the pair of
 stamps its diagnostics carry (``target_stamp``, ``joint_state_stamp``: /diagnostics publishes
 them only at ``diagnostics_rate``) and writes them out when the node ends; the recorder process
 receives the JointState with that ``joint_state_stamp``. So every answer is timed, reachable or
@@ -23,10 +23,10 @@ latency against send time is reported.
 
 Usage::
 
-    python benchmarks/bench_node_latency.py                    # leg3 and arm6, 10 s per rate
-    python benchmarks/bench_node_latency.py --configs leg3 arm6 --rates 1000 --duration 5 \
+    python -m benchmarks.node.latency                    # leg3 and arm6, 10 s per rate
+    python -m benchmarks.node.latency --configs leg3 arm6 --rates 1000 --duration 5 \
         --out-of-reach 0.5 --repeat 3                          # half the stream out of reach
-    python benchmarks/bench_node_latency.py --configs quad12 --rates 1000 --duration 5 \
+    python -m benchmarks.node.latency --configs quad12 --rates 1000 --duration 5 \
         --repeat 3 --stem node_latency_quad12                  # four feet, one PoseArray each
 
 A config naming several tips (``tip_links``) is sent one ``geometry_msgs/PoseArray`` per target
@@ -49,14 +49,13 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-if (REPO / 'ik_node').is_dir() and str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import target_checks  # noqa: E402
+from benchmarks.common import target_checks
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 
 MATCH_TOLERANCE_M = 1e-4
 TARGET_P99_MS = 3.0
@@ -527,16 +526,15 @@ def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, A
     trace_path.unlink(missing_ok=True)
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
                IK_NODE_TRACE=str(trace_path),
-               PYTHONPATH=os.pathsep.join([str(REPO if relay else args.node_repo or REPO)] + [
+               PYTHONPATH=os.pathsep.join([str(REPO)] + [
                    p for p in [os.environ.get('PYTHONPATH')] if p]))
     if args.profile and not relay:
         env['IK_NODE_PROFILE'] = str(args.out / f'profile_{name}.pstats')
     log_path = args.out / f'{kind}_{name}.log'
     with open(log_path, 'w') as node_log:
         extra = [a for p in args.node_param for a in ('-p', p)]
-        command = [sys.executable, str(HERE / 'relay_node.py'), str(config_file)] if relay \
-            else [sys.executable, str((args.node_repo or REPO) / 'benchmarks' / 'traced_node.py'),
-                  '--ros-args', '--params-file',
+        command = [sys.executable, '-m', 'benchmarks.node.relay', str(config_file)] if relay \
+            else [sys.executable, '-m', 'benchmarks.node.traced', '--ros-args', '--params-file',
                   str(config_file), *extra]
         proc = subprocess.Popen(command, cwd=str(REPO), env=env, stdout=node_log,
                                 stderr=subprocess.STDOUT)
@@ -664,7 +662,7 @@ def markdown(results) -> str:
              *([f'{m["label"]}  '] if m.get('label') else []), '',
              'Every answer is matched to its target by stamp: each target carries a unique '
              'header stamp (the wall-clock send time); the node, run with a trace of every '
-             'solve (benchmarks/traced_node.py), records the pair (target_stamp, '
+             'solve (benchmarks/node/traced.py), records the pair (target_stamp, '
              'joint_state_stamp) that its /diagnostics carry for the statuses they publish, and '
              'the recorder receives the JointState with that stamp. **e2e**: send time in this '
              'process just before publish -> receive time in a separate recorder process, in '
@@ -848,7 +846,7 @@ def relay_checks(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def relay_markdown(rows: List[Dict[str, Any]]) -> List[str]:
     """The node against the relay of the same run, as a markdown section."""
     lines = ['## The node against the relay (same run, same executor, QoS and message types)',
-             '', 'relay: benchmarks/relay_node.py answers every target message with one '
+             '', 'relay: benchmarks/node/relay.py answers every target message with one '
              'JointState (the names the node publishes), no solve. **CPU over floor**: node CPU '
              'per answer - relay CPU per answer - the mean solve time of the answered targets.',
              '', '| config | run | rate Hz | node / relay CPU ms per answer | CPU ratio | '
@@ -893,16 +891,13 @@ def main(argv=None) -> int:
     ap.add_argument('--no-relay', dest='relay', action='store_false',
                     help='skip the relay (relay_node.py: the same executor, QoS and message '
                          'types, no solve) that each node run is compared with')
-    ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
-                    help='run the node (not the relay) from another checkout of ik_node, e.g. '
-                         'to compare two versions in one session (default: this one)')
     ap.add_argument('--label', default='', help='free text recorded in the results')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',
                     help='extra node parameter (repeatable), e.g. reachability_samples:=0')
     ap.add_argument('--profile', action='store_true',
                     help='run the node under cProfile, stats in profile_<config>.pstats '
                          '(slows the node: do not quote its latencies)')
-    ap.add_argument('--out', type=Path, default=HERE / 'results')
+    ap.add_argument('--out', type=Path, default=RESULTS)
     ap.add_argument('--stem', default='node_latency',
                     help='name of the result files, <stem>.json and <stem>.md (default '
                          'node_latency)')
@@ -915,7 +910,7 @@ def main(argv=None) -> int:
     rclpy.init()
     results: Dict[str, Any] = {'meta': {
         'date': datetime.datetime.now().isoformat(timespec='seconds'),
-        'command': ' '.join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        'command': ' '.join(['python -m benchmarks.node.latency'] + sys.argv[1:]),
         'python': f'{platform.python_version()} ({sys.executable})',
         'machine': f'{platform.machine()}, {os.cpu_count()} cpus',
         'label': args.label, 'ros_domain_id': domain}, 'configs': []}

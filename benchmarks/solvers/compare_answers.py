@@ -10,9 +10,9 @@ then the cost of the code it adds.
 
 Usage::
 
-    python benchmarks/compare_answers.py /tmp/after.npy          # this checkout
+    python -m benchmarks.solvers.compare_answers /tmp/after.npy          # this checkout
     python /other/checkout/benchmarks/compare_answers.py /tmp/before.npy
-    python benchmarks/compare_answers.py --compare /tmp/before.npy /tmp/after.npy
+    python -m benchmarks.solvers.compare_answers --compare /tmp/before.npy /tmp/after.npy
 """
 
 from __future__ import annotations
@@ -23,16 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+
+import transforms3d
+
+from ik_node.model.chain import Chain
+from ik_node.solvers import make_solver
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import transforms3d  # noqa: E402
-
-from ik_node.model.chain import Chain  # noqa: E402
-from ik_node.solvers import make_solver  # noqa: E402
 
 ARMS = {'ur5': ('ur5.urdf', 'base_link', 'tool0'), 'ur10': ('ur10.urdf', 'base_link', 'tool0'),
         'panda': ('panda.urdf', 'panda_link0', 'panda_hand_tcp'),

@@ -39,9 +39,12 @@ Criteria (exit status 1 when one fails, 0 when all pass):
 
 Usage::
 
-    python benchmarks/flood_soak.py                       # 10 kHz for 30 s on leg3
-    python benchmarks/flood_soak.py --rate 2000 --duration 3 --json-out /tmp/flood.json
-    python benchmarks/flood_soak.py --robot quad12 --duration 60 --bad-fraction 0.2 --swap-every 2
+    export PYTHONPATH=$PWD:$PWD/test             # the checkout and the shared test helpers
+    python test/ros/flood_soak.py                # 10 kHz for 30 s on leg3
+    python test/ros/flood_soak.py --rate 2000 --duration 3 --json-out /tmp/flood.json
+    python test/ros/flood_soak.py --robot quad12 --duration 60 --bad-fraction 0.2 --swap-every 2
+
+``test/ros/test_flood.py`` runs it briefly with the timing criteria switched off.
 """
 
 from __future__ import annotations
@@ -65,13 +68,11 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'test'))
-sys.path.insert(0, str(REPO / 'benchmarks'))
-from flood_inputs import (ERROR_KEYS, INPUT, TIPS, TargetSender, bad_kind, publish_serialized,  # noqa: E402
-                          is_bad, make_targets)
-from urdf_limits import urdf_limits  # noqa: E402  (read straight from the URDF)
+from flood_inputs import (ERROR_KEYS, INPUT, TIPS, TargetSender, bad_kind, is_bad, make_targets,
+                          publish_serialized)
+from urdf_limits import urdf_limits  # read straight from the URDF
+
+REPO = Path(__file__).resolve().parents[2]
 
 GRID_M = 1e-3          # cell of the sent-target lookup grid [m]
 MATCH_TOL_M = 2e-4     # a joint state solves a target when every tip is this close [m]

@@ -26,8 +26,8 @@ recorded beside the figures: on a shared machine they move the tails.
 
 Usage::
 
-    python benchmarks/bench_several_tips.py                 # N = 500 per robot
-    python benchmarks/bench_several_tips.py --n 50 --out /tmp/several
+    python -m benchmarks.solvers.several_tips                 # N = 500 per robot
+    python -m benchmarks.solvers.several_tips --n 50 --out /tmp/several
 
 Writes ``several_tips.json`` and ``several_tips.md`` into ``--out`` (default
 ``benchmarks/results/``).
@@ -45,18 +45,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+
+import numpy as np
+
+from ik_node import Chain, make_solver
+from ik_node.errors import IkError
+from ik_node.solvers import kernels
+from ik_node.solvers.trees.several_tips import tip_targets_from_input
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import numpy as np  # noqa: E402
-
-from ik_node import Chain, make_solver  # noqa: E402
-from ik_node.errors import IkError  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
-from ik_node.solvers.trees.several_tips import tip_targets_from_input  # noqa: E402
 
 BUDGET_S = 0.005
 #: name -> (urdf path, base, feet)
@@ -265,12 +264,13 @@ def main(argv=None) -> int:
     parser.add_argument('--n', type=int, default=500, help='targets per robot')
     parser.add_argument('--rng-seed', type=int, default=0)
     parser.add_argument('--rounds', type=int, default=20, help='back-to-back rounds of 100')
-    parser.add_argument('--out', type=Path, default=HERE / 'results')
+    parser.add_argument('--out', type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     kernels.wait()  # the default install's path (compiled where numba serves) from the start
     load_before = os.getloadavg()
     steal0 = steal_jiffies()
-    data = {'command': 'python benchmarks/bench_several_tips.py ' + ' '.join(argv or sys.argv[1:]),
+    command = 'python -m benchmarks.solvers.several_tips ' + ' '.join(argv or sys.argv[1:])
+    data = {'command': command,
             'commit': commit(), 'date': datetime.datetime.now().isoformat(timespec='minutes'),
             'n': args.n, 'all_feet': all_feet(args.n, args.rng_seed),
             'trees': trees(args.n, args.rng_seed),

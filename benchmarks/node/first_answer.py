@@ -29,16 +29,16 @@ empty, as on the first start after cloning without installing), cold and pure Py
 ``--tree PATH`` (repeatable): start the node from these checkouts instead of this one, in turn
 within each round (e.g. a branch and ``main`` in the same period); the probe stays this one.
 
-``--breakdown``: start the node through ``benchmarks/start_trace.py`` (the same start-up, with
+``--breakdown``: start the node through ``benchmarks/node/start_trace.py`` (the same start-up, with
 the end of each step written out: interpreter, imports, ``rclpy.init``, construction, first
 target in, first answer out) and report the median moment of each.
 
 Usage::
 
-    python benchmarks/first_answer.py                  # writes results/first_answer.md
-    python benchmarks/first_answer.py --rounds 1 --out /tmp/first.md
-    python benchmarks/first_answer.py --fresh-clone --out results/first_answer_fresh_clone.md
-    python benchmarks/first_answer.py --breakdown --tree . --tree /tmp/main --out /tmp/b.md
+    python -m benchmarks.node.first_answer                  # writes results/first_answer.md
+    python -m benchmarks.node.first_answer --rounds 1 --out /tmp/first.md
+    python -m benchmarks.node.first_answer --fresh-clone --out results/first_answer_fresh_clone.md
+    python -m benchmarks.node.first_answer --breakdown --tree . --tree /tmp/main --out /tmp/b.md
 """
 
 from __future__ import annotations
@@ -53,18 +53,16 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'test' / 'ros'))
-sys.path.insert(0, str(REPO / 'test'))
+import numpy as np
+
+from benchmarks.common.from_tests import load_test_helper
+from ik_node.solvers import kernels
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 os.environ.setdefault('ROS_DOMAIN_ID', str(os.getpid() % 90 + 5))
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-
-import numpy as np  # noqa: E402
-
-import harness  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
+harness = load_test_helper('harness')  # the ROS tests' probe (imports rclpy: after the domain)
 
 CONFIG = Path('config') / 'arm6.yaml'
 #: The probe's Fast DDS profile: its participant announced every 0.1 s (default 3 s).
@@ -79,7 +77,7 @@ PROBE_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
 RESEND_S = 0.01
-#: The moments of a traced start (benchmarks/start_trace.py), in order, with what ends there.
+#: The moments of a traced start (benchmarks/node/start_trace.py), in order, with what ends there.
 TRACE_STEPS = {'interpreter': 'Python and site up',
                'imports': 'the node\'s imports done (rclpy, numpy, ik_node)',
                'construct': 'rclpy.init and the executor done',
@@ -120,15 +118,16 @@ class TimedProbe(harness.Probe):
 
 def start_node(tree: Path, env_extra: dict, traced: bool) -> subprocess.Popen:
     """The node on arm6 from checkout ``tree`` (first on the path, the working directory):
-    ``python -m ik_node.node``, or ``benchmarks/start_trace.py`` of this checkout."""
+    ``python -m ik_node.node``, or ``benchmarks/node/start_trace.py`` of this checkout."""
     env = dict(os.environ, **env_extra, PYTHONUNBUFFERED='1')
     for name in PROFILE_VARS:  # the node runs with the DDS settings it would have anyway
         if name in NODE_ENV:
             env[name] = NODE_ENV[name]
         else:
             env.pop(name, None)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(tree), os.environ.get('PYTHONPATH')]))
-    program = [str(HERE / 'start_trace.py')] if traced else ['-m', 'ik_node.node']
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(tree), str(REPO),
+                                                       os.environ.get('PYTHONPATH')]))
+    program = ['-m', 'benchmarks.node.start_trace'] if traced else ['-m', 'ik_node.node']
     return subprocess.Popen([sys.executable, *program, '--ros-args', '--params-file',
                              str(tree / CONFIG)], cwd=tree, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -209,7 +208,7 @@ def describe(tree: Path) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--out', type=Path, default=HERE / 'results' / 'first_answer.md')
+    ap.add_argument('--out', type=Path, default=RESULTS / 'first_answer.md')
     ap.add_argument('--fresh-clone', action='store_true',
                     help="every start from a new git clone of the tree's commit (no "
                          "__pycache__, numba's cache empty): cold and pure Python")
@@ -218,7 +217,7 @@ def main(argv=None) -> int:
     ap.add_argument('--kinds', nargs='+', choices=sorted(KINDS),
                     help='which starts (default: cold warm python; --fresh-clone: cold python)')
     ap.add_argument('--breakdown', action='store_true',
-                    help='start through benchmarks/start_trace.py: the moment of each step')
+                    help='start through benchmarks/node/start_trace.py: the moment of each step')
     ap.add_argument('--fresh-probe', action='store_true',
                     help='a new probe (its own DDS participant) per start')
     ap.add_argument('--default-discovery', action='store_true',
@@ -282,7 +281,7 @@ def report(args, trees, labels, kinds, rows, load0, load1) -> str:
     """The results as markdown."""
     where = ', '.join(f'`{labels[t]}`' for t in trees)
     lines = ['# The node\'s first answer', '',
-             f'Command: `python benchmarks/first_answer.py {" ".join(sys.argv[1:])}`  ',
+             f'Command: `python -m benchmarks.node.first_answer {" ".join(sys.argv[1:])}`  ',
              f'Commit: {where}; {kernels.serving()}  ',
              f'Conditions: {os.cpu_count()} CPUs, load average {load0[0]:.1f} at the start, '
              f'{load1[0]:.1f} at the end; {time.strftime("%Y-%m-%dT%H:%M")}', '',
@@ -313,7 +312,7 @@ def report(args, trees, labels, kinds, rows, load0, load1) -> str:
                          f'{", ".join(str(r["sent_before"]) for r in runs)} | {said} |')
     if args.breakdown:
         lines += ['', 'Median seconds from the process start to the end of each step '
-                  '(`benchmarks/start_trace.py`), all kinds of start together:', '',
+                  '(`benchmarks/node/start_trace.py`), all kinds of start together:', '',
                   '| step ends | ' + ' | '.join(f'`{labels[t]}`' for t in trees) + ' |',
                   '|---|' + '---|' * len(trees)]
         for step, what in TRACE_STEPS.items():

@@ -1,10 +1,10 @@
 """The closest pose out of reach, on held-out targets drawn fresh every run.
 
-    python benchmarks/closest_legs.py                          # every chain, 200 targets each
-    python benchmarks/closest_legs.py --chains go1_FR panda --n 50 --seed 7
-    python benchmarks/closest_legs.py --load 2                 # both cores kept busy meanwhile
-    python benchmarks/closest_legs.py --timeout 1.0            # the clock lifted (not a default)
-    python benchmarks/closest_legs.py --profile --chains go1_FR anymal_c_RH planar4
+    python -m benchmarks.legs.closest                          # every chain, 200 targets each
+    python -m benchmarks.legs.closest --chains go1_FR panda --n 50 --seed 7
+    python -m benchmarks.legs.closest --load 2                 # both cores kept busy meanwhile
+    python -m benchmarks.legs.closest --timeout 1.0            # the clock lifted (not a default)
+    python -m benchmarks.legs.closest --profile --chains go1_FR anymal_c_RH planar4
 
 Targets come from a generator the closest-pose search was not developed on
 (``test/closest_reference.py``, :class:`HeldOutTargets`): 60 000 configurations sampled within
@@ -43,13 +43,13 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'test'))
-from closest_reference import HeldOutTargets  # noqa: E402
+from benchmarks.common.from_tests import load_test_helper
+from ik_node import Chain, make_solver
+from ik_node.solvers import kernels
 
-from ik_node import Chain, make_solver  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
+HeldOutTargets = load_test_helper('closest_reference').HeldOutTargets
 
 SHARED = REPO.parent / 'shared' / 'robots'
 if not SHARED.is_dir():  # a worktree beside the main checkout

@@ -7,12 +7,12 @@ answers every message with one ``sensor_msgs/JointState`` on ``/joint_states`` c
 joint names ik_node publishes for the same config (built once, its positions refilled),
 stamped by the node's clock. No solve, no check, no diagnostics, no markers. It runs through
 :func:`ik_node.ros.run.main`, so with ik_node's executor and spin loop, and traces every answer
-as ``benchmarks/traced_node.py`` does (``IK_NODE_TRACE``), so the benchmark matches answers to
+as ``benchmarks/node/traced.py`` does (``IK_NODE_TRACE``), so the benchmark matches answers to
 targets the same way.
 
 Usage (as the benchmark does)::
 
-    IK_NODE_TRACE=/tmp/trace.json python benchmarks/relay_node.py config/leg3.yaml
+    IK_NODE_TRACE=/tmp/trace.json python -m benchmarks.node.relay config/leg3.yaml
 """
 
 import json

@@ -42,7 +42,7 @@ from typing import Optional
 
 import numpy as np
 
-from adapter import POSITION_TOL_M, Adapter, Skip
+from benchmarks.common.adapter import POSITION_TOL_M, Adapter, Skip
 
 #: TRAC-IK's eps per twist component: the norm of three components is then below 1e-5.
 TRACIK_EPS = POSITION_TOL_M / math.sqrt(3.0)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-import report_peers
-import target_checks
-from target_checks import check as _check
+from benchmarks.common import report_peers
+from benchmarks.common import target_checks
+from benchmarks.common.target_checks import check as _check
 
 IK_NODE_FIRST = ('damped_jacobian', 'fabrik', 'analytic_hip_knee')
 #: The heading of each task's blocks.
@@ -167,12 +167,13 @@ def out_of_reach_markdown(results) -> List[str]:
         return []
     lines = ['## Out-of-reach position targets', '',
              'Targets beyond the reach, inside the inner hole and behind joint limits (see '
-             '`benchmarks/out_of_reach.py`); random seeds; every solver with its defaults and '
-             'timeout = the budget. **closest %** = error within 1 mm or 0.1 % of the target\'s '
-             'distance (whichever is larger) of the best error known: a long multi-start search '
-             '(N starts, batched projected Newton), or a solver\'s own error when lower (beat = '
-             'how often). **excess** = error - best known. min_residual violations = answers '
-             'whose `min_residual` exceeded the best known error (must be 0).', '']
+             '`benchmarks/reach/out_of_reach.py`); random seeds; every solver with its defaults '
+             'and timeout = the budget. **closest %** = error within 1 mm or 0.1 % of the '
+             'target\'s distance (whichever is larger) of the best error known: a long '
+             'multi-start search (N starts, batched projected Newton), or a solver\'s own '
+             'error when lower (beat = how often). **excess** = error - best known. '
+             'min_residual violations = answers whose `min_residual` exceeded the best known '
+             'error (must be 0).', '']
     for entry in entries:
         lines += [f'### {entry["robot"]} ({entry["dof"]} DOF), reach {entry["reach_m"]:.3f} m; '
                   f'long search: {entry["reference_starts"]} starts, '

@@ -16,9 +16,8 @@ table's shares, not its times). Publishing goes to DDS as in the node (nobody su
 
 Usage::
 
-    python benchmarks/profile_node_answer.py --configs leg3 arm6 quad12 --n 3000
-    python benchmarks/profile_node_answer.py --configs quad12 --profile --sort tottime
-    python benchmarks/profile_node_answer.py --node-repo ../main   # another checkout's node
+    python -m benchmarks.node.profile_answer --configs leg3 arm6 quad12 --n 3000
+    python -m benchmarks.node.profile_answer --configs quad12 --profile --sort tottime
 """
 
 from __future__ import annotations
@@ -31,15 +30,13 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(HERE))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from bench_node_latency import read_config, tip_positions, trajectory  # noqa: E402
+from benchmarks.node.latency import read_config, tip_positions, trajectory
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 
 #: The node's parts timed by wrappers: attribute of IkNode, method.
 PARTS = (('_messages', 'drain'), ('_pipeline', 'prepare'), ('_pipeline', 'solve'),
@@ -234,11 +231,7 @@ def main(argv=None) -> int:
     ap.add_argument('--node-param', action='append', default=None, metavar='NAME:=VALUE',
                     help='node parameter (repeatable); default reachability_samples:=0, so '
                          "the map's background build is not counted in the node's CPU")
-    ap.add_argument('--node-repo', type=Path, default=None, metavar='CHECKOUT',
-                    help='import ik_node from another checkout (default: this one)')
     args = ap.parse_args(argv)
-    if args.node_repo is not None:
-        sys.path.insert(0, str(args.node_repo.resolve()))
     os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(201, 230))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     import rclpy

@@ -30,9 +30,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from adapter import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Adapter, Robot, Skip,  # noqa: F401
+from benchmarks.common.adapter import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Adapter, Robot, Skip,  # noqa: F401
                      Target, wrap_into_limits)
-from compiled_peers import OptikAdapter, TracIkAdapter
+from benchmarks.solvers.compiled_peers import OptikAdapter, TracIkAdapter
 
 
 def urdf_joint_path(urdf, base: str, tip: str) -> List[Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from target_checks import check
+from benchmarks.common.target_checks import check
 
 OURS = 'damped_jacobian'
 COMPILED = ('optik', 'tracik')

@@ -7,8 +7,8 @@ otherwise. Each build is timed with ``time.perf_counter`` around the whole call 
 binning, the final merge), after one untimed warm-up build of 20,000 samples; the median of
 ``--repeat`` builds is reported, with the fastest. Prints a markdown table row (and its header)::
 
-    python benchmarks/bench_reach_map.py
-    python benchmarks/bench_reach_map.py --samples 4000000 --voxel 0.05 --repeat 5
+    python -m benchmarks.reach.map_build
+    python -m benchmarks.reach.map_build --samples 4000000 --voxel 0.05 --repeat 5
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-if (REPO / 'ik_node').is_dir() and str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # this checkout's ik_node, even if another one is installed
 
-from ik_node import Chain  # noqa: E402
-from ik_node.reachability import (DEFAULT_DIRECTIONS, DEFAULT_SAMPLES,  # noqa: E402
+from ik_node import Chain
+from ik_node.reachability import (DEFAULT_DIRECTIONS, DEFAULT_SAMPLES,
                                   DEFAULT_VOXEL_M, build_reachability_map)
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
+SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 #: name -> (URDF, base link, tip link)
 ROBOTS = {

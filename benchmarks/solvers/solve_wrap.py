@@ -20,9 +20,8 @@ instead (use its shares, not its times). Python's garbage collector is paused wh
 
 Usage::
 
-    python benchmarks/bench_solve_wrap.py --n 3000
-    python benchmarks/bench_solve_wrap.py --n 3000 --profile --sort tottime
-    python benchmarks/bench_solve_wrap.py --solver-repo ../main   # another checkout's solver
+    python -m benchmarks.solvers.solve_wrap --n 3000
+    python -m benchmarks.solvers.solve_wrap --n 3000 --profile --sort tottime
 """
 
 from __future__ import annotations
@@ -34,20 +33,16 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(HERE))
-if '--solver-repo' in sys.argv[:-1]:  # ik_node from another checkout, imported first
-    sys.path.insert(0, str(Path(sys.argv[sys.argv.index('--solver-repo') + 1]).resolve()))
 
-import numpy as np  # noqa: E402
-import transforms3d  # noqa: E402
+import numpy as np
+import transforms3d
 
-from bench_node_latency import read_config, trajectory  # noqa: E402
-from ik_node import Chain, make_solver  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
+from benchmarks.node.latency import read_config, trajectory
+from ik_node import Chain, make_solver
+from ik_node.solvers import kernels
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 
 
 def targets_of(chain: Chain, n: int, random_targets: bool, rng_seed: int = 0):
@@ -69,8 +64,6 @@ def main(argv=None) -> int:
                     help='FK of random configurations, solved from the mid configuration')
     ap.add_argument('--defaults', action='store_true',
                     help="damped_jacobian's default parameters instead of config/arm6.yaml's")
-    ap.add_argument('--solver-repo', type=Path, default=None, metavar='CHECKOUT',
-                    help='import ik_node from another checkout (default: this one)')
     ap.add_argument('--profile', action='store_true', help='cProfile table of the solve loop')
     ap.add_argument('--sort', default='tottime', help='cProfile sort key')
     args = ap.parse_args(argv)

@@ -15,7 +15,7 @@ apart): the median call over all rounds, and the lowest round median, which leav
 what other processes on a shared machine add (the target is checked on it; both are reported).
 
 Out of reach: ``--oor-n`` targets per leg and kind (beyond the reach, in the inner hole, behind
-joint limits; benchmarks/out_of_reach.py makes them, damped_jacobian dropping the reachable
+joint limits; benchmarks/reach/out_of_reach.py makes them, damped_jacobian dropping the reachable
 ones), each rated against a long batched multi-start search (``--reference-starts`` starts; a
 solver that ends lower lowers the reference). ``closest`` = within 1e-6 m of the reference;
 ``bound ok`` = ``min_residual`` (when given) not above it.
@@ -26,9 +26,9 @@ leg-by-leg multi-tip solve is a separate piece of work). ``--feet-n`` four-foot 
 
 Usage::
 
-    python benchmarks/bench_legs.py                       # everything: results/legs.{md,json}
-    python benchmarks/bench_legs.py --quick               # smoke run into a temporary folder
-    python benchmarks/bench_legs.py --robots quad12 go1 --n 1000 --oor-n 10
+    python -m benchmarks.legs.bench                       # everything: results/legs.{md,json}
+    python -m benchmarks.legs.bench --quick               # smoke run into a temporary folder
+    python -m benchmarks.legs.bench --robots quad12 go1 --n 1000 --oor-n 10
 """
 
 from __future__ import annotations
@@ -46,20 +46,17 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+
+import numpy as np
+
+from benchmarks.reach import out_of_reach
+from benchmarks.common import target_checks
+from benchmarks.common.target_checks import check
+from ik_node import Chain, IkError, make_solver
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
 SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-if (REPO / 'ik_node').is_dir() and str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # this checkout's ik_node, even if another one is installed
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-import numpy as np  # noqa: E402
-
-import out_of_reach  # noqa: E402
-import target_checks  # noqa: E402
-from target_checks import check  # noqa: E402
-from ik_node import Chain, IkError, make_solver  # noqa: E402
 
 #: robot -> (file, base link, feet)
 ROBOTS = {
@@ -239,7 +236,7 @@ def markdown(results: Dict[str, Any]) -> str:
              f'Date: {results["date"]}; machine: {results["machine"]} '
              f'(load average at start {results["load"]})', '',
              'Single leg (one chain trunk -> foot), in process. Times are per solve call, '
-             'FK-rated by the benchmark; see benchmarks/bench_legs.py for the protocol.', '',
+             'FK-rated by the benchmark; see benchmarks/legs/bench.py for the protocol.', '',
              ]
     lines += target_checks.markdown(results['target_checks'])
     lines += ['', '## In reach', '',
@@ -342,10 +339,10 @@ def main(argv=None) -> int:
         args.robots = ['quad12'] if args.robots == list(ROBOTS) else args.robots
         args.n, args.oor_n, args.reference_starts, args.feet_n = 30, 1, 10, 5
     out_dir = args.out or (Path(tempfile.mkdtemp(prefix='bench_quick_')) if args.quick
-                           else HERE / 'results')
+                           else RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
     results: Dict[str, Any] = {
-        'command': 'python benchmarks/bench_legs.py ' + ' '.join(argv if argv is not None
+        'command': 'python -m benchmarks.legs.bench ' + ' '.join(argv if argv is not None
                                                                  else sys.argv[1:]),
         'commit': _commit(), 'date': datetime.datetime.now().isoformat(timespec='minutes'),
         'machine': f'{platform.machine()}, {os.cpu_count()} cores, Python '

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: The tips each robot is flooded on, in ``tip_links`` order.
 TIPS: Dict[str, List[str]] = {

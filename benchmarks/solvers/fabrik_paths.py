@@ -21,9 +21,9 @@ and iteration count on both paths.
 
 Usage::
 
-    python benchmarks/ab_fabrik_passes.py
-    python benchmarks/ab_fabrik_passes.py --robots ur5 planar4 --n 100 --rounds 10
-    python benchmarks/ab_fabrik_passes.py --trees --n 300
+    python -m benchmarks.solvers.fabrik_paths
+    python -m benchmarks.solvers.fabrik_paths --robots ur5 planar4 --n 100 --rounds 10
+    python -m benchmarks.solvers.fabrik_paths --trees --n 300
 """
 
 from __future__ import annotations
@@ -35,19 +35,18 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from ik_node import make_solver  # noqa: E402
-from ik_node.model.chain import Chain  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
-from ik_node.solvers.fabrik.compiled import CompiledFabrik  # noqa: E402
-from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings  # noqa: E402
-from ik_node.solvers.fabrik.serial import SerialFabrik  # noqa: E402
-from ik_node.solvers.fabrik.tree import FabrikTree  # noqa: E402
+from ik_node import make_solver
+from ik_node.model.chain import Chain
+from ik_node.solvers import kernels
+from ik_node.solvers.fabrik.compiled import CompiledFabrik
+from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
+from ik_node.solvers.fabrik.serial import SerialFabrik
+from ik_node.solvers.fabrik.tree import FabrikTree
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
+SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 ROBOTS = {'planar4': (REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip'),
           'leg3': (REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot'),

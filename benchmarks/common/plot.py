@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Plot results.json of bench_solvers.py: median solve time and success per solver.
+"""Plot results.json of ``benchmarks.solvers.bench``: median solve time and success per solver.
 
 One panel per robot and task; a bar per solver and seed kind (median solve time, log scale),
-labelled with its success rate. Usage: ``python benchmarks/plot_results.py [results.json]``.
+labelled with its success rate. Usage: ``python -m benchmarks.common.plot [results.json]``.
 """
 
 from __future__ import annotations
@@ -13,16 +13,17 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
+from benchmarks.common.report import _order
 
-from report import _order  # noqa: E402
+RESULTS_JSON = Path(__file__).resolve().parents[1] / 'results' / 'results.json'
 
 SEED_STYLE = {'mid': dict(color='#4c72b0'), 'random': dict(color='#dd8452')}
 
 
 def plot(results, png: Path) -> Path:
     """Write the figure of ``results`` (the dict of results.json) to ``png``."""
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
     groups = {}
     for b in results['blocks']:
         groups.setdefault((b['robot'], b['task']), []).append(b)
@@ -74,7 +75,7 @@ def plot(results, png: Path) -> Path:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    path = Path(argv[0]) if argv else Path(__file__).resolve().parent / 'results' / 'results.json'
+    path = Path(argv[0]) if argv else RESULTS_JSON
     results = json.loads(path.read_text())
     print(plot(results, path.with_name('solvers.png')))
     return 0

@@ -13,7 +13,7 @@ With ``IK_NODE_PROFILE`` set, the node also runs under cProfile and writes its s
 
 Usage (as the benchmark does)::
 
-    IK_NODE_TRACE=/tmp/trace.json python benchmarks/traced_node.py --ros-args --params-file ...
+    IK_NODE_TRACE=/tmp/trace.json python -m benchmarks.node.traced --ros-args --params-file ...
 """
 
 import json

@@ -14,11 +14,11 @@ budget (5 ms), every joint inside its limits.
 
 Usage (see benchmarks/README.md)::
 
-    python benchmarks/bench_solvers.py                     # everything, N = 500
-    python benchmarks/bench_solvers.py --quick --robots planar4
-    python benchmarks/bench_solvers.py --robots ur5 panda --solvers damped_jacobian kdl_lma \\
+    python -m benchmarks.solvers.bench                     # everything, N = 500
+    python -m benchmarks.solvers.bench --quick --robots planar4
+    python -m benchmarks.solvers.bench --robots ur5 panda --solvers damped_jacobian kdl_lma \\
         --param damped_jacobian.damping=0.01
-    python benchmarks/bench_solvers.py --urdf my.urdf --base base_link --tip tool0
+    python -m benchmarks.solvers.bench --urdf my.urdf --base base_link --tip tool0
 
 Writes ``NAME.json``, ``NAME.md`` (``--name``, default ``results``) and ``solvers.png`` into
 ``--out``.
@@ -39,25 +39,22 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
-if (REPO / 'ik_node').is_dir() and str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # this checkout's ik_node, even if another one is installed
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-import numpy as np  # noqa: E402
-import transforms3d  # noqa: E402
+import numpy as np
+import transforms3d
 
-import ik_node  # noqa: E402
-import out_of_reach  # noqa: E402
-import peers  # noqa: E402
-from peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot, Skip, Target,  # noqa: E402
+import ik_node
+from benchmarks.reach import out_of_reach
+from benchmarks.solvers import peers
+from benchmarks.solvers.peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot, Skip, Target,
                    rotation_error_rad)
-import report  # noqa: E402
-import target_checks  # noqa: E402
-from ik_node.solvers import kernels  # noqa: E402
+from benchmarks.common import report
+from benchmarks.common import target_checks
+from ik_node.solvers import kernels
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
+SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
 
 #: name -> (file, base, tip, where)
 KNOWN_ROBOTS = {
@@ -501,7 +498,7 @@ def environment(args, factories) -> Dict[str, Any]:
         commit, dirty = '', ''
     return {
         'date': datetime.datetime.now().isoformat(timespec='seconds'),
-        'command': ' '.join([Path(sys.argv[0]).name] + sys.argv[1:]),
+        'command': ' '.join(['python -m benchmarks.solvers.bench'] + sys.argv[1:]),
         'python': f'{platform.python_implementation()} {platform.python_version()} '
                   f'({sys.executable})',
         'machine': f'{platform.machine()}, {platform.processor() or "?"}, '
@@ -554,7 +551,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.out is None:
         args.out = Path(tempfile.mkdtemp(prefix='bench_quick_')) if args.quick \
-            else HERE / 'results'
+            else RESULTS
     if args.quick:
         args.n = 10
         args.oor_n = min(args.oor_n, 5)
@@ -639,7 +636,7 @@ def main(argv=None) -> int:
     log(f'wrote {json_path} and {md_path}')
     if not args.no_plot:
         try:
-            import plot_results
+            from benchmarks.common import plot as plot_results
             png = plot_results.plot(results, args.out / 'solvers.png')
             log(f'wrote {png}')
         except ImportError as exc:

@@ -12,9 +12,9 @@ is infinite, at a singular Jacobian, counts as within).
 
 Usage::
 
-    python benchmarks/stream_paths.py                        # all arms, 20 paths x 400 steps
-    python benchmarks/stream_paths.py --robots panda --paths 5 --task position
-    python benchmarks/stream_paths.py --param damped_jacobian.posture_weight=0
+    python -m benchmarks.solvers.stream_paths      # all arms, 20 paths x 400 steps
+    python -m benchmarks.solvers.stream_paths --robots panda --paths 5 --task position
+    python -m benchmarks.solvers.stream_paths --param damped_jacobian.posture_weight=0
 
 Prints a markdown table; ``--out FILE`` also writes it there with the command and the commit.
 """
@@ -30,17 +30,17 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
-for folder in (REPO, REPO / 'test' / 'core'):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+from benchmarks.common.from_tests import load_test_helper
+from ik_node.config.node_config import build_chain, load_config
+from ik_node.model.chain import Chain
 
-from ik_node.config.node_config import build_chain, load_config  # noqa: E402
-from ik_node.model.chain import Chain  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / 'benchmarks' / 'results'
+SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
+_smooth_paths = load_test_helper('smooth_paths')
 # ARMS: name -> (file, base, tip); arm6 is the packaged arm (its config/arm6.yaml chain).
-from smooth_paths import ARMS, joint_curve, step_bound, stream  # noqa: E402
+ARMS, joint_curve, step_bound, stream = (_smooth_paths.ARMS, _smooth_paths.joint_curve,
+                                         _smooth_paths.step_bound, _smooth_paths.stream)
 
 
 
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
                 break
             except ValueError:
                 pass
-    lines = [f'`python benchmarks/{Path(__file__).name} {" ".join(argv or sys.argv[1:])}` at '
+    lines = [f'`python -m benchmarks.solvers.stream_paths {" ".join(argv or sys.argv[1:])}` at '
              f'{commit()}: {args.solver}, {args.task}, {args.paths} paths x {args.steps} steps',
              '', '| arm | steps > %g rad | largest step [rad] | within bound | converged | '
              'ms/solve |' % args.jump, '|---|---:|---:|---:|---:|---:|']
