@@ -2,20 +2,15 @@
 that leaves the reachable region (no timing here)."""
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.node import latency as bench_node_latency
+from benchmarks.reach import out_of_reach
 from ik_node import Chain
 from ik_node.model.chain import chain_lengths
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / 'benchmarks'
-sys.path.insert(0, str(BENCHMARKS))
-
-import bench_node_latency  # noqa: E402
-import out_of_reach  # noqa: E402
 
 PLANAR4 = Path(__file__).resolve().parents[2] / 'urdf' / 'planar4.urdf'
 
