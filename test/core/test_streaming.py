@@ -12,7 +12,8 @@ is 20 paths x 400 steps per arm by ``benchmarks/solvers/stream_paths.py``; here 
 paths whose streams jump (a step above 1 rad) without the stream rules (near-seed restarts, the
 pull), with the solve's clock lifted (``timeout`` 60 s, so the load of the machine does not
 decide when restarts begin). On these hardest paths the share of steps within the plain bound
-is asked to be 99.5 % (Panda's three here have 5 steps of 1197 pressed against a limit or restarted, beyond it).
+is asked to be 99.5 % (Panda's three here have 5 steps of 1197 pressed against a limit or
+restarted, beyond it).
 """
 
 import math
