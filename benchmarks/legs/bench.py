@@ -46,7 +46,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-
 import numpy as np
 
 from benchmarks.reach import out_of_reach

@@ -49,7 +49,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-
 import numpy as np
 
 from benchmarks.common import target_checks

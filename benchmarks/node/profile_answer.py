@@ -30,7 +30,6 @@ import sys
 import time
 from pathlib import Path
 
-
 import numpy as np
 
 from benchmarks.node.latency import read_config, tip_positions, trajectory

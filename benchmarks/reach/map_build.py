@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from ik_node import Chain
 from ik_node.reachability import (DEFAULT_DIRECTIONS, DEFAULT_SAMPLES,
                                   DEFAULT_VOXEL_M, build_reachability_map)

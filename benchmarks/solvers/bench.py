@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-
 import numpy as np
 import transforms3d
 

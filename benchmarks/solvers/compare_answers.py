@@ -10,9 +10,10 @@ then the cost of the code it adds.
 
 Usage::
 
-    python -m benchmarks.solvers.compare_answers /tmp/after.npy          # this checkout
-    python /other/checkout/benchmarks/compare_answers.py /tmp/before.npy
+    python -m benchmarks.solvers.compare_answers /tmp/after.npy        # this checkout
     python -m benchmarks.solvers.compare_answers --compare /tmp/before.npy /tmp/after.npy
+    python -m benchmarks.ab answers --against main      # both steps for a git revision
+
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 
 import transforms3d
 

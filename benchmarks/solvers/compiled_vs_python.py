@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
-
 import numpy as np
 import transforms3d
 import yaml

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from ik_node import make_solver
 from ik_node.model.chain import Chain
 from ik_node.solvers import kernels

@@ -45,7 +45,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-
 import numpy as np
 
 from ik_node import Chain, make_solver

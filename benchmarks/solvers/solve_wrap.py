@@ -33,7 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-
 import numpy as np
 import transforms3d
 
