@@ -111,10 +111,10 @@ def main(argv=None) -> int:
                     help='folder for the runs\' output (default: a new temporary folder)')
     ap.add_argument('--keep', action='store_true', help='keep the revision\'s worktree')
     ap.add_argument('--lines', type=int, default=15, help='lines of each run\'s output printed')
-    ap.add_argument('args', nargs=argparse.REMAINDER,
-                    help='after --: the arguments of the benchmark module')
-    args = ap.parse_args(argv)
-    suite_args = args.args[1:] if args.args[:1] == ['--'] else args.args
+    ap.epilog = 'Arguments after -- go to the benchmark module.'
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index('--') if '--' in argv else len(argv)
+    args, suite_args = ap.parse_args(argv[:cut]), argv[cut + 1:]
     if args.suite != 'answers':
         if not (REPO / 'benchmarks' / (args.suite.replace('.', '/') + '.py')).is_file():
             ap.error(f'no benchmark module benchmarks.{args.suite} (or the suite answers)')
