@@ -51,7 +51,8 @@ class Side(NamedTuple):
 
 
 def other_tree(rev: str, workdir: Path) -> Path:
-    """A worktree of ``rev`` in ``workdir``, its ``benchmarks/`` replaced by this checkout's.
+    """A worktree of ``rev`` in ``workdir``, its ``benchmarks/`` replaced by this checkout's,
+    ``../shared`` (the reference robots) beside it as beside this checkout.
 
     Raises:
         SystemExit: ``rev`` is not a revision of this repository (git's message).
@@ -65,6 +66,9 @@ def other_tree(rev: str, workdir: Path) -> Path:
     shutil.copytree(REPO / 'benchmarks', tree / 'benchmarks',
                     ignore=shutil.ignore_patterns('__pycache__', 'results'))
     (tree / 'benchmarks' / 'results').mkdir()
+    shared = REPO.parent / 'shared'  # the reference robots, found beside the checkout
+    if shared.is_dir():
+        (workdir / 'shared').symlink_to(shared.resolve(), target_is_directory=True)
     return tree
 
 
