@@ -109,3 +109,37 @@ def test_no_benchmark_edits_sys_path():
              if 'sys.path.insert' in p.read_text() or 'sys.path.append' in p.read_text()]
     # benchmarks/collisions/bench.py is being rewritten by its owner: drop it from here then.
     assert edits == [p for p in edits if p == 'benchmarks/collisions/bench.py'], edits
+
+
+def run_ab(*args, timeout=300):
+    return subprocess.run([sys.executable, '-m', 'benchmarks.ab', *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.mark.slow
+def test_ab_runs_a_benchmark_on_both_sides_in_alternating_rounds(tmp_path):
+    proc = run_ab('reach.map_build', '--against', 'no-numba', '--rounds', '2', '--out',
+                  str(tmp_path), '--', '--robots', 'arm6', '--samples', '2000', '--repeat', '1')
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    order = [line.split(',')[1].split()[0] for line in proc.stdout.splitlines()
+             if line.startswith('--- round')]
+    assert order == ['A', 'B', 'B', 'A']  # the second round starts with the other side
+    for run in ('0_A', '0_B', '1_A', '1_B'):
+        assert 'voxels' in (tmp_path / f'{run}.txt').read_text(), run
+
+
+@pytest.mark.slow
+def test_ab_answers_compares_both_sides_answer_by_answer(tmp_path, shared_robot):
+    shared_robot('ur5.urdf')
+    proc = run_ab('answers', '--against', 'no-numba', '--n', '1', '--out', str(tmp_path))
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    # 6 arms x 1 target x 2 starts x (6D, position): every answer of both sides compared
+    assert '24 solves' in proc.stdout, proc.stdout
+    assert (tmp_path / 'answers_A.npy').is_file() and (tmp_path / 'answers_B.npy').is_file()
+
+
+def test_ab_refuses_an_unknown_benchmark_or_revision_with_the_name():
+    proc = run_ab('solvers.nope', '--against', 'no-numba', timeout=60)
+    assert proc.returncode == 2 and 'benchmarks.solvers.nope' in proc.stderr
+    proc = run_ab('answers', '--against', 'no-such-revision-xyz', timeout=60)
+    assert proc.returncode != 0 and 'no-such-revision-xyz' in proc.stdout + proc.stderr
