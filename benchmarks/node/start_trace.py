@@ -61,11 +61,11 @@ class StartTracedNode(IkNode):
         super().__init__(*args, **kwargs)
         note('constructed')
 
-    def _schedule_solve(self) -> None:  # the target subscriptions' callback calls it first
+    def _schedule_solve(self, *args, **kwargs) -> None:  # a target's callback calls it first
         if not self._seen_target:
             self._seen_target = True
             note('first_target')
-        super()._schedule_solve()
+        super()._schedule_solve(*args, **kwargs)
 
     def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
         if not self._seen_answer:
