@@ -3,7 +3,7 @@
 
 Builds ``IkNode`` with ``config/<config>.yaml`` (rclpy initialised, a private domain) and calls
 its own subscription callback (``~/target_point``, ``~/target_pose`` on 6-joint chains, or
-``~/target_poses`` for several tips) with the messages of ``bench_node_latency.py``'s smooth
+``~/target_poses`` for several tips) with the messages of ``benchmarks.common.paths``' smooth
 path (serialized beforehand where the node takes them serialized), at ``--rate`` (1 kHz: the
 statuses and marker arrays, which go out at their own rates, then weigh on each answer as in a
 stream), the node's timer run every 100 answers; the reachability map is not built
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.node.latency import read_config, tip_positions, trajectory
+from benchmarks.common.paths import read_config, tip_positions, trajectory
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'

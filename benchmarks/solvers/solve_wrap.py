@@ -3,7 +3,7 @@
 against the raw kernel, on the same targets from the same seeds.
 
 arm6 (``config/arm6.yaml``'s damped_jacobian parameters, or the defaults with ``--defaults``),
-6D targets along the smooth joint-space path of ``bench_node_latency.py`` (each solve seeded
+6D targets along the smooth joint-space path of ``benchmarks.common.paths`` (each solve seeded
 with the previous answer, as the node seeds a stream), or FK of random configurations from the
 mid configuration (``--random``). The compiled kernels are loaded first. Three timings per
 target, interleaved (the order rotates from target to target), ``time.perf_counter`` around each:
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import transforms3d
 
-from benchmarks.node.latency import read_config, trajectory
+from benchmarks.common.paths import read_config, trajectory
 from ik_node import Chain, make_solver
 from ik_node.solvers import kernels
 
