@@ -53,7 +53,7 @@ from ik_node.solvers import kernels
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = Path(__file__).resolve().parents[2] / 'shared' / 'robots'
+SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 #: name -> (file, base, tip, where)
 KNOWN_ROBOTS = {
