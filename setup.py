@@ -86,7 +86,7 @@ setup(
     extras_require={
         'ros': ROS_WHEELS,
         'demo': ['matplotlib'],
-        # the compiled peers of benchmarks/bench_solvers.py (optional; skipped when missing)
+        # the compiled peers of benchmarks/solvers/bench.py (optional; skipped when missing)
         'bench': ['optik-py', 'pytracik'],
         # kept for old commands: numba is an install requirement (docs/speed.md)
         'fast': [numba_requirement()],

@@ -144,5 +144,5 @@ def test_test_modules_and_benchmarks_import_no_test_module():
     """Shared test code lives in helper modules (``harness``, ``smooth_paths``, ``urdf_texts``,
     ...), never in a test module another one imports."""
     test_modules = {p.stem for p in (REPO / 'test').rglob('test_*.py')}
-    for path in [*(REPO / 'test').rglob('*.py'), *(REPO / 'benchmarks').glob('*.py')]:
+    for path in [*(REPO / 'test').rglob('*.py'), *(REPO / 'benchmarks').rglob('*.py')]:
         assert not imported_names(path) & test_modules, (path, imported_names(path) & test_modules)
