@@ -53,7 +53,7 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from ik_node import Chain
-from ik_node.ros.targets import quat_xyzw_from_rotation
+from ik_node.ros.inputs.targets import quat_xyzw_from_rotation
 from urdf_limits import urdf_limits
 
 REPO = Path(__file__).resolve().parents[2]

@@ -432,7 +432,7 @@ class FaultySolver(DampedJacobianSolver):
             raw.q = np.full(self.chain.n, math.nan)
         return raw
 
-from ik_node.ros.node import main
+from ik_node.ros.app.run import main
 sys.exit(main())
 """
 

@@ -37,7 +37,7 @@ from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
 from ik_node.ros.rviz.drag_targets import FOLLOW_RATE_HZ  # noqa: E402
 from ik_node.ros.rviz.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
                                      pose_from_input)
-from ik_node.ros.targets import quat_xyzw_from_rotation  # noqa: E402
+from ik_node.ros.inputs.targets import quat_xyzw_from_rotation  # noqa: E402
 
 MOVES = {'move_x', 'move_y', 'move_z'}
 ROTATES = {'rotate_x', 'rotate_y', 'rotate_z'}

@@ -331,7 +331,7 @@ def test_a_planar_chains_target_moves_in_the_plane_only(normal):
 
 # --------------------------------------------------------------------- planar point targets
 def test_a_planar_chains_tip_moves_in_one_plane_and_a_spatial_ones_does_not():
-    from ik_node.ros.planar_targets import tip_planes
+    from ik_node.ros.solving.planar_targets import tip_planes
     planes = tip_planes(chain('planar4'))
     assert list(planes) == ['tip']
     np.testing.assert_allclose(np.abs(planes['tip'].normal), [0, 0, 1])
@@ -341,7 +341,7 @@ def test_a_planar_chains_tip_moves_in_one_plane_and_a_spatial_ones_does_not():
 
 
 def test_a_point_near_the_plane_is_projected_onto_it_and_a_far_one_kept():
-    from ik_node.ros.planar_targets import Plane, onto_plane
+    from ik_node.ros.solving.planar_targets import Plane, onto_plane
     normal = np.array([0.0, 0.6, 0.8])
     plane = Plane(np.array([1.0, 2.0, 3.0]), normal)
     rng = np.random.default_rng(9)
@@ -390,7 +390,7 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
 def test_idle_joints_are_not_flagged_and_rest_inside_their_limits():
     """quad12 with one foot targeted: the other legs' knees rest bent inside their limits
     (their range excludes 0), and only the targeted leg's joints may be called near a limit."""
-    from ik_node.ros.robot_model import rest_pose
+    from ik_node.ros.solving.robot_model import rest_pose
     quad = Chain.from_urdf_file(REPO / 'urdf' / 'quad12.urdf', 'base_link',
                                 ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot'])
     rest = rest_pose(quad)
@@ -544,7 +544,7 @@ def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
     """One legend for the four feet's maps: the words once, then a line per foot in its hue,
     all inside the view, none over the body, the legs or the feet at rest (RViz draws text
     over everything)."""
-    from ik_node.ros.robot_model import rest_pose
+    from ik_node.ros.solving.robot_model import rest_pose
     from ik_node.ros.rviz import views
     from ik_node.ros.rviz.camera import text_corners, text_width
     quad = view_chain('quad12')

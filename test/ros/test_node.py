@@ -272,7 +272,7 @@ def test_a_burst_of_targets_is_answered_one_by_one_in_order(harness, monkeypatch
     # A burst the node solves in order, none skipped, while its messages are fresh (here: for
     # an hour, so the machine's load cannot make them stale).
     from geometry_msgs.msg import PointStamped
-    from ik_node.ros import inputs
+    from ik_node.ros.inputs import target_subscriptions as inputs
     monkeypatch.setattr(inputs, 'TARGET_FRESH_S', 3600.0)
     ik, probe = harness.start('leg3')
     chain = chain_of('leg3')

@@ -71,7 +71,7 @@ def test_obstacles_on_the_topic_are_checked_and_a_bad_one_is_refused(harness,
     publisher.publish(MarkerArray(markers=[bad]))
     error = probe.next_status(mark, lambda s: s.level == DiagnosticStatus.ERROR, 'an error')
     assert 'obstacles' in error.message and 'test/2' in error.message
-    probe.wait_for('the obstacle taken', lambda: ik._model.solver._collision.checker.world
+    probe.wait_for('the obstacle taken', lambda: ik.model.solver._collision.checker.world
                    .obstacles or (publisher.publish(MarkerArray(markers=[ball])) and None))
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, q))
@@ -88,14 +88,14 @@ def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_
         harness, collision_robot, monkeypatch):
     # The collision values and the colliding links are for a person: measured when a status
     # or a marker array goes out (at their rates), not for every answer of a stream.
-    import ik_node.ros.node as node_module
+    import ik_node.ros.solve_loop as solve_loop
     calls = []
-    inner = node_module.collision_outputs
+    inner = solve_loop.collision_outputs
 
     def counted(*args, **kwargs):
         calls.append(1)
         return inner(*args, **kwargs)
-    monkeypatch.setattr(node_module, 'collision_outputs', counted)
+    monkeypatch.setattr(solve_loop, 'collision_outputs', counted)
     chain, ik, probe = start_ur5e(harness, collision_robot)
     q0 = np.array([0.0, -1.57, 0.0, -1.57, 0.0, 0.0])
     mark = probe.mark()

@@ -250,7 +250,7 @@ def test_targets_in_a_frame_outside_the_urdf_are_refused_without_tf2_or_looked_u
     diags = graph.diagnostics('ik_node')
     try:
         import tf2_ros  # noqa: F401
-        from ik_node.ros.inputs import TF_WARM_UP_S
+        from ik_node.ros.inputs.tf_frames import TF_WARM_UP_S
     except ImportError:
         TF_WARM_UP_S = None
     proc = start_node(params)
@@ -325,8 +325,8 @@ LOOKUP_AT_ONCE = """
 import json, sys, time
 import rclpy
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.ros.inputs import TfFrames
-from ik_node.ros.targets import TfWarmingUp
+from ik_node.ros.inputs.tf_frames import TfFrames
+from ik_node.ros.inputs.targets import TfWarmingUp
 rclpy.init()
 node = rclpy.create_node('ik_side_' + sys.argv[1])
 tf_frames = TfFrames(node)

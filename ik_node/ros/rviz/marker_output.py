@@ -18,7 +18,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ik_node.ros.rviz import markers, views
 from ik_node.ros.rviz.camera import OrbitView, pulled_into_view
-from ik_node.ros.solve_report import SolveReport
+from ik_node.ros.outputs.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
                                    fragility_reasons, is_fragile, tip_quality)

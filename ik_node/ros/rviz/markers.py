@@ -143,7 +143,7 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
         if out is not None:
             center, r_min, r_max = out
             return Envelope(np.asarray(center, dtype=float), float(r_min), float(r_max),
-                            planar_normal(chain, tip))
+                            chain.planar_normal(tip))
     if chain.n == 0 or any(j.is_prismatic for j in chain.joints):
         return None
     idx = chain.joints_of_tip(tip)
@@ -151,14 +151,7 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
         return None
     center = chain.joint_frames(np.zeros(chain.n))[idx[0], :3, 3]
     return Envelope(center, 0.0, float(sum(chain_lengths(chain, tip))),
-                    planar_normal(chain, tip))
-
-
-def planar_normal(chain: Chain, tip: Optional[str] = None) -> Optional[np.ndarray]:
-    """The common axis (base frame) of a tip's joints if they are all revolute and parallel
-    (the tip then moves in a plane normal to it), else None."""
-    plane = chain.motion_plane(tip)
-    return None if plane is None else np.array(plane.normal)
+                    chain.planar_normal(tip))
 
 
 # ---------------------------------------------------------------------------------- envelope

@@ -1,7 +1,7 @@
-"""One solve as the node's outputs see it: a value handed to the statuses and markers (made on
-every answer, so a plain dataclass: a frozen one costs more to build; nothing changes it).
+"""One solve as the node's outputs see it: a frozen value handed to the statuses and markers,
+built by keyword.
 
-No rclpy: a plain dataclass over the chain, the solver's result and the targets solved.
+No rclpy: a frozen dataclass over the chain, the solver's result and the targets solved.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 
 from ik_node.model.chain import Chain
 from ik_node.ros.outputs.jump_guard import Verdict
-from ik_node.ros.targets import TargetInBase
+from ik_node.ros.inputs.targets import TargetInBase
 from ik_node.solvers.base import IkResult
 
 
-@dataclass
+@dataclass(frozen=True)
 class SolveReport:
     """A solve, answered: what was solved, how, and what went out.
 

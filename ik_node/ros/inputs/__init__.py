@@ -1,0 +1,6 @@
+"""What flows into the node, one module each: the target topics (``target_subscriptions``, their
+messages read from the bytes by ``target_cdr`` and turned into ``targets``), the newest pending
+target of each tip (``latest_targets``), the measured joint state (``measured_state``), the
+robot description topic (``description``) and TF (``tf_frames``); ``node_inputs`` holds them
+together for the node. Nothing here solves or publishes.
+"""
