@@ -3,12 +3,13 @@
 Rooms, each importing only the ones listed before it (``test/core/test_layers.py`` checks it):
 
 * ``inputs/``: what flows in: the target topics (``target_subscriptions``, read from the bytes
-  by ``target_cdr``, turned into ``targets``), ``latest_targets`` (the newest pending target of
-  each tip, never a backlog), ``measured_state``, ``description`` (the robot description
-  topic), ``tf_frames``; ``node_inputs`` holds them together.
+  by ``target_cdr``, turned into ``targets``; ``target_flow``: when a kept message is handed on
+  or skipped), ``latest_targets`` (the newest pending target of each tip, never a backlog),
+  ``measured_state``, ``description`` (the robot description topic), ``tf_frames``;
+  ``node_inputs`` holds them together.
 * ``outputs/``: ``solution_output`` (joint states or controller commands), ``jump_guard``,
   ``diagnostics`` (statuses on ``/diagnostics``) behind ``status_rate_gate``, worded by
-  ``status_format``; ``solve_report`` (one solve as the outputs see it, a frozen value).
+  ``status_format``; ``solve_report`` (one solve as the outputs see it, an immutable value).
 * ``rviz/``: what RViz shows and takes: ``markers`` and ``marker_shapes`` (marker contents),
   ``marker_output`` (``~/markers``), ``map_markers`` and ``reach_map_output``
   (``~/reachability``), ``interactive`` and ``interactive_marker_msgs`` (the interactive target

@@ -15,7 +15,7 @@ parameter request waits for one solve at most.
 One solve (:meth:`SolveLoop._solve_pending`) has the pipeline place and solve the targets
 (:mod:`ik_node.ros.solving.target_pipeline`), checks the solution, passes it through the model's
 :class:`~ik_node.ros.outputs.jump_guard.JumpGuard` (which holds or limits an answer that would
-move a joint too far), publishes what the guard lets through, and hands one frozen
+move a joint too far), publishes what the guard lets through, and hands one immutable
 :class:`~ik_node.ros.outputs.solve_report.SolveReport` to the markers and the status. The
 node's lock keeps a solve, the timer and a model change from overlapping.
 """
@@ -36,7 +36,7 @@ from ik_node.ros.inputs.latest_targets import LatestTargets
 from ik_node.ros.inputs.targets import Target, stamps_of
 from ik_node.ros.model_lifecycle import ModelLifecycle, NodeParts
 from ik_node.ros.outputs.solution_output import check_publishable
-from ik_node.ros.outputs.solve_report import SolveReport
+from ik_node.ros.outputs.solve_report import Once, SolveReport
 from ik_node.solvers.collision_guard import collision_outputs, has_collision_check
 
 #: How long after its last solve ended the node counts as idle [s]: a target message kept
@@ -217,7 +217,7 @@ class SolveLoop:
                 standing=parts.pipeline.standing, q=q, frame=job.frame, stamps=job.stamps,
                 count=count, seed_note=job.seed_note, output=parts.solution.kind,
                 joint_state_stamp=out_stamp, guard=verdict,
-                collision_check=partial(collision_outputs, model.solver, q, result)
+                collision_check=Once(partial(collision_outputs, model.solver, q, result))
                 if has_collision_check(model.solver) else None)
             parts.markers.hold(report)
             self._answered(job.stamps, out_stamp, result)

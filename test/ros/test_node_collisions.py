@@ -9,25 +9,16 @@ import numpy as np
 import pytest
 import transforms3d
 
-rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('fcl')
 pytest.importorskip('trimesh')
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus
+from visualization_msgs.msg import Marker, MarkerArray
 
-import collision_robots  # noqa: E402
-from harness import values  # noqa: E402
-from ik_node import Chain  # noqa: E402
+import collision_robots
+from harness import values
 
 collision_robot = collision_robots.collision_robot
-
-
-def start_ur5e(harness, collision_robot):
-    path = collision_robot('ur5e.urdf')
-    ik, probe = harness.start('arm6', urdf_file=str(path), base_link='base_link',
-                              tip_link='tool0', solver='damped_jacobian')
-    return Chain.from_urdf_file(path, 'base_link', 'tool0'), ik, probe
 
 
 def pose_of(chain, q):
@@ -38,7 +29,8 @@ def pose_of(chain, q):
 
 def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
                                                                        collision_robot):
-    chain, ik, probe = start_ur5e(harness, collision_robot)
+    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
+                                              'tool0', 'damped_jacobian')
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, [0.0, -1.57, 2.9, 0.0, 0.0, 0.0]))
     v = values(probe.next_result(mark, 0))
@@ -58,7 +50,8 @@ def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
 
 def test_obstacles_on_the_topic_are_checked_and_a_bad_one_is_refused(harness,
                                                                      collision_robot):
-    chain, ik, probe = start_ur5e(harness, collision_robot)
+    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
+                                              'tool0', 'damped_jacobian')
     q = [0.0, -1.57, 0.0, -1.57, 0.0, 0.0]
     elbow = chain.link_transform('forearm_link', np.array(q))[:3, 3]
     publisher = probe.node.create_publisher(MarkerArray, f'/{probe.ik_name}/obstacles', 10)
@@ -96,7 +89,8 @@ def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_
         calls.append(1)
         return inner(*args, **kwargs)
     monkeypatch.setattr(solve_loop, 'collision_outputs', counted)
-    chain, ik, probe = start_ur5e(harness, collision_robot)
+    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
+                                              'tool0', 'damped_jacobian')
     q0 = np.array([0.0, -1.57, 0.0, -1.57, 0.0, 0.0])
     mark = probe.mark()
     count_before = probe.last_solve_count()

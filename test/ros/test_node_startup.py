@@ -9,12 +9,9 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
-pytest.importorskip('rclpy')
-
-import harness as h  # noqa: E402
-import ik_node.ros.model_lifecycle as model_lifecycle  # noqa: E402
+import harness as h
+import ik_node.ros.model_lifecycle as model_lifecycle
 
 
 def test_the_map_and_the_view_wait_for_the_first_answer(harness, monkeypatch):

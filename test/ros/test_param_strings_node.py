@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from untidy_params import FILE_TEXT
 
-pytest.importorskip('rclpy')
-
-from harness import Harness  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------ node
 @pytest.fixture
-def make_node(tmp_path, ros):
-    """Start IkNode in this process from a parameters file (the shared harness); destroyed
-    afterwards."""
-    harness = Harness(ros, tmp_path)
-    count = itertools.count()
-
-    def make(text: str):
-        path = tmp_path / f'params{next(count)}.yaml'
-        path.write_text(text)
-        return harness.start_node('ik_node', ['--ros-args', '--params-file', str(path)])
-    return make
+def make_node(harness):
+    """Start IkNode in this process from a parameters file's text (the shared harness);
+    destroyed afterwards."""
+    return harness.start_from_text
 
 
 def _stored(node, name):
@@ -67,7 +55,7 @@ def test_without_a_pre_set_callback_the_node_refuses_and_names_the_canonical_val
         make_node, monkeypatch):
     """rclpy without pre-set callbacks (Humble) cannot rewrite a value being set: the node
     refuses it instead."""
-    rclpy_node = pytest.importorskip('rclpy.node')
+    import rclpy.node as rclpy_node
     if hasattr(rclpy_node.Node, 'add_pre_set_parameters_callback'):
         monkeypatch.delattr(rclpy_node.Node, 'add_pre_set_parameters_callback')
     node = make_node(FILE_TEXT)

@@ -24,16 +24,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
 
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray, String  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from harness import (PANDA, REPO, UR5, Ros, answers, robot_params, start_node,  # noqa: E402
+from harness import (PANDA, REPO, UR5, Ros, answers, robot_params, start_node,
                      stop, values, write_params)
-from ik_node import Chain  # noqa: E402
+from ik_node import Chain
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow

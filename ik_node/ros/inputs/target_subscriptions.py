@@ -19,6 +19,7 @@ from rclpy.serialization import deserialize_message
 
 from ik_node.errors import TargetError
 from ik_node.ros.inputs import target_cdr
+from ik_node.ros.inputs.target_flow import TargetFlow
 from ik_node.ros.inputs.targets import (Target, stamp_text, target_from_point, target_from_pose,
                                         targets_from_poses)
 
@@ -26,21 +27,6 @@ from ik_node.ros.inputs.targets import (Target, stamp_text, target_from_point, t
 #: in the node's: 50 ms of a 1 kHz stream, so a stall of the node's executor (or a burst of the
 #: sender) loses none of them.
 TARGET_QUEUE_DEPTH = 50
-#: How long a target message may wait in the node's queue [s] and still be solved in its turn
-#: while the node's executor thread is busy (:data:`TARGET_BUSY_SHARE`): the node cannot keep
-#: up, and skips to the newest message of a subscription whose oldest waited longer (the ones
-#: between count as skipped).
-TARGET_FRESH_S = 0.02
-#: How long a target message may wait in the node's queue [s] and still be solved in its turn
-#: while the executor thread is not busy (the wait came from a stall or a burst, which the node
-#: catches up with); a full queue (:data:`TARGET_QUEUE_DEPTH`) skips to the newest at once.
-TARGET_MAX_WAIT_S = 0.1
-#: The executor thread counts as busy when it spent at least this share of the last
-#: :data:`TARGET_LOAD_WINDOW_S` on the CPU (its own CPU time: time the machine gave to others
-#: does not count).
-TARGET_BUSY_SHARE = 0.9
-#: The window [s] over which the executor thread's CPU share is measured.
-TARGET_LOAD_WINDOW_S = 0.25
 TARGET_QOS = QoSProfile(depth=TARGET_QUEUE_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -51,11 +37,11 @@ class TargetSubscriptions:
     With ``wake``, messages are taken serialized and queued per subscription (at most
     :data:`TARGET_QUEUE_DEPTH`); each :meth:`drain` hands on the oldest message of every
     subscription, in the order they arrived (turning it into targets from the bytes,
-    :mod:`ik_node.ros.target_cdr`, without a Python message), so a stream the solves keep up
-    with is answered message by message, a burst absorbed. A subscription whose oldest message
-    waited longer than :data:`TARGET_FRESH_S` while the thread that drains is busy (a stream
-    faster than the solves), or longer than :data:`TARGET_MAX_WAIT_S`, or whose queue is full,
-    is behind: :meth:`drain` skips to its newest message, so no backlog builds up.
+    :mod:`ik_node.ros.inputs.target_cdr`, without a Python message), so a stream the solves
+    keep up with is answered message by message, a burst absorbed. A subscription whose oldest
+    message waited too long (the :class:`~ik_node.ros.inputs.target_flow.TargetFlow` policy: a
+    stream faster than the solves, or a long stall), or whose queue is full, is behind:
+    :meth:`drain` skips to its newest message, so no backlog builds up.
     Taking a message costs a few microseconds, so a flood never builds a queue of callbacks in
     the executor in front of a parameter request. Without ``wake`` every message is converted
     and handed on as it arrives.
@@ -70,24 +56,18 @@ class TargetSubscriptions:
             should :meth:`drain` soon.
         on_skipped: ``on_skipped(n)``: kept messages of ``n`` targets in all were skipped (a
             newer one of the same subscription is handed on instead).
-        fresh_s, max_wait_s, busy_share: how long a kept message may wait and still be
-            handed on in its turn while the draining thread is busy, and while it is not, and
-            the CPU share that makes it busy (None: :data:`TARGET_FRESH_S`,
-            :data:`TARGET_MAX_WAIT_S`, :data:`TARGET_BUSY_SHARE`).
+        flow: how long a kept message may wait and still be handed on in its turn (None: a
+            :class:`~ik_node.ros.inputs.target_flow.TargetFlow` of the default times).
     """
 
     def __init__(self, node: Node, callback: Callable[..., None], callback_group=None,
                  on_error: Optional[Callable[[str, str, str], None]] = None,
                  wake: Optional[Callable[[], None]] = None,
                  on_skipped: Optional[Callable[[int], None]] = None,
-                 fresh_s: Optional[float] = None, max_wait_s: Optional[float] = None,
-                 busy_share: Optional[float] = None) -> None:
+                 flow: Optional[TargetFlow] = None) -> None:
         self._node, self._callback, self._group = node, callback, callback_group
         self._on_error = on_error
-        self._fresh_s, self._max_wait_s, self._busy_share = fresh_s, max_wait_s, busy_share
-        # the draining thread's CPU share: (thread, window start, its CPU time then), busy
-        self._load: Tuple[int, float, float] = (0, 0.0, 0.0)
-        self.busy = False
+        self._flow = TargetFlow() if flow is None else flow
         self._wake, self._on_skipped = wake, on_skipped
         self._subs: List = []
         self._kept_lock = threading.Lock()
@@ -152,6 +132,11 @@ class TargetSubscriptions:
             msg_type, topic, keep, TARGET_QOS, callback_group=self._group, raw=True))
 
     @property
+    def busy(self) -> bool:
+        """True while the draining thread counts as busy (:class:`TargetFlow`)."""
+        return self._flow.busy
+
+    @property
     def kept(self) -> bool:
         """True while a kept message waits for :meth:`drain` (:attr:`waiting`: how many)."""
         return self.waiting > 0
@@ -165,7 +150,7 @@ class TargetSubscriptions:
             if not self.waiting:
                 return
             now = time.monotonic()
-            self._measure_load(now)
+            self._flow.measure(now)
             if self.waiting == 1:  # the common case: a stream the node keeps up with
                 out = []
                 for queue in self._kept.values():
@@ -189,11 +174,7 @@ class TargetSubscriptions:
         """(Lock held) :meth:`drain`'s take of several kept messages: the oldest of every
         subscription, or its newest where it is behind, in the order they arrived, and how
         many targets the messages skipped held."""
-        if self.busy:
-            wait_s = TARGET_FRESH_S if self._fresh_s is None else self._fresh_s
-        else:
-            wait_s = TARGET_MAX_WAIT_S if self._max_wait_s is None else self._max_wait_s
-        stale = now - wait_s
+        stale = self._flow.stale_before(now)
         out, skipped = [], 0
         for queue in self._kept.values():
             if not queue:
@@ -207,20 +188,6 @@ class TargetSubscriptions:
         if len(out) > 1:
             out.sort(key=lambda item: item[0])
         return out, skipped
-
-    def _measure_load(self, now: float) -> None:
-        """Update :attr:`busy` (the draining thread spent at least the busy share of the last
-        window on the CPU) when a window has passed; a window starts again in another thread."""
-        thread, start, cpu0 = self._load
-        ident = threading.get_ident()
-        if ident != thread:
-            self._load = (ident, now, time.thread_time())
-            return
-        if now - start >= TARGET_LOAD_WINDOW_S:
-            cpu = time.thread_time()
-            share = TARGET_BUSY_SHARE if self._busy_share is None else self._busy_share
-            self.busy = cpu - cpu0 >= share * (now - start)
-            self._load = (ident, now, cpu)
 
     @staticmethod
     def _read_cdr(data: bytes, read: Callable, hand_on: Callable) -> bool:

@@ -146,8 +146,9 @@ class MarkerOutput:
             out.append(markers.beyond_marker(frame, stamp, k, p_shown, p_target, sizes))
             if not branched:
                 out.extend(markers.orientation_markers(frame, stamp, k, p_shown, quat, sizes))
-            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, '\n'.join(miss),
-                                                 warnings, sizes, p_shown, view))
+            out.extend(markers.tip_label_markers(
+                frame, stamp, k, p_tip, markers.TipLabel('\n'.join(miss), warnings), sizes,
+                p_shown, view))
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
                                          flagged=targeted, view=view))
