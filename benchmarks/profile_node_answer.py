@@ -154,8 +154,8 @@ def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
         if not profile:
             for attr, method in PARTS:
                 owner = node
-                for name in attr.split('.'):
-                    owner = getattr(owner, name, None)
+                for part in attr.split('.'):
+                    owner = getattr(owner, part, None)
                 if owner is not None and hasattr(owner, method):  # (another checkout's node
                     timed(owner, method, f'{attr[1:]}.{method}')   # may lack a part)
         sent = {'statuses': 0, 'marker arrays': 0}
