@@ -399,26 +399,28 @@ class Harness:
         self.ros, self.tmp_path = ros, tmp_path
         self.context = ros.context
 
-    def start(self, robot: str, tips=(None,), **overrides):
+    def start(self, robot: str, tips=(None,), node_class=None, **overrides):
         """Start an ik node on config/<robot>.yaml (plus overrides) and a probe; spin both.
-        Returns ``(ik, probe)`` once the probe hears the node."""
-        name, ik = self.start_alone(robot, **overrides)
+        ``node_class``: IkNode (None) or a subclass. Returns ``(ik, probe)`` once the probe
+        hears the node."""
+        name, ik = self.start_alone(robot, node_class, **overrides)
         ns = f'/{name}'
         probe = Probe(self.ros, name, joint_states=f'{ns}/joint_states',
                       diagnostics=f'{ns}/diagnostics', tips=tips)
         probe.wait_connected()
         return ik, probe
 
-    def start_alone(self, robot: str, **overrides):
-        """An ik node on config/<robot>.yaml (plus overrides) under a unique name, its joint
-        states and diagnostics remapped below that name, without a probe (the test brings its
-        own client). Returns ``(name, ik)``."""
+    def start_alone(self, robot: str, node_class=None, **overrides):
+        """An ik node (``node_class``: IkNode or a subclass) on config/<robot>.yaml (plus
+        overrides) under a unique name, its joint states and diagnostics remapped below that
+        name, without a probe (the test brings its own client). Returns ``(name, ik)``."""
         name = unique('ik')
         ns = f'/{name}'
         ik = self.start_node(name, [
             '--ros-args', '--params-file',
             str(params_file(self.tmp_path, robot, name, **overrides)),
-            '-r', f'/joint_states:={ns}/joint_states', '-r', f'/diagnostics:={ns}/diagnostics'])
+            '-r', f'/joint_states:={ns}/joint_states', '-r', f'/diagnostics:={ns}/diagnostics'],
+            node_class)
         return name, ik
 
     def start_urdf(self, path: Path, base_link: str, tip_link: str, solver: str,
@@ -435,11 +437,12 @@ class Harness:
         path.write_text(text)
         return self.start_node(name, ['--ros-args', '--params-file', str(path)])
 
-    def start_node(self, name: str, cli_args: Sequence[str]):
-        """An IkNode named ``name`` with ``cli_args`` (``--ros-args ...``), spun."""
+    def start_node(self, name: str, cli_args: Sequence[str], node_class=None):
+        """An IkNode (or ``node_class``) named ``name`` with ``cli_args`` (``--ros-args ...``),
+        spun."""
         from ik_node.ros.node import IkNode
-        return self.ros.add(IkNode(node_name=name, context=self.ros.context,
-                                   cli_args=list(cli_args)))
+        return self.ros.add((node_class or IkNode)(node_name=name, context=self.ros.context,
+                                                   cli_args=list(cli_args)))
 
     def add(self, node):
         """Spin another node of the test (an RViz-like client...)."""

@@ -22,7 +22,7 @@ from rcl_interfaces.srv import GetParameters
 from visualization_msgs.msg import Marker
 
 from harness import (REPO, answers, chain_of, positions_of, random_reachable_q,
-                     reached_ok, values)
+                     reached_ok, stamp_text, values)
 from ik_node import Chain
 
 
@@ -359,3 +359,31 @@ def test_an_integer_for_a_double_parameter_is_taken_as_the_number_then_range_che
     assert 'Wrong parameter type' not in result.reason, result.reason
     assert 'range' in result.reason.lower() or 'position_tolerance' in result.reason, result.reason
     assert probe.get_param('fabrik.position_tolerance') == pytest.approx(1e-4)
+
+
+def test_a_subclass_sees_every_target_kept_and_every_answer_through_the_hooks(harness):
+    from ik_node.ros.node import IkNode
+    kept, answered = [], []
+
+    class Observed(IkNode):
+        def on_target_kept(self) -> None:
+            kept.append(1)
+
+        def on_answered(self, target_stamps, joint_state_stamp, result) -> None:
+            answered.append((target_stamps, joint_state_stamp, bool(result.reachable)))
+
+    ik, probe = harness.start('leg3', node_class=Observed, reachability_samples=0)
+    chain = chain_of('leg3')
+    rng = np.random.default_rng(13)
+    received = []
+    for _ in range(3):
+        target = chain.fk(random_reachable_q(chain, rng))[:3, 3]
+        mark = probe.mark()
+        probe.send_point(target)
+        received.append(probe.joint_state_at(chain, target, mark[0]))
+    # One kept message and one answer per target, in order: each answer names its target's
+    # stamp and the stamp of the joint state that carried it.
+    assert len(kept) == 3
+    assert [a[0] for a in answered] == probe.sent
+    assert [a[1] for a in answered] == [stamp_text(m.header) for m in received]
+    assert all(a[2] for a in answered)
