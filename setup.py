@@ -106,7 +106,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ik_node = ik_node.ros.entry:main',
+            'ik_node = ik_node.ros.app.entry:main',
             'ik-solve = ik_node.cli:main',
         ],
     },

@@ -52,7 +52,7 @@ def recorder_main(conn, domain: int) -> None:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from ik_node.ros.run import make_executor
+    from ik_node.ros.app.run import make_executor
     rclpy.init()
     node = rclpy.create_node('ik_latency_recorder')
     received: List = []

@@ -178,7 +178,7 @@ def read_trace(path: Path) -> Dict[int, tuple]:
 
 
 def run_config(name: str, args, domain: int, relay: bool = False) -> Dict[str, Any]:
-    """One node (``relay``: the relay of ``relay_node.py`` instead) with config ``name``, every
+    """One node (``relay``: the relay of ``node/relay.py`` instead) with config ``name``, every
     rate of ``args`` in turn; its phases' figures."""
     import ik_node
     config_file = REPO / 'config' / f'{name}.yaml'
@@ -326,7 +326,7 @@ def main(argv=None) -> int:
                     help='runs of every config (a fresh node each); the target checks use the '
                          'median')
     ap.add_argument('--no-relay', dest='relay', action='store_false',
-                    help='skip the relay (relay_node.py: the same executor, QoS and message '
+                    help='skip the relay (node/relay.py: the same executor, QoS and message '
                          'types, no solve) that each node run is compared with')
     ap.add_argument('--label', default='', help='free text recorded in the results')
     ap.add_argument('--node-param', action='append', default=[], metavar='NAME:=VALUE',

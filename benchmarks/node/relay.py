@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The floor of ``bench_node_latency.py``: a minimal rclpy relay in place of ik_node.
+"""The floor of ``benchmarks/node/latency.py``: a minimal rclpy relay in place of ik_node.
 
 A node named ``ik_node`` subscribes to the target topics ik_node reads (``~/target_pose``,
 ``~/target_point``, ``~/target_poses``: the same message types, QoS and callback group) and
 answers every message with one ``sensor_msgs/JointState`` on ``/joint_states`` carrying the
 joint names ik_node publishes for the same config (built once, its positions refilled),
 stamped by the node's clock. No solve, no check, no diagnostics, no markers. It runs through
-:func:`ik_node.ros.run.main`, so with ik_node's executor and spin loop, and traces every answer
+:func:`ik_node.ros.app.run.main`, so with ik_node's executor and spin loop, and traces every answer
 as ``benchmarks/node/traced.py`` does (``IK_NODE_TRACE``), so the benchmark matches answers to
 targets the same way.
 
@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from ik_node.ros import held_signals
+from ik_node.ros.app import held_signals
 
 if __name__ == '__main__':  # hold SIGINT/SIGTERM back until main() runs, as ik_node does
     held_signals.hold()
@@ -32,10 +32,10 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from ik_node.config.files import flatten, load_yaml, parameters_of_file  # noqa: E402
 from ik_node.config.node_config import load_config  # noqa: E402
 from ik_node.config.ros_graph import graph_config_from_flat  # noqa: E402
-from ik_node.ros.inputs import TARGET_QOS  # noqa: E402
-from ik_node.ros.robot_model import build_robot_model  # noqa: E402
-from ik_node.ros.run import main  # noqa: E402
-from ik_node.ros.targets import stamp_text  # noqa: E402
+from ik_node.ros.inputs.target_subscriptions import TARGET_QOS  # noqa: E402
+from ik_node.ros.solving.robot_model import build_robot_model  # noqa: E402
+from ik_node.ros.app.run import main  # noqa: E402
+from ik_node.ros.inputs.targets import stamp_text  # noqa: E402
 
 TRACE: list = []
 

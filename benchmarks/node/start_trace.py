@@ -3,12 +3,12 @@
 ``first_answer.py --breakdown``.
 
 Starts the node as :mod:`ik_node.node` does (SIGINT and SIGTERM held before any import, then
-:func:`ik_node.ros.run.main`), with a subclass of :class:`ik_node.ros.node.IkNode` that notes
+:func:`ik_node.ros.app.run.main`), with a subclass of :class:`ik_node.ros.node.IkNode` that notes
 when each step of the start-up ends. Each moment is one line on stderr,
 ``start_trace <name> <time.time()>``, written when it happens:
 
 * ``interpreter``: this script's first line runs (Python and ``site`` are up);
-* ``imports``: ``ik_node.ros.node`` and ``ik_node.ros.run`` are imported (rclpy, numpy, the
+* ``imports``: ``ik_node.ros.node`` and ``ik_node.ros.app.run`` are imported (rclpy, numpy, the
   node's modules);
 * ``construct``: the node's constructor starts (``rclpy.init`` and the executor are done);
 * ``constructed``: the constructor returned (parameters, publishers, subscriptions, the robot
@@ -38,7 +38,7 @@ def note(name: str, at: float = 0.0) -> None:
 
 note('interpreter', _T0)
 from ik_node.ros.node import IkNode  # noqa: E402
-from ik_node.ros.run import main  # noqa: E402
+from ik_node.ros.app.run import main  # noqa: E402
 
 note('imports')
 _PROFILE = os.environ.get('IK_NODE_START_PROFILE')
@@ -61,13 +61,12 @@ class StartTracedNode(IkNode):
         super().__init__(*args, **kwargs)
         note('constructed')
 
-    def _schedule_solve(self, *args, **kwargs) -> None:  # a target's callback calls it first
+    def on_target_kept(self) -> None:  # the target subscriptions' callback calls it first
         if not self._seen_target:
             self._seen_target = True
             note('first_target')
-        super()._schedule_solve(*args, **kwargs)
 
-    def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
+    def on_answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
         if not self._seen_answer:
             self._seen_answer = True
             note('first_answer')

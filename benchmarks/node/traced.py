@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""ik_node with every answer traced, for ``bench_node_latency.py``.
+"""ik_node with every answer traced, for ``benchmarks/node/latency.py``.
 
-Runs :func:`ik_node.ros.run.main` with a subclass of :class:`ik_node.ros.node.IkNode` whose
-``_answered`` hook (called right after each solve's JointState is published) appends
+Runs :func:`ik_node.ros.app.run.main` with a subclass of :class:`ik_node.ros.node.IkNode` whose
+``on_answered`` hook (called right after each solve's JointState is published) appends
 ``[target_stamp, joint_state_stamp, reachable, solve_time_s, status]`` to a list; when the node
 ends (SIGTERM), the list is written as JSON to the file named by ``IK_NODE_TRACE``. The node's
 ``/diagnostics`` carry the same pair of stamps, but only for the statuses its rate gate lets
@@ -20,13 +20,13 @@ import json
 import os
 import sys
 
-from ik_node.ros import held_signals
+from ik_node.ros.app import held_signals
 
 if __name__ == '__main__':  # as python -m ik_node.node: hold SIGINT/SIGTERM back until main() runs
     held_signals.hold()
 
 from ik_node.ros.node import IkNode  # noqa: E402  (imports rclpy: after the signals are held)
-from ik_node.ros.run import main  # noqa: E402
+from ik_node.ros.app.run import main  # noqa: E402
 
 TRACE: list = []
 
@@ -34,7 +34,7 @@ TRACE: list = []
 class TracedNode(IkNode):
     """IkNode recording every answer (a list append per solve: ~1 µs)."""
 
-    def _answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
+    def on_answered(self, target_stamps: str, joint_state_stamp: str, result) -> None:
         TRACE.append((target_stamps, joint_state_stamp, bool(result.reachable),
                       float(result.solve_time), result.status.value))
 

@@ -16,7 +16,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from ik_node.errors import IkError
-from ik_node.ros import held_signals
+from ik_node.ros.app import held_signals
 
 _SPIN_PERIOD_S = 0.1
 #: How often the spin loop looks whether the node made new long-lived objects [s].
@@ -89,11 +89,11 @@ class LongLivedHeap:
         gc.freeze()
 
 
-def main(args: Optional[List[str]], node_class: type) -> int:
+def main(args: Optional[List[str]] = None, node_class: Optional[type] = None) -> int:
     """Entry point of the ``ik_node`` executable. Returns the exit status.
 
-    ``node_class``: the node to run, :class:`ik_node.ros.node.IkNode` or a subclass (the latency
-    benchmark's traced node).
+    ``args``: the command line (None: ``sys.argv``). ``node_class``: the node to run,
+    :class:`ik_node.ros.node.IkNode` (None) or a subclass (the latency benchmark's traced node).
 
     SIGINT and SIGTERM end the node cleanly at any moment: they are held back while rclpy, the
     executor and the node are built and torn down, and handled by a flag the spin loop checks
@@ -101,6 +101,9 @@ def main(args: Optional[List[str]], node_class: type) -> int:
     raced with the node's teardown and crashed it).
     """
     held_signals.hold()
+    if node_class is None:
+        from ik_node.ros.node import IkNode
+        node_class = IkNode
     stop = threading.Event()
     for sig in held_signals.SIGNALS:
         signal.signal(sig, lambda *_: stop.set())

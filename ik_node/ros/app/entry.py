@@ -10,9 +10,9 @@ import importlib
 import sys
 from typing import List, Optional
 
-from ik_node.ros import held_signals
+from ik_node.ros.app import held_signals
 
-# Held back until the node can end cleanly: ik_node.ros.run.main delivers them once it spins.
+# Held back until the node can end cleanly: ik_node.ros.app.run.main delivers them once it spins.
 held_signals.hold()
 
 USAGE = """\
@@ -50,8 +50,8 @@ def main(args: Optional[List[str]] = None) -> int:
               'Jazzy), or install the ROS 2 wheels: pip install "ik_node[ros]" '
               '(from a checkout: pip install ".[ros]").', file=sys.stderr)
         return 1
-    from ik_node.ros.node import main as node_main
-    return node_main(None if args is None else [sys.argv[0], *argv])
+    from ik_node.ros.app import run
+    return run.main(None if args is None else [sys.argv[0], *argv])
 
 
 if __name__ == '__main__':

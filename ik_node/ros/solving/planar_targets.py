@@ -17,7 +17,6 @@ from typing import Dict, NamedTuple, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.ros.rviz.markers import planar_normal
 from ik_node.solvers.base import ParamSpec
 
 PARAM = 'target_point.planar_projection'
@@ -42,7 +41,7 @@ def tip_planes(chain: Chain) -> Dict[str, Plane]:
     planes = {}
     q = chain.clip(np.zeros(chain.n))
     for tip in chain.tip_links:
-        normal = planar_normal(chain, tip)
+        normal = chain.planar_normal(tip)
         if normal is not None:
             planes[tip] = Plane(chain.fk(q, tip)[:3, 3], normal / np.linalg.norm(normal))
     return planes

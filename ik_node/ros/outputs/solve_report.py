@@ -1,25 +1,37 @@
-"""One solve as the node's outputs see it: a value handed to the statuses and markers (made on
-every answer, so a plain dataclass: a frozen one costs more to build; nothing changes it).
+"""One solve as the node's outputs see it: an immutable value handed to the statuses and
+markers, built by keyword.
 
-No rclpy: a plain dataclass over the chain, the solver's result and the targets solved.
-"""
+No rclpy: a NamedTuple over the chain, the solver's result and the targets solved (made on every
+answer: a NamedTuple is built in a fraction of a frozen dataclass's time)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from ik_node.model.chain import Chain
+from ik_node.ros.inputs.targets import TargetInBase
 from ik_node.ros.outputs.jump_guard import Verdict
-from ik_node.ros.targets import TargetInBase
 from ik_node.solvers.base import IkResult
 
 
-@dataclass
-class SolveReport:
+class Once:
+    """A function of no argument, called on the first call only: later calls return its first
+    value. Holds a solve's collision check until a status or the markers first ask."""
+
+    __slots__ = ('_function', '_value')
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self._function, self._value = function, None
+
+    def __call__(self) -> Any:
+        if self._function is not None:
+            self._value, self._function = self._function(), None
+        return self._value
+
+
+class SolveReport(NamedTuple):
     """A solve, answered: what was solved, how, and what went out.
 
     Attributes:
@@ -38,9 +50,10 @@ class SolveReport:
         output: the output kind (``joint_states``, ``position_command``, ...).
         joint_state_stamp: the stamp of the output message sent ('' when the guard held it).
         guard: the jump guard's verdict on ``q``.
-        collision_check: returns ``(collision, colliding_triangles)`` (below) of ``q``; run
-            when a status or the markers first ask (a person reads them, at their rates, not
-            on every answer of a stream); None: no collision geometry.
+        collision_check: returns ``(collision, colliding_triangles)`` (below) of ``q``, at
+            most once (a :class:`Once`); run when a status or the markers first ask (a person
+            reads them, at their rates, not on every answer of a stream); None: no collision
+            geometry.
 
     Properties :attr:`collision` (the collision check's key-values of ``q``:
     ``min_distance_m``, ``closest_pair``, ``colliding_links``; empty without collision
@@ -64,17 +77,16 @@ class SolveReport:
     collision_check: Optional[Callable[[], Tuple[Mapping[str, str],
                                                  Optional[np.ndarray]]]] = None
 
-    @cached_property
     def _collision(self) -> Tuple[Mapping[str, str], Optional[np.ndarray]]:
         return ({}, None) if self.collision_check is None else self.collision_check()
 
     @property
     def collision(self) -> Mapping[str, str]:
-        return self._collision[0]
+        return self._collision()[0]
 
     @property
     def colliding_triangles(self) -> Optional[np.ndarray]:
-        return self._collision[1]
+        return self._collision()[1]
 
     @property
     def placed(self) -> Dict[Optional[str], Tuple[np.ndarray, Optional[np.ndarray]]]:

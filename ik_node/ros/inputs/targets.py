@@ -3,7 +3,7 @@ in the chain's base frame.
 
 Imports the ``*_msgs`` packages but never rclpy, so every helper here is tested without
 ``rclpy.init``. A :class:`Target` keeps its name from the subscription to the solve: the target
-pipeline (:mod:`ik_node.ros.target_pipeline`) places it with :func:`target_in_base`.
+pipeline (:mod:`ik_node.ros.solving.target_pipeline`) places it with :func:`target_in_base`.
 """
 
 from __future__ import annotations

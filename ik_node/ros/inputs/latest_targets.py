@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Dict, Hashable, Tuple
 
-from ik_node.ros.targets import Target
+from ik_node.ros.inputs.targets import Target
 
 
 class LatestTargets:

@@ -4,16 +4,17 @@ and seeded.
 
 The names of a target on its way, in order:
 
-1. :class:`~ik_node.ros.targets.Target`: as received (a topic message or a drag), by slot (a
+1. :class:`~ik_node.ros.inputs.targets.Target`: as received (a topic message or a drag), by slot (a
    tip; None for a serial chain's one tip). The node queues the newest of each slot in a
-   :class:`~ik_node.ros.latest_targets.LatestTargets` and hands what it takes to
+   :class:`~ik_node.ros.inputs.latest_targets.LatestTargets` and hands what it takes to
    :meth:`TargetPipeline.prepare`.
-2. :class:`~ik_node.ros.targets.TargetInBase`: checked and placed in the chain's base frame
-   (:func:`~ik_node.ros.targets.target_in_base`), a point target near a planar chain's plane
-   moved onto it (:mod:`ik_node.ros.planar_targets`). A :class:`SolveInput` holds those of one
-   solve with the seed. A bad target is reported and left out; a target whose TF frame has no
-   transform yet while the TF listener is new (:class:`~ik_node.ros.targets.TfWarmingUp`) is
-   kept and put back into the queue every :data:`TF_RETRY_S` until the transform comes.
+2. :class:`~ik_node.ros.inputs.targets.TargetInBase`: checked and placed in the chain's base
+   frame (:func:`~ik_node.ros.inputs.targets.target_in_base`), a point target near a planar
+   chain's plane moved onto it (:mod:`ik_node.ros.solving.planar_targets`). A
+   :class:`SolveInput` holds those of one solve with the seed. A bad target is reported and
+   left out; a target whose TF frame has no transform yet while the TF listener is new
+   (:class:`~ik_node.ros.inputs.targets.TfWarmingUp`) is kept and put back into the queue
+   every :data:`TF_RETRY_S` until the transform comes.
 3. The standing targets: a branched chain solves for every tip's newest target at once, the
    ones of this solve and the earlier ones of the other tips (:meth:`TargetPipeline.solve`).
 
@@ -32,11 +33,11 @@ from rclpy.node import Node
 
 from ik_node.errors import TargetError
 from ik_node.model.chain import Chain
-from ik_node.ros import planar_targets
-from ik_node.ros.inputs import NodeInputs
-from ik_node.ros.latest_targets import LatestTargets
-from ik_node.ros.robot_model import RobotModel
-from ik_node.ros.targets import Target, TargetInBase, TfWarmingUp, stamps_of, target_in_base
+from ik_node.ros.solving import planar_targets
+from ik_node.ros.inputs.node_inputs import NodeInputs
+from ik_node.ros.inputs.latest_targets import LatestTargets
+from ik_node.ros.solving.robot_model import RobotModel
+from ik_node.ros.inputs.targets import Target, TargetInBase, TfWarmingUp, stamps_of, target_in_base
 from ik_node.solvers.base import IkResult
 
 #: How often a target kept for a new TF listener's first transforms is tried again [s].

@@ -1,8 +1,9 @@
 """Target messages read straight from their serialized form (CDR), without a Python message.
 
-The node takes its target messages serialized (:class:`~ik_node.ros.inputs.TargetSubscriptions`)
-and reads the few numbers a target needs from the bytes: the header's stamp and frame and the
-position (and orientation) doubles. That skips the Python message objects rclpy would build (a
+The node takes its target messages serialized
+(:class:`~ik_node.ros.inputs.target_subscriptions.TargetSubscriptions`) and reads the few
+numbers a target needs from the bytes: the header's stamp and frame and the position (and
+orientation) doubles. That skips the Python message objects rclpy would build (a
 ``PoseArray`` of four poses is a dozen of them), so a target costs less than rclpy's own take of
 the message.
 

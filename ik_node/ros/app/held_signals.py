@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM held back until the node can end cleanly: the one place the mask is set.
 
 A node program holds both signals from its first line (before importing rclpy, which takes a
-while) until its spin loop handles them with a flag (:func:`ik_node.ros.run.main`), and again
+while) until its spin loop handles them with a flag (:func:`ik_node.ros.app.run.main`), and again
 while it tears down. Imports only the builtin ``_signal`` module: no import time (the ``signal``
 module takes milliseconds), so a program can call :func:`hold` before anything else.
 """
