@@ -24,7 +24,7 @@ SUBCOMMANDS: Dict[str, str] = {
     'collisions': 'ik_node.cli.collisions',
     'reach-map': 'ik_node.cli.reach_map',
     'reachable': 'ik_node.cli.reachable',
-    'target': 'ik_node.ros.cli_target_client',
+    'target': 'ik_node.ros.app.cli_target_client',
 }
 
 
