@@ -14,9 +14,16 @@ _lock = threading.Lock()
 _kernel: Optional[Callable] = None
 
 
-def _shares(rows, low, shape, inv_voxel, verdicts, width, task, bins, bases, yaws, z, out):
-    """``out[t, b]``: the share of ``task`` (J, 3) positions reached from base ``bases[b]``
-    (x, y) turned by ``yaws[t]``, whose orientation bins at that yaw are ``bins[t]``."""
+def _shares(lookup, verdicts, tasks, grid, out):
+    """``out[t, b]``: the share of the task positions reached from base ``b`` turned by yaw
+    ``t``. ``lookup``: ``(rows, low, shape, 1 / voxel)`` of a :class:`~.query.CellLookup`
+    (``rows`` flattened); ``verdicts``: ``(reached flattened, orientations)``; ``tasks``:
+    ``(positions (J, 3), bins (T, J))``, the orientation bin of each task pose at each yaw;
+    ``grid``: ``(bases (B, 2) x, y, yaws (T,), base height)``."""
+    rows, low, shape, inv_voxel = lookup
+    reached, width = verdicts
+    task, bins = tasks
+    bases, yaws, z = grid
     sx, sy, sz = shape[0], shape[1], shape[2]
     count = task.shape[0]
     for t in range(yaws.shape[0]):
@@ -32,7 +39,7 @@ def _shares(rows, low, shape, inv_voxel, verdicts, width, task, bins, bases, yaw
                 iz = int(math.floor((task[j, 2] - z) * inv_voxel + 0.5)) - low[2]
                 if 0 <= ix < sx and 0 <= iy < sy and 0 <= iz < sz:
                     row = rows[(ix * sy + iy) * sz + iz]
-                    if row >= 0 and verdicts[row * width + bins[t, j]]:
+                    if row >= 0 and reached[row * width + bins[t, j]]:
                         hits += 1
             out[t, b] = hits / count if count else 0.0
 

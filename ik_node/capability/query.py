@@ -144,9 +144,9 @@ def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGri
     shares = np.empty((len(yaws), len(bases)))
     kernel = compiled_placement.kernel() if compiled else None
     if kernel is not None:
-        kernel(lookup.rows.ravel(), lookup.low, lookup.shape, 1.0 / lookup.voxel_m, verdicts,
-               width, np.ascontiguousarray(poses[:, :3]), bins, bases, yaws, float(grid.z),
-               shares)
+        kernel((lookup.rows.ravel(), lookup.low, lookup.shape, 1.0 / lookup.voxel_m),
+               (verdicts, width), (np.ascontiguousarray(poses[:, :3]), bins),
+               (bases, yaws, float(grid.z)), shares)
     else:
         for t, yaw in enumerate(yaws.tolist()):
             c, s = math.cos(yaw), math.sin(yaw)

@@ -58,74 +58,92 @@ _scratch_size = None
 _new_work = None
 
 
-def _solve_batch(model, settings, reach, positions, quats, seeds, mid, batches, low, span,
-                 checks, out_q, out_code, out_errors, out_iterations):
-    """Each target ``i`` (``positions[i]``, ``quats[i]`` (x, y, z, w; a (N, 0) array for
-    position targets), ``seeds[i]``) as the solver starts it (the module docstring): on
-    CONVERGED ``out_q[i]``, ``out_errors[i]`` (position [m], angle [rad]; the kernel's FK at
-    exactly those joints) and ``out_iterations[i]``; else HANDED_OVER. ``checks``: the position
-    tolerance [m], then the stuck descents after which a target is handed over (within the
-    measured reach, and beyond it: :data:`CHECK_AFTER`, :data:`CHECK_BEYOND_REACH` for the
-    solver's answers; fewer for a quicker, not identical, verdict)."""
-    tol_p = checks[0]
-    check_within = int(checks[1])
-    check_beyond = int(checks[2])
+def _solve_batch(chain, targets, search, out):
+    """Each target ``i`` as the solver starts it (the module docstring). ``chain``: ``(model,
+    settings, reach)`` of the solver's compiled descents and reach checks; ``targets``:
+    ``(positions (N, 3), quats (N, 4) x, y, z, w or (N, 0) for position targets, seeds (N,
+    n))``; ``search``: ``(mid, restart batches, low, span, checks)`` where ``checks`` holds the
+    position tolerance [m], then the stuck descents after which a target is handed over
+    (within the measured reach, and beyond it: :data:`CHECK_AFTER`, :data:`CHECK_BEYOND_REACH`
+    for the solver's answers; fewer for a quicker, not identical, verdict); ``out``: ``(q (N,
+    n), code (N,), errors (N, 2), iterations (N,))``, written on CONVERGED (the errors: position
+    [m] and angle [rad] by the kernel's FK at exactly those joints), else code HANDED_OVER."""
+    model = chain[0]
     n = model.shape[0] - 1
-    target = np.zeros(12)
-    q = np.empty(n)
-    best_q = np.empty(n)
-    state = np.zeros(dj._STATE)
-    scratch = np.empty(_scratch_size(n))
-    work = _new_work(n)
-    candidate = np.empty(n)
+    work = (np.zeros(12), np.empty(n), np.empty(n), np.zeros(dj._STATE),
+            np.empty(_scratch_size(n)), _new_work(n), np.empty(n))
+    for i in range(targets[0].shape[0]):
+        _solve_one(chain, targets, search, out, work, i)
+
+
+def _solve_one(chain, targets, search, out, work, i):
+    """Target ``i`` of :func:`_solve_batch` (``work``: its scratch arrays)."""
+    model, settings, reach = chain
+    positions, quats, seeds = targets
+    target, q, best_q, state, scratch = work[0], work[1], work[2], work[3], work[4]
+    tol_p = search[4][0]
     orientation = quats.shape[1] == 4
-    for i in range(positions.shape[0]):
-        out_code[i] = HANDED_OVER
-        bound, gap = _reach_checks(reach, positions[i])
-        if not bound <= 0.0 or (not orientation and not gap <= tol_p):
-            continue  # out of reach, proven or measured: the solver's closest-pose search
-        code = _first_pose(model, settings, positions[i], quats[i], seeds[i], 0.0, target, q,
-                           best_q, state, scratch, _ALL_STEPS)
-        if code == dj.STUCK and orientation and state[dj._NEAR] == 0.0:
-            mid_next = False
+    out[1][i] = HANDED_OVER
+    bound, gap = _reach_checks(reach, positions[i])
+    if not bound <= 0.0 or (not orientation and not gap <= tol_p):
+        return  # out of reach, proven or measured: the solver's closest-pose search
+    code = _first_pose(model, settings, positions[i], quats[i], seeds[i], 0.0, target, q,
+                       best_q, state, scratch, _ALL_STEPS)
+    if code == dj.STUCK and orientation and state[dj._NEAR] == 0.0:
+        code = _restarts(chain, search, work, seeds[i], gap)
+    if code == dj.CONVERGED:
+        out[1][i] = CONVERGED
+        for k in range(q.shape[0]):
+            out[0][i, k] = q[k]
+        out[2][i, 0] = state[dj._POSITION_ERROR]
+        out[2][i, 1] = state[dj._ANGLE_ERROR] if orientation else math.nan
+        out[3][i] = state[dj._ITERATIONS]
+
+
+def _restarts(chain, search, work, seed, gap):
+    """The solver's restarts after a stuck seed's descent of a pose target: the mid
+    configuration first when that descent ended against a limit (and the seed is not the mid
+    one), else the lowest-cost candidate of the next batch of restart draws; until a descent
+    converges or ends otherwise than stuck, or the solver would ask the closest-pose search.
+    Returns the last descent's code."""
+    model, settings = chain[0], chain[1]
+    mid, batches, low, span, checks = search
+    target, q, best_q, state, scratch, pose_work, candidate = work
+    n = q.shape[0]
+    mid_next = False
+    for k in range(n):
+        if min(max(seed[k], model[k, dj._LOW]), model[k, dj._HIGH]) != mid[k]:
+            mid_next = True
+    check_after = int(checks[1])
+    restarts = 0
+    draws = 0
+    descent_start = 0.0
+    code = dj.STUCK
+    while code == dj.STUCK:
+        if restarts + 1 == int(checks[2]) and gap > checks[0]:
+            check_after = int(checks[2])
+        if restarts + 1 >= check_after or draws >= batches.shape[0]:
+            break
+        restarts += 1
+        if mid_next and state[dj._LAST_BLOCKED] >= descent_start:
             for k in range(n):
-                if min(max(seeds[i, k], model[k, dj._LOW]), model[k, dj._HIGH]) != mid[k]:
-                    mid_next = True
-            check_after = check_within
-            restarts = 0
-            draws = 0
-            descent_start = 0
-            while code == dj.STUCK:
-                if restarts + 1 == check_beyond and gap > tol_p:
-                    check_after = check_beyond
-                if restarts + 1 >= check_after or draws >= batches.shape[0]:
-                    break
-                restarts += 1
-                if mid_next and state[dj._LAST_BLOCKED] >= descent_start:
-                    for k in range(n):
-                        q[k] = mid[k]
-                else:
-                    best, best_cost = 0, math.inf
-                    for c in range(batches.shape[1]):
-                        for k in range(n):
-                            candidate[k] = low[k] + span[k] * batches[draws, c, k]
-                        cost = _pose_cost(model, n, target, settings, candidate, work)
-                        if cost < best_cost:
-                            best, best_cost = c, cost
-                    for k in range(n):
-                        q[k] = low[k] + span[k] * batches[draws, best, k]
-                    draws += 1
-                mid_next = False
-                descent_start = state[dj._ITERATIONS]
-                state[dj._NEAR], state[dj._PULL], state[dj._FRESH] = 0.0, 0.0, 1.0
-                code = _descend(model, settings, target, q, best_q, state, scratch, _ALL_STEPS)
-        if code == dj.CONVERGED:
-            out_code[i] = CONVERGED
+                q[k] = mid[k]
+        else:
+            best, best_cost = 0, math.inf
+            for c in range(batches.shape[1]):
+                for k in range(n):
+                    candidate[k] = low[k] + span[k] * batches[draws, c, k]
+                cost = _pose_cost(model, n, target, settings, candidate, pose_work)
+                if cost < best_cost:
+                    best, best_cost = c, cost
             for k in range(n):
-                out_q[i, k] = q[k]
-            out_errors[i, 0] = state[dj._POSITION_ERROR]
-            out_errors[i, 1] = state[dj._ANGLE_ERROR] if orientation else math.nan
-            out_iterations[i] = state[dj._ITERATIONS]
+                q[k] = low[k] + span[k] * batches[draws, best, k]
+            draws += 1
+        mid_next = False
+        descent_start = state[dj._ITERATIONS]
+        state[dj._NEAR], state[dj._PULL], state[dj._FRESH] = 0.0, 0.0, 1.0
+        code = _descend(model, settings, target, q, best_q, state, scratch, _ALL_STEPS)
+    return code
 
 
 def _sources_stamp() -> str:
@@ -153,17 +171,22 @@ def kernel() -> Optional[Callable]:
             _pose_cost = dj._pose_cost
             _scratch_size, _new_work = dj._scratch_size, dj._new_work
             _reach_checks = compiled_reach._KERNELS['reach_checks']
-            jitted = numba.njit(cache=True, nogil=True)(_solve_batch)
-            _drop_stale_cache(jitted)
+            jit = numba.njit(cache=True, nogil=True)
+            namespace = globals()
+            for name in ('_restarts', '_solve_one'):  # the helpers first: callers see them
+                namespace[name] = jit(namespace[name])
+            jitted = jit(_solve_batch)
+            _drop_stale_cache([namespace['_restarts'], namespace['_solve_one'], jitted])
             _kernel = jitted
     return _kernel
 
 
-def _drop_stale_cache(jitted) -> None:
-    """Empty numba's on-disk index of ``jitted`` when the kernels it calls changed since it
-    was cached (numba checks only this module's own file)."""
-    cache = getattr(jitted, '_cache', None)
-    path = getattr(cache, 'cache_path', None)
+def _drop_stale_cache(functions) -> None:
+    """Empty numba's on-disk index of each of the jitted ``functions`` (of this module) when
+    the kernels they call changed since they were cached (numba checks only this module's own
+    file); the stamp of those sources is kept beside the cache."""
+    caches = [getattr(f, '_cache', None) for f in functions]
+    path = getattr(caches[0], 'cache_path', None)
     if path is None:
         return
     stamp = _sources_stamp()
@@ -175,7 +198,8 @@ def _drop_stale_cache(jitted) -> None:
     except OSError:
         pass
     try:
-        cache.flush()
+        for cache in caches:
+            cache.flush()
         os.makedirs(path, exist_ok=True)
         with open(stamp_file, 'w') as handle:
             handle.write(stamp)
@@ -214,7 +238,8 @@ def run(solver, positions: np.ndarray, quats: Optional[np.ndarray], seeds: np.nd
     iterations = np.zeros(count, np.int64)
     low, span, _ = solver._restart_box
     checks = np.array([solver._tol_p, check_within, check_beyond], dtype=float)
-    kernel()(first.model, first.settings[orientation], solver._compiled_reach.reach, positions,
-             quats if orientation else np.empty((count, 0)), seeds, np.asarray(solver._mid),
-             solver._draws.upto(BATCHES), low, span, checks, out_q, codes, errors, iterations)
+    kernel()((first.model, first.settings[orientation], solver._compiled_reach.reach),
+             (positions, quats if orientation else np.empty((count, 0)), seeds),
+             (np.asarray(solver._mid, dtype=float), solver._draws.upto(BATCHES), low, span,
+              checks), (out_q, codes, errors, iterations))
     return KernelAnswers(codes == CONVERGED, out_q, errors, iterations)
