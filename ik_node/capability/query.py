@@ -121,11 +121,30 @@ class Placement(NamedTuple):
     share: float
 
 
-def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
-                   top: int = 10, compiled: bool = True) -> List[Placement]:
-    """The ``top`` base poses of ``grid`` ranked by the share of ``poses`` (``x y z qx qy qz
-    qw`` in the floor's frame) that the map calls reachable (ties: nearer the grid's first
-    pose). ``compiled``: the scan in one numba call where numba serves (False: numpy)."""
+class PlacementScan(NamedTuple):
+    """Every base pose of a grid and its share: ``shares[t, i, j]`` for the base at
+    ``(xs[i], ys[j])`` turned by ``yaws[t]``."""
+
+    xs: np.ndarray
+    ys: np.ndarray
+    yaws: np.ndarray
+    shares: np.ndarray
+
+    def best(self, top: int) -> List[Placement]:
+        """The ``top`` base poses, highest share first (ties: the grid's order)."""
+        flat = self.shares.ravel()
+        order = np.argsort(-flat, kind='stable')[:top]
+        t, i, j = np.unravel_index(order, self.shares.shape)
+        return [Placement(float(self.xs[a]), float(self.ys[b]), float(self.yaws[c]),
+                          float(flat[k]))
+                for a, b, c, k in zip(i.tolist(), j.tolist(), t.tolist(), order.tolist())]
+
+
+def placement_scan(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
+                   compiled: bool = True) -> PlacementScan:
+    """The share of ``poses`` (``x y z qx qy qz qw`` in the floor's frame) the map calls
+    reachable from every base pose of ``grid``. ``compiled``: the scan in one numba call where
+    numba serves (False: numpy)."""
     poses = check_poses(poses)
     grid = grid or PlacementGrid()
     xs, ys, yaws = grid.axes()
@@ -157,14 +176,14 @@ def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGri
             rows = lookup.rows_of(local)  # (B, J)
             hit = (rows >= 0) & verdicts[np.maximum(rows, 0) * width + bins[t]]
             shares[t] = hit.mean(axis=1)
-    flat = shares.ravel()
-    order = np.argsort(-flat, kind='stable')[:top]
-    placements = []
-    for k in order.tolist():
-        t, b = divmod(k, len(bases))
-        placements.append(Placement(float(bases[b, 0]), float(bases[b, 1]), float(yaws[t]),
-                                    float(flat[k])))
-    return placements
+    return PlacementScan(xs, ys, yaws, shares.reshape(len(yaws), len(xs), len(ys)))
+
+
+def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
+                   top: int = 10, compiled: bool = True) -> List[Placement]:
+    """The ``top`` base poses of ``grid`` ranked by the share of ``poses`` (``x y z qx qy qz
+    qw`` in the floor's frame) that the map calls reachable (:func:`placement_scan`)."""
+    return placement_scan(capability, poses, grid, compiled).best(top)
 
 
 def task_in_base(poses: np.ndarray, placement: Placement, z: float = 0.0) -> np.ndarray:
