@@ -11,12 +11,13 @@ No ROS here.
 from ik_node.capability.build import build_map
 from ik_node.capability.orientations import OrientationSet, orientation_bins, orientation_set
 from ik_node.capability.progress import Progress
-from ik_node.capability.query import (CellLookup, Placement, PlacementGrid, base_placement,
-                                      check_poses, reachable, verify_placements)
+from ik_node.capability.query import (CellLookup, Placement, PlacementGrid, PlacementScan,
+                                      base_placement, check_poses, placement_scan, reachable,
+                                      verify_placements)
 from ik_node.capability.spec import MapSpec
 from ik_node.capability.storage import CapabilityMap, load_map, merge, save_map
 
 __all__ = ['CapabilityMap', 'CellLookup', 'MapSpec', 'OrientationSet', 'Placement',
-           'PlacementGrid', 'Progress', 'base_placement', 'build_map', 'check_poses',
-           'load_map', 'merge', 'orientation_bins', 'orientation_set', 'reachable', 'save_map',
-           'verify_placements']
+           'PlacementGrid', 'PlacementScan', 'Progress', 'base_placement', 'build_map',
+           'check_poses', 'load_map', 'merge', 'orientation_bins', 'orientation_set',
+           'placement_scan', 'reachable', 'save_map', 'verify_placements']
