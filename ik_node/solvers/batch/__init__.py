@@ -11,8 +11,9 @@ call has no wall-time budget, so a target that ``solve()`` would give up on afte
 
 With the solver's collision check (``self_collision`` and collision geometry), converged answers
 are checked together (:meth:`CollisionChecker.free_mask
-<ik_node.collision.check.CollisionChecker.free_mask>`); an answer in collision goes to
-``solve()``, whose collision guard repairs or re-solves it.
+<ik_node.collision.check.CollisionChecker.free_mask>`); an answer in collision goes on to the
+solver's collision guard, which repairs or re-solves it, as ``solve()`` hands it over after the
+same descents.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class BatchResult(NamedTuple):
         orientation_error: (N,) FK-measured angle to the target orientation [rad]; NaN for
             position targets.
         collision: (N,) int8: :data:`FREE`, :data:`COLLIDING` or :data:`NOT_CHECKED`.
-        compiled: (N,) bool, answered by the batch kernel (False: by ``solve()``).
+        compiled: (N,) bool, answered by the batch kernel alone (False: by ``solve()``, or by
+            the collision guard after the kernel's answer collided).
     """
 
     joints: np.ndarray
@@ -149,8 +151,9 @@ def _checker(solver):
 
 
 def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarray:
-    """The targets the batch kernel answers, written into ``result``; returns the mask of
-    targets answered."""
+    """The targets the batch kernel answers, written into ``result`` (those whose kernel answer
+    collides through the collision guard, as in ``solve()``); returns the mask of targets
+    answered."""
     done = np.zeros(len(positions), bool)
     if getattr(solver, '_collision', None) is not None and _checker(solver) is None:
         return done  # a collision hook that only notes: solve() says so per result
@@ -179,8 +182,14 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
     if checker is not None and done.any():
         rows = np.flatnonzero(done)
         free = checker.free_mask(out_q[rows])
-        done[rows[~free]] = False  # the guard repairs or re-solves those: solve()
-    rows = np.flatnonzero(done)
+        for i in rows[~free].tolist():  # the guard repairs or re-solves them, as in solve()
+            _guarded(solver, i, (positions, quats, seeds), (out_q[i], errors[i],
+                                                            answers.iterations[i]), result)
+        guarded = np.zeros(len(done), bool)
+        guarded[rows[~free]] = True
+    else:
+        guarded = np.zeros(len(done), bool)
+    rows = np.flatnonzero(done & ~guarded)
     result.joints[rows] = out_q[rows]
     result.status[rows] = _CODE[IkStatus.CONVERGED]
     result.reachable[rows] = True
@@ -200,10 +209,33 @@ def _measure(solver, q_list, position, quats, i):
     return position_error, rotation_error(T[:3, :3], rotation_from_input(quats[i]))
 
 
+def _guarded(solver, i: int, targets, answer, result: BatchResult) -> None:
+    """Target ``i``, whose kernel answer ``(q, errors, iterations)`` collides, through the
+    solver's collision guard as ``solve()`` hands it over after the same descents."""
+    import time
+
+    from ik_node.solvers.results import RawSolution
+    positions, quats, seeds = targets
+    q, errors, iterations = answer
+    p_list = positions[i].tolist()
+    R_target = None if quats is None else rotation_from_input(quats[i])
+    seed_list = seeds[i].tolist()
+    start = time.perf_counter()
+    raw = RawSolution(q.tolist(), IkStatus.CONVERGED, int(iterations),
+                      measured=(float(errors[0]), None if quats is None else float(errors[1])))
+    first = solver._finish(raw, p_list, R_target, 0.0, False, seed_list)
+    _write(solver, i, solver._collision.values(solver, first, p_list, R_target, seed_list,
+                                               start), result)
+
+
 def _one(solver, i: int, positions, quats, seeds, result: BatchResult) -> None:
     """Target ``i`` by ``solver.solve``, written into ``result``."""
     quat = None if quats is None else quats[i]
-    answer = solver.solve(positions[i], quat, seeds[i])
+    _write(solver, i, solver.solve(positions[i], quat, seeds[i]), result)
+
+
+def _write(solver, i: int, answer, result: BatchResult) -> None:
+    """``answer`` (an IkResult) as row ``i`` of ``result``."""
     result.joints[i] = answer.joint_positions
     result.status[i] = _CODE[answer.status]
     result.reachable[i] = answer.reachable
