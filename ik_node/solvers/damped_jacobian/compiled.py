@@ -30,7 +30,7 @@ import numpy as np
 
 import ik_node.solvers.kernels as kernels
 from ik_node.solvers.numerics.codegen import MAX_STEP
-from ik_node.solvers.damped_jacobian import settings as dls
+from ik_node.solvers.numerics import dls_settings as dls
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
 
 # Exit codes of a descent (the kernel's, and TIMEOUT and GOOD_ENOUGH of descent.py).

@@ -52,15 +52,15 @@ import numpy as np
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import (FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver,
-                                  new_result)
+                                  SolverParts, new_result)
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
-from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
+from ik_node.solvers.out_of_reach.compiled_reach import CompiledReach
 from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
                                                     DescentProgress, PythonDescent)
-from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
-from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
+from ik_node.solvers.geometry.residuals import ChainKinematics, cost_function, error_function
+from ik_node.solvers.numerics.dls_settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, RestartDraws,
                                                     near_candidates, restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
@@ -68,10 +68,10 @@ from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.numerics.null_space import centring_terms
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.hip_knee.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.trees.several_tips import TipTarget
 
@@ -149,8 +149,9 @@ class DampedJacobianSolver(Solver):
             max=10_000),
     }
 
-    def __init__(self, chain: Chain, params=None):
-        super().__init__(chain, params)
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None,
+                 parts: Optional[SolverParts] = None):
+        super().__init__(chain, params, parts)
         self._reach = reach_bound(chain)
         self._low: List[float] = chain.lower.tolist()
         self._high: List[float] = chain.upper.tolist()
@@ -393,7 +394,7 @@ class DampedJacobianSolver(Solver):
 
     def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
                         ) -> Callable:
-        """See :func:`~ik_node.solvers.damped_jacobian.residuals.error_function`."""
+        """See :func:`~ik_node.solvers.geometry.residuals.error_function`."""
         return error_function(self._pose_jacobian, self._position_jacobian, p_target, R_target,
                               self.params['orientation_weight'])
 
@@ -596,7 +597,7 @@ class DampedJacobianSolver(Solver):
                       history: Optional[List[float]]) -> RawSolution:
         """The closest-pose search (:mod:`ik_node.solvers.out_of_reach.closest_pose`) from ``q``,
         within what is left of the solve's time, iterations and restarts."""
-        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+        if self._exact is not None:  # a leg: its closed form (hip_knee.exact_leg)
             raw = self._exact.closest(p_target.tolist(), list(q))
             raw.iterations += iterations
             raw.history = history
@@ -625,7 +626,7 @@ class DampedJacobianSolver(Solver):
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
         """A proven lower bound on the position error [m] when positive, else None (see
-        :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`)."""
+        :class:`~ik_node.solvers.geometry.reach_bound.ReachBound`)."""
         if self._reach is None:
             return None
         gap = self._reach.lower_bound(p_target.tolist())

@@ -36,7 +36,7 @@ from typing import Callable, List, Optional, Tuple
 
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
-                  'ik_node.solvers.damped_jacobian.compiled_reach',
+                  'ik_node.solvers.out_of_reach.compiled_reach',
                   'ik_node.solvers.hip_knee.compiled',
                   'ik_node.solvers.fabrik.compiled',
                   'ik_node.solvers.fabrik.compiled_tree',

@@ -17,7 +17,7 @@ tip's transform), so one compiled function serves every serial chain. A descent 
 of :data:`CHUNK` iterations; the caller asks the solve's budget between two chunks.
 
 The forward kinematics mirror ``_tip`` of :mod:`ik_node.solvers.damped_jacobian.compiled` and the
-angle helpers those of :mod:`ik_node.solvers.hip_knee.planar_core`: numba compiles and caches a
+angle helpers those of :mod:`ik_node.solvers.geometry.planar_core`: numba compiles and caches a
 kernel together with the helpers of its own module, and the model arrays differ (this one has
 no centring columns).
 """
@@ -30,6 +30,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import planar
 from ik_node.solvers.numerics.codegen import MAX_STEP
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
@@ -57,7 +58,6 @@ NEWTON_DECREMENT_M = 1e-7
 MINIMUM_DAMPING = 1e-6
 _TWO_PI = 2.0 * math.pi
 _PI = math.pi
-_LIMIT_SLACK = 1e-9  # (hip_knee.planar_core's near_angle)
 
 _KERNELS: dict = {}
 
@@ -281,34 +281,6 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
 
 
 # -------------------------------------------------------------------------------- stretch
-def _near_angle(angle, seed, lower, upper):
-    """``hip_knee.planar_core.near_angle``; NaN for None."""
-    d = seed - angle
-    a = angle if -_PI <= d <= _PI else angle + _TWO_PI * round(d / _TWO_PI)
-    if a < lower - _LIMIT_SLACK:
-        a += _TWO_PI
-    elif a > upper + _LIMIT_SLACK:
-        a -= _TWO_PI
-    else:
-        return a
-    return a if lower - _LIMIT_SLACK <= a <= upper + _LIMIT_SLACK else math.nan
-
-
-def _wrap(angle):
-    return angle - _TWO_PI * round(angle / _TWO_PI)
-
-
-def _clamp_on_circle(angle, seed, lower, upper):
-    """``hip_knee.planar_core.clamp_on_circle``."""
-    a = _near_angle(angle, seed, lower, upper)
-    if not math.isnan(a):
-        return a
-    d_lower, d_upper = abs(_wrap(angle - lower)), abs(_wrap(angle - upper))
-    if abs(d_lower - d_upper) <= 1e-12:
-        return lower if abs(seed - lower) <= abs(seed - upper) else upper
-    return lower if d_lower < d_upper else upper
-
-
 def _stretch(model, target, q, from_base):
     """One cyclic-coordinate sweep on ``q`` in place (``ClosestPose.stretch``)."""
     n = q.shape[0]
@@ -345,7 +317,7 @@ def _stretch(model, target, q, from_base):
                 turned -= _TWO_PI * math.ceil((turned - hi) / _TWO_PI)
             q[k] = min(max(turned, lo), hi)
         else:
-            q[k] = min(max(_clamp_on_circle(turned, value, lo, hi), lo), hi)
+            q[k] = min(max(planar.clamp_on_circle(turned, value, lo, hi), lo), hi)
 
 
 def _distance(model, target, q):
@@ -395,8 +367,7 @@ def _nearest(tips, qs, target, count, spacing, out):
     return kept
 
 
-_HELPERS = ('_tip', '_columns', '_newton', '_pressed', '_solve', '_advance', '_near_angle',
-            '_wrap', '_clamp_on_circle')
+_HELPERS = ('_tip', '_columns', '_newton', '_pressed', '_solve', '_advance')
 
 
 def compile() -> None:
@@ -404,6 +375,7 @@ def compile() -> None:
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if _KERNELS:
         return
+    planar.compile()
     import numba
     jit = numba.njit(cache=True, nogil=True)
     namespace = globals()
