@@ -129,12 +129,12 @@ def test_no_solver_imports_the_registry():
 
 
 #: The floors of solvers/, by room (a module or subpackage of ``ik_node.solvers``): a room imports
-#: only rooms on a lower floor. The shared numerics, the kernel loader and library, the result
-#: types, input checks and parameter specs; the shared geometry; the strategies every solver
-#: uses (several tips, out of reach); the contract and the collision guard; the analytic leg
-#: solver (whose closed form the iterative solvers call for a leg); the iterative solvers; the
-#: registry that composes them.
-SOLVER_FLOORS = {'numerics': 0, 'kernels': 0, 'results': 0, 'input_checks': 0, 'params': 0,
+#: only rooms on a lower floor. The shared numerics, the result types, input checks and
+#: parameter specs; the kernel loader and library, and the shared geometry; the strategies every
+#: solver uses (several tips, out of reach); the contract and the collision guard; the analytic
+#: leg solver (whose closed form the iterative solvers call for a leg); the iterative solvers;
+#: the registry that composes them.
+SOLVER_FLOORS = {'numerics': 0, 'results': 0, 'input_checks': 0, 'params': 0, 'kernels': 1,
                  'geometry': 1, 'trees': 2, 'out_of_reach': 2, 'base': 3, 'collision_guard': 3,
                  'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6}
 

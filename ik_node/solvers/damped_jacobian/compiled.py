@@ -29,6 +29,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.numerics import dls_settings as dls
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
@@ -50,6 +51,7 @@ NULL_SPACE_DAMPING = 1e-9
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
 (_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED, _CENTRED, _MIDDLE, _INVERSE_HALF) = range(12, 20)
+# (_PRISMATIC: fk.PRISMATIC, a test keeps them equal)
 _MODEL_COLUMNS = 20
 # The input checks of _first_pose: those of ik_node.solvers.input_checks (a test keeps them
 # equal).
@@ -134,38 +136,8 @@ def _work_views(scratch, n):
 
 def _tip(model, n, q, work):
     """The tip's 3 x 4 transform at ``q`` into ``work.T``; each joint's axis and origin (base
-    frame) into ``work.axes`` and ``work.origins``."""
-    F, G, axes, origins, T = work.F, work.G, work.axes, work.origins, work.T
-    for r in range(3):
-        for c in range(4):
-            F[r, c] = 1.0 if r == c else 0.0
-    for i in range(n):
-        for r in range(3):
-            for c in range(4):
-                G[r, c] = F[r, 0] * model[i, c] + F[r, 1] * model[i, 4 + c] + \
-                    F[r, 2] * model[i, 8 + c]
-            G[r, 3] += F[r, 3]
-            axes[i, r] = G[r, 2]
-            origins[i, r] = G[r, 3]
-        if model[i, _PRISMATIC] != 0.0:
-            for r in range(3):
-                F[r, 0] = G[r, 0]
-                F[r, 1] = G[r, 1]
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3] + G[r, 2] * q[i]
-        else:
-            cq = math.cos(q[i])
-            sq = math.sin(q[i])
-            for r in range(3):
-                F[r, 0] = G[r, 0] * cq + G[r, 1] * sq
-                F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3]
-    for r in range(3):
-        for c in range(4):
-            T[r, c] = F[r, 0] * model[n, c] + F[r, 1] * model[n, 4 + c] + F[r, 2] * model[n, 8 + c]
-        T[r, 3] += F[r, 3]
-    return T
+    frame) into ``work.axes`` and ``work.origins`` (:func:`ik_node.solvers.kernels.fk.frames`)."""
+    return fk.frames(model, n, q, work.F, work.G, work.axes, work.origins, work.T)
 
 
 def _pose_cost(model, n, target, settings, q, work):
@@ -219,27 +191,6 @@ def _rotation_vector(target, T, E, scale):
     return angle, ax * f, ay * f, az * f
 
 
-def _jacobian(model, n, T, axes, origins, J, orientation):
-    """The tip's Jacobian at the frames of :func:`_tip` into ``J`` (3 rows, or 6 with
-    ``orientation``; one column per joint)."""
-    px, py, pz = T[0, 3], T[1, 3], T[2, 3]
-    for i in range(n):
-        zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
-        if model[i, _PRISMATIC] != 0.0:
-            J[0, i], J[1, i], J[2, i] = zx, zy, zz
-            if orientation:
-                J[3, i] = J[4, i] = J[5, i] = 0.0
-        else:
-            ex = px - origins[i, 0]
-            ey = py - origins[i, 1]
-            ez = pz - origins[i, 2]
-            J[0, i] = zy * ez - zz * ey
-            J[1, i] = zz * ex - zx * ez
-            J[2, i] = zx * ey - zy * ex
-            if orientation:
-                J[3, i], J[4, i], J[5, i] = zx, zy, zz
-
-
 def _evaluate(model, n, target, settings, q, A, b, work):
     """The error of ``q`` and, above the tolerances, its step system in ``A``, ``b``.
 
@@ -268,7 +219,7 @@ def _evaluate(model, n, target, settings, q, A, b, work):
     dual = settings[_DUAL] != 0.0
     if dual:  # the position Jacobian itself is the system
         J = A
-    _jacobian(model, n, T, axes, origins, J, orientation)
+    fk.jacobian(model, n, (T[0, 3], T[1, 3], T[2, 3]), axes, origins, J, orientation)
     if dual:
         b[0], b[1], b[2] = dx, dy, dz
         return cost, position_error, angle, True
@@ -731,7 +682,7 @@ def _tree_evaluate(tree_model, tips, columns, targets, settings, x, H, g, errors
         errors[t, 0] = math.sqrt(position_sq)
         errors[t, 1] = angle
         cost += weight2 * (position_sq + w2 * angle * angle if orientation else position_sq)
-        _jacobian(model, m, T, axes, origins, J, True)
+        fk.jacobian(model, m, (T[0, 3], T[1, 3], T[2, 3]), axes, origins, J, True)
         for i in range(m):
             a = int(columns[first + i])
             for j in range(m):
@@ -852,8 +803,7 @@ def _tree_cost(tree_model, tips, columns, targets, settings, x):
 
 _KERNELS = {}
 _HELPERS = ('_first_descent', '_work_size', '_scratch_size', '_work_views', '_new_work', '_tip',
-            '_pose_cost',
-            '_rotation_vector', '_jacobian', '_evaluate', '_damped_solve', '_dual_solve',
+            '_pose_cost', '_rotation_vector', '_evaluate', '_damped_solve', '_dual_solve',
             '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
 
 
@@ -861,6 +811,7 @@ def compile() -> None:
     """Compile the kernels (or load them from numba's cache on disk) and run each once on a
     small chain; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        fk.compile()
         import numba
         jit = numba.njit(cache=True, nogil=True)
         # The helpers first: the functions calling them see the compiled ones.

@@ -37,6 +37,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
                                               EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
                                               POLISH_DAMPING_MIN, POLISH_RATIO,
@@ -46,7 +47,7 @@ from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
 from ik_node.solvers.fabrik.serial import NULL_SPACE_DAMPING, SerialFabrik
 from ik_node.solvers.numerics.budget import StepPace
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
-from ik_node.solvers.numerics.small_matrix import mat_mul, mat_vec, vec_mat
+from ik_node.solvers.numerics.small_matrix import mat_vec, vec_mat
 
 # What a call of the kernel returns.
 DONE = 0        # the run ended (converged, stalled or out of iterations): see the state
@@ -57,9 +58,9 @@ FAILED = 2      # a polish system not positive definite: the Python passes run i
 _R_TP = 0       # 9: the joint's q = 0 rotation in its parent's frame, row-major
 _T_TP = 9       # 3: its origin in the parent's frame [m]
 _AXIS = 12      # 3: its hinge axis (joint frame)
-_AAT = 15       # 9: Rodrigues' terms: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x
-_I_AAT = 24     # 9
-_K = 33         # 9
+_AAT = fk.AAT      # 9: Rodrigues' terms: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x
+_I_AAT = fk.I_AAT  # 9
+_K = fk.K          # 9
 (_LOWER, _UPPER, _FIT, _W_PERP) = range(42, 46)  # limits [rad]; the fit; _W_PERP: 3 columns
 _W_CROSS = 48   # 3
 (_CENTRED, _MIDDLE, _INVERSE_HALF) = range(51, 54)  # the pull's terms (centring_terms)
@@ -93,49 +94,9 @@ def _scratch_size(n):
 
 
 # ------------------------------------------------------------------------ the kernel (numba)
-def _load9(M, i):
-    """Row ``i`` of ``M`` as a 9-tuple."""
-    return (M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5], M[i, 6], M[i, 7], M[i, 8])
-
-
-def _zero_frame(model, i, x, R):
-    """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent's (SerialFabrik:
-    the first lines of ``_joint`` and ``backward``)."""
-    m = model[i]
-    R_tp = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-    if i == 0:
-        return R_tp, (m[9], m[10], m[11])
-    R_parent = _load9(R, i - 1)
-    ox, oy, oz = mat_vec(R_parent, (m[9], m[10], m[11]))
-    return mat_mul(R_parent, R_tp), (x[i - 1, 0] + ox, x[i - 1, 1] + oy, x[i - 1, 2] + oz)
-
-
-def _turned(model, i, R0, q_i):
-    """Joint i's rotation at ``q_i`` from its q = 0 rotation ``R0`` (Rodrigues)."""
-    m = model[i]
-    c, s = math.cos(q_i), math.sin(q_i)
-    return mat_mul(R0, (
-        m[_AAT] + c * m[_I_AAT] + s * m[_K],
-        m[_AAT + 1] + c * m[_I_AAT + 1] + s * m[_K + 1],
-        m[_AAT + 2] + c * m[_I_AAT + 2] + s * m[_K + 2],
-        m[_AAT + 3] + c * m[_I_AAT + 3] + s * m[_K + 3],
-        m[_AAT + 4] + c * m[_I_AAT + 4] + s * m[_K + 4],
-        m[_AAT + 5] + c * m[_I_AAT + 5] + s * m[_K + 5],
-        m[_AAT + 6] + c * m[_I_AAT + 6] + s * m[_K + 6],
-        m[_AAT + 7] + c * m[_I_AAT + 7] + s * m[_K + 7],
-        m[_AAT + 8] + c * m[_I_AAT + 8] + s * m[_K + 8]))
-
-
-def _place(i, Ri, xi, x, R):
-    """Store joint i's rotation and origin."""
-    for k in range(9):
-        R[i, k] = Ri[k]
-    x[i, 0], x[i, 1], x[i, 2] = xi[0], xi[1], xi[2]
-
-
 def _place_tip(model, n, x, R):
     """The tip's position x[n] from the last joint's frame."""
-    ox, oy, oz = mat_vec(_load9(R, n - 1), (model[n, _T_TP], model[n, _T_TP + 1],
+    ox, oy, oz = mat_vec(fk.load9(R, n - 1), (model[n, _T_TP], model[n, _T_TP + 1],
                                             model[n, _T_TP + 2]))
     x[n, 0], x[n, 1], x[n, 2] = x[n - 1, 0] + ox, x[n - 1, 1] + oy, x[n - 1, 2] + oz
 
@@ -143,8 +104,8 @@ def _place_tip(model, n, x, R):
 def _rebuild(model, n, q, x, R):
     """Node positions ``x`` and joint rotations ``R``: FK of ``q`` (SerialFabrik.rebuild)."""
     for i in range(n):
-        R0, xi = _zero_frame(model, i, x, R)
-        _place(i, _turned(model, i, R0, q[i]), xi, x, R)
+        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
+        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
     _place_tip(model, n, x, R)
 
 
@@ -203,7 +164,7 @@ def _fit_points(model, n, i, first, every, R0, xi, q, x, R, P):
     """Joint i's angle moving nodes (rigidly, at their old ``x``) onto ``P``: every node below
     it with ``every``, else ``first`` and the tip (SerialFabrik._fit_points); False when they
     are all on the axis."""
-    Ri = _load9(R, i)
+    Ri = fk.load9(R, i)
     m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for v in range(i + 1, n + 1):
         if not (every or v == first or v == n):
@@ -236,7 +197,7 @@ def _backward(model, n, q, x, R, P):
     """The backward pass (SerialFabrik.backward): from the base, fit each joint's angle,
     clamp it, rebuild (in place)."""
     for i in range(n):
-        R0, xi = _zero_frame(model, i, x, R)
+        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
         fit = model[i, _FIT]
         if fit == BONES:
             bx, by, bz = vec_mat((P[i + 1, 0] - xi[0], P[i + 1, 1] - xi[1],
@@ -253,7 +214,7 @@ def _backward(model, n, q, x, R, P):
             fitted = _fit_points(model, n, i, first, False, R0, xi, q, x, R, P)
         if not fitted:  # every node below
             _fit_points(model, n, i, i + 1, True, R0, xi, q, x, R, P)
-        _place(i, _turned(model, i, R0, q[i]), xi, x, R)
+        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
     _place_tip(model, n, x, R)
 
 
@@ -332,7 +293,7 @@ def _polish(model, n, q, x, R, target, steps, pull, tolerance, x_try, R_try, q_t
     while taken < steps:
         taken += 1
         for i in range(n):
-            ax, ay, az = mat_vec(_load9(R, i), (model[i, _AXIS], model[i, _AXIS + 1],
+            ax, ay, az = mat_vec(fk.load9(R, i), (model[i, _AXIS], model[i, _AXIS + 1],
                                                 model[i, _AXIS + 2]))
             rx, ry, rz = x[n, 0] - x[i, 0], x[n, 1] - x[i, 1], x[n, 2] - x[i, 2]
             cols[i, 0] = ay * rz - az * ry
@@ -524,15 +485,16 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('mat_mul', 'mat_vec', 'vec_mat', '_load9', '_zero_frame', '_turned', '_place',
-            '_place_tip', '_rebuild', '_error', '_clip', '_remainder', '_angle_in_limits',
-            '_forward', '_fit_points', '_backward', '_stretch', '_damped_step', '_polish')
+_HELPERS = ('mat_vec', 'vec_mat', '_place_tip', '_rebuild', '_error', '_clip', '_remainder',
+            '_angle_in_limits', '_forward', '_fit_points', '_backward', '_stretch', '_damped_step',
+            '_polish')
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        fk.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_fabrik',))['_run_fabrik']
         _exercise(kernel)
         _KERNELS['run'] = kernel

@@ -39,6 +39,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.fabrik import compiled as serial
 from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
                                               EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
@@ -75,28 +76,15 @@ def available() -> bool:
 
 
 # ------------------------------------------------------------------------ the kernel (numba)
-def _frame0(geometry, parent, i, x, R):
-    """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent's frame."""
-    m = geometry[i]
-    R_tp = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-    t = (m[_T_TP], m[_T_TP + 1], m[_T_TP + 2])
-    p = parent[i]
-    if p < 0:
-        return R_tp, t
-    R_parent = serial._load9(R, p)
-    ox, oy, oz = serial.mat_vec(R_parent, t)
-    return serial.mat_mul(R_parent, R_tp), (x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz)
-
-
 def _place(geometry, parent, i, q, x, R):
     """Joint i's rotation and origin at ``q[i]`` (FabrikTree.place)."""
-    R0, xi = _frame0(geometry, parent, i, x, R)
+    R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
     if geometry[i, _REVOLUTE] != 0.0:
-        serial._place(i, serial._turned(geometry, i, R0, q[i]), xi, x, R)
+        fk.place(i, fk.turned(geometry, i, R0, q[i]), xi, x, R)
     else:
         ax, ay, az = serial.mat_vec(R0, (geometry[i, _AXIS], geometry[i, _AXIS + 1],
                                          geometry[i, _AXIS + 2]))
-        serial._place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
+        fk.place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
 
 
 def _place_tips(parent, t_tip, x, R):
@@ -108,7 +96,7 @@ def _place_tips(parent, t_tip, x, R):
         if p < 0:
             x[n + k, 0], x[n + k, 1], x[n + k, 2] = t[0], t[1], t[2]
         else:
-            ox, oy, oz = serial.mat_vec(serial._load9(R, p), t)
+            ox, oy, oz = serial.mat_vec(fk.load9(R, p), t)
             x[n + k, 0], x[n + k, 1], x[n + k, 2] = x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz
 
 
@@ -168,7 +156,7 @@ def _fit_points(geometry, nodes, fit_weight, i, R0, xi, q, x, R, P):
     (TreePasses.fit_points); False when there are none or all are on the axis."""
     if nodes.shape[0] == 0:
         return False
-    Ri = serial._load9(R, i)
+    Ri = fk.load9(R, i)
     m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for j in range(nodes.shape[0]):
         v = nodes[j]
@@ -207,7 +195,7 @@ def _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P):
     for i in range(R.shape[0]):
         fit = kind[i]
         if fit != NO_FIT:
-            R0, xi = _frame0(geometry, parent, i, x, R)
+            R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
             if fit == BONES:
                 s = c = 0.0
                 for j in range(a_start[i], a_start[i + 1]):
@@ -317,7 +305,7 @@ def _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets, s
         for c in range(C):
             i = cols[c]
             axes[c, 0], axes[c, 1], axes[c, 2] = serial.mat_vec(
-                serial._load9(R, i), (geometry[i, _AXIS], geometry[i, _AXIS + 1],
+                fk.load9(R, i), (geometry[i, _AXIS], geometry[i, _AXIS + 1],
                                       geometry[i, _AXIS + 2]))
         for k in range(T):
             v = tip_nodes[k]
@@ -528,7 +516,7 @@ def _run_tree(geometry, parent, t_tip, plan_ints, plan_floats, settings, targets
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('_frame0', '_place', '_place_tips', '_rebuild', '_measure', '_reached', '_forward',
+_HELPERS = ('_place', '_place_tips', '_rebuild', '_measure', '_reached', '_forward',
             '_fit_points', '_backward', '_stretch', '_solve', '_polish')
 
 
@@ -537,7 +525,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     serial kernel whose helpers it calls; :mod:`ik_node.solvers.kernels` calls it in its
     loading thread."""
     if not _KERNELS:
-        serial.compile()
+        serial.compile()  # and fk.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_tree',))['_run_tree']
         _exercise(kernel)
         _KERNELS['run'] = kernel

@@ -30,11 +30,11 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import planar
+from ik_node.solvers.kernels import fk, planar
 from ik_node.solvers.numerics.codegen import MAX_STEP
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
-_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = range(12, 17)
+_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = range(12, 17)  # _PRISMATIC: fk.PRISMATIC
 _COLUMNS = 17
 # Ends of a chunk of a descent.
 REACHED = 0      # within the tolerance of the target
@@ -70,58 +70,17 @@ def available() -> bool:
 # ----------------------------------------------------------------------------- kinematics
 def _tip(model, n, q, axes, origins, p):
     """The tip position at ``q`` into ``p``; each joint's axis and origin (base frame) into
-    ``axes`` and ``origins`` (n x 3)."""
-    F = np.empty((3, 4))
-    G = np.empty((3, 4))
-    for r in range(3):
-        for c in range(4):
-            F[r, c] = 1.0 if r == c else 0.0
-    for i in range(n):
-        for r in range(3):
-            for c in range(4):
-                G[r, c] = F[r, 0] * model[i, c] + F[r, 1] * model[i, 4 + c] + \
-                    F[r, 2] * model[i, 8 + c]
-            G[r, 3] += F[r, 3]
-            axes[i, r] = G[r, 2]
-            origins[i, r] = G[r, 3]
-        if model[i, _PRISMATIC] != 0.0:
-            for r in range(3):
-                F[r, 0] = G[r, 0]
-                F[r, 1] = G[r, 1]
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3] + G[r, 2] * q[i]
-        else:
-            cq = math.cos(q[i])
-            sq = math.sin(q[i])
-            for r in range(3):
-                F[r, 0] = G[r, 0] * cq + G[r, 1] * sq
-                F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3]
-    for r in range(3):
-        p[r] = F[r, 0] * model[n, 3] + F[r, 1] * model[n, 7] + F[r, 2] * model[n, 11] + F[r, 3]
-
-
-def _columns(model, n, p, axes, origins, J):
-    """The Jacobian's linear (rows 0-2) and angular (rows 3-5) columns at tip ``p``."""
-    for k in range(n):
-        ax, ay, az = axes[k, 0], axes[k, 1], axes[k, 2]
-        if model[k, _PRISMATIC] != 0.0:
-            J[0, k], J[1, k], J[2, k] = ax, ay, az
-            J[3, k] = J[4, k] = J[5, k] = 0.0
-        else:
-            dx, dy, dz = p[0] - origins[k, 0], p[1] - origins[k, 1], p[2] - origins[k, 2]
-            J[0, k] = ay * dz - az * dy
-            J[1, k] = az * dx - ax * dz
-            J[2, k] = ax * dy - ay * dx
-            J[3, k], J[4, k], J[5, k] = ax, ay, az
+    ``axes`` and ``origins`` (n x 3) (:func:`ik_node.solvers.kernels.fk.frames`)."""
+    T = fk.frames(model, n, q, np.empty((3, 4)), np.empty((3, 4)), axes, origins,
+                  np.empty((3, 4)))
+    p[0], p[1], p[2] = T[0, 3], T[1, 3], T[2, 3]
 
 
 def _newton(model, n, target, q, H, g, axes, origins, p, J):
     """``cost = |t - p(q)|^2`` [m^2]; ``H = J^T J - S`` (lower triangle) and ``g = J^T e``:
     half the Hessian and minus half the gradient of the cost (as ``ClosestPose.newton_system``)."""
     _tip(model, n, q, axes, origins, p)
-    _columns(model, n, p, axes, origins, J)
+    fk.jacobian(model, n, p, axes, origins, J, True)
     ex, ey, ez = target[0] - p[0], target[1] - p[1], target[2] - p[2]
     for a in range(n):
         xa, ya, za = J[0, a], J[1, a], J[2, a]
@@ -291,7 +250,7 @@ def _stretch(model, target, q, from_base):
     for step in range(n):
         k = step if from_base else n - 1 - step
         _tip(model, n, q, axes, origins, p)
-        _columns(model, n, p, axes, origins, J)
+        fk.jacobian(model, n, p, axes, origins, J, True)
         ex, ey, ez = target[0] - p[0], target[1] - p[1], target[2] - p[2]
         lx, ly, lz = J[0, k], J[1, k], J[2, k]
         lo, hi = model[k, _LOW], model[k, _HIGH]
@@ -367,7 +326,7 @@ def _nearest(tips, qs, target, count, spacing, out):
     return kept
 
 
-_HELPERS = ('_tip', '_columns', '_newton', '_pressed', '_solve', '_advance')
+_HELPERS = ('_tip', '_newton', '_pressed', '_solve', '_advance')
 
 
 def compile() -> None:
@@ -375,6 +334,7 @@ def compile() -> None:
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if _KERNELS:
         return
+    fk.compile()
     planar.compile()
     import numba
     jit = numba.njit(cache=True, nogil=True)
