@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 import numpy as np
 
@@ -70,10 +70,6 @@ BONES = 0.0         # its child bone's direction
 CHILD_AND_TIP = 1.0  # 'points': its child joint and the tip
 TIP_ONLY = 2.0      # 'points': the tip
 
-# Entries of the settings array.
-(_TOLERANCE, _MAX_ITERATIONS, _MIN_IMPROVEMENT, _STALL_ITERATIONS, _EXTRAPOLATE, _POLISH,
- _NULL_GAIN, _STRETCH, _STUCK_ENDS) = range(9)
-_SETTINGS = 9
 # Entries of the state array kept between calls (then the bone lengths, n + 1 of them).
 (_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
  _STALLED, _CONVERGED, _POLISH_AFTER, _PULL) = range(11)
@@ -81,6 +77,21 @@ _STATE = 11
 
 #: Iterations per kernel call between two looks at the clock.
 CHUNK = 16
+
+
+class PassSettings(NamedTuple):
+    """The settings of a run of the compiled passes (:class:`.iteration.FabrikSettings` and
+    the problem's flags): every field a float, so that numba types the tuple once."""
+
+    tolerance: float = 0.0          # [m]
+    max_iterations: float = 0.0
+    min_improvement: float = 0.0    # [m]
+    stall_iterations: float = 0.0
+    extrapolate: float = 0.0        # 1.0: extrapolate a linear sequence of iterates
+    polish: float = 0.0             # polish steps (0: none)
+    null_gain: float = 0.0          # the pull away from the limits near a stream's seed
+    stretch: float = 0.0            # 1.0: the first iteration lays the chain straight
+    stuck_ends: float = 0.0         # 1.0: a stuck polish ends the run
 
 
 def available() -> bool:
@@ -160,10 +171,13 @@ def _forward(n, x, L, target, P):
         P[u, 0], P[u, 1], P[u, 2] = px + dx * f, py + dy * f, pz + dz * f
 
 
-def _fit_points(model, n, i, first, every, R0, xi, q, x, R, P):
+def _fit_points(model, n, i, first, every, frame, nodes, P):
     """Joint i's angle moving nodes (rigidly, at their old ``x``) onto ``P``: every node below
     it with ``every``, else ``first`` and the tip (SerialFabrik._fit_points); False when they
-    are all on the axis."""
+    are all on the axis. ``frame``: the joint's ``(R0, x_i)`` (:func:`fk.zero_frame`);
+    ``nodes``: ``(q, x, R)``, the configuration and its node positions and rotations."""
+    R0, xi = frame
+    q, x, R = nodes
     Ri = fk.load9(R, i)
     m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for v in range(i + 1, n + 1):
@@ -211,9 +225,9 @@ def _backward(model, n, q, x, R, P):
                                         model[i, _UPPER])
         else:
             first = i + 1 if fit == CHILD_AND_TIP else n
-            fitted = _fit_points(model, n, i, first, False, R0, xi, q, x, R, P)
+            fitted = _fit_points(model, n, i, first, False, (R0, xi), (q, x, R), P)
         if not fitted:  # every node below
-            _fit_points(model, n, i, i + 1, True, R0, xi, q, x, R, P)
+            _fit_points(model, n, i, i + 1, True, (R0, xi), (q, x, R), P)
         fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
     _place_tip(model, n, x, R)
 
@@ -281,11 +295,16 @@ def _damped_step(cols, free, ex, ey, ez, damping, out):
     return True
 
 
-def _polish(model, n, q, x, R, target, steps, pull, tolerance, x_try, R_try, q_try, cols, dq,
-            free, d, r):
+def _polish(model, n, nodes, target, step, trial, work):
     """Up to ``steps`` damped least-squares steps on the tip's position Jacobian, the first
     with the pull ``pull`` along the self-motion (SerialPasses.polish); the number taken, or
-    -1 where the Python polish raises."""
+    -1 where the Python polish raises. ``nodes``: ``(q, x, R)`` (updated in place); ``step``:
+    ``(steps, pull, tolerance)``; ``trial``: ``(x_try, R_try, q_try)``; ``work``: ``(cols, dq,
+    free, d, r)``."""
+    q, x, R = nodes
+    steps, pull, tolerance = step
+    x_try, R_try, q_try = trial
+    cols, dq, free, d, r = work
     tx, ty, tz = target[0], target[1], target[2]
     ex, ey, ez = tx - x[n, 0], ty - x[n, 1], tz - x[n, 2]
     obj = ex * ex + ey * ey + ez * ez
@@ -386,11 +405,11 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
     d = scratch[start + 4 * n:start + 5 * n]
     r = scratch[start + 5 * n:start + 6 * n]
     L = state[_STATE:_STATE + n + 1]
-    tolerance, min_improvement = settings[_TOLERANCE], settings[_MIN_IMPROVEMENT]
-    max_iterations = int(settings[_MAX_ITERATIONS])
-    stall_iterations, polish = int(settings[_STALL_ITERATIONS]), int(settings[_POLISH])
-    extrapolate, stretching = settings[_EXTRAPOLATE] != 0.0, settings[_STRETCH] != 0.0
-    stuck_ends = settings[_STUCK_ENDS] != 0.0
+    tolerance, min_improvement = settings.tolerance, settings.min_improvement
+    max_iterations = int(settings.max_iterations)
+    stall_iterations, polish = int(settings.stall_iterations), int(settings.polish)
+    extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
+    stuck_ends = settings.stuck_ends != 0.0
     _rebuild(model, n, q, x, R)  # (x and R are always FK of q)
     if state[_BEGUN] == 0.0:
         L[0] = 0.0
@@ -398,7 +417,7 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
             dx, dy, dz = x[v, 0] - x[v - 1, 0], x[v, 1] - x[v - 1, 1], x[v, 2] - x[v - 1, 2]
             L[v] = math.sqrt(dx * dx + dy * dy + dz * dz)
         obj = _error(x, n, target)
-        state[_PULL] = settings[_NULL_GAIN] * obj if obj <= STREAM_ERROR_M else 0.0
+        state[_PULL] = settings.null_gain * obj if obj <= STREAM_ERROR_M else 0.0
         best_q[:] = q
         state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
         state[_SINCE_PROGRESS] = state[_ITERATIONS] = state[_STALLED] = 0.0
@@ -441,8 +460,9 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
                     obj = obj_try
         if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                 obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
-            taken = _polish(model, n, q, x, R, target, min(polish, max_iterations - iterations),
-                            pull, tolerance, x_try, R_try, q_try, cols, dq, free, d, r)
+            taken = _polish(model, n, (q, x, R), target,
+                            (min(polish, max_iterations - iterations), pull, tolerance),
+                            (x_try, R_try, q_try), (cols, dq, free, d, r))
             if taken < 0:
                 return FAILED
             pull = 0.0
@@ -520,17 +540,15 @@ def _exercise(kernel) -> None:
         model[i, _FIT] = (CHILD_AND_TIP, TIP_ONLY, BONES, BONES)[i]
         model[i, _W_PERP], model[i, _W_CROSS + 1] = 0.2, 0.2
         model[i, _CENTRED], model[i, _INVERSE_HALF] = 1.0, 0.5
-    settings = np.zeros(_SETTINGS)
-    settings[_TOLERANCE], settings[_MAX_ITERATIONS], settings[_MIN_IMPROVEMENT] = 1e-5, 20, 1e-9
-    settings[_STALL_ITERATIONS], settings[_EXTRAPOLATE], settings[_POLISH] = 5, 1.0, 10
-    settings[_NULL_GAIN], settings[_STUCK_ENDS] = 0.5, 1.0
+    settings = PassSettings(tolerance=1e-5, max_iterations=20.0, min_improvement=1e-9,
+                            stall_iterations=5.0, extrapolate=1.0, polish=10.0, null_gain=0.5,
+                            stuck_ends=1.0)
     state = np.zeros(_STATE + n + 1)
     scratch = np.zeros(_scratch_size(n))
     for stretch, target in ((0.0, (0.5, 0.3, 0.1)), (1.0, (2.0, 0.0, 0.0))):
-        settings[_STRETCH] = stretch
         state[_BEGUN] = 0.0
-        kernel(model, settings, np.array(target), np.full(n, 0.1), np.zeros(n), state,
-               scratch, CHUNK)
+        kernel(model, settings._replace(stretch=stretch), np.array(target), np.full(n, 0.1),
+               np.zeros(n), state, scratch, CHUNK)
 
 
 def model_of(fabrik: SerialFabrik) -> np.ndarray:
@@ -605,19 +623,15 @@ class CompiledFabrik:
         arrays = getattr(self._runs, 'arrays', None)
         if arrays is None:
             n = self.n
-            arrays = self._runs.arrays = (np.zeros(_SETTINGS), np.zeros(3), np.zeros(n),
-                                          np.zeros(n), np.zeros(_STATE + n + 1),
-                                          np.zeros(_scratch_size(n)))
-        values, target, q, best_q, state, scratch = arrays
-        values[_TOLERANCE] = settings.tolerance
-        values[_MAX_ITERATIONS] = settings.max_iterations
-        values[_MIN_IMPROVEMENT] = settings.min_improvement
-        values[_STALL_ITERATIONS] = settings.stall_iterations
-        values[_EXTRAPOLATE] = float(settings.extrapolate)
-        values[_POLISH] = settings.polish
-        values[_NULL_GAIN] = settings.null_space_gain
-        values[_STRETCH] = float(problem.stretch_tip is not None)
-        values[_STUCK_ENDS] = float(problem.restarts > 0 or problem.stop_when_stuck)
+            arrays = self._runs.arrays = (np.zeros(3), np.zeros(n), np.zeros(n),
+                                          np.zeros(_STATE + n + 1), np.zeros(_scratch_size(n)))
+        target, q, best_q, state, scratch = arrays
+        values = PassSettings(
+            float(settings.tolerance), float(settings.max_iterations),
+            float(settings.min_improvement), float(settings.stall_iterations),
+            float(settings.extrapolate), float(settings.polish), float(settings.null_space_gain),
+            float(problem.stretch_tip is not None),
+            float(problem.restarts > 0 or problem.stop_when_stuck))
         target[:] = problem.targets[0]
         q[:] = problem.q_seed
         state[_BEGUN] = state[_ITERATIONS] = 0.0

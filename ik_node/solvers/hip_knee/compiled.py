@@ -594,8 +594,14 @@ def _offset_error_at(c, q0, x, e1, e2, s1, s2):
     return math.hypot(err, off_plane), q1, q2, slope
 
 
-def _offset_refine(c, x, e1, e2, s1, s2, a, fa0, fa1, fa2, ga, b, fb0, fb1, fb2, gb):
-    """OffsetLeg._refine: ``(error, q0, q1, q2)``."""
+def _offset_refine(c, point, seeds, end_a, end_b):
+    """OffsetLeg._refine: ``(error, q0, q1, q2)``. ``point``: the target's leg coordinates
+    ``(x, e1, e2)``; ``seeds``: ``(s1, s2)``; ``end_a``, ``end_b``: the bracket's ends, each
+    ``(angle, error, q1, q2, slope)``."""
+    x, e1, e2 = point
+    s1, s2 = seeds
+    a, fa0, fa1, fa2, ga = end_a
+    b, fb0, fb1, fb2, gb = end_b
     if fb0 < fa0:
         best0, best_q0, best1, best2 = fb0, b, fb1, fb2
     else:
@@ -680,8 +686,8 @@ def _nearest_offset_leg(c, x, e1, e2, s0, s1, s2):
         used[pick] = True
         k = brackets[pick]
         err, q0, q1, q2 = _offset_refine(
-            c, x, e1, e2, s1, s2, angles[k], errs[k], q1s[k], q2s[k], slopes[k],
-            angles[k + 1], errs[k + 1], q1s[k + 1], q2s[k + 1], slopes[k + 1])
+            c, (x, e1, e2), (s1, s2), (angles[k], errs[k], q1s[k], q2s[k], slopes[k]),
+            (angles[k + 1], errs[k + 1], q1s[k + 1], q2s[k + 1], slopes[k + 1]))
         found[n_found, 0], found[n_found, 1], found[n_found, 2], found[n_found, 3] = \
             err, q0, q1, q2
         n_found += 1

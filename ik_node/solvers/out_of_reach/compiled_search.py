@@ -76,9 +76,12 @@ def _tip(model, n, q, axes, origins, p):
     p[0], p[1], p[2] = T[0, 3], T[1, 3], T[2, 3]
 
 
-def _newton(model, n, target, q, H, g, axes, origins, p, J):
+def _newton(model, n, target, q, system, frames):
     """``cost = |t - p(q)|^2`` [m^2]; ``H = J^T J - S`` (lower triangle) and ``g = J^T e``:
-    half the Hessian and minus half the gradient of the cost (as ``ClosestPose.newton_system``)."""
+    half the Hessian and minus half the gradient of the cost (as ``ClosestPose.newton_system``).
+    ``system``: ``(H, g)``, written; ``frames``: ``(axes, origins, p, J)``, scratch."""
+    H, g = system
+    axes, origins, p, J = frames
     _tip(model, n, q, axes, origins, p)
     fk.jacobian(model, n, p, axes, origins, J, True)
     ex, ey, ez = target[0] - p[0], target[1] - p[1], target[2] - p[2]
@@ -178,7 +181,7 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
     x = np.empty(n)
     q_new = np.empty(n)
     mask = state[_STATE:_STATE + n]
-    cost = _newton(model, n, target, q, H, g, axes, origins, p, J)
+    cost = _newton(model, n, target, q, (H, g), (axes, origins, p, J))
     lam = state[_LAM] if state[_LAM] > 0.0 else LAMBDA_START
     iterations = int(state[_ITERATIONS])
     tol2 = tolerance * tolerance
@@ -216,7 +219,7 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
                     done = True  # the promised drop is below round-off: stationary
                     break
                 _advance(model, n, q, x, q_new)
-                trial = _newton(model, n, target, q_new, Ht, gt, axes, origins, p, J)
+                trial = _newton(model, n, target, q_new, (Ht, gt), (axes, origins, p, J))
                 if trial < cost:
                     q[:] = q_new
                     cost = trial
