@@ -48,6 +48,7 @@ import transforms3d  # noqa: E402
 from bench_node_latency import read_config, trajectory  # noqa: E402
 from ik_node import Chain, make_solver  # noqa: E402
 from ik_node.solvers import kernels  # noqa: E402
+from ik_node.solvers.damped_jacobian import compiled  # noqa: E402
 
 
 def targets_of(chain: Chain, n: int, random_targets: bool, rng_seed: int = 0):
@@ -110,8 +111,8 @@ def main(argv=None) -> int:
         kernel_s.append(0.0)
         t = time.perf_counter()
         run = kernel.start(positions[k], rotations[k], seeds[k])
-        _, _, iterations, _, _ = run.descend(seeds[k], 0.0, -1.0, 0, -1, None, near=None,
-                                             pull=True)
+        _, _, iterations, _, _ = run.descend(
+            compiled.DescentStart(seeds[k], 0.0, -1.0, near=None, pull=True), None)
         elapsed = time.perf_counter() - t
         return elapsed, kernel_s[-1], iterations
 

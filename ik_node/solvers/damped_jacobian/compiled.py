@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -128,6 +128,37 @@ class Restarts(NamedTuple):
     batches: np.ndarray  # (batches, candidates, n): uniform numbers in [0, 1)
     low: np.ndarray      # n
     span: np.ndarray     # n
+
+
+class DescentStart(NamedTuple):
+    """How :meth:`DescentRun.descend` begins a descent (as
+    :meth:`.descent.PythonDescent.descend`): from ``q``, the cost measured above ``floor`` (the
+    squared proven residual [m^2]), ``good_enough`` the position error [m] that ends a position
+    descent (-1: none), the solve's ``iterations`` and ``last_blocked`` so far; ``near``: near
+    a stream's seed (None: decided by the cost of ``q``), ``pull``: its first step pulls away
+    from the limits, ``keep_best``: a lower cost than the best replaces the best."""
+
+    q: Sequence[float]
+    floor: float
+    good_enough: float
+    iterations: int = 0
+    last_blocked: int = -1
+    near: Optional[bool] = False
+    pull: bool = False
+    keep_best: bool = True
+
+
+class RestartPlan(NamedTuple):
+    """The plain restarts of :meth:`DescentRun.descend_restarts`: ``restarts`` counted so far,
+    stuck at ``decide_at`` restarts the solver's loop decides; candidates ``low + span * u``
+    from ``draws`` (a :class:`.starts.RestartDraws`), its batches from ``used`` on."""
+
+    restarts: int
+    decide_at: int
+    draws: Any
+    low: np.ndarray
+    span: np.ndarray
+    used: int = 0
 
 
 class TreeProblem(NamedTuple):
@@ -908,15 +939,16 @@ def _exercise(kernels_) -> None:
                                   [(k, 0.0, 1.0) for k in range(n)], _default_params(),
                                   compiled_kernels=kernels_)
         run = descent.start([0.1, 0.0, 0.0], np.eye(3) if orientation else None, [0.0] * n)
-        run.descend([0.0] * n, 0.0, -1.0, 0, -1, None, near=True, pull=True)
+        run.descend(DescentStart([0.0] * n, 0.0, -1.0, near=True, pull=True), None)
         run.lowest_cost(np.zeros((2, n)))
         run.cost([0.0] * n)
         if orientation:
             run.first_pose(np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]),
                            np.zeros(n), 0.0)
             run.first_pose(np.array([0.1, 0.0, 0.0]), np.empty(0), np.zeros(n), 0.0)
-            run.descend_restarts([0.0] * n, 0.0, -1.0, 0, -1, None, True, 0, 1,
-                                 _ExerciseDraws(n), np.full(n, -1.0), np.full(n, 2.0))
+            run.descend_restarts(DescentStart([0.0] * n, 0.0, -1.0), None,
+                                 RestartPlan(0, 1, _ExerciseDraws(n), np.full(n, -1.0),
+                                             np.full(n, 2.0)))
     # A tree of two tips on three joints (one shared), a pose and a position target.
     tree_model = np.zeros((6, _MODEL_COLUMNS))
     tree_model[:, :12] = np.eye(4)[:3].ravel()
@@ -1126,47 +1158,42 @@ class DescentRun:
         return (float(state[_POSITION_ERROR]),
                 float(state[_ANGLE_ERROR]) if self.with_orientation else None)
 
-    def descend(self, q: Sequence[float], floor: float, good_enough: float, iterations: int,
-                last_blocked: int, budget, near: Optional[bool] = False, pull: bool = False,
-                keep_best: bool = True) -> Tuple[int, np.ndarray, int, int, bool]:
-        """One descent from ``q``, as :meth:`.descent.PythonDescent.descend` (the same
-        ``floor``, ``good_enough``, ``near``, ``pull`` and ``keep_best``); ``budget`` (or
-        None) is asked before each chunk of iterations. Returns ``(code, last iterate,
-        iterations, last_blocked, near)``: code CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or
-        TIMEOUT (the budget spent; STUCK for a position target when enough is left to hand it
-        to the closest-pose search); the last iterate is :attr:`q` (reused by the next
-        descent)."""
-        q_array = self.q
-        q_array[:] = q
+    def descend(self, start: DescentStart, budget) -> Tuple[int, np.ndarray, int, int, bool]:
+        """One descent begun as ``start`` says, as :meth:`.descent.PythonDescent.descend`;
+        ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code, last
+        iterate, iterations, last_blocked, near)``: code CONVERGED, GOOD_ENOUGH, STUCK,
+        ITERATION_CAP or TIMEOUT (the budget spent; STUCK for a position target when enough is
+        left to hand it to the closest-pose search); the last iterate is :attr:`q` (reused by
+        the next descent)."""
+        self.q[:] = start.q
         state = self.state
-        state[_ITERATIONS], state[_LAST_BLOCKED] = iterations, last_blocked
-        state[_NEAR] = -1.0 if near is None else float(near)
-        state[_FLOOR], state[_GOOD] = floor, good_enough
-        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), float(pull), 1.0
+        state[_ITERATIONS], state[_LAST_BLOCKED] = start.iterations, start.last_blocked
+        state[_NEAR] = -1.0 if start.near is None else float(start.near)
+        state[_FLOOR], state[_GOOD] = start.floor, start.good_enough
+        state[_KEEP_BEST], state[_PULL] = float(start.keep_best), float(start.pull)
+        state[_FRESH] = 1.0
         return self.go_on(CHUNK_DONE, budget)
 
-    def descend_restarts(self, q: Sequence[float], floor: float, good_enough: float,
-                         iterations: int, last_blocked: int, budget, keep_best: bool,
-                         restarts: int, decide_at: int, draws, low: np.ndarray,
-                         span: np.ndarray, used: int = 0
+    def descend_restarts(self, start: DescentStart, budget, plan: RestartPlan
                          ) -> Tuple[int, np.ndarray, int, int, bool, int, int]:
-        """A descent from ``q`` begun as :meth:`descend` begins one that is not the first of
-        its solve (not near a stream's seed, no pull), then the solver's plain restarts in the
-        kernel (:func:`_descend_restarts`: candidates from ``draws``, a
-        :class:`.starts.RestartDraws`, its batches from ``used`` on, ``low + span * u``) until a
-        descent ends otherwise than stuck, or stuck at ``decide_at`` restarts (counted from
-        ``restarts``); ``budget`` is asked before each chunk of iterations. Returns
-        :meth:`descend`'s tuple and the restarts and batches counted."""
+        """A descent begun as :meth:`descend` begins ``start`` (``near`` and ``pull`` read as
+        False: not the first of its solve), then the solver's plain restarts in the kernel
+        (:func:`_descend_restarts`, as ``plan`` says) until a descent ends otherwise than
+        stuck, or stuck at ``plan.decide_at`` restarts; ``budget`` is asked before each chunk
+        of iterations. Returns :meth:`descend`'s tuple and the restarts and batches counted."""
         q_array = self.q
-        q_array[:] = q
+        q_array[:] = start.q
         state = self.state
-        state[_ITERATIONS], state[_LAST_BLOCKED], state[_NEAR] = iterations, last_blocked, 0.0
-        state[_FLOOR], state[_GOOD] = floor, good_enough
-        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), 0.0, 1.0
-        state[_RESTARTS], state[_DRAWS], state[_DECIDE_AT] = restarts, used, decide_at
+        state[_ITERATIONS], state[_LAST_BLOCKED] = start.iterations, start.last_blocked
+        state[_NEAR] = 0.0
+        state[_FLOOR], state[_GOOD] = start.floor, start.good_enough
+        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(start.keep_best), 0.0, 1.0
+        state[_RESTARTS], state[_DRAWS], state[_DECIDE_AT] = plan.restarts, plan.used, \
+            plan.decide_at
         state[_IN_DESCENT] = 1.0
         settings = self.settings[self.with_orientation]
-        restart = Restarts(draws.upto(used + 8), low, span)
+        draws, low, span = plan.draws, plan.low, plan.span
+        restart = Restarts(draws.upto(plan.used + 8), low, span)
         while True:
             if budget is not None and not budget.allows():
                 code = STUCK if not self.with_orientation and budget.can_hand_over() \
