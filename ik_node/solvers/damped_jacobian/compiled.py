@@ -2,8 +2,14 @@
 
 Why one file of this size: numba compiles a kernel with the helper functions it calls, and
 caches them together, when they live in one module; the kernel mirrors the Python descent of
-:mod:`.descent` step for step, so the two are read side by side. A numba kernel takes arrays and
-scalars, not the frozen problem objects of the Python path, so its parameter lists are long.
+:mod:`.descent` step for step, so the two are read side by side.
+
+The kernels take named structures that numba types and caches: :class:`DescentSettings` (the
+settings, floats), :class:`Problem` (a chain and one target), :class:`Descent` (the arrays a
+descent updates in place). One solve's entry is
+``_first_pose(problem, settings, seed, descent, steps)``: the input checks and up to ``steps``
+iterations of the seed's descent; a numba loop over many targets can call it as it is.
+Forward kinematics and its Jacobian are the kernel library's (:mod:`ik_node.solvers.kernels.fk`).
 
 A descent on a serial chain runs its iterations here, for a pose (6D) and for a position
 target: the same FK, error, normal equations ``J^T W J`` (or, position only with six joints or
@@ -1046,7 +1052,7 @@ class CompiledDescent:
         self.model = model
         self.n = n
         gain = params['null_space_gain']
-        #: Per with_orientation: the settings array (the 6D one None where the Python descent
+        #: Per with_orientation: the DescentSettings (the 6D one None where the Python descent
         #: serves: the dual system for 12 joints or more).
         self.settings = {}
         for orientation in (False, True):
