@@ -57,7 +57,6 @@ LAMBDA_UP = 10.0
 NEWTON_DECREMENT_M = 1e-7
 MINIMUM_DAMPING = 1e-6
 _TWO_PI = 2.0 * math.pi
-_PI = math.pi
 
 _KERNELS: dict = {}
 
