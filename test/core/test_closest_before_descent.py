@@ -23,7 +23,7 @@ from ik_node.solvers import kernels
 from ik_node.solvers.hip_knee import compiled, offset_leg
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
-from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.hip_knee.exact_leg import ExactLeg
 
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'

@@ -15,7 +15,7 @@ from ik_node.solvers.out_of_reach import closest_pose
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.reach_bound import reach_bound
 from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 

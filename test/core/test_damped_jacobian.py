@@ -18,7 +18,7 @@ from ik_node.model.chain import Chain
 from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.base import rotation_error
-from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES
+from ik_node.solvers.numerics.dls_settings import RESTART_CANDIDATES
 from ik_node.solvers.damped_jacobian.starts import RestartDraws
 
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'

@@ -25,7 +25,7 @@ from ik_node.model.chain import chain_lengths
 from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.out_of_reach.closest_pose import NEWTON_DECREMENT_M
 from ik_node.solvers.out_of_reach.outcome import AT_REACH_MESSAGE
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.reach_bound import reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
