@@ -96,7 +96,7 @@ class MapSpec:
 def reach_sphere(chain) -> Tuple[np.ndarray, float]:
     """The centre [m] and radius [m] of a sphere holding every position the tip reaches."""
     from ik_node.model.chain import chain_lengths
-    from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+    from ik_node.solvers.geometry.reach_bound import reach_bound
     bound = reach_bound(chain)
     if bound is not None:
         return np.array(bound.origin, dtype=float), float(bound.reach)

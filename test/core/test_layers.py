@@ -187,10 +187,10 @@ def test_the_room_check_sees_an_upward_import():
 #: parameter specs; the kernel loader and library, and the shared geometry; the strategies every
 #: solver uses (several tips, out of reach); the contract and the collision guard; the analytic
 #: leg solver (whose closed form the iterative solvers call for a leg); the iterative solvers;
-#: the registry that composes them.
+#: the registry that composes them, and the batch solve (solve_many) over them.
 SOLVER_FLOORS = {'numerics': 0, 'results': 0, 'input_checks': 0, 'params': 0, 'kernels': 1,
                  'geometry': 1, 'trees': 2, 'out_of_reach': 2, 'base': 3, 'collision_guard': 3,
-                 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6}
+                 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6, 'batch': 6}
 
 
 def solver_room(module: str):

@@ -1,8 +1,9 @@
 """The batch kernel: many targets of one damped_jacobian solver in one numba call.
 
 This module is the one place that binds :func:`ik_node.solvers.batch.solve_many` to the compiled
-descents (:mod:`ik_node.solvers.damped_jacobian.compiled`) and reach checks
-(:mod:`ik_node.solvers.damped_jacobian.compiled_reach`). For each target, :func:`_solve_batch`
+descents (:mod:`ik_node.solvers.damped_jacobian.compiled`: its entry for one solve,
+``_first_pose(problem, settings, seed, descent, steps)``, and ``_descend``) and reach checks
+(:mod:`ik_node.solvers.out_of_reach.compiled_reach`). For each target, :func:`_solve_batch`
 runs what :meth:`DampedJacobianSolver.solve
 <ik_node.solvers.damped_jacobian.solver.DampedJacobianSolver.solve>` runs first, with the same
 kernels and the same numbers: the reach checks, the seed's descent, and for a pose target whose
@@ -31,7 +32,7 @@ import numpy as np
 
 import ik_node.solvers.kernels as kernels
 from ik_node.solvers.damped_jacobian import compiled as dj
-from ik_node.solvers.damped_jacobian import compiled_reach
+from ik_node.solvers.out_of_reach import compiled_reach
 
 #: Codes of :func:`_solve_batch` per target.
 CONVERGED = 0
@@ -56,41 +57,44 @@ _pose_cost = None
 _reach_checks = None
 _scratch_size = None
 _new_work = None
+#: The one-solve problem of the descents' kernels (a NamedTuple numba builds per target).
+_Problem = dj.Problem
 
 
-def _solve_batch(chain, targets, search, out):
+def _solve_batch(chain, targets, search, out, descent):
     """Each target ``i`` as the solver starts it (the module docstring). ``chain``: ``(model,
-    settings, reach)`` of the solver's compiled descents and reach checks; ``targets``:
-    ``(positions (N, 3), quats (N, 4) x, y, z, w or (N, 0) for position targets, seeds (N,
-    n))``; ``search``: ``(mid, restart batches, low, span, checks)`` where ``checks`` holds the
-    position tolerance [m], then the stuck descents after which a target is handed over
-    (within the measured reach, and beyond it: :data:`CHECK_AFTER`, :data:`CHECK_BEYOND_REACH`
-    for the solver's answers; fewer for a quicker, not identical, verdict); ``out``: ``(q (N,
-    n), code (N,), errors (N, 2), iterations (N,))``, written on CONVERGED (the errors: position
-    [m] and angle [rad] by the kernel's FK at exactly those joints), else code HANDED_OVER."""
-    model = chain[0]
-    n = model.shape[0] - 1
-    work = (np.zeros(12), np.empty(n), np.empty(n), np.zeros(dj._STATE),
-            np.empty(_scratch_size(n)), _new_work(n), np.empty(n))
+    settings, reach)``: the solver's compiled model and :class:`~.dj.DescentSettings` of this
+    kind of target, and its reach checks' array; ``targets``: ``(positions (N, 3), quats (N, 4)
+    x, y, z, w or (N, 0) for position targets, seeds (N, n))``; ``search``: ``(mid, restart
+    batches, low, span, checks)`` where ``checks`` holds the position tolerance [m], then the
+    stuck descents after which a target is handed over (within the measured reach, and beyond
+    it: :data:`CHECK_AFTER`, :data:`CHECK_BEYOND_REACH` for the solver's answers; fewer for a
+    quicker, not identical, verdict); ``out``: ``(q (N, n), code (N,), errors (N, 2),
+    iterations (N,))``, written on CONVERGED (the errors: position [m] and angle [rad] by the
+    kernel's FK at exactly those joints), else code HANDED_OVER; ``descent``: a
+    :class:`~.dj.Descent` to work in."""
+    n = descent.q.shape[0]
+    work = (_new_work(n), np.empty(n))
     for i in range(targets[0].shape[0]):
-        _solve_one(chain, targets, search, out, work, i)
+        _solve_one(chain, targets, search, out, (descent, work), i)
 
 
-def _solve_one(chain, targets, search, out, work, i):
-    """Target ``i`` of :func:`_solve_batch` (``work``: its scratch arrays)."""
+def _solve_one(chain, targets, search, out, scratch, i):
+    """Target ``i`` of :func:`_solve_batch` (``scratch``: its descent and work arrays)."""
     model, settings, reach = chain
     positions, quats, seeds = targets
-    target, q, best_q, state, scratch = work[0], work[1], work[2], work[3], work[4]
+    descent = scratch[0]
+    q, state = descent.q, descent.state
     tol_p = search[4][0]
     orientation = quats.shape[1] == 4
     out[1][i] = HANDED_OVER
     bound, gap = _reach_checks(reach, positions[i])
     if not bound <= 0.0 or (not orientation and not gap <= tol_p):
         return  # out of reach, proven or measured: the solver's closest-pose search
-    code = _first_pose(model, settings, positions[i], quats[i], seeds[i], 0.0, target, q,
-                       best_q, state, scratch, _ALL_STEPS)
+    code = _first_pose(_Problem(model, positions[i], quats[i], 0.0), settings, seeds[i],
+                       descent, _ALL_STEPS)
     if code == dj.STUCK and orientation and state[dj._NEAR] == 0.0:
-        code = _restarts(chain, search, work, seeds[i], gap)
+        code = _restarts(chain, search, scratch, seeds[i], gap)
     if code == dj.CONVERGED:
         out[1][i] = CONVERGED
         for k in range(q.shape[0]):
@@ -100,7 +104,7 @@ def _solve_one(chain, targets, search, out, work, i):
         out[3][i] = state[dj._ITERATIONS]
 
 
-def _restarts(chain, search, work, seed, gap):
+def _restarts(chain, search, scratch, seed, gap):
     """The solver's restarts after a stuck seed's descent of a pose target: the mid
     configuration first when that descent ended against a limit (and the seed is not the mid
     one), else the lowest-cost candidate of the next batch of restart draws; until a descent
@@ -108,7 +112,8 @@ def _restarts(chain, search, work, seed, gap):
     Returns the last descent's code."""
     model, settings = chain[0], chain[1]
     mid, batches, low, span, checks = search
-    target, q, best_q, state, scratch, pose_work, candidate = work
+    descent, (pose_work, candidate) = scratch
+    target, q, state = descent.target, descent.q, descent.state
     n = q.shape[0]
     mid_next = False
     for k in range(n):
@@ -142,7 +147,7 @@ def _restarts(chain, search, work, seed, gap):
         mid_next = False
         descent_start = state[dj._ITERATIONS]
         state[dj._NEAR], state[dj._PULL], state[dj._FRESH] = 0.0, 0.0, 1.0
-        code = _descend(model, settings, target, q, best_q, state, scratch, _ALL_STEPS)
+        code = _descend(model, settings, descent, _ALL_STEPS)
     return code
 
 
@@ -231,15 +236,18 @@ def run(solver, positions: np.ndarray, quats: Optional[np.ndarray], seeds: np.nd
     limits, all C-contiguous float64."""
     first = solver._first
     orientation = quats is not None
-    count, n = len(positions), solver.chain.n
-    out_q = np.zeros((count, n))
+    count = len(positions)
+    out_q = np.zeros((count, solver.chain.n))
     codes = np.full(count, HANDED_OVER, np.int64)
     errors = np.full((count, 2), np.nan)
     iterations = np.zeros(count, np.int64)
     low, span, _ = solver._restart_box
     checks = np.array([solver._tol_p, check_within, check_beyond], dtype=float)
+    n = solver.chain.n
+    descent = dj.Descent(np.zeros(12), np.empty(n), np.empty(n), np.zeros(dj._STATE),
+                         np.empty(dj._scratch_size(n)))
     kernel()((first.model, first.settings[orientation], solver._compiled_reach.reach),
              (positions, quats if orientation else np.empty((count, 0)), seeds),
              (np.asarray(solver._mid, dtype=float), solver._draws.upto(BATCHES), low, span,
-              checks), (out_q, codes, errors, iterations))
+              checks), (out_q, codes, errors, iterations), descent)
     return KernelAnswers(codes == CONVERGED, out_q, errors, iterations)
