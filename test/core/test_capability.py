@@ -60,6 +60,7 @@ def test_orientation_bins_give_each_orientation_its_own_bin():
                                atol=1e-12)
 
 
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
 def test_every_reached_cell_is_reached_by_ik_and_queries_agree(ur5e_spec, ur5e_map):
     capability = ur5e_map
     assert 0.1 < capability.reached.mean() < 0.95
@@ -87,6 +88,7 @@ def test_every_reached_cell_is_reached_by_ik_and_queries_agree(ur5e_spec, ur5e_m
     assert not reachable(capability, [[3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])[0]
 
 
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
 def test_the_map_is_the_same_byte_for_byte_whatever_the_workers(ur5e_spec, ur5e_map,
                                                                  tmp_path):
     two = build_map(ur5e_spec, tmp_path / 'two', workers=2)
@@ -95,6 +97,7 @@ def test_the_map_is_the_same_byte_for_byte_whatever_the_workers(ur5e_spec, ur5e_
     assert one_file.read_bytes() == (tmp_path / 'two' / storage.MAP_FILE).read_bytes()
 
 
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
 def test_shards_merge_to_the_same_map_whatever_the_split(ur5e_spec, ur5e_map):
     import dataclasses
     finer = dataclasses.replace(ur5e_spec, shard_cells=17)
@@ -107,6 +110,7 @@ def test_shards_merge_to_the_same_map_whatever_the_split(ur5e_spec, ur5e_map):
         merge(finer, 'ur5e', cells, {0: shards[0]})
 
 
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
 def test_a_killed_build_resumes_without_recomputing_finished_shards(ur5e_spec, ur5e_map,
                                                                     tmp_path):
     assert build_map(ur5e_spec, tmp_path, workers=1, stop_after=2) is None  # cut short
@@ -123,6 +127,7 @@ def test_a_killed_build_resumes_without_recomputing_finished_shards(ur5e_spec, u
     np.testing.assert_array_equal(load_map(tmp_path).reached, ur5e_map.reached)
 
 
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
 def test_base_placement_finds_a_base_that_real_ik_confirms(ur5e_spec, ur5e_map):
     chain = Chain.from_urdf_file(ur5e_spec.urdf_path, 'base_link', 'tool0')
     solver = make_solver('damped_jacobian', chain, {'self_collision': False})
@@ -164,7 +169,10 @@ def test_a_billion_cell_grid_is_refused_before_any_work(ur5e_spec):
         cells_of(dataclasses.replace(ur5e_spec, voxel_m=0.001))
 
 
-def test_nan_poses_and_bad_grids_are_refused(ur5e_map):
+def test_nan_poses_and_bad_grids_are_refused():
+    from ik_node.capability import CapabilityMap
+    ur5e_map = CapabilityMap({'voxel_m': 0.2, 'directions': 6, 'rolls': 2},
+                             np.array([[1, 0, 1], [2, 0, 1]]), np.ones((2, 12), bool))
     with pytest.raises(TargetError, match='pose 1'):
         reachable(ur5e_map, [[0.3, 0.0, 0.3, 0, 0, 0, 1], [np.nan, 0, 0, 0, 0, 0, 1]])
     with pytest.raises(TargetError, match='shape'):

@@ -6,6 +6,7 @@ import pytest
 import transforms3d
 
 from ik_node import Chain, TargetError, make_solver
+from ik_node.solvers import kernels
 from ik_node.solvers.batch import COLLIDING, FREE, NOT_CHECKED, solve_many
 
 #: Budgets large enough that no solve here ends by its wall time (the batch kernel has none).
@@ -59,7 +60,10 @@ def test_pose_batch_answers_equal_single_answers_on_ur5e(shared_robot):
     seeds = np.random.default_rng(4).uniform(chain.lower, chain.upper, size=(120, chain.n))
     seeds[:40] = chain.mid_configuration()
     batch = solve_many(solver, positions, quats, seeds)
-    assert batch.compiled.sum() >= 100  # the common case ran in the batch kernel
+    if kernels.available():
+        assert batch.compiled.sum() >= 100  # the common case ran in the batch kernel
+    else:  # the pure-Python path: every target through solve()
+        assert not batch.compiled.any()
     assert not batch.compiled[0] and not batch.reachable[0]
     assert (batch.collision == NOT_CHECKED).all()
     _same_as_single(chain, batch, single, positions, quats, seeds)
