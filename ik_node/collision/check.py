@@ -92,6 +92,18 @@ class CollisionChecker:
         self.mesh_confirm = bool(mesh_confirm)
         self._exact = [[exact_piece(self._fcl, piece) if mesh_confirm else None
                         for piece in model.pieces[link]] for link in model.links]
+        self._warm()
+
+    def _warm(self) -> None:
+        """Run every query once, at the mid configuration, so nothing is built inside a
+        solve's budget: the compiled kernel loaded from numba's cache (or compiled, the first
+        time after an install), python-fcl's objects of the world made. The kernel's witness
+        normals are cleared after, so a checker's answers do not depend on its warm-up."""
+        q = self.model.chain.mid_configuration()
+        self.is_free(q)
+        self.report(q)
+        self.witnesses(q, 0.03)
+        self._witness[:] = 0.0
 
     # ------------------------------------------------------------------------ broad phase
     def _screen(self, q) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:

@@ -306,8 +306,10 @@ def collision_hook(solver):
     except collision.CollisionUnavailable as exc:
         return NotChecked(NOT_CHECKED + str(exc))
     budget = (params.get('timeout') or 0.0) + params['collision_retry_time']
-    return CollisionGuard(checker, solver.chain.lower, solver.chain.upper,
-                          params['collision_restarts'], budget)
+    guard = CollisionGuard(checker, solver.chain.lower, solver.chain.upper,
+                           params['collision_restarts'], budget)
+    guard._term_of(solver)  # made now, not in the first solve that needs it
+    return guard
 
 
 def has_collision_check(solver) -> bool:

@@ -5,8 +5,6 @@ from pathlib import Path
 import pytest
 
 from ik_node import Chain
-# The vendors' arms with collision meshes (../shared/robots), for the collision tests.
-from collision_robots import collision_robot  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
-"""The node on the vendors' UR5e with its collision meshes (../shared/robots; skipped when
-absent), over real rclpy and DDS: a target reachable only in collision is answered
-``in_collision`` with the pair named and the colliding links drawn, ~/obstacles are checked, and
+"""The node on the vendors' UR5e with its collision meshes (the reference robots,
+``IK_NODE_ROBOTS_DIR``; skipped when absent), over real rclpy and DDS: a target reachable only
+in collision is answered ``in_collision`` with the pair named and the colliding links drawn, ~/obstacles are checked, and
 a bad obstacle message is refused while the node keeps answering."""
 
 from __future__ import annotations
@@ -16,11 +16,8 @@ pytest.importorskip('trimesh')
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
-import collision_robots  # noqa: E402
 from harness import values  # noqa: E402
 from ik_node import Chain  # noqa: E402
-
-collision_robot = collision_robots.collision_robot
 
 
 def start_ur5e(harness, collision_robot):
