@@ -55,6 +55,7 @@ from ik_node.config.node_config import IkConfig, config_from_flat
 from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat
 from ik_node.errors import IkError
 from ik_node.model.urdf_checks import check_description_size
+from ik_node.ros.outputs.collision_hold import collision_hold
 from ik_node.solvers.collision_guard import collision_outputs, has_collision_check
 from ik_node.ros import run
 from ik_node.ros.inputs import NodeInputs
@@ -276,7 +277,8 @@ class IkNode(Node):
                 self.get_logger().info(
                     f'solver {config.solver} solves positions only: the orientations of the '
                     'targets are ignored (said once; the diagnostics say so for every solve)')
-            verdict = model.guard.check(q, time.monotonic(), job.measured)
+            verdict = collision_hold(model.solver, result, q) or \
+                model.guard.check(q, time.monotonic(), job.measured)
             count = self._status.count_solve()
             out_stamp = ''
             if verdict.q is not None:  # held: nothing goes out, the last command stays

@@ -222,13 +222,13 @@ class CollisionGuard:
             best_free = measure(q_seed)
         chosen = best_free if best_free is not None else result
         self.last_colliding_q = np.array(result.joint_positions, dtype=float)
-        what = report.message() or 'in collision'
+        what = report.colliding_text() or 'closer than the padding'
         if chosen is result:
-            message = f'reachable only in collision: {what}; no collision-free pose found ' \
-                      f'in {attempts} restart(s)'
+            message = f'reachable only in collision ({what}); no collision-free pose found ' \
+                      f'in {attempts} restart(s): the joints are the colliding answer'
         else:
-            message = f'reachable only in collision ({what}); the best collision-free pose ' \
-                      f'found in {attempts} restart(s)'
+            message = f'reachable only in collision ({what}); the joints are the best ' \
+                      f'collision-free pose found in {attempts} restart(s)'
         tips = None
         if chosen.tips is not None:
             tips = {tip: dataclasses.replace(t, reachable=False, status=IkStatus.IN_COLLISION,
