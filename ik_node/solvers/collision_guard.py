@@ -323,9 +323,11 @@ def collision_outputs(solver, q, result: Optional[IkResult] = None
 
     Returns:
         ``(values, triangles)``: diagnostic values ``min_distance_m`` (signed distance of the
-        closest checked pair at ``q`` [m], negative: penetration), ``closest_pair`` and
-        ``colliding_links``; and the convex-hull triangles of the colliding links in the base
-        frame, ``(m, 3, 3)`` [m], or None when none collides: those of ``q``, or for an
+        closest checked pair at ``q`` [m], negative: penetration), ``closest_pair``,
+        ``colliding_links`` and, per colliding pair (up to three, deepest first), ``colliding``,
+        ``colliding_2``, ``colliding_3`` (``'forearm_link - obstacle table/1: 76 mm in'``);
+        and the convex-hull triangles of the colliding links in the base frame,
+        ``(m, 3, 3)`` [m], or None when none collides: those of ``q``, or for an
         ``in_collision`` result those of the colliding answer it replaced (the pose that
         reaches the target, shown where it collides). ``({}, None)`` when the solver checks no
         collision.
@@ -347,8 +349,13 @@ def collision_outputs(solver, q, result: Optional[IkResult] = None
     if result is not None and result.status is IkStatus.IN_COLLISION and \
             guard.last_colliding_q is not None:
         q = guard.last_colliding_q
-        colliding = sorted({name for c in checker.report(q).colliding
+        report = checker.report(q)
+        colliding = sorted({name for c in report.colliding
                             for name in (c.link_a, c.link_b) if name in model.index})
+    # the pairs in collision with their depths, one key each (deepest first): of the answer,
+    # or of the colliding answer an in_collision result replaced
+    for k, contact in enumerate(report.colliding[:3]):
+        values['colliding' if k == 0 else f'colliding_{k + 1}'] = contact.describe()
     if not colliding:
         return values, None
     T = model.link_transforms(q)

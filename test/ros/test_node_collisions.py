@@ -48,6 +48,15 @@ def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
         None))
     (highlight,) = [m for m in markers.markers if m.id == 700]
     assert highlight.type == Marker.TRIANGLE_LIST and len(highlight.points) > 0
+    # an outline over it, in a colour RViz's default link red does not hide
+    (outline,) = [m for m in markers.markers if m.id == 701]
+    assert outline.type == Marker.LINE_LIST and len(outline.points) > 0
+    assert outline.color.g > 0.5 and highlight.color.b > 0.5
+    # the label names the pair and its depth, never a miss; the status a key per pair
+    (label,) = [m for m in markers.markers if m.id == 400 and m.action == Marker.ADD]
+    assert 'reached only in collision' in label.text and ' mm in' in label.text, label.text
+    assert 'missed by' not in label.text
+    assert ' mm in' in v['colliding'] and v['colliding'].split(':')[0] in label.text, v
     # a collision-free pose: reached, the distance to the closest pair positive
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, [0.0, -1.57, 0.0, -1.57, 0.0, 0.0]))
