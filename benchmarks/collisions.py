@@ -46,7 +46,7 @@ import transforms3d
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-SHARED = REPO.parent / 'shared' / 'robots'
+SHARED = Path(os.environ.get('IK_NODE_ROBOTS_DIR') or REPO.parent / 'shared' / 'robots')
 ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp'),
           'ur5': ('base_link', 'tool0'), 'ur10': ('base_link', 'tool0'),
           'panda': ('panda_link0', 'panda_hand_tcp'), 'iiwa14': ('iiwa_link_0', 'iiwa_link_ee'),
