@@ -146,10 +146,14 @@ class CollisionChecker:
         nearest = self._nearest
         if nearest is None:
             return
-        n = np.asarray(nearest[0], dtype=float) - np.asarray(nearest[1], dtype=float)
-        norm = float(np.linalg.norm(n))
+        (ax, ay, az), (bx, by, bz) = nearest[0].tolist(), nearest[1].tolist()
+        nx, ny, nz = ax - bx, ay - by, az - bz
+        norm = math.sqrt(nx * nx + ny * ny + nz * nz)  # floats: numpy costs more at this size
         if norm > 1e-9:
-            self._witness[m] = T_j[:3, :3].T @ (n / norm)
+            R = T_j[:3, :3].tolist()  # the normal in link j's frame: R^T n / |n|
+            w = self._witness[m]
+            for r in range(3):
+                w[r] = (R[0][r] * nx + R[1][r] * ny + R[2][r] * nz) / norm
 
     def _mesh_distance(self, T_links, i: int, a: int, j: int, b: int, obj_a, obj_b,
                        d_hull: float) -> float:

@@ -121,9 +121,16 @@ class CollisionGuard:
     # ------------------------------------------------------------------ the solver's hooks
     def values(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
                started: float) -> IkResult:
-        """The guarded result of a one-tip solve (``Solver._solve_values``)."""
+        """The guarded result of a one-tip solve (``Solver._solve_values``), its
+        ``solve_time`` from ``started`` (``time.perf_counter()``) to the end of the check."""
         if not result.reachable or self.checker.is_free(result.joint_positions):
-            return result
+            return timed(result, started)
+        return self.repair(solver, result, p_list, R_target, q_seed, started)
+
+    def repair(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
+               started: float) -> IkResult:
+        """The guarded result of a reachable answer the checker found colliding: freed by the
+        collision term, by new seeds, or ``in_collision`` (the module docstring)."""
         deadline = started + self.budget_s
 
         def finish(raw, seed):
@@ -179,7 +186,7 @@ class CollisionGuard:
         started = time.perf_counter()
         result = solver._solve_parsed(parsed, q_seed)
         if not result.reachable or self.checker.is_free(result.joint_positions):
-            return result
+            return timed(result, started)
         return self._resolve(solver, result, lambda seed: solver._solve_parsed(parsed, seed),
                              None, q_seed, started)
 
@@ -241,6 +248,14 @@ class CollisionGuard:
     @staticmethod
     def _timed(result: IkResult, started: float) -> IkResult:
         return dataclasses.replace(result, solve_time=time.perf_counter() - started)
+
+
+def timed(result: IkResult, started: float) -> IkResult:
+    """``result`` with ``solve_time`` from ``started`` (``time.perf_counter()``) to now, set on
+    the result itself: only for a result made by this solve and not handed out yet (a
+    ``dataclasses.replace`` would cost more than the check whose time it adds)."""
+    object.__setattr__(result, 'solve_time', time.perf_counter() - started)
+    return result
 
 
 class NotChecked:
