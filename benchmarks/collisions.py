@@ -8,16 +8,16 @@ independent mesh-exact check.
 Targets are the tips of random configurations that the independent check finds collision-free
 (seed printed). Each target is solved by ``damped_jacobian`` (6D and position only) and
 ``fabrik`` (position only) from the mid configuration and from a random seed, once with
-``self_collision: false`` and once with the default check, interleaved target by target,
-each solve timed around ``solve()`` (wall clock and CPU time: what a caller waits for, the
-check and its retries included) (and, for 6D, by OptIK when ``optik-py`` is installed, in a
-pass of its own over the same targets and seeds right after: it checks no collision; ``max_time`` the solvers' ``timeout``). Reported per
-case: the share of reachable answers the independent check finds in self-collision, the share
-of targets reached (reachable and, with the check on, collision-free), the median solve time of
-each, the median time of ik_node's check of one configuration, and how the checked solver's
-answers that collided ended: freed by ``damped_jacobian``'s collision term alone (its message
-says so), by a restart, or ``in_collision``. ``--repair-steps 0`` turns the collision term off
-(restarts only).
+``self_collision: false`` and once with the default check, interleaved target by target, each
+solve timed around ``solve()`` (wall clock and CPU time: what a caller waits for, the check and
+its retries included) (and, for 6D, by OptIK when ``optik-py`` is installed, in a pass of its
+own over the same targets and seeds right after: it checks no collision; ``max_time`` the
+solvers' ``timeout``). Reported per case: the share of reachable answers the independent check
+finds in self-collision, the share of targets reached (reachable and, with the check on,
+collision-free), the median solve time of each, the median time of ik_node's check of one
+configuration, and how the checked solver's answers that collided ended: freed by
+``damped_jacobian``'s collision term alone (its message says so), by a restart, or
+``in_collision``. ``--repair-steps 0`` turns the collision term off (restarts only).
 
 The ground plane: ``damped_jacobian`` (position only, random seeds) with the self-collision
 check, without and with ``collision.ground_z`` 0 (the mounting plane of the base), on the
