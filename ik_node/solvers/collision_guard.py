@@ -87,7 +87,7 @@ class CollisionGuard:
         self._term = False
         self._pool_seeds(None)  # made now, not in a solve's budget
 
-    def _pool_seeds(self, p_target, R_target=None, weight: float = 0.5) -> List[List[float]]:
+    def _pool_seeds(self, p_target, R_target=None, weight: float = 0.5) -> Sequence:
         """Self-collision-free configurations whose first tip lies nearest ``p_target`` [m]
         (and, with ``R_target``, turned nearest it: ``weight`` [m/rad] times the angle added),
         nearest first (made once per collision model: ``POOL_SIZE`` random configurations, the
@@ -105,18 +105,22 @@ class CollisionGuard:
                     tips = frames[:, tip.parent] @ tip.T_joint_tip if tip.parent >= 0 else \
                         np.broadcast_to(np.eye(4), (len(pool), 4, 4))
                     _pools[model] = (pool, np.ascontiguousarray(tips[:, :3, 3]),
-                                     np.ascontiguousarray(tips[:, :3, :3]))
+                                     np.ascontiguousarray(tips[:, :3, :3].reshape(-1, 9)))
                 self._pool, self._pool_tips, self._pool_rotations = _pools[model]
         if p_target is None or not len(self._pool):
             return []
-        d = np.linalg.norm(self._pool_tips - np.asarray(p_target, dtype=float), axis=1)
+        return NearSeeds(self._pool, self._pool_distances(p_target, R_target, weight),
+                         min(self.restarts, len(self._pool)))
+
+    def _pool_distances(self, p_target, R_target, weight: float) -> np.ndarray:
+        """Each pool configuration's tip distance to the target (see :meth:`_pool_seeds`)."""
+        diff = self._pool_tips - np.asarray(p_target, dtype=float)
+        d = np.sqrt(np.einsum('ij,ij->i', diff, diff))
         if R_target is not None:
             # the angle between each tip's rotation and the target's: cos = (tr(R^T R_t) - 1) / 2
-            trace = np.einsum('kij,ij->k', self._pool_rotations, np.asarray(R_target))
-            d = d + weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
-        count = min(self.restarts, len(d))
-        nearest = np.argpartition(d, count - 1)[:count]
-        return self._pool[nearest[np.argsort(d[nearest])]].tolist()
+            trace = self._pool_rotations @ np.asarray(R_target, dtype=float).ravel()
+            d += weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
+        return d
 
     # ------------------------------------------------------------------ the solver's hooks
     def values(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
@@ -248,6 +252,34 @@ class CollisionGuard:
     @staticmethod
     def _timed(result: IkResult, started: float) -> IkResult:
         return dataclasses.replace(result, solve_time=time.perf_counter() - started)
+
+
+class NearSeeds(Sequence):
+    """The ``count`` pool configurations nearest a target, nearest first, as lists of floats:
+    the nearest found at once (the retry that usually succeeds), the rest ranked on first use.
+    """
+
+    def __init__(self, pool: np.ndarray, distances: np.ndarray, count: int):
+        self._pool, self._d, self._count = pool, distances, count
+        self._first = int(np.argmin(distances)) if count else -1
+        self._order: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._count))]
+        if not -self._count <= k < self._count:
+            raise IndexError(k)
+        k %= self._count
+        if k == 0:
+            return self._pool[self._first].tolist()
+        if self._order is None:
+            d, count = self._d, self._count
+            nearest = np.argpartition(d, count - 1)[:count]
+            self._order = nearest[np.argsort(d[nearest], kind='stable')]
+        return self._pool[self._order[k]].tolist()
 
 
 def timed(result: IkResult, started: float) -> IkResult:
