@@ -19,7 +19,9 @@ its meshes (by its hulls where a mesh is not closed).
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,6 +35,16 @@ from ik_node.collision.world import World
 
 #: Default padding [m]: a pair closer than this counts as colliding.
 DEFAULT_PADDING_M = 0.005
+
+
+def _one_at_a_time(method):
+    """``method`` under the checker's lock: its queries share buffers and python-fcl objects
+    that each query moves, so two threads (a node's solve and its status) take turns."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
 
 
 class CollisionChecker:
@@ -52,6 +64,7 @@ class CollisionChecker:
                  mesh_confirm: bool = True):
         if not (math.isfinite(padding) and padding >= 0.0):
             raise ValueError(f'padding must be a finite number >= 0 [m], got {padding!r}')
+        self._lock = threading.RLock()
         self.model = model
         self.padding = float(padding)
         self.world = world if world is not None else World()
@@ -216,6 +229,7 @@ class CollisionChecker:
         return out
 
     # --------------------------------------------------------------------------- queries
+    @_one_at_a_time
     def is_free(self, q) -> bool:
         """True when every checked pair is at least ``padding`` apart (by the hulls, or by the
         meshes where the hulls are closer: ``mesh_confirm``) and no link is within ``padding``
@@ -242,6 +256,7 @@ class CollisionChecker:
             return True
         return not self.world.contacts(self, T, first_only=True)
 
+    @_one_at_a_time
     def report(self, q) -> CollisionReport:
         """Every checked pair closer than the padding, and the closest pair, by GJK.
 
@@ -274,6 +289,7 @@ class CollisionChecker:
         contacts.sort(key=lambda c: c.distance_m)
         return CollisionReport(not contacts, tuple(contacts), closest)
 
+    @_one_at_a_time
     def free_mask(self, Q: np.ndarray, world: bool = True) -> np.ndarray:
         """``is_free`` of every row of ``Q`` (k, n): capsules for all rows at once (numpy), GJK
         only where they cannot decide; ``world`` False: self-collision only."""
@@ -292,6 +308,7 @@ class CollisionChecker:
                     free[row] = False
         return free
 
+    @_one_at_a_time
     def witnesses(self, q, reach: float) -> List[Witness]:
         """The closest points and normals of every checked pair (and moving link against the
         world) closer than ``padding + reach`` [m] at ``q`` (:mod:`ik_node.collision.witness`):
