@@ -33,6 +33,7 @@ from ik_node.collision.report import CollisionReport, Contact
 from ik_node.collision.witness import Witness, witnesses
 from ik_node.collision.world import World
 
+_IDENTITY = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 #: Default padding [m]: a pair closer than this counts as colliding.
 DEFAULT_PADDING_M = 0.005
 
@@ -82,11 +83,20 @@ class CollisionChecker:
         #: Per checked pair, the unit normal (in link j's frame) that held the pair's hulls
         #: apart at its last narrow-phase measure: the kernel tries it first (zero: none yet).
         self._witness = np.zeros((len(self.pairs), 3))
+        #: Per checked pair, the joint in whose frame its witness normal is kept (-1: the base
+        #: frame): the first joint that moves one link of the pair against the other. Past
+        #: it, the normal that parted the pair turns with the pair (a shoulder link turning
+        #: above a fixed base keeps its normal in the frame of the turning joint).
+        self._witness_joint = np.array(
+            [min(model.moving_joints(int(i)) ^ model.moving_joints(int(j)), default=-1)
+             for i, j in self.pairs.tolist()], dtype=np.int64)
         point_start = np.cumsum([0] + [len(p) for p in self._hull_points]).astype(np.int64)
         self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
                              chain._prismatic.copy(), chain.parents.astype(np.int64),
                              model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
-                             model.seg_b, model.radius, cap_pairs, cap_owner, self.pairs,
+                             model.seg_b, model.radius, cap_pairs, cap_owner,
+                             np.ascontiguousarray(np.column_stack([self.pairs,
+                                                                   self._witness_joint])),
                              np.ascontiguousarray(np.vstack(self._hull_points)), point_start,
                              self._witness, self.padding)
         self._frames = np.empty((chain.n, 4, 4))
@@ -153,9 +163,10 @@ class CollisionChecker:
                     best = d
         return best
 
-    def _keep_witness(self, m: int, T_j: np.ndarray) -> None:
+    def _keep_witness(self, m: int) -> None:
         """Keep the direction of the closest points of pair ``m``'s last measure (when its
-        closest piece pair was measured last and apart) in link j's frame, for the kernel."""
+        closest piece pair was measured last and apart) in the frame of its witness joint, for
+        the kernel (the joint frames of the configuration checked last, ``_frames``)."""
         nearest = self._nearest
         if nearest is None:
             return
@@ -163,7 +174,8 @@ class CollisionChecker:
         nx, ny, nz = ax - bx, ay - by, az - bz
         norm = math.sqrt(nx * nx + ny * ny + nz * nz)  # floats: numpy costs more at this size
         if norm > 1e-9:
-            R = T_j[:3, :3].tolist()  # the normal in link j's frame: R^T n / |n|
+            f = int(self._witness_joint[m])  # the normal in that joint's frame: R^T n / |n|
+            R = self._frames[f, :3, :3].tolist() if f >= 0 else _IDENTITY
             w = self._witness[m]
             for r in range(3):
                 w[r] = (R[0][r] * nx + R[1][r] * ny + R[2][r] * nz) / norm
@@ -251,7 +263,7 @@ class CollisionChecker:
                 i, j = self.pairs[m]
                 if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False
-                self._keep_witness(m, T[j])
+                self._keep_witness(m)
         if self.world.empty:
             return True
         return not self.world.contacts(self, T, first_only=True)
