@@ -151,7 +151,7 @@ def test_a_controller_is_never_sent_a_pose_that_collides_and_the_status_names_th
     commands = []
     probe.node.create_subscription(Float64MultiArray, '/forward_position_controller/commands',
                                    lambda m: commands.append(np.array(m.data)), 10)
-    checker = ik._model.solver._collision.checker
+    checker = ik.model.solver._collision.checker
     assert checker.world.obstacles
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, q_target))

@@ -37,15 +37,15 @@ def test_the_ground_plane_is_set_with_a_double_and_a_bool_as_typed(harness, coll
     for name, text in (('collision.ground_z', '-0.02'), ('collision.ground', 'true')):
         result = set_typed(probe, name, text)
         assert result.successful, (name, text, result.reason)
-    probe.wait_for('the plane in force', lambda: ik._model.solver._collision.checker.world
+    probe.wait_for('the plane in force', lambda: ik.model.solver._collision.checker.world
                    .ground_z == -0.02)
     assert probe.get_param('collision.ground_z') == -0.02
     result = set_typed(probe, 'collision.ground_z', '0')  # an integer, as typed
     assert result.successful, result.reason
-    probe.wait_for('the plane moved', lambda: ik._model.solver._collision.checker.world
+    probe.wait_for('the plane moved', lambda: ik.model.solver._collision.checker.world
                    .ground_z == 0.0)
     assert set_typed(probe, 'collision.ground', 'false').successful
-    probe.wait_for('no plane', lambda: ik._model.solver._collision.checker.world
+    probe.wait_for('no plane', lambda: ik.model.solver._collision.checker.world
                    .ground_z is None)
     bad = set_typed(probe, 'collision.ground_z', 'low')
     assert not bad.successful and 'DOUBLE' in bad.reason  # rclpy's type check: the type named
