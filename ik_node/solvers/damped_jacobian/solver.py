@@ -53,6 +53,7 @@ from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import (FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver,
                                   SolverParts, new_result)
+from ik_node.solvers.collision_guard import timed
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
@@ -312,8 +313,7 @@ class DampedJacobianSolver(Solver):
         anything else, and any input that call does not take, goes through
         :meth:`Solver.solve`."""
         if self._first is not None and targets is None and target_position is not None and \
-                self._collision is None and (target_orientation is not None or
-                                             self._first_position):
+                (target_orientation is not None or self._first_position):
             result = self._first_pose(target_position, target_orientation, seed)
             if result is not None:
                 return result
@@ -347,17 +347,33 @@ class DampedJacobianSolver(Solver):
             position_error, angle_error = run.errors()
             if position_error <= self._tol_p and (angle_error is None or
                                                   angle_error <= self._tol_r):
-                return new_result(
+                result = new_result(
                     joint_positions=run.q.copy(), joint_names=self._joint_names,
                     reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
                     orientation_error=angle_error, min_residual=None,
                     iterations=run.iterations(), solve_time=time.perf_counter() - start,
                     message='converged after 0 restarts', orientation_ignored=False,
                     history=None, tips=None, best_found=False)
+                guard = self._collision
+                if guard is None:
+                    return result
+                if guard.checker.is_free(result.joint_positions):  # the common case: free
+                    return timed(result, start)
+                return guard.repair(self, result, position.tolist(), self._rotation_of(run),
+                                    self._seed_values(seed_vector), start)
         budget = Budget(self._timeout, start)
-        R_target = run.target[3:].reshape(3, 3).copy() if run.with_orientation else None
-        return self._from_first((run.go_on(code, budget), run, budget), position.tolist(),
-                                R_target, self._seed_values(seed_vector), None, gap, start)
+        R_target = self._rotation_of(run)
+        p_list, q_seed_list = position.tolist(), self._seed_values(seed_vector)
+        result = self._from_first((run.go_on(code, budget), run, budget), p_list, R_target,
+                                  q_seed_list, None, gap, start)
+        if self._collision is None:
+            return result
+        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
+
+    @staticmethod
+    def _rotation_of(run) -> Optional[np.ndarray]:
+        """The target rotation (3x3) of a compiled run, or None for a position target."""
+        return run.target[3:].reshape(3, 3).copy() if run.with_orientation else None
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:

@@ -190,5 +190,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if args == ['warm']:
         wait()
+        if ready():  # the collision check's kernel too (it loads with a checker, not here)
+            from ik_node.collision import warm as warm_collision_kernel
+            warm_collision_kernel()
     print(serving())
     return 0
