@@ -224,7 +224,7 @@ def _guarded(solver, i: int, targets, answer, result: BatchResult) -> None:
     raw = RawSolution(q.tolist(), IkStatus.CONVERGED, int(iterations),
                       measured=(float(errors[0]), None if quats is None else float(errors[1])))
     first = solver._finish(raw, p_list, R_target, 0.0, False, seed_list)
-    _write(solver, i, solver._collision.values(solver, first, p_list, R_target, seed_list,
+    _write(solver, i, solver._collision.repair(solver, first, p_list, R_target, seed_list,
                                                start), result)
 
 
