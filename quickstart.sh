@@ -46,7 +46,7 @@ setup_env() {
     # --use-pep517: an editable wheel, so ik_node and ik-solve land in the venv's bin/ (the
     # legacy `setup.py develop` would follow setup.cfg's colcon layout into lib/ik_node).
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --use-pep517 \
-      -e ".[ros,test,demo,collision]"
+      -e ".[ros,test,demo,collision,scale]"
     # An editable install leaves the sources uncompiled: byte-compile them now, not at the
     # node's first start (a pip or colcon install does it itself).
     "$venv/bin/python" -m compileall -q ik_node || true

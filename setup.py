@@ -95,6 +95,9 @@ setup(
         # trimesh 5 needs numpy >= 1.22: on Python 3.10 (Humble's numpy 1.21) trimesh 4.
         'collision': ['trimesh<5; python_version < "3.11"', 'trimesh; python_version >= "3.11"',
                       'scipy', 'pycollada', 'python-fcl'],
+        # capability maps built on a Ray cluster (ik-solve capability-map --ray-address,
+        # docs/capability.md); this machine's process pool needs nothing more
+        'scale': ['ray>=2.9'],
         'test': ['pytest', 'hypothesis', 'ruff', 'psutil', 'wheel', 'setuptools<80',
                  'colcon-core', 'colcon-ros', 'colcon-package-selection'],
     },

@@ -22,6 +22,7 @@ _EXPORTS = {
     'SOLVERS': 'ik_node.solvers', 'IkResult': 'ik_node.solvers', 'IkStatus': 'ik_node.solvers',
     'ParamSpec': 'ik_node.solvers', 'Solver': 'ik_node.solvers', 'TipResult': 'ik_node.solvers',
     'make_solver': 'ik_node.solvers', 'solver_class': 'ik_node.solvers',
+    'BatchResult': 'ik_node.solvers.batch', 'solve_many': 'ik_node.solvers.batch',
 }
 
 __all__ = sorted(_EXPORTS) + ['__version__']

@@ -3,6 +3,9 @@
     ik-solve --config leg3 --target 0.1 0.05 -0.45          one solve (:mod:`ik_node.cli.solve`)
     ik-solve chains --urdf robot.urdf                        what a description offers
     ik-solve reach-map --config arm6 --out maps              a sampled reachability map
+    ik-solve capability-map --urdf F --tip T --voxel 0.05 --out DIR   an IK-verified map
+    ik-solve reachable --map DIR --poses FILE                 the map's verdict per pose
+    ik-solve base-placement --map DIR --poses FILE            where the base may stand
     ik-solve target --point 0.2 0.1 -0.45                     one target to the running node
 
 Each subcommand is a module with ``main(argv) -> int``, imported only when it is used.

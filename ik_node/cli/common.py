@@ -18,9 +18,12 @@ EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
 #: when used (``ik-solve`` with no subcommand name is ``solve``). ``target`` talks to a running
 #: node over ROS 2: its module is in ``ik_node.ros`` (the only package that imports rclpy).
 SUBCOMMANDS: Dict[str, str] = {
+    'base-placement': 'ik_node.cli.base_placement',
+    'capability-map': 'ik_node.cli.capability_map',
     'chains': 'ik_node.cli.chains',
     'collisions': 'ik_node.cli.collisions',
     'reach-map': 'ik_node.cli.reach_map',
+    'reachable': 'ik_node.cli.reachable',
     'target': 'ik_node.ros.app.cli_target_client',
 }
 

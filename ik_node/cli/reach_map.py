@@ -83,8 +83,9 @@ def _pyplot():
 
 
 def plot_map_slice(reach_map: ReachabilityMap, path: Path, plane: str = 'xz',
-                   offset: float = 0.0) -> Path:
-    """Write a PNG of one slice of ``reach_map`` (:func:`ik_node.reachability.map_slice`)."""
+                   offset: float = 0.0, note: Optional[str] = None) -> Path:
+    """Write a PNG of one slice of ``reach_map`` (:func:`ik_node.reachability.map_slice`);
+    ``note``: the title's second line (default: the samples, the voxel, what white means)."""
     plt = _pyplot()
     image = map_slice(reach_map, plane, offset)
     names = 'xyz'
@@ -105,10 +106,11 @@ def plot_map_slice(reach_map: ReachabilityMap, path: Path, plane: str = 'xz',
     ax.set_aspect('equal')
     ax.set_xlabel(f'{names[h]} [m] ({reach_map.base_link})')
     ax.set_ylabel(f'{names[v]} [m] ({reach_map.base_link})')
+    if note is None:
+        note = (f'{reach_map.samples} samples, voxel {reach_map.voxel_size:g} m; white: not '
+                'sampled (may still be reachable)')
     ax.set_title(f'{reach_map.base_link} -> {reach_map.tip_link}: {plane} slice at '
-                 f'{names[normal]} = {image.offset:.3g} m\n{reach_map.samples} samples, voxel '
-                 f'{reach_map.voxel_size:g} m; white: not sampled (may still be reachable)',
-                 fontsize=10)
+                 f'{names[normal]} = {image.offset:.3g} m\n{note}', fontsize=10)
     ax.grid(True, lw=0.4, alpha=0.5)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

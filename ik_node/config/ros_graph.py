@@ -55,6 +55,9 @@ GRAPH_STRING_PARAMS: Dict[str, Tuple[str, str]] = {
     'description_topic': ('robot_description', 'topic the URDF is taken from (std_msgs/String, '
                           'transient local, as robot_state_publisher publishes it) when neither '
                           'robot_description nor urdf_file is set'),
+    'capability_map': ('', 'a capability map folder (ik-solve capability-map --out DIR) that '
+                       'answers task poses on ~/base_placement/tasks with the best base poses '
+                       '(docs/capability.md); empty: none'),
     'jump_guard': ('', 'what happens to an answer that moves a joint farther than '
                    'jump_max_step, or than jump_velocity_scaling x its URDF velocity limit x the '
                    'time since the last commanded answer: hold (not published, the last command '
@@ -124,6 +127,7 @@ class GraphConfig:
     output_topic: str = ''
     state_topic: str = ''
     description_topic: str = 'robot_description'
+    capability_map: str = ''
     command_joints: Tuple[str, ...] = ()
     hold: Tuple[Tuple[str, float], ...] = ()
     state_timeout: float = 0.5

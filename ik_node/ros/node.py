@@ -18,7 +18,9 @@ its own module with what it needs passed in:
 * Outputs: :class:`~ik_node.ros.outputs.solution_output.SolutionOutput` (joint states or
   commands), :class:`~ik_node.ros.outputs.diagnostics.StatusReports` (``/diagnostics`` behind
   the status rate gate), :class:`~ik_node.ros.rviz.marker_output.MarkerOutput` (``~/markers``),
-  :class:`~ik_node.ros.rviz.reach_map_output.ReachabilityMaps` (``~/reachability``).
+  :class:`~ik_node.ros.rviz.reach_map_output.ReachabilityMaps` (``~/reachability``),
+  :class:`~ik_node.ros.rviz.base_placement.BasePlacement` (``~/base_placement``, from a
+  capability map).
 
 Two observation hooks, no-ops here, let a subclass watch the node without reaching into it
 (the benchmarks' traced nodes do): :meth:`IkNode.on_target_kept` and
@@ -46,6 +48,7 @@ from ik_node.ros.outputs.diagnostics import StatusReports
 from ik_node.ros.outputs.solution_output import SolutionOutput, send_unless_shut_down
 from ik_node.ros.parameter_changes import ParameterChanges
 from ik_node.ros.parameters import NodeParameters
+from ik_node.ros.rviz.base_placement import BasePlacement
 from ik_node.ros.rviz.drag_targets import DragTargets
 from ik_node.ros.rviz.marker_output import MarkerOutput
 from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
@@ -86,6 +89,8 @@ class IkNode(Node):
         self._solution = SolutionOutput(self, send)
         self._markers = MarkerOutput(self, send)
         self._reach = ReachabilityMaps(self, send)
+        self._placement = BasePlacement(
+            self, send, lambda: str(self.get_parameter('capability_map').value or ''))
         self._status = status = StatusReports(self, send, targets, self._reach, config, graph)
         # Inputs: target topics, measured state, description, TF; drags of the markers;
         # obstacles. (A description or obstacles message calls the model's life cycle, made

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / 'ik_node'
 #: Layer of each top-level part of the package (a higher number may import a lower one).
 LAYERS = {'errors': 0, 'model': 1, 'collision': 1.5, 'solvers': 2, 'reachability': 2,
-          'config': 3, 'cli': 4, 'ros': 4}
+          'capability': 2.5, 'config': 3, 'cli': 4, 'ros': 4}
 #: Modules that exist only to start a higher layer (``python -m ik_node.node``), and the package
 #: ``__init__`` that re-exports the public API lazily.
 ENTRY_SHIMS = {'ik_node', 'ik_node.node'}
@@ -187,10 +187,10 @@ def test_the_room_check_sees_an_upward_import():
 #: parameter specs; the kernel loader and library, and the shared geometry; the strategies every
 #: solver uses (several tips, out of reach); the contract and the collision guard; the analytic
 #: leg solver (whose closed form the iterative solvers call for a leg); the iterative solvers;
-#: the registry that composes them.
+#: the registry that composes them, and the batch solve (solve_many) over them.
 SOLVER_FLOORS = {'numerics': 0, 'results': 0, 'input_checks': 0, 'params': 0, 'kernels': 1,
                  'geometry': 1, 'trees': 2, 'out_of_reach': 2, 'base': 3, 'collision_guard': 3,
-                 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6}
+                 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6, 'batch': 6}
 
 
 def solver_room(module: str):

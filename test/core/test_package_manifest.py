@@ -32,6 +32,8 @@ ROSDEP_KEYS = {
 OPTIONAL_IN_THE_CODE = {
     'matplotlib': 'ik-solve reach-map writes no PNG and says so (a test_depend: its test needs '
                   'it or skips)',
+    'ray': 'ik-solve capability-map --ray-address says to pip install "ik_node[scale]" (no '
+           'rosdep key; the local process pool needs nothing; its test skips without it)',
 }
 
 

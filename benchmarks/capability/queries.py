@@ -1,0 +1,80 @@
+"""The queries of a built map: forward verdicts per second, and base placement for task poses.
+
+    python -m benchmarks.capability.queries --map /tmp/ik_node_capability_bench/0.05
+
+Forward: ``--forward`` fresh poses (uniform in a 2 m cube, uniform orientations) in batches of
+the whole set, after the lookup is built; microseconds per pose. Base placement: ``--tasks``
+task poses reachable from a hidden base (drawn from the map's reached targets, the seed
+printed), a 2 m x 2 m floor grid at 5 cm and 10 degrees around it; the time of the ranking, the
+map's share of the top answer and the share real IK reaches from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ik_node.capability import (CellLookup, Placement, PlacementGrid, base_placement, load_map,
+                                reachable, verify_placements)
+from ik_node.capability.decide import solver_for
+from ik_node.capability.query import task_in_base
+from ik_node.capability.spec import MapSpec
+from ik_node.solvers import kernels
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--map', type=Path, required=True)
+    p.add_argument('--forward', type=int, default=100_000)
+    p.add_argument('--tasks', type=int, default=100)
+    p.add_argument('--seed', type=int, default=None)
+    args = p.parse_args()
+    kernels.wait()
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), 'little')
+    print(f'seed: {seed}')
+    rng = np.random.default_rng(seed)
+    capability = load_map(args.map)
+    lookup = CellLookup(capability)
+    poses = np.hstack([rng.uniform(-1, 1, (args.forward, 3)), rng.normal(size=(args.forward, 4))])
+    reachable(capability, poses[:10], lookup)
+    start = time.perf_counter()
+    reachable(capability, poses, lookup)
+    forward_us = 1e6 * (time.perf_counter() - start) / args.forward
+    rows, bins = np.nonzero(capability.reached)
+    pick = rng.choice(len(rows), args.tasks, replace=False)
+    local = np.hstack([capability.cells[rows[pick]] * capability.voxel_m,
+                       capability.orientations.quats_xyzw[bins[pick]]])
+    hidden = Placement(0.3, -0.2, math.radians(40.0), 1.0)
+    # The task poses in the floor's frame: turned by the hidden yaw, then moved to its x, y.
+    world = task_in_base(local, Placement(0.0, 0.0, -hidden.yaw, 1.0))
+    world[:, :2] += [hidden.x, hidden.y]
+    assert np.allclose(task_in_base(world, hidden)[:, :3], local[:, :3])
+    grid = PlacementGrid((-0.7, 1.3, 0.05), (-1.2, 0.8, 0.05), math.radians(10.0))
+    base_placement(capability, world[:2], grid, 1)  # load the compiled scan
+    start = time.perf_counter()
+    top = base_placement(capability, world, grid, 5)
+    placement_s = time.perf_counter() - start
+    meta = capability.meta
+    urdf = Path(meta['urdf_path'])
+    spec = MapSpec(urdf.read_text(), meta['base_link'], meta['tip_link'], meta['voxel_m'],
+                   meta['directions'], meta['rolls'], meta['collisions'], meta['table_z'],
+                   meta['seed'], meta['attempts'], meta['descents'], urdf_path=str(urdf))
+    verified = verify_placements(solver_for(spec), world, top[:1])
+    xs, ys, yaws = grid.axes()
+    print('| map | forward [us/pose] | base poses | task poses | placement [s] | top answer | '
+          'map share | IK share |')
+    print('|---|---|---|---|---|---|---|---|')
+    t = top[0]
+    print(f'| {meta["voxel_m"]:g} m x {capability.reached.shape[1]} | {forward_us:.2f} | '
+          f'{len(xs) * len(ys) * len(yaws):,} | {args.tasks} | {placement_s:.3f} | '
+          f'({t.x:.2f}, {t.y:.2f}, {math.degrees(t.yaw):.0f} deg) | {100 * t.share:.0f} % | '
+          f'{100 * verified[0]:.0f} % |')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,218 @@
+"""Questions a capability map answers: is this pose reachable (forward, in batches), and where
+may the base stand so that these task poses are (inverse: base placement).
+
+Forward: a pose's verdict is that of its cell (the voxel holding its position) and its
+orientation bin (:func:`~ik_node.capability.orientations.orientation_bins`); a position outside
+the map's cells is beyond the proven reach. Base placement: every base pose of a floor grid
+(x, y, yaw; the base at a fixed height) takes the task poses into its frame and counts the share
+the map calls reachable; the best are ranked, and :func:`verify_placements` checks the top ones
+by real IK of every task pose.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, NamedTuple, Optional
+
+import numpy as np
+
+import ik_node.capability.compiled_placement as compiled_placement
+from ik_node.capability.orientations import orientation_bins, rotations_from_quats
+from ik_node.capability.storage import CapabilityMap
+from ik_node.errors import ConfigError, TargetError
+
+#: Most base poses a placement grid may have.
+MAX_BASE_POSES = 5_000_000
+
+
+class CellLookup:
+    """The row of each voxel of a map in a dense volume over the cells' box (built once)."""
+
+    def __init__(self, capability: CapabilityMap):
+        cells = capability.cells
+        self.voxel_m = capability.voxel_m
+        if len(cells):
+            self.low = cells.min(axis=0)
+            shape = cells.max(axis=0) - self.low + 1
+        else:
+            self.low, shape = np.zeros(3, np.int64), np.ones(3, np.int64)
+        self.shape = shape
+        self.rows = np.full(tuple(shape.tolist()), -1, np.int64)
+        if len(cells):
+            self.rows[tuple((cells - self.low).T)] = np.arange(len(cells))
+
+    def rows_of(self, positions: np.ndarray) -> np.ndarray:
+        """(...,) the map row of each position's voxel, -1 outside the map."""
+        index = np.floor(positions * (1.0 / self.voxel_m) + 0.5).astype(np.int64) - self.low
+        sx, sy, sz = self.shape.tolist()
+        ix, iy, iz = index[..., 0], index[..., 1], index[..., 2]
+        inside = (ix >= 0) & (ix < sx) & (iy >= 0) & (iy < sy) & (iz >= 0) & (iz < sz)
+        flat = np.where(inside, (ix * sy + iy) * sz + iz, 0)
+        return np.where(inside, self.rows.ravel()[flat], -1)
+
+
+def check_poses(poses) -> np.ndarray:
+    """(N, 7) float poses ``x y z qx qy qz qw`` [m], or :class:`TargetError` naming the bad row."""
+    try:
+        poses = np.asarray(poses, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f'poses are not numeric: {exc}') from None
+    if poses.ndim != 2 or poses.shape[1] != 7:
+        raise TargetError(f'poses have shape {poses.shape}; expected (N, 7): x y z qx qy qz qw')
+    finite = np.isfinite(poses).all(axis=1)
+    norms = np.linalg.norm(poses[:, 3:], axis=1)
+    bad = np.flatnonzero(~finite | ~(norms > 1e-6))
+    if len(bad):
+        raise TargetError(f'pose {bad[0]} {poses[bad[0]].tolist()}: a NaN, infinite value or '
+                          'zero quaternion')
+    return poses
+
+
+def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = None
+              ) -> np.ndarray:
+    """(N,) bool: the map's verdict on each pose ``x y z qx qy qz qw`` (base frame)."""
+    poses = check_poses(poses)
+    lookup = lookup or CellLookup(capability)
+    rows = lookup.rows_of(poses[:, :3])
+    bins = orientation_bins(capability.orientations, rotations_from_quats(poses[:, 3:]))
+    verdict = np.zeros(len(poses), bool)
+    inside = rows >= 0
+    verdict[inside] = capability.reached[rows[inside], bins[inside]]
+    return verdict
+
+
+class PlacementGrid(NamedTuple):
+    """Base poses on the floor: x and y ranges [m] (start, stop inclusive, step), yaw step
+    [rad] over a full turn, and the base's height [m] in the task poses' frame."""
+
+    x: tuple = (-1.0, 1.0, 0.05)
+    y: tuple = (-1.0, 1.0, 0.05)
+    yaw_step: float = math.radians(10.0)
+    z: float = 0.0
+
+    def axes(self):
+        """The x values, y values and yaws [m, m, rad]."""
+        values = []
+        for name, (start, stop, step) in (('x', self.x), ('y', self.y)):
+            if not (math.isfinite(start) and math.isfinite(stop) and math.isfinite(step) and
+                    step > 0 and stop >= start):
+                raise ConfigError(f'placement grid {name}: {start}:{stop}:{step} is not a range '
+                                  '(start <= stop, step > 0, finite)')
+            values.append(start + step * np.arange(int(math.floor((stop - start) / step + 1e-9))
+                                                   + 1))
+        if not (math.isfinite(self.yaw_step) and self.yaw_step > 0):
+            raise ConfigError(f'placement yaw step {self.yaw_step} rad: give a step > 0')
+        yaws = self.yaw_step * np.arange(int(math.ceil(2 * math.pi / self.yaw_step - 1e-9)))
+        if not math.isfinite(self.z):
+            raise ConfigError(f'placement height {self.z} is not finite')
+        total = len(values[0]) * len(values[1]) * len(yaws)
+        if total > MAX_BASE_POSES:
+            raise ConfigError(f'the placement grid has {total:,} base poses; at most '
+                              f'{MAX_BASE_POSES:,}: use larger steps or a smaller area')
+        return values[0], values[1], yaws
+
+
+class Placement(NamedTuple):
+    """One base pose and the share of task poses the map says it reaches."""
+
+    x: float
+    y: float
+    yaw: float
+    share: float
+
+
+class PlacementScan(NamedTuple):
+    """Every base pose of a grid and its share: ``shares[t, i, j]`` for the base at
+    ``(xs[i], ys[j])`` turned by ``yaws[t]``."""
+
+    xs: np.ndarray
+    ys: np.ndarray
+    yaws: np.ndarray
+    shares: np.ndarray
+
+    def best(self, top: int) -> List[Placement]:
+        """The ``top`` base poses, highest share first (ties: the grid's order)."""
+        flat = self.shares.ravel()
+        order = np.argsort(-flat, kind='stable')[:top]
+        t, i, j = np.unravel_index(order, self.shares.shape)
+        return [Placement(float(self.xs[a]), float(self.ys[b]), float(self.yaws[c]),
+                          float(flat[k]))
+                for a, b, c, k in zip(i.tolist(), j.tolist(), t.tolist(), order.tolist())]
+
+
+def placement_scan(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
+                   compiled: bool = True) -> PlacementScan:
+    """The share of ``poses`` (``x y z qx qy qz qw`` in the floor's frame) the map calls
+    reachable from every base pose of ``grid``. ``compiled``: the scan in one numba call where
+    numba serves (False: numpy)."""
+    poses = check_poses(poses)
+    grid = grid or PlacementGrid()
+    xs, ys, yaws = grid.axes()
+    lookup = CellLookup(capability)
+    R_world = rotations_from_quats(poses[:, 3:])
+    orientations = capability.orientations
+    X, Y = np.meshgrid(xs, ys, indexing='ij')
+    bases = np.stack([X.ravel(), Y.ravel()], axis=1)  # (B, 2)
+    verdicts = np.ascontiguousarray(capability.reached).ravel()
+    width = capability.reached.shape[1]
+    bins = np.empty((len(yaws), len(poses)), np.int64)
+    for t, yaw in enumerate(yaws.tolist()):
+        c, s = math.cos(yaw), math.sin(yaw)
+        Rz_T = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+        bins[t] = orientation_bins(orientations, Rz_T @ R_world)
+    shares = np.empty((len(yaws), len(bases)))
+    kernel = compiled_placement.kernel() if compiled else None
+    if kernel is not None:
+        kernel((lookup.rows.ravel(), lookup.low, lookup.shape, 1.0 / lookup.voxel_m),
+               (verdicts, width), (np.ascontiguousarray(poses[:, :3]), bins),
+               (bases, yaws, float(grid.z)), shares)
+    else:
+        for t, yaw in enumerate(yaws.tolist()):
+            c, s = math.cos(yaw), math.sin(yaw)
+            dx = poses[None, :, 0] - bases[:, None, 0]
+            dy = poses[None, :, 1] - bases[:, None, 1]
+            local = np.stack([c * dx + s * dy, c * dy - s * dx,
+                              np.broadcast_to(poses[None, :, 2] - grid.z, dx.shape)], axis=-1)
+            rows = lookup.rows_of(local)  # (B, J)
+            hit = (rows >= 0) & verdicts[np.maximum(rows, 0) * width + bins[t]]
+            shares[t] = hit.mean(axis=1)
+    return PlacementScan(xs, ys, yaws, shares.reshape(len(yaws), len(xs), len(ys)))
+
+
+def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
+                   top: int = 10, compiled: bool = True) -> List[Placement]:
+    """The ``top`` base poses of ``grid`` ranked by the share of ``poses`` (``x y z qx qy qz
+    qw`` in the floor's frame) that the map calls reachable (:func:`placement_scan`)."""
+    return placement_scan(capability, poses, grid, compiled).best(top)
+
+
+def task_in_base(poses: np.ndarray, placement: Placement, z: float = 0.0) -> np.ndarray:
+    """(N, 7) the task poses in the frame of a base at ``placement``."""
+    from ik_node.capability.orientations import quats_from_rotations
+    c, s = math.cos(placement.yaw), math.sin(placement.yaw)
+    Rz_T = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+    p = (poses[:, :3] - np.array([placement.x, placement.y, z])) @ Rz_T.T
+    R = Rz_T @ rotations_from_quats(poses[:, 3:])
+    return np.hstack([p, quats_from_rotations(R)])
+
+
+def verify_placements(solver, poses, placements: List[Placement], z: float = 0.0,
+                      seeds: int = 32) -> List[float]:
+    """The share of ``poses`` real IK reaches from each base pose (``solve_many`` with the
+    solver's collision check; each pose from the mid configuration, then from ``seeds - 1``
+    random ones, up to 8 descents each: a denser search than the map's)."""
+    from ik_node.capability.decide import decide_targets
+    poses = check_poses(poses)
+    rng = np.random.default_rng(0)
+    chain = solver.chain
+    low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+    high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+    seed_rows = np.vstack([chain.mid_configuration()[None, :],
+                           rng.uniform(low, high, size=(seeds - 1, chain.n))])
+    shares = []
+    for placement in placements:
+        local = task_in_base(poses, placement, z)
+        reached, _ = decide_targets(solver, np.ascontiguousarray(local[:, :3]),
+                                    np.ascontiguousarray(local[:, 3:]), seed_rows, 8)
+        shares.append(float(reached.mean()) if len(reached) else 0.0)
+    return shares
