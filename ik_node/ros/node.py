@@ -56,7 +56,7 @@ from ik_node.config.ros_graph import GraphConfig, graph_config_from_flat
 from ik_node.errors import IkError
 from ik_node.model.urdf_checks import check_description_size
 from ik_node.solvers.collision_guard import collision_outputs, has_collision_check
-from ik_node.ros import run
+from ik_node.ros import run, services
 from ik_node.ros.inputs import NodeInputs
 from ik_node.ros.latest_targets import LatestTargets
 from ik_node.ros.obstacles import ObstacleInput
@@ -150,6 +150,7 @@ class IkNode(Node):
             self, self._inputs, self._targets,
             report_error=lambda message, frame, stamp: self._status.error(message, frame, stamp),
             resume=self._solve_all_pending)
+        self._moveit = None  # MoveIt's services, attached once the first model is in force
         self._obstacles = ObstacleInput(
             self, lambda: self._config.base_link, self._on_obstacles,
             on_error=lambda message: self._status.error(message, ''), send=send)
@@ -160,6 +161,10 @@ class IkNode(Node):
             self._install(build_robot_model(self._config, self._graph, '', None))
         else:
             self._status.waiting(force=True)
+        # MoveIt's services (~/compute_ik...) on their own thread and solvers (None without
+        # moveit_msgs), offered with the model in force.
+        self._moveit = services.attach(self, self._inputs)
+        self._serve(self._model)
         self._timer = self.create_timer(1.0 / self._config.publish_rate, self._on_timer)
         self._changes = ParameterChanges(self, self._params, self._apply_configuration)
         kernels.report(self.get_logger().info)  # which solver path serves: compiled or Python
@@ -353,6 +358,7 @@ class IkNode(Node):
         self._obstacles.show(model.config.base_link,
                              self._obstacles.world(model.config.collision))
         self._model = model
+        self._serve(model)
         config, chain = model.config, model.chain
         if new_chain:
             measured, _ = self._inputs.measured(chain)
@@ -412,6 +418,15 @@ class IkNode(Node):
                 self._status.error(f'obstacles refused: {exc}', '')
                 return
             self._obstacles.show(model.config.base_link, world)
+            self._serve(model)
+
+    def _serve(self, model: Optional[RobotModel]) -> None:
+        """The services answer from ``model`` (None: no model) with the obstacles in force."""
+        if self._moveit is not None:
+            self._moveit.use_model(
+                None if model is None else model.config,
+                {} if model is None else self._obstacles.world(model.config.collision),
+                self._graph.group_name)
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""
@@ -419,6 +434,7 @@ class IkNode(Node):
             self._markers.clear(self._model.config.base_link)
             self._reach.clear(self._model.chain)
         self._model = None
+        self._serve(None)
         self._deferred = None
         self._drag.clear()
         self._status.set_robot(None)
@@ -463,6 +479,8 @@ class IkNode(Node):
 
     def destroy_node(self) -> None:
         self._reach.stop()
+        if self._moveit is not None:
+            self._moveit.close()
         self._inputs.close()  # the TF listener's thread, before the context goes
         super().destroy_node()
 

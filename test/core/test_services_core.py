@@ -247,3 +247,16 @@ def test_points_are_timed_within_the_velocity_limits():
         dt = times[k] - times[k - 1]
         speeds = np.abs(points[k] - points[k - 1]) / dt
         assert np.all(speeds <= np.array([1.0, 2.0]) * 0.5 + 1e-9)
+
+
+def test_a_position_only_tree_solver_given_poses_solves_the_positions_and_says_so():
+    from ik_node.solvers import make_solver
+    chain = Chain.from_urdf_file('twin_arm.urdf', 'base_link', ['left_hand', 'right_hand'])
+    q = np.full(chain.n, 0.3)
+    targets = {tip: (chain.fk(q, tip)[:3, 3], quat_xyzw_of(chain.fk(q, tip)[:3, :3]))
+               for tip in chain.tip_links}
+    result = make_solver('fabrik', chain, {'timeout': 1.0, 'max_iterations': 1000}).solve(
+        targets=targets, seed=np.zeros(chain.n))
+    assert result.orientation_ignored
+    for tip, (p, _) in targets.items():
+        assert np.linalg.norm(chain.fk(result.joint_positions, tip)[:3, 3] - p) < 1e-3
