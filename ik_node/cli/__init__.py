@@ -4,6 +4,7 @@
     ik-solve chains --urdf robot.urdf                        what a description offers
     ik-solve reach-map --config arm6 --out maps              a sampled reachability map
     ik-solve target --point 0.2 0.1 -0.45                     one target to the running node
+    ik-solve service --point 0.4 0.1 0.3                      the running node's ~/compute_ik
 
 Each subcommand is a module with ``main(argv) -> int``, imported only when it is used.
 """

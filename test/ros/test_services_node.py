@@ -167,3 +167,30 @@ def test_without_moveit_msgs_the_node_says_how_to_get_it_and_runs(tmp_path):
         code, _, _ = stop_process(proc)
     assert code == 0
     assert math.isfinite(0.0)
+
+
+def test_ik_solve_service_calls_the_node_and_prints_the_answer(harness):
+    import json
+    import subprocess
+    import sys
+    from harness import process_env
+    from moveit_client import moveit_env
+    ik, probe = harness.start('arm6')
+    chain = chain_of('arm6')
+    T = chain.fk(np.array([0.3, -1.1, 1.3, -0.6, 0.7, 0.2]))
+    x, y, z, w = quat_xyzw(T[:3, :3])
+
+    def run(*extra):
+        return subprocess.run(
+            [sys.executable, '-m', 'ik_node.cli', 'service', '--node', f'/{ik.get_name()}',
+             '--point', *map(str, T[:3, 3]), '--orientation', str(x), str(y), str(z), str(w),
+             '--json', '--wait', '30', *extra],
+            cwd=REPO, env=process_env(moveit_env()), capture_output=True, text=True, timeout=90)
+    done = run()
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out['error_name'] == 'SUCCESS'
+    q = np.array([out['joints'][n] for n in chain.joint_names])
+    assert np.linalg.norm(chain.fk(q)[:3, 3] - T[:3, 3]) < 1e-4
+    done = run('--group', 'nope')
+    assert done.returncode == 2 and json.loads(done.stdout)['error_name'] == 'INVALID_GROUP_NAME'

@@ -17,6 +17,7 @@ output. Each answer's status goes to ``/diagnostics`` as ``<node>: <service>`` (
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any, Dict, Mapping, Optional
@@ -38,6 +39,8 @@ STATUS_RATE_HZ = 10.0
 #: request has built them before (the first request then needs no build).
 WARM_UP_DELAY_S = 3.0
 _SPIN_PERIOD_S = 0.05
+#: The interpreter's thread switch interval while the services run [s].
+SWITCH_INTERVAL_S = 0.0005
 
 
 class IkServices:
@@ -69,12 +72,17 @@ class IkServices:
         self._diagnostics = self.host.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._last_status = (-1.0, None)
         self._status_name = node.get_fully_qualified_name().lstrip('/')
-        self._executor = SingleThreadedExecutor(context=node.context)
+        self._executor = _executor(node.context)
         self._executor.add_node(self.host)
         self._running = True
         self._thread = threading.Thread(target=self._spin, name='ik_node services',
                                         daemon=True)
         self._thread.start()
+        # Python threads share one interpreter lock, held by a running thread for up to the
+        # switch interval (5 ms by default) before another may take it: a target arriving
+        # during a service's solve would wait that long. A shorter interval bounds the wait.
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
 
     def _offer(self) -> None:
         """Create the services (once): a client that finds them finds a model to answer from."""
@@ -214,6 +222,16 @@ class IkServices:
 _REFUSALS = {MoveItCode.FAILURE, MoveItCode.INVALID_GROUP_NAME, MoveItCode.INVALID_LINK_NAME,
              MoveItCode.INVALID_ROBOT_STATE, MoveItCode.INVALID_GOAL_CONSTRAINTS,
              MoveItCode.FRAME_TRANSFORM_FAILURE}
+
+
+def _executor(context):
+    """An events executor where this rclpy has one (it waits for work in C++), else a
+    single-threaded one."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return SingleThreadedExecutor(context=context)
+    return EventsExecutor(context=context)
 
 
 def _code_name(code: Any) -> str:
