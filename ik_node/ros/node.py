@@ -163,7 +163,7 @@ class IkNode(Node):
             self._status.waiting(force=True)
         # MoveIt's services (~/compute_ik...) on their own thread and solvers (None without
         # moveit_msgs), offered with the model in force.
-        self._moveit = services.attach(self, self._inputs)
+        self._moveit = services.attach(self, self._graph.tf_timeout)
         self._serve(self._model)
         self._timer = self.create_timer(1.0 / self._config.publish_rate, self._on_timer)
         self._changes = ParameterChanges(self, self._params, self._apply_configuration)
@@ -423,10 +423,13 @@ class IkNode(Node):
     def _serve(self, model: Optional[RobotModel]) -> None:
         """The services answer from ``model`` (None: no model) with the obstacles in force."""
         if self._moveit is not None:
+            graph = self._graph
             self._moveit.use_model(
                 None if model is None else model.config,
                 {} if model is None else self._obstacles.world(model.config.collision),
-                self._graph.group_name)
+                graph.group_name,
+                self.resolve_topic_name(graph.state_topic) if graph.state_topic else '',
+                graph.state_timeout)
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""

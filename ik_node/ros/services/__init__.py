@@ -5,8 +5,9 @@
 saying how to get it and the node runs without them. What an answer means is decided in
 :mod:`ik_node.services`; this package turns messages into its values and back:
 
-* :mod:`.registration`: :class:`~.registration.IkServices`, the services' own node, executor
-  and thread beside the node's, the groups' solvers of the model in force, ``/diagnostics``.
+* :mod:`.registration`: :class:`~.registration.IkServices`, the node's side: starts the
+  services' own process and sends it each model the node puts in force.
+* :mod:`.host`: that process: its node, the groups' solvers, ``/diagnostics``.
 * :mod:`.compute_ik`, :mod:`.compute_fk`, :mod:`.cartesian_path`: one handler per service.
 * :mod:`.messages`: message fields to checked values and back.
 """
@@ -30,17 +31,17 @@ def moveit_msgs_available() -> Optional[str]:
     return None
 
 
-def attach(node, inputs):
+def attach(node, tf_timeout_s: float):
     """The node's :class:`~.registration.IkServices`, or None (one log line) without
     moveit_msgs.
 
     Args:
-        node: the IkNode (its name, namespace, remappings, context and logger).
-        inputs: its :class:`~ik_node.ros.inputs.NodeInputs` (measured state, TF).
+        node: the IkNode (its name, namespace, remappings and logger).
+        tf_timeout_s: the longest wait for a TF transform [s].
     """
     missing = moveit_msgs_available()
     if missing is not None:
         node.get_logger().info(MISSING.format(error=missing))
         return None
     from ik_node.ros.services.registration import IkServices
-    return IkServices(node, inputs)
+    return IkServices(node, tf_timeout_s)
