@@ -90,7 +90,7 @@ setup(
     extras_require={
         'ros': ROS_WHEELS,
         'demo': ['matplotlib'],
-        # the compiled peers of benchmarks/bench_solvers.py (optional; skipped when missing)
+        # the compiled peers of benchmarks/solvers/bench.py (optional; skipped when missing)
         'bench': ['optik-py', 'pytracik'],
         # kept for old commands: numba is an install requirement (docs/speed.md)
         'fast': [numba_requirement()],
@@ -110,7 +110,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'ik_node = ik_node.ros.entry:main',
+            'ik_node = ik_node.ros.app.entry:main',
             'ik-solve = ik_node.cli:main',
         ],
     },

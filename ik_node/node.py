@@ -3,7 +3,7 @@
 The node itself is :class:`ik_node.ros.node.IkNode`; this file only starts it (the one module
 outside :mod:`ik_node.ros` that reaches into it, because ``-m`` needs a stable path), holding
 SIGINT and SIGTERM back before the node's imports. The mask is the one of
-:func:`ik_node.ros.held_signals.hold`, set here with the builtin ``_signal`` module before any
+:func:`ik_node.ros.app.held_signals.hold`, set here with the builtin ``_signal`` module before any
 import: importing even that small module first (a file to read, compiled on a fresh install)
 widens the moment in which a Ctrl-C interrupts the start-up with a traceback.
 """
@@ -14,5 +14,5 @@ if __name__ == '__main__':
 
     import sys
 
-    from ik_node.ros.node import main
+    from ik_node.ros.app.run import main
     sys.exit(main())

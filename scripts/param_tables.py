@@ -77,7 +77,7 @@ def graph_table() -> str:
         rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
                     f'| {spec.range_text()} | {spec.description} |')
     from ik_node.ros.rviz.interactive import INTERACTIVE_PARAMS
-    from ik_node.ros.planar_targets import PLANAR_PARAMS
+    from ik_node.ros.solving.planar_targets import PLANAR_PARAMS
     for name, spec in {**INTERACTIVE_PARAMS, **PLANAR_PARAMS}.items():
         rows.append(f'| `{name}` | {spec.type.__name__} | {_default(spec.default)} | {spec.unit} '
                     f'| {spec.range_text()} | {spec.description} |')

@@ -4,7 +4,8 @@ Every pytest run talks DDS on its own domain, kept on this machine, so parallel 
 ROS 2 programs) never see each other's topics. Subprocesses started by tests inherit it.
 
 Test modules import shared helpers by their plain names (``closest_reference``, ``harness``,
-another test module's data), so both layer folders and this one are on ``sys.path``. Slow tests
+another test module's data), so both layer folders and this one are on ``sys.path``; the
+checkout's root too (at the end), for the tests of ``benchmarks``. Slow tests
 carry ``@pytest.mark.slow``: ``pytest -m "not slow" test/core`` is a developer's quick loop.
 """
 
@@ -22,6 +23,8 @@ REPO = TEST_DIR.parent
 for _folder in (TEST_DIR, TEST_DIR / 'core', TEST_DIR / 'ros'):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
+if str(REPO) not in sys.path:
+    sys.path.append(str(REPO))
 SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 if 'IK_NODE_TEST_KEEP_DOMAIN' not in os.environ:

@@ -7,7 +7,7 @@ the FR3 with their collision meshes; the stream beside four clients; Cartesian p
 Per robot, a node process (``damped_jacobian``, its defaults, collisions on) and a minimal rclpy
 ``GetPositionIK`` echo server in another process; the client is this process. Held-out targets
 (seeded): tips of random configurations that an independent check finds free of collisions
-(raw meshes, its own MoveIt-style table: ``benchmarks/collisions.py``'s ``MeshCheck``), and
+(raw meshes, its own MoveIt-style table: ``benchmarks.collisions.bench.MeshCheck``), and
 poses beyond the reach (1.6 x the farthest sampled tip, random orientation). Reported:
 
 * answers: the share of free reachable targets answered SUCCESS; SUCCESS answers that miss the
@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from benchmarks.collisions import MeshCheck
+from benchmarks.collisions.bench import MeshCheck
 from benchmarks.services import graph
 from benchmarks.services.paths import cartesian_lines
 from ik_node import Chain

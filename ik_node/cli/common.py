@@ -22,7 +22,7 @@ SUBCOMMANDS: Dict[str, str] = {
     'chains': 'ik_node.cli.chains',
     'collisions': 'ik_node.cli.collisions',
     'reach-map': 'ik_node.cli.reach_map',
-    'target': 'ik_node.ros.cli_target_client',
+    'target': 'ik_node.ros.app.cli_target_client',
     'service': 'ik_node.ros.services.cli_client',
 }
 

@@ -194,6 +194,12 @@ class Chain:
         p_tip = self.fk(q0, tip)[:3, 3]
         return MotionPlane(tuple(float(v) for v in n), float(n @ p_tip))
 
+    def planar_normal(self, tip: Optional[str] = None) -> Optional[np.ndarray]:
+        """The common unit axis (base frame) of ``tip``'s joints when they are all revolute and
+        parallel (the tip then moves in a plane normal to it, :meth:`motion_plane`), else None."""
+        plane = self.motion_plane(tip)
+        return None if plane is None else np.array(plane.normal)
+
     def serial_chain(self, tip: str) -> 'Chain':
         """The serial chain from the base to ``tip`` alone: the joints on its path (renumbered
         from 0, the same frames, axes and limits) and the tip, from the same URDF.

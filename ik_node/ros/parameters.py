@@ -4,8 +4,8 @@ in their canonical form, read back as one flat mapping.
 Every parameter comes from a spec in :mod:`ik_node.config.node_config`,
 :mod:`ik_node.config.ros_graph`, a solver's ``param_specs()`` or
 :data:`ik_node.ros.rviz.interactive.INTERACTIVE_PARAMS` or
-:data:`ik_node.ros.planar_targets.PLANAR_PARAMS`; validation happens there, not here. Changes
-at run time go through :class:`ik_node.ros.parameter_changes.ParameterChanges`.
+:data:`ik_node.ros.solving.planar_targets.PLANAR_PARAMS`; validation happens there, not here.
+Changes at run time go through :class:`ik_node.ros.parameter_changes.ParameterChanges`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ik_node.config.node_config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DE
 from ik_node.errors import IkError
 from ik_node.config.ros_graph import GRAPH_LIST_PARAMS, GRAPH_NUMBER_PARAMS, GRAPH_STRING_PARAMS
 from ik_node.ros.rviz.interactive import INTERACTIVE_PARAMS
-from ik_node.ros.planar_targets import PLANAR_PARAMS
+from ik_node.ros.solving.planar_targets import PLANAR_PARAMS
 from ik_node.solvers import SOLVERS, ParamSpec
 
 _INT64_MAX = 2 ** 63 - 1

@@ -1,5 +1,5 @@
 """Streamed smooth paths and the bound on each step's joint move: the machinery of
-``test_smooth_paths.py`` and ``test_streaming.py`` (and ``benchmarks/stream_paths.py``).
+``test_smooth_paths.py`` and ``test_streaming.py`` (and ``benchmarks/solvers/stream_paths.py``).
 
 A stream solves targets one after the other, each solve seeded with the previous answer as the
 node does.
@@ -82,7 +82,7 @@ AT_LIMIT = 1e-9
 TWO_PI = 2.0 * math.pi
 # The iterative solvers end at their iteration cap, never at the clock (no dependence on load).
 NO_CLOCK = {'timeout': 60.0}
-#: Arms streamed by test_streaming.py and benchmarks/stream_paths.py: name -> (file in
+#: Arms streamed by test_streaming.py and benchmarks/solvers/stream_paths.py: name -> (file in
 #: ../shared/robots, base, tip); None: the packaged robot's config/<name>.yaml chain.
 ARMS = {
     'ur5': ('ur5.urdf', 'base_link', 'tool0'),

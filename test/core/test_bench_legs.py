@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / 'benchmarks' / 'bench_legs.py'
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_quick_legs_benchmark_rates_every_solver_on_a_quad12_leg(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), '--quick', '--out', str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, '-m', 'benchmarks.legs.bench', '--quick', '--out',
+                           str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((tmp_path / 'legs.json').read_text())
     assert (tmp_path / 'legs.md').read_text().startswith('# ik_node legs benchmark')
@@ -37,7 +37,8 @@ def test_quick_legs_benchmark_rates_every_solver_on_a_quad12_leg(tmp_path):
 
 
 def test_unknown_robot_is_refused_with_the_valid_names(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), '--quick', '--robots', 'spot',
-                           '--out', str(tmp_path)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, '-m', 'benchmarks.legs.bench', '--quick', '--robots',
+                           'spot', '--out', str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, cwd=REPO)
     assert proc.returncode == 2
     assert 'spot' in proc.stderr and 'quad12' in proc.stderr

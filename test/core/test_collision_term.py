@@ -16,15 +16,12 @@ import pytest
 import transforms3d
 
 from ik_node import Chain, make_solver
+from ik_node.collision import checker_for
+from ik_node.collision.witness import pair_witness
 from ik_node.solvers.results import IkStatus
 
-pytest.importorskip('fcl')
-pytest.importorskip('trimesh')
-pytest.importorskip('scipy')
-
-from ik_node.collision import checker_for  # noqa: E402
-from ik_node.collision.witness import pair_witness  # noqa: E402
-
+#: Needs the collision extra (skipped, naming what is missing, without it: test/core/conftest.py).
+pytestmark = pytest.mark.collision
 ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp')}
 #: Budgets far above a solve's time: the clock decides nothing here.
 BUDGET = {'timeout': 0.05, 'collision_retry_time': 1.0, 'collision_restarts': 0}

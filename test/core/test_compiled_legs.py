@@ -11,7 +11,6 @@ HyQ-type legs (axis offset) and Bolt-type legs (both offsets). Where numba canno
 tests skip, except the one showing that the Python path then serves.
 """
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +20,7 @@ from ik_node import Chain, make_solver
 from ik_node.solvers import kernels
 from ik_node.solvers.hip_knee import compiled, planar_core
 from ik_node.solvers.hip_knee.compiled import CompiledLegs
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tree_models import QUAD_FEET, quad_leg3_urdf  # noqa: E402
+from tree_models import QUAD_FEET, quad_leg3_urdf
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = {

@@ -6,21 +6,15 @@ is installed (optional benchmark peers, never needed by CI). Every answer is che
 """
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import transforms3d
 
+from benchmarks.solvers import compiled_peers, peers
+from benchmarks.solvers.peers import Robot, Target
 from ik_node.model.chain import Chain
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / 'benchmarks'
-sys.path.insert(0, str(BENCHMARKS))
-
-import compiled_peers  # noqa: E402
-import peers  # noqa: E402
-from peers import Robot, Target  # noqa: E402
 
 
 class _FakePanic(BaseException):

@@ -59,8 +59,8 @@ def test_ik_solve_target_is_dispatched_by_name_and_its_help_needs_no_rclpy():
         import contextlib, io, sys
         import ik_node.cli
         from ik_node.cli.common import SUBCOMMANDS
-        assert SUBCOMMANDS['target'] == 'ik_node.ros.cli_target_client'
-        assert 'ik_node.ros.cli_target_client' not in sys.modules
+        assert SUBCOMMANDS['target'] == 'ik_node.ros.app.cli_target_client'
+        assert 'ik_node.ros.app.cli_target_client' not in sys.modules
         with contextlib.redirect_stdout(io.StringIO()) as out:
             try:
                 ik_node.cli.main(['target', '--help'])

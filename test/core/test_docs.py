@@ -73,3 +73,15 @@ def test_files_the_docs_name_exist():
     assert len(named) > 20, sorted(named)  # the pattern finds the paths the docs name
     missing = sorted(p for p in named if not (REPO / p).exists())
     assert not missing, missing
+
+
+def test_benchmark_modules_the_docs_name_exist():
+    """A ``python -m benchmarks.<room>.<name>`` quoted in README.md, docs/ or benchmarks/ (its
+    README and the results files) names a module that is there."""
+    import re
+    docs = [REPO / 'README.md', *(REPO / 'docs').glob('*.md'), *(REPO / 'benchmarks').rglob('*.md')]
+    named = {m for doc in docs
+             for m in re.findall(r'python -m (benchmarks(?:\.\w+)+)', doc.read_text())}
+    assert len(named) > 10, sorted(named)  # the pattern finds the modules the docs name
+    missing = sorted(m for m in named if not (REPO / (m.replace('.', '/') + '.py')).is_file())
+    assert not missing, missing

@@ -2,17 +2,15 @@
 ground, the footholds out of reach provably so, every other target reached by a multi-leg solve
 (FK of the answer against the target)."""
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from demo import gait
 from ik_node import Chain, IkStatus, make_solver
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / 'demo'))
-import gait  # noqa: E402
 
 FEET = ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot']
 

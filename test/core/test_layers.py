@@ -3,6 +3,9 @@ two modules import each other, directly or around a circle (imports inside funct
 
     errors -> model -> collision -> solvers, reachability -> config -> services -> cli, ros
 
+Inside ros: inputs -> outputs -> rviz -> solving -> services -> the node's wiring -> app
+(:data:`ROS_ROOMS`).
+
 Inside solvers: the shared numerics import nothing else, the contract (base) imports no
 strategy, and no solver imports the registry that composes them.
 """
@@ -128,6 +131,59 @@ def test_no_solver_imports_the_registry():
         assert 'ik_node.solvers.registry' not in imports_of(path), path
 
 
+# ---------------------------------------------------------------------- the rooms of ros/
+ROS = PACKAGE / 'ros'
+#: The rooms of ``ik_node/ros``, lowest first: a module imports only modules of its own room or
+#: of a lower one. What flows in, what goes out, what RViz shows (it shows the outputs' reports),
+#: the solve's own machinery, MoveIt's services (their own process, told of each model by the
+#: wiring), the node's wiring, and the executable that runs the node.
+ROS_ROOMS = ('inputs', 'outputs', 'rviz', 'solving', 'services', 'node', 'app')
+#: The modules at ``ros/`` top level: the node's wiring room. A new module goes into a room.
+NODE_ROOM = {'node', 'solve_loop', 'model_lifecycle', 'parameters', 'parameter_changes'}
+
+
+def ros_room(module: str) -> int:
+    """The rank of ``module``'s room in :data:`ROS_ROOMS` (the package itself: the node's)."""
+    parts = module.split('.')
+    if len(parts) < 3 or parts[:2] != ['ik_node', 'ros']:
+        raise ValueError(module)
+    if len(parts) == 3 and parts[2] in NODE_ROOM:
+        return ROS_ROOMS.index('node')
+    return ROS_ROOMS.index(parts[2])
+
+
+def ros_graph() -> dict:
+    return {m: {i for i in imported if i.startswith('ik_node.ros.')}
+            for m, imported in graph().items() if m.startswith('ik_node.ros.')}
+
+
+def test_every_module_of_ros_is_in_a_room():
+    tops = {p.stem for p in ROS.glob('*.py')} - {'__init__'}
+    rooms = {p.name for p in ROS.iterdir() if p.is_dir() and (p / '__init__.py').is_file()}
+    assert tops <= NODE_ROOM, tops - NODE_ROOM
+    assert rooms <= set(ROS_ROOMS), rooms - set(ROS_ROOMS)
+    for p in ROS.rglob('*.py'):
+        if p != ROS / '__init__.py':
+            ros_room(module_name(p))  # raises for a module outside every room
+
+
+def test_no_room_of_ros_imports_a_higher_one():
+    upward = sorted((m, i) for m, imported in ros_graph().items() for i in imported
+                    if ros_room(i) > ros_room(m))
+    assert not upward, upward
+
+
+def test_the_room_check_sees_an_upward_import():
+    """The check above cannot pass by reading nothing: the real graph has imports between rooms,
+    and an import from the inputs to the node's wiring counts as upward."""
+    edges = ros_graph()
+    across = [(m, i) for m, imported in edges.items() for i in imported
+              if ros_room(i) < ros_room(m)]
+    assert len(across) > 20
+    assert ros_room('ik_node.ros.node') > ros_room('ik_node.ros.inputs.targets')
+    assert ros_room('ik_node.ros.rviz.drag_targets') > ros_room('ik_node.ros.outputs.solve_report')
+
+
 # ------------------------------------------------------------------------- the test modules
 def imported_names(path: Path) -> set:
     """Top-level module names ``path`` imports, anywhere in the file."""
@@ -144,5 +200,5 @@ def test_test_modules_and_benchmarks_import_no_test_module():
     """Shared test code lives in helper modules (``harness``, ``smooth_paths``, ``urdf_texts``,
     ...), never in a test module another one imports."""
     test_modules = {p.stem for p in (REPO / 'test').rglob('test_*.py')}
-    for path in [*(REPO / 'test').rglob('*.py'), *(REPO / 'benchmarks').glob('*.py')]:
+    for path in [*(REPO / 'test').rglob('*.py'), *(REPO / 'benchmarks').rglob('*.py')]:
         assert not imported_names(path) & test_modules, (path, imported_names(path) & test_modules)

@@ -6,7 +6,6 @@ same seed, with the same per-tip errors, status and message; the other joints ke
 error is also checked by FK of the answer against the target, never a copied number.
 """
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +14,7 @@ import pytest
 from ik_node import Chain, make_solver
 from ik_node.solvers.base import IkStatus
 from ik_node.solvers.results import combined_status
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tree_models import QUAD_FEET, quad_leg3_urdf  # noqa: E402
+from tree_models import QUAD_FEET, quad_leg3_urdf
 
 REPO = Path(__file__).resolve().parents[2]
 QUAD12_FEET = ('FL_foot', 'FR_foot', 'RL_foot', 'RR_foot')

@@ -2,20 +2,15 @@
 that leaves the reachable region (no timing here)."""
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.common import paths
+from benchmarks.reach import out_of_reach
 from ik_node import Chain
 from ik_node.model.chain import chain_lengths
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / 'benchmarks'
-sys.path.insert(0, str(BENCHMARKS))
-
-import bench_node_latency  # noqa: E402
-import out_of_reach  # noqa: E402
 
 PLANAR4 = Path(__file__).resolve().parents[2] / 'urdf' / 'planar4.urdf'
 
@@ -44,12 +39,12 @@ def test_long_search_reaches_a_reachable_target(planar4):
 
 def test_half_out_of_reach_stream_leaves_the_reach_half_of_the_time(planar4):
     rate = 1000.0
-    q = bench_node_latency.trajectory(planar4, 4000, rate, 1.0)
+    q = paths.trajectory(planar4, 4000, rate, 1.0)
     targets = planar4.fk(q)[:, :3, 3]
-    stream = bench_node_latency.leave_reach(planar4, targets, rate, 0.5)
+    stream = paths.leave_reach(planar4, targets, rate, 0.5)
     reach = sum(chain_lengths(planar4))
     beyond = np.linalg.norm(stream, axis=1) > reach  # joint1 sits at the base origin
     assert beyond.mean() == pytest.approx(0.5, abs=0.01)
     np.testing.assert_array_equal(stream[~beyond], targets[~beyond])
-    np.testing.assert_array_equal(bench_node_latency.leave_reach(planar4, targets, rate, 0.0),
+    np.testing.assert_array_equal(paths.leave_reach(planar4, targets, rate, 0.0),
                                   targets)

@@ -42,8 +42,9 @@ def declared(tag):
 
 def imported_by(*folders):
     """{top-level module: [files importing it]} of third-party imports under ``folders``."""
+    # the project's own modules (its folders, not a venv inside the clone)
     own = {p.stem for folder in ('ik_node', 'launch', 'test', 'benchmarks', 'demo', 'scripts')
-           for p in (REPO / folder).rglob('*.py')} | {'ik_node'}  # not a venv inside the clone
+           for p in (REPO / folder).rglob('*.py')} | {'ik_node', 'benchmarks', 'demo'}
     found = {}
     for folder in folders:
         for path in sorted((REPO / folder).rglob('*.py')):

@@ -14,14 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip('matplotlib')
-import matplotlib.image  # noqa: E402
-
-from ik_node import Chain, ConfigError  # noqa: E402
+from ik_node import Chain, ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / 'demo'))
-import pictures  # noqa: E402
+#: The demo's pictures need matplotlib (python3-matplotlib): without it the module is skipped.
+mpl_image = pytest.importorskip('matplotlib.image')
+pictures = pytest.importorskip('demo.pictures')
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
 THIGH_M, SHIN_M = 0.30, 0.28
@@ -48,7 +46,7 @@ def _image(path: Path) -> np.ndarray:
     """The PNG's pixels (rows, cols, RGB[A]) after checking it is a non-empty PNG with content."""
     data = path.read_bytes()
     assert data[:8] == PNG_SIGNATURE, f'{path} is not a PNG'
-    pixels = matplotlib.image.imread(str(path))
+    pixels = mpl_image.imread(str(path))
     assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
     assert float(pixels[..., :3].std()) > 0.0, f'{path} is a single flat colour'
     return pixels

@@ -357,9 +357,9 @@ def test_a_bad_point_raises_target_error(arm_map, point):
 
 
 def test_the_build_benchmark_runs_and_prints_a_markdown_row():
-    proc = subprocess.run([sys.executable, str(REPO / 'benchmarks' / 'bench_reach_map.py'),
-                           '--robots', 'arm6', '--samples', '2000', '--repeat', '1'],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, '-m', 'benchmarks.reach.map_build', '--robots', 'arm6',
+                           '--samples', '2000', '--repeat', '1'],
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     header, rule, row = proc.stdout.strip().splitlines()
     assert header.startswith('| date') and rule.startswith('|---')

@@ -10,17 +10,13 @@ a 60 s timeout.
 """
 
 import math
-import sys
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.reach import out_of_reach  # the batched long search
 from ik_node import Chain, IkStatus, make_solver
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'benchmarks'))
-import out_of_reach  # noqa: E402  (the batched long search)
 
 NO_CLOCK = {'timeout': 60.0}
 LEGS = {'solo12': ('base_link', 'FL_FOOT'), 'go1': ('base', 'FL_foot'),

@@ -6,7 +6,6 @@ Every check is FK of the answer against the target, never a copied number.
 """
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +20,7 @@ from ik_node.solvers.base import IkStatus
 from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.results import combined_status
 from ik_node.solvers.trees.several_tips import tip_targets_from_input
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tree_models import HANDS, QUAD_FEET, quad_leg3_urdf, waist_two_arms_urdf  # noqa: E402
+from tree_models import HANDS, QUAD_FEET, quad_leg3_urdf, waist_two_arms_urdf
 
 REPO = Path(__file__).resolve().parents[2]
 NO_CLOCK = {'timeout': 60.0}

@@ -8,11 +8,12 @@ the joint limits (``null_space_gain``): that pull is not a least-norm step, so e
 allowed the pull's own size, ``|d| = gain * e * |f(x)|`` at the previous answer (``e``: the
 weighted distance of the previous answer's pose from the new target, at most ``|dx_w| + tol``;
 ``f``: :func:`ik_node.solvers.numerics.null_space.limit_pull` per unit scale). The full measurement
-is 20 paths x 400 steps per arm by ``benchmarks/stream_paths.py``; here a reduced set: the paths
-whose streams jump (a step above 1 rad) without the stream rules (near-seed restarts, the pull),
-with the solve's clock lifted (``timeout`` 60 s, so the load of the machine does not decide when
-restarts begin). On these hardest paths the share of steps within the plain bound is asked to be
-99.5 % (Panda's three here have 5 steps of 1197 pressed against a limit or restarted, beyond it).
+is 20 paths x 400 steps per arm by ``benchmarks/solvers/stream_paths.py``; here a reduced set: the
+paths whose streams jump (a step above 1 rad) without the stream rules (near-seed restarts, the
+pull), with the solve's clock lifted (``timeout`` 60 s, so the load of the machine does not
+decide when restarts begin). On these hardest paths the share of steps within the plain bound
+is asked to be 99.5 % (Panda's three here have 5 steps of 1197 pressed against a limit or
+restarted, beyond it).
 """
 
 import math

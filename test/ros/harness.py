@@ -22,11 +22,12 @@
 
 One file, longer than the others, on purpose: every test that starts, probes or stops a node
 takes it from here, so there is one way to do each and test modules never import each other.
-Import it after ``pytest.importorskip('rclpy')``.
+It imports rclpy: ``conftest.py`` collects the modules that import it only where rclpy is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -53,7 +54,7 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from ik_node import Chain
-from ik_node.ros.targets import quat_xyzw_from_rotation
+from ik_node.ros.inputs.targets import quat_xyzw_from_rotation
 from urdf_limits import urdf_limits
 
 REPO = Path(__file__).resolve().parents[2]
@@ -398,25 +399,50 @@ class Harness:
         self.ros, self.tmp_path = ros, tmp_path
         self.context = ros.context
 
-    def start(self, robot: str, tips=(None,), **overrides):
+    def start(self, robot: str, tips=(None,), node_class=None, **overrides):
         """Start an ik node on config/<robot>.yaml (plus overrides) and a probe; spin both.
-        Returns ``(ik, probe)`` once the probe hears the node."""
-        name = unique('ik')
+        ``node_class``: IkNode (None) or a subclass. Returns ``(ik, probe)`` once the probe
+        hears the node."""
+        name, ik = self.start_alone(robot, node_class, **overrides)
         ns = f'/{name}'
-        ik = self.start_node(name, [
-            '--ros-args', '--params-file',
-            str(params_file(self.tmp_path, robot, name, **overrides)),
-            '-r', f'/joint_states:={ns}/joint_states', '-r', f'/diagnostics:={ns}/diagnostics'])
         probe = Probe(self.ros, name, joint_states=f'{ns}/joint_states',
                       diagnostics=f'{ns}/diagnostics', tips=tips)
         probe.wait_connected()
         return ik, probe
 
-    def start_node(self, name: str, cli_args: Sequence[str]):
-        """An IkNode named ``name`` with ``cli_args`` (``--ros-args ...``), spun."""
+    def start_alone(self, robot: str, node_class=None, **overrides):
+        """An ik node (``node_class``: IkNode or a subclass) on config/<robot>.yaml (plus
+        overrides) under a unique name, its joint states and diagnostics remapped below that
+        name, without a probe (the test brings its own client). Returns ``(name, ik)``."""
+        name = unique('ik')
+        ns = f'/{name}'
+        ik = self.start_node(name, [
+            '--ros-args', '--params-file',
+            str(params_file(self.tmp_path, robot, name, **overrides)),
+            '-r', f'/joint_states:={ns}/joint_states', '-r', f'/diagnostics:={ns}/diagnostics'],
+            node_class)
+        return name, ik
+
+    def start_urdf(self, path: Path, base_link: str, tip_link: str, solver: str,
+                   like: str = 'arm6'):
+        """An ik node and its probe on the URDF at ``path`` (the rest of config/<like>.yaml).
+        Returns ``(chain, ik, probe)``."""
+        ik, probe = self.start(like, urdf_file=str(path), base_link=base_link,
+                               tip_link=tip_link, solver=solver)
+        return Chain.from_urdf_file(path, base_link, tip_link), ik, probe
+
+    def start_from_text(self, text: str, name: str = 'ik_node'):
+        """An IkNode named ``name`` from a parameters file holding ``text``, spun."""
+        path = self.tmp_path / f'{unique("params")}.yaml'
+        path.write_text(text)
+        return self.start_node(name, ['--ros-args', '--params-file', str(path)])
+
+    def start_node(self, name: str, cli_args: Sequence[str], node_class=None):
+        """An IkNode (or ``node_class``) named ``name`` with ``cli_args`` (``--ros-args ...``),
+        spun."""
         from ik_node.ros.node import IkNode
-        return self.ros.add(IkNode(node_name=name, context=self.ros.context,
-                                   cli_args=list(cli_args)))
+        return self.ros.add((node_class or IkNode)(node_name=name, context=self.ros.context,
+                                                   cli_args=list(cli_args)))
 
     def add(self, node):
         """Spin another node of the test (an RViz-like client...)."""
@@ -469,6 +495,18 @@ def start_process(*ros_args: str, python_args: Sequence[str] = ('-m', 'ik_node.n
                             stderr=subprocess.STDOUT)
     proc.log_path, proc.log_file = log, out
     return proc
+
+
+@contextlib.contextmanager
+def node_process(*ros_args: str):
+    """A node process (:func:`start_process`) for the block; stopped by SIGINT afterwards, and
+    then it must have ended cleanly (status 0, no traceback)."""
+    proc = start_process(*ros_args)
+    try:
+        yield proc
+    finally:
+        status, _, err = stop_process(proc)
+    assert status == 0 and 'Traceback' not in err, err
 
 
 def output_tail(proc: subprocess.Popen, lines: int = 30) -> str:

@@ -1,5 +1,5 @@
-"""Bad input at the message boundary of the node (ik_node.ros.targets, and the solution check of
-ik_node.ros.outputs.solution_output): target frames, publishable joint vectors."""
+"""Bad input at the message boundary of the node (ik_node.ros.inputs.targets, and the solution
+check of ik_node.ros.outputs.solution_output): target frames, publishable joint vectors."""
 
 import math
 from pathlib import Path
@@ -23,7 +23,7 @@ def models():
 
 # ---------------------------------------------------------------------- frames (conversions)
 def _conversions():
-    return pytest.importorskip('ik_node.ros.targets')
+    return pytest.importorskip('ik_node.ros.inputs.targets')
 
 
 def test_unknown_frame_id_raises_target_error_listing_the_links(models):

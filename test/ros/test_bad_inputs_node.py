@@ -32,11 +32,9 @@ from typing import Dict
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticStatus
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-
-from harness import (ARM_QS, LEG_QS, REPO, RunningNode,  # noqa: E402
+from harness import (ARM_QS, LEG_QS, REPO, RunningNode,
                      process_env, reached_ok, values)
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
@@ -432,7 +430,7 @@ class FaultySolver(DampedJacobianSolver):
             raw.q = np.full(self.chain.n, math.nan)
         return raw
 
-from ik_node.ros.node import main
+from ik_node.ros.app.run import main
 sys.exit(main())
 """
 

@@ -8,10 +8,8 @@ import threading
 
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
-
-from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from visualization_msgs.msg import Marker, MarkerArray
 
 
 def shapes(array):

@@ -13,7 +13,7 @@ def run(code: str) -> subprocess.CompletedProcess:
 
 
 def test_help_prints_usage_and_exits_zero_without_starting_ros():
-    proc = run('import sys; from ik_node.ros.entry import main; sys.exit(main(["--help"]))')
+    proc = run('import sys; from ik_node.ros.app.entry import main; sys.exit(main(["--help"]))')
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith('usage: ik_node') and '--params-file' in proc.stdout
     assert 'robot_description' in proc.stdout and proc.stderr == ''
@@ -22,7 +22,7 @@ def test_help_prints_usage_and_exits_zero_without_starting_ros():
 def test_without_rclpy_the_executable_says_how_to_get_it_in_one_line():
     # A plain `pip install .` has no rclpy: simulate it by making the import fail.
     proc = run('import sys; sys.modules["rclpy"] = None\n'
-               'from ik_node.ros.entry import main; sys.exit(main([]))')
+               'from ik_node.ros.app.entry import main; sys.exit(main([]))')
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and 'Traceback' not in proc.stderr, proc.stderr
@@ -31,4 +31,4 @@ def test_without_rclpy_the_executable_says_how_to_get_it_in_one_line():
 
 def test_the_installed_console_script_is_the_entry_point():
     setup = (REPO / 'setup.py').read_text()
-    assert "'ik_node = ik_node.ros.entry:main'" in setup
+    assert "'ik_node = ik_node.ros.app.entry:main'" in setup

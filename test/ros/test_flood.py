@@ -1,4 +1,4 @@
-"""A short flood of the real node (benchmarks/flood_soak.py, 3 s at 2 kHz, 5 % bad targets).
+"""A short flood of the real node (test/ros/flood_soak.py, 3 s at 2 kHz, 5 % bad targets).
 
 The 30 s / 10 kHz soak with its latency and swap-answer bounds is the script itself; this test
 runs it briefly with the timing criteria switched off (no timing assertions in tests) and
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / 'benchmarks' / 'flood_soak.py'
+SCRIPT = REPO / 'test' / 'ros' / 'flood_soak.py'
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 def test_short_flood_keeps_the_node_alive_and_every_message_valid(tmp_path):
     out = tmp_path / 'flood.json'
     env = dict(os.environ)
-    env['PYTHONPATH'] = str(REPO) + os.pathsep + env.get('PYTHONPATH', '')
+    env['PYTHONPATH'] = os.pathsep.join([str(REPO), str(REPO / 'test'), env.get('PYTHONPATH', '')])
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), '--robot', 'leg3', '--rate', '2000', '--duration', '3',
          '--warmup', '1', '--bad-fraction', '0.05', '--max-latency-ms', 'inf',

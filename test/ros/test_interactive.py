@@ -21,23 +21,23 @@ from typing import Dict, List, Optional
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+import rclpy
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from rclpy.qos import QoSProfile  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
-from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.qos import QoSProfile
+from std_msgs.msg import String
+from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerControl,
                                     InteractiveMarkerFeedback, InteractiveMarkerUpdate)
-from visualization_msgs.srv import GetInteractiveMarkers  # noqa: E402
+from visualization_msgs.srv import GetInteractiveMarkers
 
-from harness import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,  # noqa: E402
+from harness import (REPO, TIMEOUT_S, Harness, chain_of, positions_of,
                      random_reachable_q, unique, wait_for)
-from ik_node import Chain  # noqa: E402
-from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
-from ik_node.ros.rviz.drag_targets import FOLLOW_RATE_HZ  # noqa: E402
-from ik_node.ros.rviz.interactive import (INTERACTIVE_PARAMS, interactive_marker,  # noqa: E402
+from ik_node import Chain
+from ik_node.model.chain import rotation_from_quat_xyzw
+from ik_node.ros.rviz.drag_targets import FOLLOW_RATE_HZ
+from ik_node.ros.rviz.interactive import (INTERACTIVE_PARAMS, interactive_marker,
                                      pose_from_input)
-from ik_node.ros.targets import quat_xyzw_from_rotation  # noqa: E402
+from ik_node.ros.inputs.targets import quat_xyzw_from_rotation
 
 MOVES = {'move_x', 'move_y', 'move_z'}
 ROTATES = {'rotate_x', 'rotate_y', 'rotate_z'}

@@ -1,6 +1,6 @@
 """The executable keeps Python's garbage collector off what the node keeps for its life.
 
-:class:`ik_node.ros.run.LongLivedHeap` freezes the objects tracked after start-up and after each
+:class:`ik_node.ros.app.run.LongLivedHeap` freezes the objects tracked after start-up and after each
 long-lived addition, and gives a replaced robot model back to the collector. Run in a separate
 interpreter: freezing is process-wide.
 """
@@ -8,18 +8,14 @@ interpreter: freezing is process-wide.
 import subprocess
 import sys
 
-import pytest
-
-pytest.importorskip('rclpy')
-
-import harness as h  # noqa: E402
+import harness as h
 
 SCRIPT = r'''
 import gc, os, random, sys, weakref
 os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(150, 200))
 import rclpy
 from rclpy.parameter import Parameter
-from ik_node.ros import run
+from ik_node.ros.app import run
 from ik_node.ros.node import IkNode
 run._HEAP_CHECK_PERIOD_S = 0.0  # look at every call
 rclpy.init()
@@ -32,13 +28,13 @@ print('frozen after start-up', frozen)
 made = [[] for _ in range(5000)]  # tracked objects made after start-up
 heap.settle()
 print('frozen again without a change', gc.get_freeze_count())
-solver = node._model.solver
+solver = node.model.solver
 solver.cycle = solver  # a model held in a reference cycle: only the collector frees it
 old = weakref.ref(solver)
 del solver
 result = node.set_parameters([Parameter('solver', value='fabrik')])[0]
 assert result.successful, result.reason
-assert node._model.solver is not old(), "no new solver"
+assert node.model.solver is not old(), "no new solver"
 heap.settle()
 print('old model freed', old() is None)
 print('frozen after the new model', gc.get_freeze_count())

@@ -14,7 +14,6 @@ from ik_node import Chain
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / 'demo'))
 
-pytest.importorskip('rclpy')
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow

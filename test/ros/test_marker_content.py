@@ -10,15 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip('visualization_msgs')
+from builtin_interfaces.msg import Time
+from visualization_msgs.msg import InteractiveMarkerControl, Marker
 
-from builtin_interfaces.msg import Time  # noqa: E402
-from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E402
-
-from ik_node import Chain  # noqa: E402
-from ik_node.reachability import build_reachability_map, map_points  # noqa: E402
-from ik_node.ros.rviz import map_markers, markers  # noqa: E402
-from ik_node.ros.rviz.interactive import DEFAULT_SCALE_M  # noqa: E402
+from ik_node import Chain
+from ik_node.reachability import build_reachability_map, map_points
+from ik_node.ros.rviz import map_markers, markers
+from ik_node.ros.rviz.interactive import DEFAULT_SCALE_M
 
 REPO = Path(__file__).resolve().parents[2]
 ROBOTS = {'leg3': ['foot'], 'arm6': ['tool0'], 'planar4': ['tip'],
@@ -58,9 +56,9 @@ def solve_markers(ch: Chain, q, p_targets, reached, sizes):
         p_tip = tips_T[tip][:3, 3]
         out += markers.target_markers('base_link', stamp(), k, p_targets[k], reached, p_tip,
                                       sizes)
-        out += markers.tip_label_markers('base_link', stamp(), k, p_tip,
-                                         '' if reached else 'missed', ['fragile'], sizes,
-                                         p_targets[k])
+        out += markers.tip_label_markers(
+            'base_link', stamp(), k, p_tip,
+            markers.TipLabel('' if reached else 'missed', ['fragile']), sizes, p_targets[k])
     out += markers.joint_markers('base_link', stamp(), ch, q, sizes=sizes)
     return out
 
@@ -130,8 +128,8 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
         'tool0 missed by 1.25 m, 12.5 deg (unreachable)'
     warnings = ['fragile: near a singularity', 'fragile: knee 0.01 from its lower limit']
     p_tip = np.array([0.1, 0.2, 0.3])
-    miss, warn = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
-                                           sizes)
+    label = markers.TipLabel(text, warnings)
+    miss, warn = markers.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes)
     assert (miss.id, miss.type, miss.text) == (401, Marker.TEXT_VIEW_FACING,
                                                'right_hand missed by 5.7 mm\n(timeout)')
     assert miss.color.r > 0.9 and miss.color.g < 0.5  # red
@@ -155,13 +153,14 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
     assert warn_top == pytest.approx(drop + 2 * pitch)
     # A target below the tip: the labels clear it too; one above changes nothing.
     low = p_tip - [0.0, 0.0, 0.2]
-    miss_low, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
-                                            sizes, p_target=low)
+    miss_low, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes,
+                                            p_target=low)
     assert miss_low.pose.position.z == pytest.approx(miss.pose.position.z - 0.2)
-    miss_high, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, text, warnings,
-                                             sizes, p_target=p_tip + [0.0, 0.0, 0.2])
+    miss_high, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes,
+                                             p_target=p_tip + [0.0, 0.0, 0.2])
     assert miss_high.pose.position.z == pytest.approx(miss.pose.position.z)
-    reached = markers.tip_label_markers('base_link', stamp(), 1, p_tip, '', [], sizes)
+    reached = markers.tip_label_markers('base_link', stamp(), 1, p_tip,
+                                        markers.TipLabel('', []), sizes)
     assert [(m.id, m.action) for m in reached] == [(401, Marker.DELETE), (601, Marker.DELETE)]
 
 
@@ -331,7 +330,7 @@ def test_a_planar_chains_target_moves_in_the_plane_only(normal):
 
 # --------------------------------------------------------------------- planar point targets
 def test_a_planar_chains_tip_moves_in_one_plane_and_a_spatial_ones_does_not():
-    from ik_node.ros.planar_targets import tip_planes
+    from ik_node.ros.solving.planar_targets import tip_planes
     planes = tip_planes(chain('planar4'))
     assert list(planes) == ['tip']
     np.testing.assert_allclose(np.abs(planes['tip'].normal), [0, 0, 1])
@@ -341,7 +340,7 @@ def test_a_planar_chains_tip_moves_in_one_plane_and_a_spatial_ones_does_not():
 
 
 def test_a_point_near_the_plane_is_projected_onto_it_and_a_far_one_kept():
-    from ik_node.ros.planar_targets import Plane, onto_plane
+    from ik_node.ros.solving.planar_targets import Plane, onto_plane
     normal = np.array([0.0, 0.6, 0.8])
     plane = Plane(np.array([1.0, 2.0, 3.0]), normal)
     rng = np.random.default_rng(9)
@@ -390,7 +389,7 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
 def test_idle_joints_are_not_flagged_and_rest_inside_their_limits():
     """quad12 with one foot targeted: the other legs' knees rest bent inside their limits
     (their range excludes 0), and only the targeted leg's joints may be called near a limit."""
-    from ik_node.ros.robot_model import rest_pose
+    from ik_node.ros.solving.robot_model import rest_pose
     quad = Chain.from_urdf_file(REPO / 'urdf' / 'quad12.urdf', 'base_link',
                                 ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot'])
     rest = rest_pose(quad)
@@ -472,7 +471,6 @@ def test_a_target_far_out_of_reach_is_drawn_at_the_views_edge_with_its_label_in_
     it and the miss label (saying how much further the target is) are inside the robot's
     shipped view; the sphere is on the line from the tip to the target, the arrow points at it.
     Drawn where they are (the target itself), the sphere and its label leave the view."""
-    pytest.importorskip('rclpy')
     from ik_node.ros.rviz import views
     from ik_node.ros.rviz.marker_output import shown_target
     ch = view_chain(robot)
@@ -493,8 +491,9 @@ def test_a_target_far_out_of_reach_is_drawn_at_the_views_edge_with_its_label_in_
         sphere, line = markers.target_markers('base_link', stamp(), k, p_shown, False, p_tip,
                                               sizes)
         arrow = markers.beyond_marker('base_link', stamp(), k, p_shown, p_target, sizes)
-        label, _ = markers.tip_label_markers('base_link', stamp(), k, p_tip, '\n'.join(miss),
-                                             [], sizes, p_shown, view)
+        label, _ = markers.tip_label_markers('base_link', stamp(), k, p_tip,
+                                             markers.TipLabel('\n'.join(miss), []), sizes,
+                                             p_shown, view)
         at = [sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z]
         assert view.contains([at, *xyz(line.points), *xyz(arrow.points)], 1.0), robot
         assert text_in_view(view, label), (robot, label.text)
@@ -529,8 +528,8 @@ def test_every_label_is_inside_the_robots_view_wherever_the_tip_is(robot):
         q = rng.uniform(np.maximum(ch.lower, -3.0), np.minimum(ch.upper, 3.0))
         for k, tip in enumerate(ch.tip_links):
             p_tip = ch.fk_tips(q)[tip][:3, 3]
-            for m in markers.tip_label_markers('base_link', stamp(), k, p_tip, text,
-                                               ['fragile: near a singularity'], sizes,
+            label = markers.TipLabel(text, ['fragile: near a singularity'])
+            for m in markers.tip_label_markers('base_link', stamp(), k, p_tip, label, sizes,
                                                p_tip, view):
                 assert text_in_view(view, m), (robot, m.text, m.pose.position)
         at_limit = ch.clip(np.where(rng.random(ch.n) < 0.5, ch.lower, ch.upper))
@@ -544,7 +543,7 @@ def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
     """One legend for the four feet's maps: the words once, then a line per foot in its hue,
     all inside the view, none over the body, the legs or the feet at rest (RViz draws text
     over everything)."""
-    from ik_node.ros.robot_model import rest_pose
+    from ik_node.ros.solving.robot_model import rest_pose
     from ik_node.ros.rviz import views
     from ik_node.ros.rviz.camera import text_corners, text_width
     quad = view_chain('quad12')

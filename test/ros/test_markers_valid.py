@@ -13,14 +13,12 @@ import threading
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from visualization_msgs.msg import Marker, MarkerArray
 
-from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
-
-from ik_node import Chain  # noqa: E402
-from ik_node.model.resources import urdf_path  # noqa: E402
-from harness import chain_of  # noqa: E402
+from ik_node import Chain
+from ik_node.model.resources import urdf_path
+from harness import chain_of
 
 LATCHED = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 ROBOTS = {'leg3': (None,), 'planar4': (None,), 'arm6': (None,),

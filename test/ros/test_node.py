@@ -16,16 +16,14 @@ import time
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticStatus
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import GetParameters
+from visualization_msgs.msg import Marker
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from rcl_interfaces.msg import ParameterType  # noqa: E402
-from rcl_interfaces.srv import GetParameters  # noqa: E402
-from visualization_msgs.msg import Marker  # noqa: E402
-
-from harness import (REPO, answers, chain_of, positions_of, random_reachable_q,  # noqa: E402
-                     reached_ok, values)
-from ik_node import Chain  # noqa: E402
+from harness import (REPO, answers, chain_of, positions_of, random_reachable_q,
+                     reached_ok, stamp_text, values)
+from ik_node import Chain
 
 
 # ------------------------------------------------------------------------------------ tests
@@ -272,14 +270,14 @@ def test_a_burst_of_targets_is_answered_one_by_one_in_order(harness, monkeypatch
     # A burst the node solves in order, none skipped, while its messages are fresh (here: for
     # an hour, so the machine's load cannot make them stale).
     from geometry_msgs.msg import PointStamped
-    from ik_node.ros import inputs
-    monkeypatch.setattr(inputs, 'TARGET_FRESH_S', 3600.0)
+    from ik_node.ros.inputs import target_flow, target_subscriptions
+    monkeypatch.setattr(target_flow, 'TARGET_FRESH_S', 3600.0)
     ik, probe = harness.start('leg3')
     chain = chain_of('leg3')
     rng = np.random.default_rng(11)
     targets = [chain.fk(random_reachable_q(chain, rng))[:3, 3] for _ in range(30)]
     pub = probe.node.create_publisher(PointStamped, f'/{probe.ik_name}/target_point',
-                                      inputs.TARGET_QOS)
+                                      target_subscriptions.TARGET_QOS)
     probe.wait_for('the burst publisher to match', lambda: pub.get_subscription_count())
     mark = probe.mark()
     for p in targets:  # back to back, faster than the node answers
@@ -361,3 +359,31 @@ def test_an_integer_for_a_double_parameter_is_taken_as_the_number_then_range_che
     assert 'Wrong parameter type' not in result.reason, result.reason
     assert 'range' in result.reason.lower() or 'position_tolerance' in result.reason, result.reason
     assert probe.get_param('fabrik.position_tolerance') == pytest.approx(1e-4)
+
+
+def test_a_subclass_sees_every_target_kept_and_every_answer_through_the_hooks(harness):
+    from ik_node.ros.node import IkNode
+    kept, answered = [], []
+
+    class Observed(IkNode):
+        def on_target_kept(self) -> None:
+            kept.append(1)
+
+        def on_answered(self, target_stamps, joint_state_stamp, result) -> None:
+            answered.append((target_stamps, joint_state_stamp, bool(result.reachable)))
+
+    ik, probe = harness.start('leg3', node_class=Observed, reachability_samples=0)
+    chain = chain_of('leg3')
+    rng = np.random.default_rng(13)
+    received = []
+    for _ in range(3):
+        target = chain.fk(random_reachable_q(chain, rng))[:3, 3]
+        mark = probe.mark()
+        probe.send_point(target)
+        received.append(probe.joint_state_at(chain, target, mark[0]))
+    # One kept message and one answer per target, in order: each answer names its target's
+    # stamp and the stamp of the joint state that carried it.
+    assert len(kept) == 3
+    assert [a[0] for a in answered] == probe.sent
+    assert [a[1] for a in answered] == [stamp_text(m.header) for m in received]
+    assert all(a[2] for a in answered)

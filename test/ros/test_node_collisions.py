@@ -9,25 +9,16 @@ import numpy as np
 import pytest
 import transforms3d
 
-rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('fcl')
 pytest.importorskip('trimesh')
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus
+from visualization_msgs.msg import Marker, MarkerArray
 
-import collision_robots  # noqa: E402
-from harness import values  # noqa: E402
-from ik_node import Chain  # noqa: E402
+import collision_robots
+from harness import values
 
 collision_robot = collision_robots.collision_robot
-
-
-def start_ur5e(harness, collision_robot):
-    path = collision_robot('ur5e.urdf')
-    ik, probe = harness.start('arm6', urdf_file=str(path), base_link='base_link',
-                              tip_link='tool0', solver='damped_jacobian')
-    return Chain.from_urdf_file(path, 'base_link', 'tool0'), ik, probe
 
 
 def pose_of(chain, q):
@@ -38,7 +29,8 @@ def pose_of(chain, q):
 
 def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
                                                                        collision_robot):
-    chain, ik, probe = start_ur5e(harness, collision_robot)
+    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
+                                              'tool0', 'damped_jacobian')
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, [0.0, -1.57, 2.9, 0.0, 0.0, 0.0]))
     v = values(probe.next_result(mark, 0))
@@ -58,7 +50,8 @@ def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
 
 def test_obstacles_on_the_topic_are_checked_and_a_bad_one_is_refused(harness,
                                                                      collision_robot):
-    chain, ik, probe = start_ur5e(harness, collision_robot)
+    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
+                                              'tool0', 'damped_jacobian')
     q = [0.0, -1.57, 0.0, -1.57, 0.0, 0.0]
     elbow = chain.link_transform('forearm_link', np.array(q))[:3, 3]
     publisher = probe.node.create_publisher(MarkerArray, f'/{probe.ik_name}/obstacles', 10)
@@ -71,7 +64,7 @@ def test_obstacles_on_the_topic_are_checked_and_a_bad_one_is_refused(harness,
     publisher.publish(MarkerArray(markers=[bad]))
     error = probe.next_status(mark, lambda s: s.level == DiagnosticStatus.ERROR, 'an error')
     assert 'obstacles' in error.message and 'test/2' in error.message
-    probe.wait_for('the obstacle taken', lambda: ik._model.solver._collision.checker.world
+    probe.wait_for('the obstacle taken', lambda: ik.model.solver._collision.checker.world
                    .obstacles or (publisher.publish(MarkerArray(markers=[ball])) and None))
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, q))
@@ -88,15 +81,16 @@ def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_
         harness, collision_robot, monkeypatch):
     # The collision values and the colliding links are for a person: measured when a status
     # or a marker array goes out (at their rates), not for every answer of a stream.
-    import ik_node.ros.node as node_module
+    import ik_node.ros.solve_loop as solve_loop
     calls = []
-    inner = node_module.collision_outputs
+    inner = solve_loop.collision_outputs
 
     def counted(*args, **kwargs):
         calls.append(1)
         return inner(*args, **kwargs)
-    monkeypatch.setattr(node_module, 'collision_outputs', counted)
-    chain, ik, probe = start_ur5e(harness, collision_robot)
+    monkeypatch.setattr(solve_loop, 'collision_outputs', counted)
+    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
+                                              'tool0', 'damped_jacobian')
     q0 = np.array([0.0, -1.57, 0.0, -1.57, 0.0, 0.0])
     mark = probe.mark()
     count_before = probe.last_solve_count()

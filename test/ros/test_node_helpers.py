@@ -1,5 +1,5 @@
-"""The node's pure-Python helpers (ik_node.ros.targets, outputs.status_format, latest_targets,
-outputs.status_rate_gate, rviz.markers), without rclpy.init."""
+"""The node's pure-Python helpers (ik_node.ros.inputs.targets, outputs.status_format,
+latest_targets, outputs.status_rate_gate, rviz.markers), without rclpy.init."""
 
 import math
 import threading
@@ -8,20 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip('geometry_msgs')
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PointStamped, PoseStamped
+from visualization_msgs.msg import Marker
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
-from visualization_msgs.msg import Marker  # noqa: E402
-
-from ik_node import Chain, TargetError, make_solver  # noqa: E402
-from ik_node.ros.targets import Target, target_from_point, target_from_pose, target_in_base  # noqa: E402
-from ik_node.ros.outputs import status_format  # noqa: E402
-from ik_node.ros.outputs.solution_output import check_publishable, joint_state_msg  # noqa: E402
-from ik_node.ros.rviz import markers  # noqa: E402
-from ik_node.ros.latest_targets import LatestTargets  # noqa: E402
-from ik_node.ros.outputs.status_rate_gate import StatusRateGate  # noqa: E402
-from ik_node.model.chain import rotation_from_quat_xyzw  # noqa: E402
+from ik_node import Chain, TargetError, make_solver
+from ik_node.ros.inputs.targets import Target, target_from_point, target_from_pose, target_in_base
+from ik_node.ros.outputs import status_format
+from ik_node.ros.outputs.solution_output import check_publishable, joint_state_msg
+from ik_node.ros.rviz import markers
+from ik_node.ros.inputs.latest_targets import LatestTargets
+from ik_node.ros.outputs.status_rate_gate import StatusRateGate
+from ik_node.model.chain import rotation_from_quat_xyzw
 
 REPO = Path(__file__).resolve().parents[2]
 

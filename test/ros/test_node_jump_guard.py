@@ -13,15 +13,13 @@ import time
 import numpy as np
 import pytest
 
-pytest.importorskip('rclpy')
+from harness import UR5, robot_params, start_node, stop, values, write_params
 
-from harness import UR5, robot_params, start_node, stop, values, write_params  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
-from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from ik_node import Chain  # noqa: E402
+from ik_node import Chain
 
 #: Every test here starts ik_node as its own process.
 pytestmark = pytest.mark.slow

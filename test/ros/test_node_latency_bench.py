@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / 'benchmarks' / 'bench_node_latency.py'
+REPO = Path(__file__).resolve().parents[2]
+BENCH = [sys.executable, '-m', 'benchmarks.node.latency']
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow
@@ -18,9 +19,9 @@ pytestmark = pytest.mark.slow
 
 def test_short_half_out_of_reach_run_times_answers_in_and_out_of_reach(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), '--configs', 'leg3', '--rates', '200', '--duration', '2',
+        [*BENCH, '--configs', 'leg3', '--rates', '200', '--duration', '2',
          '--warmup-rate', '50', '--out-of-reach', '0.5', '--out', str(tmp_path)],
-        capture_output=True, text=True, timeout=180)
+        capture_output=True, text=True, timeout=180, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads((tmp_path / 'node_latency.json').read_text())
     [config] = [r for r in results['configs'] if r['solver'] != 'relay']

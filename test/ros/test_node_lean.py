@@ -8,31 +8,26 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PointStamped
+from sensor_msgs.msg import JointState
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from visualization_msgs.msg import Marker, MarkerArray
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import PointStamped  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
-
-from harness import (answers, chain_of, params_file, stamp_text, unique, values,  # noqa: E402
+from harness import (answers, chain_of, stamp_text, values,
                      wait_for)
 
 #: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (fragile).
 Q_NEAR_HIP_YAW_LIMIT = np.array([1.196, 0.4, -0.9])
 
 
-def start_without_marker_subscriber(harness, tmp_path):
+def start_without_marker_subscriber(harness):
     """An ik node on leg3 whose marker arrays are counted as they are built, and a client that
-    sends targets and records statuses but does not subscribe to ``~/markers``."""
-    name = unique('ik')
+    sends targets and records statuses and joint states (the node's timer re-publishes them:
+    its ticks) but does not subscribe to ``~/markers``."""
+    name, ik = harness.start_alone('leg3', reachability_samples=0)
     ns = f'/{name}'
-    ik = harness.start_node(name, [
-        '--ros-args', '--params-file',
-        str(params_file(tmp_path, 'leg3', name, reachability_samples=0)),
-        '-r', f'/joint_states:={ns}/joint_states', '-r', f'/diagnostics:={ns}/diagnostics'])
     built = []
     result = ik._markers.result
 
@@ -48,6 +43,8 @@ def start_without_marker_subscriber(harness, tmp_path):
         with lock:
             statuses.extend(s for s in msg.status if s.name == f'{name}: ik')
     client.create_subscription(DiagnosticArray, f'{ns}/diagnostics', on_diagnostics, 100)
+    ticks = []
+    client.create_subscription(JointState, f'{ns}/joint_states', ticks.append, 100)
     pub = client.create_publisher(PointStamped, f'{ns}/target_point', 10)
     wait_for('the target subscription', lambda: pub.get_subscription_count() > 0)
     wait_for('the idle status', lambda: statuses, lock)
@@ -61,16 +58,16 @@ def start_without_marker_subscriber(harness, tmp_path):
         pub.publish(msg)
         return wait_for('the answer', lambda: next(
             (s for s in statuses if answers(s, key)), None), lock)
-    return ns, client, built, send
+    return ns, client, built, send, ticks
 
 
-def test_markers_are_built_only_for_a_subscriber_and_reach_one_that_comes_later(harness,
-                                                                                 tmp_path):
-    ns, client, built, send = start_without_marker_subscriber(harness, tmp_path)
+def test_markers_are_built_only_for_a_subscriber_and_reach_one_that_comes_later(harness):
+    ns, client, built, send, ticks = start_without_marker_subscriber(harness)
     target = chain_of('leg3').fk(np.array([0.3, 0.5, -1.0]))[:3, 3]
     status = send(target)
     assert values(status)['reachable'] == 'true'
-    time.sleep(0.3)  # several ticks of the node's timer
+    n = len(ticks)
+    wait_for("three ticks of the node's timer", lambda: len(ticks) >= n + 3)
     assert not built, 'marker arrays built while nobody subscribes to ~/markers'
     arrays = []
     client.create_subscription(
@@ -88,8 +85,8 @@ def test_markers_are_built_only_for_a_subscriber_and_reach_one_that_comes_later(
     assert len(built) == 1
 
 
-def test_a_fragile_reached_solution_is_warn_in_its_status(harness, tmp_path):
-    _, _, _, send = start_without_marker_subscriber(harness, tmp_path)
+def test_a_fragile_reached_solution_is_warn_in_its_status(harness):
+    _, _, _, send, _ = start_without_marker_subscriber(harness)
     status = send(chain_of('leg3').fk(Q_NEAR_HIP_YAW_LIMIT)[:3, 3])
     assert values(status)['reachable'] == 'true'
     assert status.level == DiagnosticStatus.WARN

@@ -10,9 +10,7 @@ import time
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
-
-from harness import (REPO, chain_of, reached_ok, start_process, stop_process,  # noqa: E402
+from harness import (REPO, chain_of, reached_ok, start_process, stop_process,
                      values)
 
 

@@ -1,24 +1,21 @@
 """The node's start-up: what its first answer does not need waits until after it.
 
 The reachability map and the RViz view are computed in the background from the first answer on
-(or :data:`ik_node.ros.node.STARTUP_GRACE_S` after start-up without a target); the collision
-and the map modules, and importlib.metadata, are not imported by the node's modules.
+(or :data:`ik_node.ros.model_lifecycle.STARTUP_GRACE_S` after start-up without a target); the
+collision and the map modules, and importlib.metadata, are not imported by the node's modules.
 """
 
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 
-pytest.importorskip('rclpy')
-
-import harness as h  # noqa: E402
-import ik_node.ros.node as node_module  # noqa: E402
+import harness as h
+import ik_node.ros.model_lifecycle as model_lifecycle
 
 
 def test_the_map_and_the_view_wait_for_the_first_answer(harness, monkeypatch):
-    monkeypatch.setattr(node_module, 'STARTUP_GRACE_S', 120.0)
+    monkeypatch.setattr(model_lifecycle, 'STARTUP_GRACE_S', 120.0)
     ik, probe = harness.start('arm6', reachability_samples=2000)
     assert ik._reach._worker is None and not ik._reach.ready
     assert ik._markers.view is None
@@ -31,7 +28,7 @@ def test_the_map_and_the_view_wait_for_the_first_answer(harness, monkeypatch):
 
 
 def test_without_a_target_the_map_and_the_view_start_after_the_grace(harness, monkeypatch):
-    monkeypatch.setattr(node_module, 'STARTUP_GRACE_S', 0.2)
+    monkeypatch.setattr(model_lifecycle, 'STARTUP_GRACE_S', 0.2)
     ik, probe = harness.start('arm6', reachability_samples=2000)
     probe.wait_for('the reachability map', lambda: ik._reach.ready, timeout=60.0)
     probe.wait_for('the RViz view', lambda: ik._markers.view, timeout=60.0)
@@ -39,7 +36,7 @@ def test_without_a_target_the_map_and_the_view_start_after_the_grace(harness, mo
 
 
 def test_the_node_modules_leave_collision_maps_and_metadata_unimported():
-    code = ('import sys, ik_node.ros.node, ik_node.ros.run, ik_node.ros.entry; '
+    code = ('import sys, ik_node.ros.node, ik_node.ros.app.run, ik_node.ros.app.entry; '
             'print(" ".join(m for m in sys.modules if m.startswith(('
             '"ik_node.collision", "ik_node.reachability", "ik_node.ros.rviz.map_markers", '
             '"importlib.metadata"))))')

@@ -5,7 +5,7 @@ import pytest
 from visualization_msgs.msg import Marker
 
 import collision_robots
-from ik_node.ros.obstacles import obstacle_from_marker
+from ik_node.ros.solving.obstacles import obstacle_from_marker
 
 #: The vendors' arms with meshes (../shared/robots), as the core collision tests take them.
 collision_robot = collision_robots.collision_robot

@@ -24,16 +24,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
 
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray, String  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from harness import (PANDA, REPO, UR5, Ros, answers, robot_params, start_node,  # noqa: E402
+from harness import (PANDA, REPO, UR5, Ros, answers, robot_params, start_node,
                      stop, values, write_params)
-from ik_node import Chain  # noqa: E402
+from ik_node import Chain
 
 #: Every test here talks to ik_node in its own process (or runs a script that starts one).
 pytestmark = pytest.mark.slow
@@ -250,7 +248,7 @@ def test_targets_in_a_frame_outside_the_urdf_are_refused_without_tf2_or_looked_u
     diags = graph.diagnostics('ik_node')
     try:
         import tf2_ros  # noqa: F401
-        from ik_node.ros.inputs import TF_WARM_UP_S
+        from ik_node.ros.inputs.tf_frames import TF_WARM_UP_S
     except ImportError:
         TF_WARM_UP_S = None
     proc = start_node(params)
@@ -325,8 +323,8 @@ LOOKUP_AT_ONCE = """
 import json, sys, time
 import rclpy
 from ik_node.config.ros_graph import GraphConfig
-from ik_node.ros.inputs import TfFrames
-from ik_node.ros.targets import TfWarmingUp
+from ik_node.ros.inputs.tf_frames import TfFrames
+from ik_node.ros.inputs.targets import TfWarmingUp
 rclpy.init()
 node = rclpy.create_node('ik_side_' + sys.argv[1])
 tf_frames = TfFrames(node)

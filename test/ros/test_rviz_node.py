@@ -7,13 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from visualization_msgs.msg import InteractiveMarkerControl, Marker
 
-from visualization_msgs.msg import InteractiveMarkerControl, Marker  # noqa: E402
-
-from ik_node import Chain  # noqa: E402
-from ik_node.ros.rviz import markers  # noqa: E402
-from harness import REPO, chain_of, values  # noqa: E402
+from ik_node import Chain
+from ik_node.ros.rviz import markers
+from harness import REPO, chain_of, values
 
 #: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (WARN).
 Q_NEAR_HIP_YAW_LIMIT = np.array([1.196, 0.4, -0.9])

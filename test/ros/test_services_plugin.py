@@ -164,26 +164,18 @@ def test_a_flood_of_bad_requests_from_several_clients_leaves_the_node_answering(
     nan[1, 3] = math.inf
     answered, errors = [], []
 
-    def flood():
-        node = rclpy.create_node(unique('flood'), context=ur5e['client'].context)
-        client = node.create_client(srv.GetPositionIK, ur5e['clients']['ik'].srv_name)
-        from rclpy.executors import SingleThreadedExecutor
-        executor = SingleThreadedExecutor(context=node.context)
-        executor.add_node(node)
+    def flood(client):
         try:
-            client.wait_for_service(timeout_sec=10)
             for _ in range(50):
-                future = client.call_async(plugin_request(
+                response = call(ur5e['client'], client, plugin_request(
                     srv, 'manipulator', chain.joint_names, np.zeros(6), 'base_link',
                     ['tool0'], [nan]))
-                executor.spin_until_future_complete(future, timeout_sec=30)
-                answered.append(future.result().error_code.val if future.done() else None)
+                answered.append(response.error_code.val)
         except Exception as exc:  # reported below
             errors.append(exc)
-        finally:
-            executor.shutdown()
-            node.destroy_node()
-    threads = [threading.Thread(target=flood) for _ in range(4)]
+    clients = [ur5e['client'].create_client(srv.GetPositionIK, ur5e['clients']['ik'].srv_name)
+               for _ in range(4)]
+    threads = [threading.Thread(target=flood, args=(client,)) for client in clients]
     for t in threads:
         t.start()
     for t in threads:

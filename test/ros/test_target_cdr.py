@@ -9,12 +9,10 @@ import struct
 
 import pytest
 
-pytest.importorskip('rclpy')
+from geometry_msgs.msg import PointStamped, Pose, PoseArray, PoseStamped
+from rclpy.serialization import deserialize_message, serialize_message
 
-from geometry_msgs.msg import PointStamped, Pose, PoseArray, PoseStamped  # noqa: E402
-from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
-
-from ik_node.ros import target_cdr  # noqa: E402
+from ik_node.ros.inputs import target_cdr
 
 FRAMES = ['', 'a', 'ab', 'abc', 'base', 'base_', 'base_l', 'base_li', 'base_lin', 'base_link',
           'world_frame_x', 'wörld', 'frame/' * 7]

@@ -14,9 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip('rclpy')
-
-from harness import chain_of, start_process, stop_process  # noqa: E402
+from harness import chain_of, node_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,10 +30,8 @@ def ik_solve_target(*args: str, timeout: float = 60.0) -> subprocess.CompletedPr
 
 @pytest.fixture(scope='module')
 def leg3_node():
-    proc = start_process('--params-file', str(REPO / 'config' / 'leg3.yaml'))
-    yield proc
-    status, _, err = stop_process(proc)
-    assert status == 0 and 'Traceback' not in err, err
+    with node_process('--params-file', str(REPO / 'config' / 'leg3.yaml')) as proc:
+        yield proc
 
 
 @pytest.mark.slow

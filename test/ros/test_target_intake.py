@@ -1,8 +1,9 @@
 """Target messages kept serialized until the solve: each drain hands on the oldest of each topic,
 in arrival order; a topic whose oldest message waited too long skips to its newest.
 
-A real publisher node and :class:`~ik_node.ros.inputs.TargetSubscriptions` on another node of
-the same context, over real DDS. Each message is published only after the previous one was
+A real publisher node and
+:class:`~ik_node.ros.inputs.target_subscriptions.TargetSubscriptions` on another node of the
+same context, over real DDS. Each message is published only after the previous one was
 kept (the ``wake`` count), so the arrival order is known.
 """
 
@@ -15,15 +16,14 @@ from typing import List
 
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from geometry_msgs.msg import PointStamped, PoseStamped
 
-from geometry_msgs.msg import PointStamped, PoseStamped  # noqa: E402
+from harness import wait_for
+from rclpy.serialization import serialize_message
 
-from harness import wait_for  # noqa: E402
-from rclpy.serialization import serialize_message  # noqa: E402
-
-from ik_node.ros.inputs import (TARGET_LOAD_WINDOW_S, TARGET_QOS, TARGET_QUEUE_DEPTH,  # noqa: E402
-                                TargetSubscriptions)  # noqa: E402
+from ik_node.ros.inputs.target_flow import TARGET_LOAD_WINDOW_S, TargetFlow
+from ik_node.ros.inputs.target_subscriptions import (TARGET_QOS, TARGET_QUEUE_DEPTH,
+                                                     TargetSubscriptions)
 
 
 def _intake(ros, name, fresh_s=3600.0, max_wait_s=3600.0, busy_share=None):
@@ -40,8 +40,8 @@ def _intake(ros, name, fresh_s=3600.0, max_wait_s=3600.0, busy_share=None):
             wakes.append(1)
 
     subs = TargetSubscriptions(node, lambda *targets: received.append(targets), wake=wake,
-                               on_skipped=skipped.append, fresh_s=fresh_s,
-                               max_wait_s=max_wait_s, busy_share=busy_share)
+                               on_skipped=skipped.append,
+                               flow=TargetFlow(fresh_s, max_wait_s, busy_share))
     subs.make([None], ['tool0'])
     out = ros.node(name + '_publisher')
     fq = node.get_fully_qualified_name()

@@ -15,13 +15,11 @@ from typing import List
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import Pose, PoseArray
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
-from geometry_msgs.msg import Pose, PoseArray  # noqa: E402
-
-from ik_node import Chain  # noqa: E402
-from harness import REPO, positions_of, values  # noqa: E402
+from ik_node import Chain
+from harness import REPO, positions_of, values
 
 FEET = ['FL_foot', 'FR_foot', 'RL_foot', 'RR_foot']
 DJ = {'solver': 'damped_jacobian', 'damped_jacobian.timeout': 0.2, 'publish_rate': 2.0}

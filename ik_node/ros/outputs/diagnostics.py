@@ -16,7 +16,7 @@ import math
 import threading
 import time
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray
@@ -30,10 +30,9 @@ from ik_node.ros.outputs.status_format import (ERROR, OK, WARN, Status, diagnost
                                                diagnostic_status, error_values, result_level,
                                                result_summary, result_values, tip_level,
                                                tip_summary, tip_values)
-from ik_node.ros.latest_targets import LatestTargets
+from ik_node.ros.inputs.latest_targets import LatestTargets
 from ik_node.ros.outputs.jump_guard import guard_values
-from ik_node.ros.rviz.reach_map_output import ReachabilityMaps
-from ik_node.ros.solve_report import SolveReport
+from ik_node.ros.outputs.solve_report import SolveReport
 from ik_node.ros.outputs.solution_output import Send
 from ik_node.ros.outputs.status_rate_gate import StatusRateGate
 
@@ -41,6 +40,16 @@ from ik_node.ros.outputs.status_rate_gate import StatusRateGate
 #: node's fully qualified name so namespaced nodes are told apart.
 DIAGNOSTICS_TOPIC = '/diagnostics'
 HEARTBEAT_PERIOD_S = 1.0
+
+
+class ReachDistances(Protocol):
+    """What a status reads of the reachability map
+    (:class:`~ik_node.ros.rviz.reach_map_output.ReachabilityMaps`): whether one is built, and a
+    point's distance to the nearest sampled reachable tip position [m] (None: unknown)."""
+
+    ready: bool
+
+    def distance(self, tip: str, p) -> Optional[float]: ...
 
 
 def model_name(config: IkConfig) -> str:
@@ -109,7 +118,7 @@ class StatusReports:
     Thread-safe: the gate has its own lock, so reports may come from any callback.
     """
 
-    def __init__(self, node: Node, send: Send, targets: LatestTargets, reach: ReachabilityMaps,
+    def __init__(self, node: Node, send: Send, targets: LatestTargets, reach: ReachDistances,
                  config: IkConfig, graph: GraphConfig) -> None:
         self._node, self._targets, self._reach = node, targets, reach
         self._out = DiagnosticsOutput(node, send)

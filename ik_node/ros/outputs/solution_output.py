@@ -33,7 +33,7 @@ from ik_node.config.ros_graph import GraphConfig, command_order, held_positions
 from ik_node.errors import TargetError
 from ik_node.model.chain import LIMIT_TOLERANCE, Chain
 from ik_node.model.urdf_joints import UrdfJoint, trajectory_duration
-from ik_node.ros.targets import stamp_text
+from ik_node.ros.inputs.targets import stamp_text
 from ik_node.solvers.input_checks import FLOAT64
 
 #: ``send(publisher, msg)``: how the node's parts publish.

@@ -1,6 +1,6 @@
 """Drags in RViz become targets: the node's interactive markers, one per tip.
 
-A drag of a tip's marker becomes a :class:`~ik_node.ros.targets.Target` like a topic one, and
+A drag of a tip's marker becomes a :class:`~ik_node.ros.inputs.targets.Target` like a topic one, and
 the solves move, colour and (on release) snap the markers. The marker server itself (the
 protocol RViz speaks) is :class:`ik_node.ros.rviz.interactive.InteractiveTargets`, owned here.
 
@@ -21,8 +21,8 @@ from rclpy.node import Node
 from ik_node.config.node_config import IkConfig
 from ik_node.model.chain import Chain
 from ik_node.ros.rviz import markers
-from ik_node.ros.solve_report import SolveReport
-from ik_node.ros.targets import Target, quat_xyzw_from_rotation
+from ik_node.ros.outputs.solve_report import SolveReport
+from ik_node.ros.inputs.targets import Target, quat_xyzw_from_rotation
 from ik_node.ros.rviz.interactive import InteractiveTargets
 from ik_node.ros.outputs.solution_output import Send
 
@@ -65,7 +65,7 @@ class DragTargets:
         tips_T = chain.fk_tips(q)
         self.server.scale = markers.sizes_of(chain).handle_scale
         self.server.set_tips(config.base_link,
-                             [(tip, tips_T[tip], six_dof, markers.planar_normal(chain, tip))
+                             [(tip, tips_T[tip], six_dof, chain.planar_normal(tip))
                               for tip in config.tip_links])
 
     def clear(self) -> None:

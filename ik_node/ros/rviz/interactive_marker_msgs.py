@@ -18,7 +18,7 @@ from visualization_msgs.msg import InteractiveMarker, InteractiveMarkerControl, 
 
 from ik_node.ros.rviz.marker_shapes import plane_basis
 from ik_node.ros.rviz.markers import AXES_RGBA, GREEN, RED
-from ik_node.ros.targets import quat_xyzw_from_rotation
+from ik_node.ros.inputs.targets import quat_xyzw_from_rotation
 
 DEFAULT_SCALE_M = 0.25
 GREY = (0.6, 0.6, 0.6, 0.9)

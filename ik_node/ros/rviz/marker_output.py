@@ -18,7 +18,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ik_node.ros.rviz import markers, views
 from ik_node.ros.rviz.camera import OrbitView, pulled_into_view
-from ik_node.ros.solve_report import SolveReport
+from ik_node.ros.outputs.solve_report import SolveReport
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
                                    fragility_reasons, is_fragile, tip_quality)
@@ -146,8 +146,9 @@ class MarkerOutput:
             out.append(markers.beyond_marker(frame, stamp, k, p_shown, p_target, sizes))
             if not branched:
                 out.extend(markers.orientation_markers(frame, stamp, k, p_shown, quat, sizes))
-            out.extend(markers.tip_label_markers(frame, stamp, k, p_tip, '\n'.join(miss),
-                                                 warnings, sizes, p_shown, view))
+            out.extend(markers.tip_label_markers(
+                frame, stamp, k, p_tip, markers.TipLabel('\n'.join(miss), warnings), sizes,
+                p_shown, view))
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
                                          flagged=targeted, view=view))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Set
+from typing import List, NamedTuple, Optional, Sequence, Set
 
 import numpy as np
 from visualization_msgs.msg import Marker
@@ -143,7 +143,7 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
         if out is not None:
             center, r_min, r_max = out
             return Envelope(np.asarray(center, dtype=float), float(r_min), float(r_max),
-                            planar_normal(chain, tip))
+                            chain.planar_normal(tip))
     if chain.n == 0 or any(j.is_prismatic for j in chain.joints):
         return None
     idx = chain.joints_of_tip(tip)
@@ -151,14 +151,7 @@ def envelope_of(chain: Chain, solver=None, tip: Optional[str] = None) -> Optiona
         return None
     center = chain.joint_frames(np.zeros(chain.n))[idx[0], :3, 3]
     return Envelope(center, 0.0, float(sum(chain_lengths(chain, tip))),
-                    planar_normal(chain, tip))
-
-
-def planar_normal(chain: Chain, tip: Optional[str] = None) -> Optional[np.ndarray]:
-    """The common axis (base frame) of a tip's joints if they are all revolute and parallel
-    (the tip then moves in a plane normal to it), else None."""
-    plane = chain.motion_plane(tip)
-    return None if plane is None else np.array(plane.normal)
+                    chain.planar_normal(tip))
 
 
 # ---------------------------------------------------------------------------------- envelope
@@ -283,9 +276,12 @@ def wrapped(lines: Sequence[str]) -> List[str]:
     return out
 
 
-def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss: str,
-                      warnings: Sequence[str], sizes: Sizes = Sizes(),
-                      p_target: Optional[np.ndarray] = None,
+#: What a tip's labels say: the miss (lines joined by newlines; '' when reached), the warnings.
+TipLabel = NamedTuple('TipLabel', [('miss', str), ('warnings', Sequence[str])])
+
+
+def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label: TipLabel,
+                      sizes: Sizes = Sizes(), p_target: Optional[np.ndarray] = None,
                       view: Optional[OrbitView] = None) -> Sequence[Marker]:
     """Tip ``index``'s labels: the miss in red (id ``400 + index``) and under it the warnings
     in amber (id ``600 + index``), each a delete when there is nothing to say.
@@ -301,8 +297,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, miss:
     """
     heights = [float(p_tip[2])] + ([] if p_target is None else [float(p_target[2])])
     anchor = np.array([p_tip[0], p_tip[1], min(heights)], dtype=float)
-    blocks = [(wrapped(miss.split('\n') if miss else []), MISS_LABEL_ID, MISS_RGBA),
-              (wrapped(warnings), WARN_LABEL_ID, WARN_RGBA)]
+    blocks = [(wrapped(label.miss.split('\n') if label.miss else []), MISS_LABEL_ID, MISS_RGBA),
+              (wrapped(label.warnings), WARN_LABEL_ID, WARN_RGBA)]
     blocks = [(text, mid, rgba, len(text) * LINE_PITCH * sizes.text_height)
               for text, mid, rgba in blocks]
     drop = LABEL_DROP_SCALES * sizes.handle_scale

@@ -61,7 +61,7 @@ class ServiceHost:
                                       start_parameter_services=False)
         self._logger = self.node.get_logger()
         self._state = None  # (MeasuredState, timeout [s]) of the node's state_topic
-        from ik_node.ros.inputs import TfFrames
+        from ik_node.ros.inputs.tf_frames import TfFrames
         self._tf = TfFrames(self.node)
         self._diagnostics = self.node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._last_status = (-1.0, None)
@@ -86,7 +86,7 @@ class ServiceHost:
             self._logger.info(f'MoveIt services: {", ".join(self.offer.names.values())}')
 
     def _follow_state(self, topic: str, timeout_s: float) -> None:
-        from ik_node.ros.inputs import MeasuredState
+        from ik_node.ros.inputs.measured_state import MeasuredState
         current = self._state[0] if self._state is not None else None
         if current is not None and current.topic == topic:
             self._state = (current, timeout_s)
@@ -129,7 +129,7 @@ class ServiceHost:
         """``lookup(frame) -> T_base_frame`` through TF, or None without tf2_ros."""
         if not self._tf.available:
             return None
-        from ik_node.ros.targets import TfWarmingUp
+        from ik_node.ros.inputs.targets import TfWarmingUp
         tf = self._tf
 
         def lookup(frame: str) -> np.ndarray:

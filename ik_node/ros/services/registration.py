@@ -76,11 +76,14 @@ class IkServices:
             self._node.get_logger().error('the MoveIt services\' process has ended')
             self._proc = None
 
-    def use_model(self, config, world: Mapping, group_name: str = '', state_topic: str = '',
-                  state_timeout_s: float = 0.5) -> None:
-        """Answer from the model of ``config`` (None: no model) from the next request on; the
-        first call offers the services. ``state_topic`` as the node resolved it ('' : none)."""
-        self._send(('model', config, dict(world), group_name, state_topic, state_timeout_s))
+    def on_model(self, model, world: Mapping, graph) -> None:
+        """Answer from ``model`` (a RobotModel; None: no model) with ``world`` (its collision
+        world) from the next request on; the first call offers the services (a
+        :data:`~ik_node.ros.model_lifecycle.Listener`)."""
+        state_topic = self._node.resolve_topic_name(graph.state_topic) \
+            if graph.state_topic else ''
+        self._send(('model', None if model is None else model.config, dict(world),
+                    graph.group_name, state_topic, graph.state_timeout))
 
     def close(self) -> None:
         """End the services' process (its stdin closed), waiting a moment for it."""

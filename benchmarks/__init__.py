@@ -1,0 +1,1 @@
+"""ik_node benchmarks, run from the repository root as ``python -m benchmarks.<room>.<name>``."""

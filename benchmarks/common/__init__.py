@@ -1,0 +1,1 @@
+"""Helpers shared by the benchmark rooms: solver adapters, target checks, reports, plots."""

@@ -1,0 +1,1 @@
+"""Benchmarks of the running node: latency over DDS, first answer, CPU per answer."""

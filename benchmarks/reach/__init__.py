@@ -1,0 +1,1 @@
+"""Reach benchmarks: targets out of reach and reachability map builds."""
