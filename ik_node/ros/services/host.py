@@ -38,7 +38,7 @@ from ik_node.solvers import IkResult
 STATUS_RATE_HZ = 10.0
 #: Seconds after a model arrives at which the configured group's solvers are built, when no
 #: request has built them before (the first request then needs no build).
-WARM_UP_DELAY_S = 1.0
+WARM_UP_DELAY_S = 5.0
 _SPIN_PERIOD_S = 0.05
 
 
