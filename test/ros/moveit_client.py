@@ -36,7 +36,8 @@ def require_moveit_msgs():
         import moveit_msgs.srv as srv
     except ImportError as exc:
         pytest.skip(f'moveit_msgs is not importable ({exc}): it is taken from {MOVEIT_PREFIX} '
-                    '(see its README), which is absent or does not fit this Python')
+                    '(see its README), which is absent or does not fit this Python',
+                    allow_module_level=True)
     return srv
 
 
