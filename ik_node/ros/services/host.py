@@ -14,6 +14,7 @@ ended, however) or on a ``stop`` order; SIGINT is left to the node.
 
 from __future__ import annotations
 
+import os
 import pickle
 import signal
 import sys
@@ -40,6 +41,8 @@ STATUS_RATE_HZ = 10.0
 #: request has built them before (the first request then needs no build).
 WARM_UP_DELAY_S = 5.0
 _SPIN_PERIOD_S = 0.05
+#: How much lower than the node's the services' process's scheduling priority is.
+NICENESS = 5
 
 
 class ServiceHost:
@@ -224,6 +227,10 @@ def _read_orders(stream, orders: list, wake: threading.Event) -> None:
 def main() -> int:
     """Serve until stdin closes or a ``stop`` order comes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the node ends us by closing our stdin
+    try:  # where both want a core, the target stream's process gets it first
+        os.nice(NICENESS)
+    except OSError:
+        pass
     orders: list = []
     wake = threading.Event()
     threading.Thread(target=_read_orders, args=(sys.stdin.buffer, orders, wake),
