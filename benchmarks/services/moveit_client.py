@@ -19,11 +19,12 @@ poses beyond the reach (1.6 x the farthest sampled tip, random orientation). Rep
   solve retries until its budget ends): round trip less the echo's median;
 * on the UR5e: a 1 kHz target stream while 4 threads call ``~/compute_ik`` 100 times a second
   each: targets sent vs solved (the node's ``solve_count``), ``skipped_targets``, calls answered;
-* on the UR5e: straight lines of 0.3 m from random free configurations (``max_step`` 0.01 m,
+* on the UR5e: straight lines of 0.3 m from random configurations whose raw meshes keep 5 mm
+  apart (the node's ``collision_padding``; ``max_step`` 0.01 m,
   ``revolute_jump_threshold`` 0.5 rad, ``avoid_collisions``): ``fraction`` against the fraction
   an independent dense walk finds (bounded Levenberg-Marquardt every 2.5 mm, seeded by the
-  previous point, free by the independent check, no joint step over the threshold), and the
-  largest joint step of the answers.
+  previous point, raw meshes 5 mm apart by the independent check, no joint step over a quarter
+  of the threshold), and the largest joint step of the answers.
 """
 
 import argparse

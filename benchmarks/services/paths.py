@@ -8,6 +8,9 @@ from geometry_msgs.msg import Pose
 from benchmarks.services import graph
 
 LENGTH_M, MAX_STEP_M, DENSE_STEP_M, JUMP_RAD = 0.3, 0.01, 0.0025, 0.5
+#: Links closer than this count as colliding, in the walk as in the node (collision_padding's
+#: default): the walk judges the same path.
+PADDING_M = 0.005
 
 
 def rotation_vector(R):
@@ -38,13 +41,17 @@ def lm_pose(chain, T, q, iterations=200):
 
 
 def dense_fraction(chain, check, q0, T0, direction):
-    """How far along the line a walk of DENSE_STEP_M steps gets (share of LENGTH_M)."""
+    """How far along the line a walk of DENSE_STEP_M steps gets (share of LENGTH_M): each step
+    within the limits, on the pose, no raw meshes closer than PADDING_M, moving no joint more than
+    the jump threshold's share of its step."""
     q, steps = q0, int(round(LENGTH_M / DENSE_STEP_M))
     for k in range(1, steps + 1):
         T = T0.copy()
         T[:3, 3] = T0[:3, 3] + direction * LENGTH_M * k / steps
         q_next, ok = lm_pose(chain, T, q)
-        if not ok or np.max(np.abs(q_next - q)) > JUMP_RAD or check.colliding(q_next):
+        # the threshold per MAX_STEP_M, shared by the steps that make one
+        if not ok or np.max(np.abs(q_next - q)) > JUMP_RAD * DENSE_STEP_M / MAX_STEP_M or \
+                check.closer_than(q_next, PADDING_M):
             return (k - 1) / steps
         q = q_next
     return 1.0
@@ -58,7 +65,7 @@ def cartesian_lines(client, name, chain, check, rng, count):
     diffs, largest = [], 0.0
     while len(diffs) < count:
         q0 = rng.uniform(lower, upper)
-        if check.colliding(q0):
+        if check.closer_than(q0, PADDING_M):
             continue
         T0 = chain.fk(q0)
         d = rng.normal(size=3)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ik_node.config.node_config import IkConfig
 from ik_node.errors import ChainError, ConfigError
-from ik_node.model.chain import Chain
+from ik_node.model.chain import Chain, full_turn_joints, nearest_turns
 from ik_node.services.constraints import (FrameLookup, RobotFrames, check_supported,
                                           quat_xyzw_of, unmet)
 from ik_node.services.error_codes import MoveItCode, ServiceError
@@ -232,6 +232,7 @@ class GroupSolvers:
                 break
             with _budget(solver, left if request.timeout_s else 0.0):
                 result = _solve(solver, chain, targets, seed)
+            result = _near_seed(chain, result, q_seed)
             answer = self._judge(solver, chain, request, targets, result, state, lookup)
             if answer.code == MoveItCode.SUCCESS or not request.constraints:
                 return answer
@@ -333,6 +334,18 @@ def _solve(solver, chain: Chain, targets, seed: np.ndarray) -> IkResult:
         return solver.solve(position, quat, seed=seed)
     return solver.solve(targets={tip: (p, quat) for tip, (p, quat) in targets.items()},
                         seed=seed)
+
+
+def _near_seed(chain: Chain, result: IkResult, q_seed: np.ndarray) -> IkResult:
+    """The result with every full-turn joint at the value nearest the request's seed (an
+    answer of a collision retry or a restart is nearest its own seed): the same pose, no whole
+    turn a MoveIt caller did not ask for."""
+    joints = full_turn_joints(chain)
+    if not joints:
+        return result
+    q = nearest_turns(result.joint_positions.tolist(), q_seed.tolist(), chain.lower.tolist(),
+                      chain.upper.tolist(), joints)
+    return dataclasses.replace(result, joint_positions=np.array(q))
 
 
 def _narrowed(chain: Chain, request: IkRequest) -> Tuple[np.ndarray, np.ndarray]:

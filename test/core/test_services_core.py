@@ -260,3 +260,24 @@ def test_a_position_only_tree_solver_given_poses_solves_the_positions_and_says_s
     assert result.orientation_ignored
     for tip, (p, _) in targets.items():
         assert np.linalg.norm(chain.fk(result.joint_positions, tip)[:3, 3] - p) < 1e-3
+
+
+def test_an_answer_keeps_full_turn_joints_nearest_the_requests_seed(arm):
+    """A collision retry's or restart's answer is nearest its own seed: the services bring each
+    full-turn joint back by whole turns to the value nearest the request's seed."""
+    import dataclasses
+    from ik_node.model.chain import full_turn_joints
+    from ik_node.services.group_solvers import _near_seed
+    config, chain = arm
+    turning = full_turn_joints(chain)
+    assert turning  # arm6 has +-2 pi joints
+    solvers = GroupSolvers(config, config.collision)
+    q_seed = np.array([0.4, -1.0, 1.2, -0.5, 0.9, 0.3])
+    request, T = pose_request(chain, q_seed)
+    result = solvers.solve(request).result
+    far = result.joint_positions.copy()
+    k = turning[0]
+    far[k] += 2 * math.pi if far[k] + 2 * math.pi <= chain.upper[k] else -2 * math.pi
+    moved = _near_seed(chain, dataclasses.replace(result, joint_positions=far), q_seed)
+    assert abs(moved.joint_positions[k] - q_seed[k]) < math.pi
+    assert np.allclose(chain.fk(moved.joint_positions), chain.fk(far), atol=1e-9)
