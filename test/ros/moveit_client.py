@@ -4,12 +4,13 @@ built exactly as MoveIt's ``srv_kinematics_plugin`` builds them.
 ``moveit_msgs`` has no PyPI wheel: tests take it from ``../shared/ros_prefix/moveit_msgs`` (next
 to the checkout), its Python packages on ``sys.path`` for this process and on ``PYTHONPATH``
 (with the prefix on ``AMENT_PREFIX_PATH``) for node processes (:func:`moveit_env`). Without
-the prefix (or with an rclpy that cannot load it) :func:`require_moveit_msgs` skips, saying
+the prefix (or with an rclpy that cannot load it) :func:`moveit_msgs_on_path` skips, saying
 why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -26,19 +27,32 @@ MOVEIT_SITE = MOVEIT_PREFIX / 'lib' / f'python{sys.version_info[0]}.{sys.version
     'site-packages'
 COLLISION_PREFIX = REPO.parent / 'shared' / 'robots' / 'collision_prefix'
 CALL_TIMEOUT_S = 30.0
+#: The packages of the prefix.
+PREFIX_PACKAGES = ('moveit_msgs', 'octomap_msgs', 'object_recognition_msgs')
 
 
-def require_moveit_msgs():
-    """Import ``moveit_msgs.srv`` (the prefix in ../shared added to ``sys.path``), or skip."""
-    if MOVEIT_SITE.is_dir() and str(MOVEIT_SITE) not in sys.path:
+@contextlib.contextmanager
+def moveit_msgs_on_path():
+    """``moveit_msgs.srv``, imported with the prefix in ../shared on ``sys.path`` for the
+    block (or skip, saying why); afterwards the path and the prefix's modules are gone again,
+    so nodes of later tests in this process run without the services, as without the
+    prefix."""
+    added = MOVEIT_SITE.is_dir() and str(MOVEIT_SITE) not in sys.path
+    if added:
         sys.path.insert(0, str(MOVEIT_SITE))
     try:
-        import moveit_msgs.srv as srv
-    except ImportError as exc:
-        pytest.skip(f'moveit_msgs is not importable ({exc}): it is taken from {MOVEIT_PREFIX} '
-                    '(see its README), which is absent or does not fit this Python',
-                    allow_module_level=True)
-    return srv
+        try:
+            import moveit_msgs.srv as srv
+        except ImportError as exc:
+            pytest.skip(f'moveit_msgs is not importable ({exc}): it is taken from '
+                        f'{MOVEIT_PREFIX} (see its README), which is absent or does not fit '
+                        'this Python')
+        yield srv
+    finally:
+        if added:
+            sys.path.remove(str(MOVEIT_SITE))
+            for name in [m for m in sys.modules if m.split('.')[0] in PREFIX_PACKAGES]:
+                del sys.modules[name]
 
 
 def moveit_env(*prefixes: Path) -> Dict[str, str]:

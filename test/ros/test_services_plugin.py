@@ -14,9 +14,17 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from moveit_client import (COLLISION_PREFIX, call, moveit_env, plugin_request,  # noqa: E402
-                           pose_error, require_moveit_msgs, set_pose, solution_of)
+                           pose_error, moveit_msgs_on_path, set_pose, solution_of)
 
-srv = require_moveit_msgs()
+srv = None  # moveit_msgs.srv, while this module's tests run (the fixture below)
+
+
+@pytest.fixture(scope='module', autouse=True)
+def moveit_srv():
+    global srv
+    with moveit_msgs_on_path() as module:
+        srv = module
+        yield
 
 from harness import (REPO, Ros, output_tail, start_process, stop_process,  # noqa: E402
                      unique, write_params)

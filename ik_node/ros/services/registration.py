@@ -4,11 +4,12 @@ rclpy answers a service from the callback's return value on the thread that spin
 and the node's events executor runs no coroutine callbacks: a solve there would hold up every
 target behind it. A thread of the node's process would not do either: Python threads share one
 interpreter lock, and a compiled solve holds it throughout. So the services run in a process of
-their own (:mod:`ik_node.ros.services.host`), on a node ``<node name>_services`` in the node's
-namespace, under the names the node resolves (``~/compute_ik`` of ``/ik_node`` is
-``/ik_node/compute_ik``, the node's remappings applied). The node sends it each model it puts
-in force (configuration, collision world with the obstacles of ``~/obstacles``, group name,
-state topic) through its stdin; closing that pipe ends it.
+their own (:mod:`ik_node.ros.services.host`, started :data:`START_DELAY_S` after the node), on
+a node ``<node name>_services`` in the node's namespace, under the names the node resolves
+(``~/compute_ik`` of ``/ik_node`` is ``/ik_node/compute_ik``, the node's remappings applied).
+The node sends it each model it puts in force (configuration, collision world with the
+obstacles of ``~/obstacles``, group name, state topic) through its stdin; closing that pipe
+ends it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Offer:
     tf_timeout_s: float
 
 
+#: Seconds after the node's construction at which the services' process starts.
+START_DELAY_S = 2.0
 #: The services' names below the node.
 SERVICES = ('compute_ik', 'compute_fk', 'compute_cartesian_path')
 
@@ -54,16 +57,29 @@ class IkServices:
 
     def __init__(self, node, tf_timeout_s: float) -> None:
         self._node = node
-        offer = Offer(f'{node.get_name()}_services', node.get_namespace(),
-                      {name: node.resolve_service_name(f'~/{name}') for name in SERVICES},
-                      node.get_fully_qualified_name().lstrip('/'), tf_timeout_s)
+        self._offer = Offer(f'{node.get_name()}_services', node.get_namespace(),
+                            {name: node.resolve_service_name(f'~/{name}') for name in SERVICES},
+                            node.get_fully_qualified_name().lstrip('/'), tf_timeout_s)
+        self._proc: Optional[subprocess.Popen] = None
+        self._model: Optional[tuple] = None  # the newest model order, sent once started
+        # Started a moment after the node: its imports would compete with the node's start and
+        # first answers for the cores.
+        self._timer = node.create_timer(START_DELAY_S, self._start)
+
+    def _start(self) -> None:
+        """Start the services' process, give it the offer and the model in force."""
+        if self._timer is None:
+            return
+        self._node.destroy_timer(self._timer)
+        self._timer = None
         env = dict(os.environ)
         # the process imports ik_node (and moveit_msgs) as this one does
         env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
-        self._proc: Optional[subprocess.Popen] = subprocess.Popen(
-            [sys.executable, '-m', 'ik_node.ros.services.host'], stdin=subprocess.PIPE,
-            env=env, start_new_session=False)
-        self._send(('offer', offer))
+        self._proc = subprocess.Popen([sys.executable, '-m', 'ik_node.ros.services.host'],
+                                      stdin=subprocess.PIPE, env=env)
+        self._send(('offer', self._offer))
+        if self._model is not None:
+            self._send(self._model)
 
     def _send(self, order: tuple) -> None:
         proc = self._proc
@@ -82,11 +98,15 @@ class IkServices:
         :data:`~ik_node.ros.model_lifecycle.Listener`)."""
         state_topic = self._node.resolve_topic_name(graph.state_topic) \
             if graph.state_topic else ''
-        self._send(('model', None if model is None else model.config, dict(world),
-                    graph.group_name, state_topic, graph.state_timeout))
+        self._model = ('model', None if model is None else model.config, dict(world),
+                       graph.group_name, state_topic, graph.state_timeout)
+        self._send(self._model)
 
     def close(self) -> None:
         """End the services' process (its stdin closed), waiting a moment for it."""
+        if self._timer is not None:
+            self._node.destroy_timer(self._timer)
+            self._timer = None
         proc, self._proc = self._proc, None
         if proc is None:
             return
