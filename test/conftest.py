@@ -25,7 +25,9 @@ for _folder in (TEST_DIR, TEST_DIR / 'core', TEST_DIR / 'ros'):
         sys.path.insert(0, str(_folder))
 if str(REPO) not in sys.path:
     sys.path.append(str(REPO))
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, reference_robot  # noqa: E402,F401
+# The vendors' arms with collision meshes, for the collision tests of both layers.
+from collision_robots import collision_cache_dir, collision_robot  # noqa: E402,F401
 
 if 'IK_NODE_TEST_KEEP_DOMAIN' not in os.environ:
     os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(1, 100))
@@ -56,13 +58,9 @@ def compiled_kernels():
 
 @pytest.fixture
 def shared_robot():
-    """Path of a reference URDF in ../shared/robots, or skip when it is absent."""
-    def get(name: str) -> Path:
-        path = SHARED_ROBOTS / name
-        if not path.is_file():
-            pytest.skip(f'reference robot {path} is not present')
-        return path
-    return get
+    """Path of a reference URDF (``reference_robots``: ``IK_NODE_ROBOTS_DIR``), or skip saying
+    which variable names their folder."""
+    return reference_robot
 
 
 #: A 2-joint planar arm written as xacro (an argument, a macro), for the xacro tests.

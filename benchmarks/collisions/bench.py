@@ -8,15 +8,16 @@ independent mesh-exact check.
 Targets are the tips of random configurations that the independent check finds collision-free
 (seed printed). Each target is solved by ``damped_jacobian`` (6D and position only) and
 ``fabrik`` (position only) from the mid configuration and from a random seed, once with
-``self_collision: false`` and once with the default check, interleaved target by target (and,
-for 6D, by OptIK when ``optik-py`` is installed, in a pass of its own over the same targets and
-seeds right after: it checks no collision; ``max_time`` the solvers' ``timeout``). Reported per
-case: the share of reachable answers the independent check finds in self-collision, the share
-of targets reached (reachable and, with the check on, collision-free), the median solve time of
-each, the median time of ik_node's check of one configuration, and how the checked solver's
-answers that collided ended: freed by ``damped_jacobian``'s collision term alone (its message
-says so), by a restart, or ``in_collision``. ``--repair-steps 0`` turns the collision term off
-(restarts only).
+``self_collision: false`` and once with the default check, interleaved target by target, each
+solve timed around ``solve()`` (wall clock and CPU time: what a caller waits for, the check and
+its retries included) (and, for 6D, by OptIK when ``optik-py`` is installed, in a pass of its
+own over the same targets and seeds right after: it checks no collision; ``max_time`` the
+solvers' ``timeout``). Reported per case: the share of reachable answers the independent check
+finds in self-collision, the share of targets reached (reachable and, with the check on,
+collision-free), the median solve time of each, the median time of ik_node's check of one
+configuration, and how the checked solver's answers that collided ended: freed by
+``damped_jacobian``'s collision term alone (its message says so), by a restart, or
+``in_collision``. ``--repair-steps 0`` turns the collision term off (restarts only).
 
 The ground plane: ``damped_jacobian`` (position only, random seeds) with the self-collision
 check, without and with ``collision.ground_z`` 0 (the mounting plane of the base), on the
@@ -46,7 +47,7 @@ import transforms3d
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-SHARED = REPO.parent / 'shared' / 'robots'
+SHARED = Path(os.environ.get('IK_NODE_ROBOTS_DIR') or REPO.parent / 'shared' / 'robots')
 ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp'),
           'ur5': ('base_link', 'tool0'), 'ur10': ('base_link', 'tool0'),
           'panda': ('panda_link0', 'panda_hand_tcp'), 'iiwa14': ('iiwa_link_0', 'iiwa_link_ee'),
@@ -301,7 +302,7 @@ def main():
             stats = {}
             # interleaved: each target solved without and with the check, in turn first
             for on in (False, True):
-                stats[on] = {'reached': 0, 'colliding': 0, 'times': []}
+                stats[on] = {'reached': 0, 'colliding': 0, 'times': [], 'cpu': []}
             # how the checked solver's answers in collision ended: freed by the collision term
             # alone, by a restart (its answer perhaps freed by the term), or in_collision
             freed = {'term': 0, 'restart': 0, 'in_collision': 0}
@@ -310,9 +311,14 @@ def main():
             for k, (position, quat, q_random) in enumerate(targets):
                 seed = chain.mid_configuration() if seed_kind == 'mid' else q_random
                 for on in ((False, True) if k % 2 == 0 else (True, False)):
+                    # timed around solve() as a caller sees it: wall clock and this thread's
+                    # CPU time, everything solve() does (the check and its retries) included
+                    wall, cpu = time.perf_counter(), time.thread_time()
                     result = solvers[on].solve(position, quat if pose else None, seed)
+                    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
                     s = stats[on]
-                    s['times'].append(result.solve_time)
+                    s['times'].append(wall)
+                    s['cpu'].append(cpu)
                     if on:
                         if 'from restart' in result.message:
                             freed['restart'] += 1
@@ -335,13 +341,14 @@ def main():
                 s = stats[on]
                 rows.append((robot, solver_name, '6D' if pose else 'position', seed_kind,
                              'on' if on else 'off', s['reached'], n, s['colliding'],
-                             1e3 * float(np.median(s['times']))))
+                             1e3 * float(np.median(s['times'])),
+                             1e3 * float(np.median(s['cpu']))))
             freed_rows.append((robot, solver_name, '6D' if pose else 'position', seed_kind,
                                freed['term'], freed['restart'], freed['in_collision']))
             if peer is not None:
-                ratio = rows[-1][-1] / (1e3 * float(np.median(peer_times)))
+                ratio = rows[-1][-2] / (1e3 * float(np.median(peer_times)))
                 peer_rows.append((robot, seed_kind, peer_reached, n,
-                                  1e3 * float(np.median(peer_times)), rows[-1][-1], ratio))
+                                  1e3 * float(np.median(peer_times)), rows[-1][-2], ratio))
             print(rows[-2], rows[-1], peer_rows[-1] if peer is not None else '', flush=True)
         if args.ground:
             ground_rows += ground_plane(chain, exact, targets, target_qs, robot, dj_params)
@@ -355,13 +362,21 @@ def main():
              f'{version("trimesh")}; numba '
              f'{"yes" if __import__("importlib").util.find_spec("numba") else "no"}; '
              f'{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end.', '',
+             'Solve times are taken around `solve()` as a caller sees it (wall clock and the '
+             "thread's CPU time, medians; the check and its retries included), the unchecked "
+             'and the checked solver interleaved target by target; checked / unchecked is the '
+             'ratio of the wall medians.', '',
              '| robot | solver | target | seed | check | reached | reachable answers in '
-             'self-collision (mesh-exact) | median solve [ms] |',
-             '|---|---|---|---|---|---|---|---|']
-    for robot, solver, target, seed, on, reached, n, colliding, ms in rows:
+             'self-collision (mesh-exact) | median solve, wall [ms] | median solve, CPU [ms] '
+             '| checked / unchecked |',
+             '|---|---|---|---|---|---|---|---|---|---|']
+    for k, (robot, solver, target, seed, on, reached, n, colliding, ms, cpu_ms) in \
+            enumerate(rows):
         share = f'{colliding} of {reached} ({100.0 * colliding / max(reached, 1):.1f} %)'
+        ratio = f'{ms / rows[k - 1][8]:.2f}x' if on == 'on' else ''
         lines.append(f'| {robot} | {solver} | {target} | {seed} | {on} | {reached} / {n} '
-                     f'({100.0 * reached / n:.1f} %) | {share} | {ms:.3f} |')
+                     f'({100.0 * reached / n:.1f} %) | {share} | {ms:.3f} | {cpu_ms:.3f} | '
+                     f'{ratio} |')
     lines += ['', '| robot | pairs checked (ik_node) | pairs kept by the independent table | '
               'check median, collision-free configurations [us] | the same without the '
               'separating planes [us] | check median, random configurations [us] | the same '

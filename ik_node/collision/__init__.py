@@ -46,7 +46,7 @@ from ik_node.collision.world import Obstacle, World  # noqa: F401
 __all__ = ['CollisionChecker', 'CollisionReport', 'Contact', 'CollisionSettings',
            'CollisionModelError', 'CollisionUnavailable', 'Obstacle', 'Witness', 'World',
            'available',
-           'checker_for', 'has_collision_geometry', 'DEFAULT_PADDING_M']
+           'checker_for', 'has_collision_geometry', 'warm', 'DEFAULT_PADDING_M']
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,29 @@ def pair_table_for(chain, settings: CollisionSettings = CollisionSettings()):
     key = (settings.skip_missing_meshes, settings.samples, settings.srdf)
     model, pairs, table = _models[chain][key]
     return model, table, pairs
+
+
+#: Three boxes on two hinges: the robot :func:`warm` checks once.
+_WARM_URDF = """<robot name="warm">
+  <link name="a"><collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
+  <link name="b"><collision><origin xyz="0 0 0.2"/><geometry><box size="0.05 0.05 0.4"/>
+    </geometry></collision></link>
+  <link name="c"><collision><origin xyz="0 0 0.2"/><geometry><box size="0.05 0.05 0.4"/>
+    </geometry></collision></link>
+  <joint name="j1" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 0.05"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="b"/><child link="c"/><origin xyz="0 0 0.4"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def warm() -> bool:
+    """Compile the check's kernel into numba's cache (or load it from there) by checking a small
+    robot of boxes once, for ``python -m ik_node.solvers.kernels warm``. Returns False when the
+    check cannot run here (a library missing)."""
+    if not available():
+        return False
+    from ik_node.model.chain import Chain
+    chain = Chain.from_urdf_string(_WARM_URDF, 'a', 'c')
+    checker_for(chain, CollisionSettings(srdf='<robot name="warm"/>'))
+    return True

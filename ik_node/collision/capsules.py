@@ -248,11 +248,12 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
                  seg_a, seg_b, radius, cap_pairs, cap_owner, link_pairs, points, start, witness,
                  pad, frames, links, gaps, quats):
     """Joint frames, link transforms and a lower bound of the hulls' distance of every link
-    pair ``link_pairs`` (P, 2) of one configuration: the capsule gap (the smallest over the
+    pair ``link_pairs`` (P, 3: the two links, and the joint in whose frame the pair's witness
+    normal is kept, -1: the base frame) of one configuration: the capsule gap (the smallest over the
     capsule pairs ``cap_pairs``, each owned by link pair ``cap_owner``), and where that is not
     above ``pad``, the larger gap of a separating plane when one is found (:func:`_plane_gap`
     on the links' hull vertices ``points``, link k's from ``start[k]`` to ``start[k + 1]``;
-    normals: ``witness[m]`` in link j's frame when not zero (the caller keeps there the
+    normals: ``witness[m]`` in that joint's frame when not zero (the caller keeps there the
     direction of the hulls' closest points from its last narrow-phase measure of the pair),
     the direction between the capsules' closest points, then between the vertices that bound
     the gap, a few times).
@@ -346,15 +347,18 @@ def _gaps_kernel(q, T_parent, axes, prismatic, parents, link_frame, T_frame_link
             wx, wy, wz = witness[m, 0], witness[m, 1], witness[m, 2]
             norm = math.sqrt(wx * wx + wy * wy + wz * wz)
             if norm > 1e-9:  # the normal that held them apart last (made unit here: the
-                # bound holds for unit normals only, whatever another thread wrote)
+                # bound holds for unit normals only, whatever another thread wrote), kept in
+                # the frame of joint link_pairs[m, 2] (-1: the base frame)
                 wx, wy, wz = wx / norm, wy / norm, wz / norm
-                sep, vi, vj = _plane_gap(links, points, start, i, j,
-                                         links[j, 0, 0] * wx + links[j, 0, 1] * wy +
-                                         links[j, 0, 2] * wz,
-                                         links[j, 1, 0] * wx + links[j, 1, 1] * wy +
-                                         links[j, 1, 2] * wz,
-                                         links[j, 2, 0] * wx + links[j, 2, 1] * wy +
-                                         links[j, 2, 2] * wz)
+                f = link_pairs[m, 2]
+                if f >= 0:
+                    wx, wy, wz = (frames[f, 0, 0] * wx + frames[f, 0, 1] * wy +
+                                  frames[f, 0, 2] * wz,
+                                  frames[f, 1, 0] * wx + frames[f, 1, 1] * wy +
+                                  frames[f, 1, 2] * wz,
+                                  frames[f, 2, 0] * wx + frames[f, 2, 1] * wy +
+                                  frames[f, 2, 2] * wz)
+                sep, vi, vj = _plane_gap(links, points, start, i, j, wx, wy, wz)
                 if sep > gaps[m] and sep > 0.0:
                     gaps[m] = sep
             for _ in range(PLANE_ROUNDS):

@@ -19,7 +19,9 @@ its meshes (by its hulls where a mesh is not closed).
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -31,8 +33,19 @@ from ik_node.collision.report import CollisionReport, Contact
 from ik_node.collision.witness import Witness, witnesses
 from ik_node.collision.world import World
 
+_IDENTITY = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 #: Default padding [m]: a pair closer than this counts as colliding.
 DEFAULT_PADDING_M = 0.005
+
+
+def _one_at_a_time(method):
+    """``method`` under the checker's lock: its queries share buffers and python-fcl objects
+    that each query moves, so two threads (a node's solve and its status) take turns."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
 
 
 class CollisionChecker:
@@ -52,6 +65,7 @@ class CollisionChecker:
                  mesh_confirm: bool = True):
         if not (math.isfinite(padding) and padding >= 0.0):
             raise ValueError(f'padding must be a finite number >= 0 [m], got {padding!r}')
+        self._lock = threading.RLock()
         self.model = model
         self.padding = float(padding)
         self.world = world if world is not None else World()
@@ -69,11 +83,20 @@ class CollisionChecker:
         #: Per checked pair, the unit normal (in link j's frame) that held the pair's hulls
         #: apart at its last narrow-phase measure: the kernel tries it first (zero: none yet).
         self._witness = np.zeros((len(self.pairs), 3))
+        #: Per checked pair, the joint in whose frame its witness normal is kept (-1: the base
+        #: frame): the first joint that moves one link of the pair against the other. Past
+        #: it, the normal that parted the pair turns with the pair (a shoulder link turning
+        #: above a fixed base keeps its normal in the frame of the turning joint).
+        self._witness_joint = np.array(
+            [min(model.moving_joints(int(i)) ^ model.moving_joints(int(j)), default=-1)
+             for i, j in self.pairs.tolist()], dtype=np.int64)
         point_start = np.cumsum([0] + [len(p) for p in self._hull_points]).astype(np.int64)
         self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
                              chain._prismatic.copy(), chain.parents.astype(np.int64),
                              model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
-                             model.seg_b, model.radius, cap_pairs, cap_owner, self.pairs,
+                             model.seg_b, model.radius, cap_pairs, cap_owner,
+                             np.ascontiguousarray(np.column_stack([self.pairs,
+                                                                   self._witness_joint])),
                              np.ascontiguousarray(np.vstack(self._hull_points)), point_start,
                              self._witness, self.padding)
         self._frames = np.empty((chain.n, 4, 4))
@@ -92,6 +115,18 @@ class CollisionChecker:
         self.mesh_confirm = bool(mesh_confirm)
         self._exact = [[exact_piece(self._fcl, piece) if mesh_confirm else None
                         for piece in model.pieces[link]] for link in model.links]
+        self._warm()
+
+    def _warm(self) -> None:
+        """Run every query once, at the mid configuration, so nothing is built inside a
+        solve's budget: the compiled kernel loaded from numba's cache (or compiled, the first
+        time after an install), python-fcl's objects of the world made. The kernel's witness
+        normals are cleared after, so a checker's answers do not depend on its warm-up."""
+        q = self.model.chain.mid_configuration()
+        self.is_free(q)
+        self.report(q)
+        self.witnesses(q, 0.03)
+        self._witness[:] = 0.0
 
     # ------------------------------------------------------------------------ broad phase
     def _screen(self, q) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
@@ -128,16 +163,22 @@ class CollisionChecker:
                     best = d
         return best
 
-    def _keep_witness(self, m: int, T_j: np.ndarray) -> None:
+    def _keep_witness(self, m: int) -> None:
         """Keep the direction of the closest points of pair ``m``'s last measure (when its
-        closest piece pair was measured last and apart) in link j's frame, for the kernel."""
+        closest piece pair was measured last and apart) in the frame of its witness joint, for
+        the kernel (the joint frames of the configuration checked last, ``_frames``)."""
         nearest = self._nearest
         if nearest is None:
             return
-        n = np.asarray(nearest[0], dtype=float) - np.asarray(nearest[1], dtype=float)
-        norm = float(np.linalg.norm(n))
+        (ax, ay, az), (bx, by, bz) = nearest[0].tolist(), nearest[1].tolist()
+        nx, ny, nz = ax - bx, ay - by, az - bz
+        norm = math.sqrt(nx * nx + ny * ny + nz * nz)  # floats: numpy costs more at this size
         if norm > 1e-9:
-            self._witness[m] = T_j[:3, :3].T @ (n / norm)
+            f = int(self._witness_joint[m])  # the normal in that joint's frame: R^T n / |n|
+            R = self._frames[f, :3, :3].tolist() if f >= 0 else _IDENTITY
+            w = self._witness[m]
+            for r in range(3):
+                w[r] = (R[0][r] * nx + R[1][r] * ny + R[2][r] * nz) / norm
 
     def _mesh_distance(self, T_links, i: int, a: int, j: int, b: int, obj_a, obj_b,
                        d_hull: float) -> float:
@@ -200,6 +241,7 @@ class CollisionChecker:
         return out
 
     # --------------------------------------------------------------------------- queries
+    @_one_at_a_time
     def is_free(self, q) -> bool:
         """True when every checked pair is at least ``padding`` apart (by the hulls, or by the
         meshes where the hulls are closer: ``mesh_confirm``) and no link is within ``padding``
@@ -221,11 +263,12 @@ class CollisionChecker:
                 i, j = self.pairs[m]
                 if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False
-                self._keep_witness(m, T[j])
+                self._keep_witness(m)
         if self.world.empty:
             return True
         return not self.world.contacts(self, T, first_only=True)
 
+    @_one_at_a_time
     def report(self, q) -> CollisionReport:
         """Every checked pair closer than the padding, and the closest pair, by GJK.
 
@@ -258,6 +301,7 @@ class CollisionChecker:
         contacts.sort(key=lambda c: c.distance_m)
         return CollisionReport(not contacts, tuple(contacts), closest)
 
+    @_one_at_a_time
     def free_mask(self, Q: np.ndarray, world: bool = True) -> np.ndarray:
         """``is_free`` of every row of ``Q`` (k, n): capsules for all rows at once (numpy), GJK
         only where they cannot decide; ``world`` False: self-collision only."""
@@ -276,6 +320,7 @@ class CollisionChecker:
                     free[row] = False
         return free
 
+    @_one_at_a_time
     def witnesses(self, q, reach: float) -> List[Witness]:
         """The closest points and normals of every checked pair (and moving link against the
         world) closer than ``padding + reach`` [m] at ``q`` (:mod:`ik_node.collision.witness`):

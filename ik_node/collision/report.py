@@ -14,22 +14,31 @@ class Contact:
         link_a, link_b: the two links (``link_b`` may name a world item: ``ground``, an
             obstacle's name).
         distance_m: signed distance between their hulls [m]; negative: penetration depth.
+        world: ``''`` for two links, ``'ground'`` or ``'obstacle'`` when ``link_b`` names one.
     """
 
     link_a: str
     link_b: str
     distance_m: float
+    world: str = ''
 
     @property
     def pair_text(self) -> str:
-        """``'link_a - link_b'``."""
+        """``'link_a - link_b'``, ``'link_a - obstacle name'`` or ``'link_a - ground'``."""
+        if self.world == 'obstacle':
+            return f'{self.link_a} - obstacle {self.link_b}'
         return f'{self.link_a} - {self.link_b}'
 
     def describe(self) -> str:
-        """One line for a message: the pair and its depth or distance [mm]."""
+        """One line for a message: the pair and how deep it is in (or how far apart) [mm]:
+        ``'forearm_link - obstacle table/1: 76 mm in'``."""
+        mm = 1000.0 * abs(self.distance_m)
+        amount = f'{mm:.1f}' if mm < 10.0 else f'{mm:.0f}'
         if self.distance_m < 0.0:
-            return f'{self.pair_text} (penetration {-1000.0 * self.distance_m:.1f} mm)'
-        return f'{self.pair_text} ({1000.0 * self.distance_m:.1f} mm apart)'
+            return f'{self.pair_text}: {amount} mm in'
+        if self.distance_m == 0.0:
+            return f'{self.pair_text}: touching'
+        return f'{self.pair_text}: {amount} mm apart'
 
 
 @dataclass(frozen=True)
@@ -56,3 +65,7 @@ class CollisionReport:
         if self.free:
             return ''
         return 'in collision: ' + '; '.join(c.describe() for c in self.colliding[:3])
+
+    def colliding_text(self) -> str:
+        """The deepest colliding pairs with their depths, ``'; '``-separated ('' when free)."""
+        return '; '.join(c.describe() for c in self.colliding[:3])

@@ -107,7 +107,7 @@ class World:
                     points = checker.link_points(k) @ T_links[k, :3, :3].T + T_links[k, :3, 3]
                     d = float(points[:, 2].min() - self.ground_z)
                     if d < pad or all_distances:
-                        out.append(Contact(link, 'ground', d))
+                        out.append(Contact(link, 'ground', d, 'ground'))
                         if first_only and d < pad:
                             return out
             if not self.obstacles:
@@ -123,7 +123,7 @@ class World:
                 for piece_obj in checker._placed(T_links, k):
                     best = min(best, checker.signed_distance(piece_obj, obj))
                 if best < pad or all_distances:
-                    out.append(Contact(link, ob.name, float(best)))
+                    out.append(Contact(link, ob.name, float(best), 'obstacle'))
                     if first_only and best < pad:
                         return out
         if first_only:

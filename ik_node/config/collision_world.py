@@ -1,6 +1,6 @@
 """The collision parameters of the node as the solver's collision check takes them: the SRDF
-(``srdf_file`` or ``robot_description_semantic``), ``collision.ground_z`` and
-``collision.obstacles``.
+(``srdf_file`` or ``robot_description_semantic``), the ground plane (``collision.ground``,
+``collision.ground_z``) and ``collision.obstacles``.
 
 ``collision.obstacles`` is text, one obstacle per ``;``-separated item, in the base frame [m]::
 
@@ -22,23 +22,20 @@ from ik_node.errors import ConfigError
 SIZES = {'box': 3, 'sphere': 1, 'cylinder': 2}
 
 
-def ground_z_from_text(text: str) -> Optional[float]:
-    """``collision.ground_z`` as a height [m], or None when empty (no plane).
+def ground_z_from(values: Dict[str, Any]) -> Optional[float]:
+    """The ground plane's height [m] of ``collision.ground`` (bool) and ``collision.ground_z``
+    (a number), or None when ``collision.ground`` is false (no plane).
 
     Raises:
-        ConfigError: not a finite number.
+        ConfigError: a height that is not a finite number.
     """
-    text = text.strip()
-    if not text:
+    if not values.get('collision.ground', False):
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
+    z = values.get('collision.ground_z', 0.0)
+    if isinstance(z, bool) or not isinstance(z, (int, float)) or not math.isfinite(z):
         raise ConfigError(f'collision.ground_z must be a finite height [m] in the base frame, '
-                          f"or '' for no ground plane; got {text!r}")
-    return value
+                          f'got {z!r}')
+    return float(z)
 
 
 def obstacles_from_text(text: str) -> Tuple[Any, ...]:
@@ -90,13 +87,14 @@ def srdf_text(srdf_file: str, robot_description_semantic: str) -> Optional[str]:
         raise ConfigError(f'srdf_file {srdf_file!r} cannot be read: {exc.strerror}') from None
 
 
-def collision_world(strings: Dict[str, str]) -> Dict[str, Any]:
-    """``Solver.configure_collision`` arguments of the node's collision strings, or {} when none
-    is set (the solver's defaults: computed pairs, no world)."""
-    world = {'srdf': srdf_text(strings.get('srdf_file', ''),
-                               strings.get('robot_description_semantic', '')),
-             'ground_z': ground_z_from_text(strings.get('collision.ground_z', '')),
-             'obstacles': obstacles_from_text(strings.get('collision.obstacles', ''))}
+def collision_world(values: Dict[str, Any]) -> Dict[str, Any]:
+    """``Solver.configure_collision`` arguments of the node's collision parameters (the SRDF
+    strings, ``collision.ground``, ``collision.ground_z``, ``collision.obstacles``), or {} when
+    none is set (the solver's defaults: computed pairs, no world)."""
+    world = {'srdf': srdf_text(values.get('srdf_file', ''),
+                               values.get('robot_description_semantic', '')),
+             'ground_z': ground_z_from(values),
+             'obstacles': obstacles_from_text(values.get('collision.obstacles', ''))}
     if world['srdf'] is None and world['ground_z'] is None and not world['obstacles']:
         return {}
     return world

@@ -259,13 +259,13 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
                     max_description_bytes=numbers['max_description_bytes'],
                     solver_params=solver_params,
                     xacro_args='' if strings['robot_description'] else strings['xacro_args'],
-                    collision=_collision_world(strings, source))
+                    collision=_collision_world({**strings, **numbers}, source))
 
 
-def _collision_world(strings: Mapping[str, str], source: str) -> Dict[str, Any]:
+def _collision_world(values: Mapping[str, Any], source: str) -> Dict[str, Any]:
     from ik_node.config.collision_world import collision_world
     try:
-        return collision_world(dict(strings))
+        return collision_world(dict(values))
     except ConfigError as exc:
         raise ConfigError(f'{source}: {exc}') from None
 

@@ -32,6 +32,11 @@ NODE_PARAMS: Dict[str, ParamSpec] = {
                                        'description accepted (robot_description text or '
                                        'urdf_file), checked before parsing', 'bytes',
                                        min=1, max=1_000_000_000),
+    'collision.ground': ParamSpec(bool, False, 'a ground plane at collision.ground_z that no '
+                                  'moving link may reach (false: none)'),
+    'collision.ground_z': ParamSpec(float, 0.0, 'height of the ground plane in the base frame '
+                                    '(used when collision.ground is true)', 'm',
+                                    min=-1000.0, max=1000.0),
 }
 
 #: Node-level string parameters and their defaults.
@@ -49,8 +54,6 @@ STRING_PARAMS: Dict[str, Tuple[str, str]] = {
                       'skips (empty: computed as MoveIt Setup Assistant does)'),
     'robot_description_semantic': ('', 'SRDF XML text (MoveIt\'s parameter); when not empty it '
                                        'is used instead of srdf_file'),
-    'collision.ground_z': ('', 'height [m] of a ground plane in the base frame that no moving '
-                               'link may reach (empty: none)'),
     'collision.obstacles': ('', 'obstacles in the base frame [m], ";"-separated: "NAME box X Y Z '
                                 'SX SY SZ", "NAME sphere X Y Z R", "NAME cylinder X Y Z R L"'),
 }

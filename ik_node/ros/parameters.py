@@ -149,10 +149,17 @@ class NodeParameters:
         return out
 
     def _as_float(self, param: Parameter) -> Parameter:
-        """``param`` with an integer value turned into the double its declaration expects."""
+        """``param`` with an integer value turned into the double its declaration expects, and
+        so a number written as text: ``ros2 param set`` reads its value as YAML, where ``1e-05``
+        (no dot) is a string."""
         want = self._float_names().get(param.name)
         if want == Parameter.Type.DOUBLE and param.type_ == Parameter.Type.INTEGER:
             return Parameter(param.name, want, float(param.value))
+        if want == Parameter.Type.DOUBLE and param.type_ == Parameter.Type.STRING:
+            try:
+                return Parameter(param.name, want, float(param.value))
+            except ValueError:  # not a number: rclpy's type check refuses it
+                return param
         if want == Parameter.Type.DOUBLE_ARRAY and param.type_ == Parameter.Type.INTEGER_ARRAY:
             return Parameter(param.name, want, [float(v) for v in param.value])
         return param

@@ -35,6 +35,7 @@ from ik_node.errors import IkError
 from ik_node.ros.inputs.latest_targets import LatestTargets
 from ik_node.ros.inputs.targets import Target, stamps_of
 from ik_node.ros.model_lifecycle import ModelLifecycle, NodeParts
+from ik_node.ros.outputs.collision_hold import collision_hold
 from ik_node.ros.outputs.solution_output import check_publishable
 from ik_node.ros.outputs.solve_report import Once, SolveReport
 from ik_node.solvers.collision_guard import collision_outputs, has_collision_check
@@ -206,7 +207,8 @@ class SolveLoop:
                 self._node.get_logger().info(
                     f'solver {config.solver} solves positions only: the orientations of the '
                     'targets are ignored (said once; the diagnostics say so for every solve)')
-            verdict = model.guard.check(q, time.monotonic(), job.measured)
+            verdict = collision_hold(model.solver, result, q) or \
+                model.guard.check(q, time.monotonic(), job.measured)
             count = parts.status.count_solve()
             out_stamp = ''
             if verdict.q is not None:  # held: nothing goes out, the last command stays

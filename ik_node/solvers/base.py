@@ -26,9 +26,10 @@ leave no nearer value (a joint driven past its limit reappears a turn away, at t
 Chains with several tips take ``solve(targets={tip_link: position or (position, quat)})`` only (a
 plain target would not say which tip it is for). Independent legs (no moving joint shared between
 two tips' paths: a quadruped's legs from its trunk) are solved leg by leg, each with this solver on
-the leg's serial chain (:attr:`Solver.compose_legs`); a tree whose tips share joints (a trunk) is
-solved whole by the solvers that set ``solves_trees`` and refused at construction by the others,
-with the shared joints named.
+the leg's serial chain (``compose_legs`` of the :class:`SolverParts` that
+:func:`~ik_node.solvers.registry.make_solver` passes in); a tree whose tips share joints (a
+trunk) is solved whole by the solvers that set ``solves_trees`` and refused at construction by
+the others, with the shared joints named.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ import abc
 import dataclasses
 import math
 import time
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (Any, Callable, ClassVar, Dict, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 
@@ -59,6 +61,23 @@ from ik_node.solvers.trees.several_tips import (TipTarget, check_every_tip_moves
 _CONVERGED, _DEGENERATE, _MAX_ITERATIONS = (IkStatus.CONVERGED, IkStatus.DEGENERATE,
                                             IkStatus.MAX_ITERATIONS)
 _PI = math.pi
+
+
+class SolverParts(NamedTuple):
+    """The strategies a solver is composed with; :func:`~ik_node.solvers.registry.make_solver`
+    passes them (the contract names no strategy). A solver built directly gets none: it solves
+    its chain as it is (no leg by leg) and checks no collision.
+
+    Attributes:
+        compose_legs: ``compose_legs(chain, make_leg_solver)``, the solver of a tree of
+            independent legs built from one solver per leg
+            (:class:`~ik_node.solvers.trees.legs.Legs`), or None.
+        collision_hook: ``collision_hook(solver)``, what checks the solver's answers for
+            collisions (:func:`~ik_node.solvers.collision_guard.collision_hook`), or None.
+    """
+
+    compose_legs: Optional[Callable[[Chain, Callable[[Chain], Any]], Any]] = None
+    collision_hook: Optional[Callable[[Any], Any]] = None
 
 
 class Solver(abc.ABC):
@@ -109,17 +128,12 @@ class Solver(abc.ABC):
     solves_trees: ClassVar[bool] = False
     #: Parameters with one value per tip (left out of each leg's own solver).
     PER_TIP_PARAMS: ClassVar[Tuple[str, ...]] = ()
-    #: ``compose_legs(chain, make_leg_solver)``: the solver of a tree of independent legs, built
-    #: from one solver per leg. :mod:`ik_node.solvers.registry`, which composes the solvers, sets
-    #: it to :class:`~ik_node.solvers.trees.legs.Legs`: the contract names no strategy.
-    compose_legs: ClassVar[Callable[[Chain, Callable[[Chain], Any]], Any]]
-    #: ``collision_hook(solver)``: what checks the solver's answers for collisions (None: no
-    #: check). :mod:`ik_node.solvers.registry` sets it to
-    #: :func:`~ik_node.solvers.collision_guard.collision_hook`.
-    collision_hook: ClassVar[Callable[[Any], Any]] = staticmethod(lambda solver: None)
 
-    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None,
+                 parts: Optional[SolverParts] = None):
         self.chain = chain
+        #: The strategies this solver is composed with (:class:`SolverParts`).
+        self.parts = parts = SolverParts() if parts is None else parts
         self.params = self.validate_params(params)
         check_every_tip_moves(chain)
         self._several_tips = len(chain.tip_links) > 1
@@ -130,16 +144,20 @@ class Solver(abc.ABC):
                 raise ConfigError(f'parameter {key!r} has {len(values)} values {list(values)}; '
                                   f'the chain has {len(chain.tip_links)} tips, in this order: '
                                   f'{", ".join(chain.tip_links)}')
-        #: Independent legs solved one by one (:attr:`compose_legs`), or None (one tip, or a
-        #: tree with a trunk).
+        #: Independent legs solved one by one (``parts.compose_legs``), or None (one tip, a
+        #: tree with a trunk, or no ``compose_legs``).
         self.legs = None
         if self._several_tips:
             shared = shared_joints(chain)
-            if not shared:
+            if not shared and parts.compose_legs is not None:
                 leg_params = {k: v for k, v in self.params.items()
                               if k not in self.PER_TIP_PARAMS}
                 leg_params['self_collision'] = False  # the whole robot is checked, not a leg
-                self.legs = self.compose_legs(chain, lambda leg: type(self)(leg, leg_params))
+                self.legs = parts.compose_legs(
+                    chain, lambda leg: type(self)(leg, leg_params, parts=parts))
+            elif not self.solves_trees and not shared:
+                raise ChainError(f'{self.name} solves independent legs leg by leg, composed by '
+                                 'make_solver: build it with make_solver')
             elif not self.solves_trees:
                 raise ChainError(
                     f'{self.name} solves several tips only as independent legs (no moving '
@@ -163,7 +181,12 @@ class Solver(abc.ABC):
         self._tol_p = self.params['position_tolerance']
         self._tol_r = self.params['orientation_tolerance']
         #: Answers within tolerance are reachable only when collision-free (collision_guard).
-        self._collision = type(self).collision_hook(self)
+        self._collision = self._collision_check()
+
+    def _collision_check(self):
+        """What checks this solver's answers for collisions (``parts.collision_hook``), or None."""
+        hook = self.parts.collision_hook
+        return None if hook is None else hook(self)
 
     # -------------------------------------------------------------------------- parameters
     @classmethod
@@ -208,7 +231,7 @@ class Solver(abc.ABC):
         :class:`ik_node.collision.Obstacle` s. Raises :class:`ConfigError` for bad ones."""
         self.collision_world = {'srdf': srdf, 'ground_z': ground_z,
                                 'obstacles': tuple(obstacles)}
-        self._collision = type(self).collision_hook(self)
+        self._collision = self._collision_check()
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,
@@ -348,7 +371,7 @@ class Solver(abc.ABC):
         what the plane proves: the tip never leaves its plane, so the error's square is the
         target's squared distance off the plane plus the squared distance in the plane, and the
         latter is at least ``reach``'s bound (a
-        :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`; None: 0) of the target's
+        :class:`~ik_node.solvers.geometry.reach_bound.ReachBound`; None: 0) of the target's
         foot point in the plane."""
         (nx, ny, nz), offset = self._plane
         tx, ty, tz = (float(v) for v in p_target)

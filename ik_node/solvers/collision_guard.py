@@ -87,7 +87,7 @@ class CollisionGuard:
         self._term = False
         self._pool_seeds(None)  # made now, not in a solve's budget
 
-    def _pool_seeds(self, p_target, R_target=None, weight: float = 0.5) -> List[List[float]]:
+    def _pool_seeds(self, p_target, R_target=None, weight: float = 0.5) -> Sequence:
         """Self-collision-free configurations whose first tip lies nearest ``p_target`` [m]
         (and, with ``R_target``, turned nearest it: ``weight`` [m/rad] times the angle added),
         nearest first (made once per collision model: ``POOL_SIZE`` random configurations, the
@@ -105,25 +105,36 @@ class CollisionGuard:
                     tips = frames[:, tip.parent] @ tip.T_joint_tip if tip.parent >= 0 else \
                         np.broadcast_to(np.eye(4), (len(pool), 4, 4))
                     _pools[model] = (pool, np.ascontiguousarray(tips[:, :3, 3]),
-                                     np.ascontiguousarray(tips[:, :3, :3]))
+                                     np.ascontiguousarray(tips[:, :3, :3].reshape(-1, 9)))
                 self._pool, self._pool_tips, self._pool_rotations = _pools[model]
         if p_target is None or not len(self._pool):
             return []
-        d = np.linalg.norm(self._pool_tips - np.asarray(p_target, dtype=float), axis=1)
+        return NearSeeds(self._pool, self._pool_distances(p_target, R_target, weight),
+                         min(self.restarts, len(self._pool)))
+
+    def _pool_distances(self, p_target, R_target, weight: float) -> np.ndarray:
+        """Each pool configuration's tip distance to the target (see :meth:`_pool_seeds`)."""
+        diff = self._pool_tips - np.asarray(p_target, dtype=float)
+        d = np.sqrt(np.einsum('ij,ij->i', diff, diff))
         if R_target is not None:
             # the angle between each tip's rotation and the target's: cos = (tr(R^T R_t) - 1) / 2
-            trace = np.einsum('kij,ij->k', self._pool_rotations, np.asarray(R_target))
-            d = d + weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
-        count = min(self.restarts, len(d))
-        nearest = np.argpartition(d, count - 1)[:count]
-        return self._pool[nearest[np.argsort(d[nearest])]].tolist()
+            trace = self._pool_rotations @ np.asarray(R_target, dtype=float).ravel()
+            d += weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
+        return d
 
     # ------------------------------------------------------------------ the solver's hooks
     def values(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
                started: float) -> IkResult:
-        """The guarded result of a one-tip solve (``Solver._solve_values``)."""
+        """The guarded result of a one-tip solve (``Solver._solve_values``), its
+        ``solve_time`` from ``started`` (``time.perf_counter()``) to the end of the check."""
         if not result.reachable or self.checker.is_free(result.joint_positions):
-            return result
+            return timed(result, started)
+        return self.repair(solver, result, p_list, R_target, q_seed, started)
+
+    def repair(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
+               started: float) -> IkResult:
+        """The guarded result of a reachable answer the checker found colliding: freed by the
+        collision term, by new seeds, or ``in_collision`` (the module docstring)."""
         deadline = started + self.budget_s
 
         def finish(raw, seed):
@@ -179,7 +190,7 @@ class CollisionGuard:
         started = time.perf_counter()
         result = solver._solve_parsed(parsed, q_seed)
         if not result.reachable or self.checker.is_free(result.joint_positions):
-            return result
+            return timed(result, started)
         return self._resolve(solver, result, lambda seed: solver._solve_parsed(parsed, seed),
                              None, q_seed, started)
 
@@ -222,13 +233,13 @@ class CollisionGuard:
             best_free = measure(q_seed)
         chosen = best_free if best_free is not None else result
         self.last_colliding_q = np.array(result.joint_positions, dtype=float)
-        what = report.message() or 'in collision'
+        what = report.colliding_text() or 'closer than the padding'
         if chosen is result:
-            message = f'reachable only in collision: {what}; no collision-free pose found ' \
-                      f'in {attempts} restart(s)'
+            message = f'reachable only in collision ({what}); no collision-free pose found ' \
+                      f'in {attempts} restart(s): the joints are the colliding answer'
         else:
-            message = f'reachable only in collision ({what}); the best collision-free pose ' \
-                      f'found in {attempts} restart(s)'
+            message = f'reachable only in collision ({what}); the joints are the best ' \
+                      f'collision-free pose found in {attempts} restart(s)'
         tips = None
         if chosen.tips is not None:
             tips = {tip: dataclasses.replace(t, reachable=False, status=IkStatus.IN_COLLISION,
@@ -241,6 +252,42 @@ class CollisionGuard:
     @staticmethod
     def _timed(result: IkResult, started: float) -> IkResult:
         return dataclasses.replace(result, solve_time=time.perf_counter() - started)
+
+
+class NearSeeds(Sequence):
+    """The ``count`` pool configurations nearest a target, nearest first, as lists of floats:
+    the nearest found at once (the retry that usually succeeds), the rest ranked on first use.
+    """
+
+    def __init__(self, pool: np.ndarray, distances: np.ndarray, count: int):
+        self._pool, self._d, self._count = pool, distances, count
+        self._first = int(np.argmin(distances)) if count else -1
+        self._order: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._count))]
+        if not -self._count <= k < self._count:
+            raise IndexError(k)
+        k %= self._count
+        if k == 0:
+            return self._pool[self._first].tolist()
+        if self._order is None:
+            d, count = self._d, self._count
+            nearest = np.argpartition(d, count - 1)[:count]
+            self._order = nearest[np.argsort(d[nearest], kind='stable')]
+        return self._pool[self._order[k]].tolist()
+
+
+def timed(result: IkResult, started: float) -> IkResult:
+    """``result`` with ``solve_time`` from ``started`` (``time.perf_counter()``) to now, set on
+    the result itself: only for a result made by this solve and not handed out yet (a
+    ``dataclasses.replace`` would cost more than the check whose time it adds)."""
+    object.__setattr__(result, 'solve_time', time.perf_counter() - started)
+    return result
 
 
 class NotChecked:
@@ -306,8 +353,10 @@ def collision_hook(solver):
     except collision.CollisionUnavailable as exc:
         return NotChecked(NOT_CHECKED + str(exc))
     budget = (params.get('timeout') or 0.0) + params['collision_retry_time']
-    return CollisionGuard(checker, solver.chain.lower, solver.chain.upper,
-                          params['collision_restarts'], budget)
+    guard = CollisionGuard(checker, solver.chain.lower, solver.chain.upper,
+                           params['collision_restarts'], budget)
+    guard._term_of(solver)  # made now, not in the first solve that needs it
+    return guard
 
 
 def has_collision_check(solver) -> bool:
@@ -321,9 +370,11 @@ def collision_outputs(solver, q, result: Optional[IkResult] = None
 
     Returns:
         ``(values, triangles)``: diagnostic values ``min_distance_m`` (signed distance of the
-        closest checked pair at ``q`` [m], negative: penetration), ``closest_pair`` and
-        ``colliding_links``; and the convex-hull triangles of the colliding links in the base
-        frame, ``(m, 3, 3)`` [m], or None when none collides: those of ``q``, or for an
+        closest checked pair at ``q`` [m], negative: penetration), ``closest_pair``,
+        ``colliding_links`` and, per colliding pair (up to three, deepest first), ``colliding``,
+        ``colliding_2``, ``colliding_3`` (``'forearm_link - obstacle table/1: 76 mm in'``);
+        and the convex-hull triangles of the colliding links in the base frame,
+        ``(m, 3, 3)`` [m], or None when none collides: those of ``q``, or for an
         ``in_collision`` result those of the colliding answer it replaced (the pose that
         reaches the target, shown where it collides). ``({}, None)`` when the solver checks no
         collision.
@@ -345,8 +396,13 @@ def collision_outputs(solver, q, result: Optional[IkResult] = None
     if result is not None and result.status is IkStatus.IN_COLLISION and \
             guard.last_colliding_q is not None:
         q = guard.last_colliding_q
-        colliding = sorted({name for c in checker.report(q).colliding
+        report = checker.report(q)
+        colliding = sorted({name for c in report.colliding
                             for name in (c.link_a, c.link_b) if name in model.index})
+    # the pairs in collision with their depths, one key each (deepest first): of the answer,
+    # or of the colliding answer an in_collision result replaced
+    for k, contact in enumerate(report.colliding[:3]):
+        values['colliding' if k == 0 else f'colliding_{k + 1}'] = contact.describe()
     if not colliding:
         return values, None
     T = model.link_transforms(q)

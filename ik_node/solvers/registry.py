@@ -1,25 +1,26 @@
 """The solver registry: solver name -> class, and :func:`make_solver`.
 
-The top of the solvers package: it imports every solver and composes them with the strategies
-they share (:class:`~ik_node.solvers.trees.legs.Legs` for independent legs, the collision guard
-of :mod:`ik_node.solvers.collision_guard`); no solver imports it.
+The top of the solvers package: it imports every solver, and :func:`make_solver` composes each
+solver it builds with the strategies they share (:data:`PARTS`: :class:`~ik_node.solvers.trees.
+legs.Legs` for independent legs, the collision guard of :mod:`ik_node.solvers.collision_guard`);
+no solver imports it.
 """
 
 from typing import Any, Dict, Mapping, Optional, Type
 
 from ik_node.errors import ConfigError
 from ik_node.model.chain import Chain
-from ik_node.solvers.base import Solver
+from ik_node.solvers.base import Solver, SolverParts
 from ik_node.solvers.collision_guard import collision_hook
 from ik_node.solvers.damped_jacobian.solver import DampedJacobianSolver
 from ik_node.solvers.fabrik.solver import FabrikSolver
 from ik_node.solvers.hip_knee.solver import HipKneeSolver
 from ik_node.solvers.trees.legs import Legs
 
-# Every solver solves a tree of independent legs leg by leg, with one instance per leg.
-Solver.compose_legs = Legs
-# Every solver's answers within tolerance count as reached only when collision-free.
-Solver.collision_hook = staticmethod(collision_hook)
+#: What :func:`make_solver` composes every solver with: a tree of independent legs is solved leg
+#: by leg, one instance per leg; answers within tolerance count as reached only when
+#: collision-free.
+PARTS = SolverParts(compose_legs=Legs, collision_hook=collision_hook)
 
 #: Every solver by its name (``Solver.name``), the values of the ``solver`` parameter.
 SOLVERS: Dict[str, Type[Solver]] = {
@@ -28,7 +29,8 @@ SOLVERS: Dict[str, Type[Solver]] = {
 
 def register(cls: Type[Solver]) -> Type[Solver]:
     """Class decorator adding a solver of your own to :data:`SOLVERS` under ``cls.name`` (then
-    ``solver: <name>`` works in files, the CLI and the node)."""
+    ``solver: <name>`` works in files, the CLI and the node). An ``__init__`` of its own takes
+    ``(chain, params=None, parts=None)`` and passes all three to ``super().__init__``."""
     SOLVERS[cls.name] = cls
     return cls
 
@@ -49,4 +51,4 @@ def make_solver(name: str, chain: Chain, params: Optional[Mapping[str, Any]] = N
         ConfigError: unknown solver name, unknown parameter name or out-of-range value.
         ChainError: the solver cannot work on this chain (says why).
     """
-    return solver_class(name)(chain, params)
+    return solver_class(name)(chain, params, PARTS)

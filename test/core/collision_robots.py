@@ -1,31 +1,28 @@
-"""The vendors' arms with collision meshes in ../shared/robots, for the collision tests: a
-fixture giving their paths (skipping when absent) with the meshes' ament prefix on
-``AMENT_PREFIX_PATH`` and the pair cache in a temporary folder."""
+"""The vendors' arms with collision meshes among the reference robots (``reference_robots``:
+``IK_NODE_ROBOTS_DIR``), for the collision tests: a fixture giving their paths (skipping when
+absent) with the meshes' ament prefix on ``AMENT_PREFIX_PATH`` and the pair cache in a temporary
+folder, both for the module that uses it only (restored after it, as monkeypatch restores)."""
 
 import os
 
 import pytest
 
-from pathlib import Path
-
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, reference_robot
 
 
 @pytest.fixture(scope='session')
-def collision_robot(tmp_path_factory):
-    """Path of a file under ../shared/robots, or skip when it is absent."""
-    saved = {key: os.environ.get(key) for key in ('AMENT_PREFIX_PATH', 'IK_NODE_CACHE_DIR')}
-    os.environ['AMENT_PREFIX_PATH'] = str(SHARED_ROBOTS / 'collision_prefix')
-    os.environ['IK_NODE_CACHE_DIR'] = str(tmp_path_factory.mktemp('collision_pairs'))
+def collision_cache_dir(tmp_path_factory):
+    """One pair-table cache folder for the whole run (the tables are made once)."""
+    return tmp_path_factory.mktemp('collision_pairs')
 
-    def get(name):
-        path = SHARED_ROBOTS / name
-        if not path.is_file():
-            pytest.skip(f'reference robot {path} is not present')
-        return path
-    yield get
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+
+@pytest.fixture(scope='module')
+def collision_robot(collision_cache_dir):
+    """Path of a file among the reference robots, or skip when it is absent; the meshes'
+    prefix first on ``AMENT_PREFIX_PATH`` while the module runs."""
+    prefix = str(SHARED_ROBOTS / 'collision_prefix')
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv('AMENT_PREFIX_PATH', os.pathsep.join(
+            p for p in (prefix, os.environ.get('AMENT_PREFIX_PATH', '')) if p))
+        patch.setenv('IK_NODE_CACHE_DIR', str(collision_cache_dir))
+        yield reference_robot

@@ -7,8 +7,6 @@ import pytest
 
 from ik_node import Chain
 from ik_node.collision import dependencies
-# The vendors' arms with collision meshes (../shared/robots), for the collision tests.
-from collision_robots import collision_robot  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -69,7 +69,7 @@ import transforms3d
 
 from ik_node.model.chain import Chain
 from ik_node.solvers import make_solver
-from ik_node.solvers.damped_jacobian.residuals import rotation_vector_from_matrix
+from ik_node.solvers.geometry.residuals import rotation_vector_from_matrix
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 300

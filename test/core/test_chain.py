@@ -10,7 +10,7 @@ import pytest
 from ik_node.model.chain import Chain
 from ik_node.errors import ChainError
 
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS  # noqa: E402
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 
 

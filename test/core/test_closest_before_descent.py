@@ -23,9 +23,9 @@ from ik_node.solvers import kernels
 from ik_node.solvers.hip_knee import compiled, offset_leg
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
-from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.hip_knee.exact_leg import ExactLeg
 
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 LEGS = {'go1_FR': (SHARED_ROBOTS / 'go1.urdf', 'trunk', 'FR_foot'),
         'go1_RL': (SHARED_ROBOTS / 'go1.urdf', 'trunk', 'RL_foot'),
@@ -36,7 +36,7 @@ LEGS = {'go1_FR': (SHARED_ROBOTS / 'go1.urdf', 'trunk', 'FR_foot'),
 
 def load(path, base, tip) -> Chain:
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     return Chain.from_urdf_file(path, base, tip)
 
 

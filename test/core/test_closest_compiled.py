@@ -24,7 +24,7 @@ from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 CHAINS = {'planar4': (REPO_URDF / 'planar4.urdf', 'base_link', 'tip'),
           'leg3': (REPO_URDF / 'leg3.urdf', 'base_link', 'foot'),
           'arm6': (REPO_URDF / 'arm6.urdf', 'base_link', 'tool0'),
@@ -42,7 +42,7 @@ def loaded():
 def load(name):
     path, base, tip = CHAINS[name]
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     return Chain.from_urdf_file(path, base, tip)
 
 

@@ -18,7 +18,7 @@ import pytest
 from closest_reference import HeldOutTargets
 from ik_node import Chain, IkStatus, make_solver
 
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 LEGS = {'go1_FR': ('go1.urdf', 'trunk', 'FR_foot'),
         'go1_RL': ('go1.urdf', 'trunk', 'RL_foot'),
@@ -47,7 +47,7 @@ def load(table, name) -> Chain:
     path, base, tip = table[name]
     path = path if isinstance(path, Path) else SHARED_ROBOTS / path
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     return Chain.from_urdf_file(path, base, tip)
 
 

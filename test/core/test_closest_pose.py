@@ -15,12 +15,12 @@ from ik_node.solvers.out_of_reach import closest_pose
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.reach_bound import reach_bound
 from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 CHAINS = {'planar4': (REPO_URDF / 'planar4.urdf', 'base_link', 'tip'),
           'leg3': (REPO_URDF / 'leg3.urdf', 'base_link', 'foot'),
           'arm6': (REPO_URDF / 'arm6.urdf', 'base_link', 'tool0'),
@@ -30,7 +30,7 @@ CHAINS = {'planar4': (REPO_URDF / 'planar4.urdf', 'base_link', 'tip'),
 def load(name):
     path, base, tip = CHAINS[name]
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     return Chain.from_urdf_file(path, base, tip)
 
 

@@ -3,18 +3,18 @@ reason, and handed to the solver's check."""
 
 import pytest
 
-from ik_node.config.collision_world import (collision_world, ground_z_from_text,
+from ik_node.config.collision_world import (collision_world, ground_z_from,
                                             obstacles_from_text, srdf_text)
 from ik_node.errors import ConfigError
 
 
 def test_an_empty_world_is_the_default():
     assert collision_world({}) == {}
-    assert ground_z_from_text('  ') is None
+    assert ground_z_from({'collision.ground_z': 0.3}) is None  # collision.ground false
 
 
 def test_ground_and_obstacles_are_parsed_in_the_base_frame():
-    world = collision_world({'collision.ground_z': '-0.01',
+    world = collision_world({'collision.ground': True, 'collision.ground_z': -0.01,
                              'collision.obstacles': 'wall box 0.6 0 0.3 0.05 1 1; '
                                                     'ball sphere 0.3 0.3 0.5 0.05;'
                                                     'post cylinder 0 0.5 0 0.04 1.2'})
@@ -35,10 +35,10 @@ def test_a_bad_obstacle_item_is_refused_quoting_it(text, match):
         obstacles_from_text(text)
 
 
-@pytest.mark.parametrize('text', ['low', 'inf', 'nan'])
-def test_a_bad_ground_height_is_refused(text):
+@pytest.mark.parametrize('z', ['low', float('inf'), float('nan'), True])
+def test_a_bad_ground_height_is_refused(z):
     with pytest.raises(ConfigError, match='ground_z'):
-        ground_z_from_text(text)
+        ground_z_from({'collision.ground': True, 'collision.ground_z': z})
 
 
 def test_the_srdf_text_parameter_wins_over_the_file_and_a_missing_file_is_refused(tmp_path):

@@ -120,7 +120,7 @@ def test_a_target_reachable_only_in_collision_is_answered_in_collision_naming_th
     w, x, y, z = transforms3d.quaternions.mat2quat(T[:3, :3])
     result = solver.solve(T[:3, 3], (x, y, z, w), q)
     assert result.status is IkStatus.IN_COLLISION and not result.reachable
-    assert 'penetration' in result.message and ' - ' in result.message
+    assert ' mm in' in result.message and ' - ' in result.message
     checker = checker_for(chain)
     assert not checker.is_free(q)
     # the joints returned are a collision-free pose (or the colliding answer, said so)

@@ -150,8 +150,7 @@ def test_the_kernels_error_and_normal_equations_match_the_generated_kinematics(l
     chain = Chain.from_urdf_file(REPO_URDF / 'arm6.urdf', 'base_link', 'tool0')
     solver = make_solver('damped_jacobian', chain, {})
     kernel = solver._compiled
-    settings = kernel.settings[True].copy()
-    settings[compiled._TOL_P] = settings[compiled._TOL_R] = 0.0
+    settings = kernel.settings[True]._replace(tol_p=0.0, tol_r=0.0)
     evaluate = compiled._evaluate  # compiled by numba once the kernels are loaded
     fast = chain.fast_kinematics
     rng = np.random.default_rng(5)

@@ -18,10 +18,10 @@ from ik_node.model.chain import Chain
 from ik_node.errors import ConfigError, TargetError
 from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.base import rotation_error
-from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES
+from ik_node.solvers.numerics.dls_settings import RESTART_CANDIDATES
 from ik_node.solvers.damped_jacobian.starts import RestartDraws
 
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 POSITION_TOL_M = 1e-5
 ORIENTATION_TOL_RAD = 1e-4
@@ -38,7 +38,7 @@ LEG3_LEG_M = 0.30 + 0.28
 def _shared(name, base, tip):
     path = SHARED_ROBOTS / name
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     return Chain.from_urdf_file(path, base, tip)
 
 

@@ -16,7 +16,7 @@ from ik_node.solvers.fabrik.solver import FabrikSolver
 from ik_node.errors import ChainError
 
 URDF_DIR = Path(__file__).resolve().parents[2] / 'urdf'
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 TOL = 1e-4
 # Iteration caps end these solves, never the clock (fabrik's default timeout is 5 ms).
 NO_CLOCK = {'timeout': 60.0}
@@ -53,7 +53,7 @@ def load(name: str, seed: int = 0) -> Chain:
     if name == 'ur5':
         path = SHARED_ROBOTS / 'ur5.urdf'
         if not path.exists():
-            pytest.skip(f'{path} is absent')
+            pytest.skip(skip_reason(path))
         return Chain.from_urdf_file(path, 'base_link', 'tool0')
     raise ValueError(name)
 

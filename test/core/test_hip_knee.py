@@ -13,7 +13,7 @@ import pytest
 from ik_node import Chain, ChainError, ConfigError, IkStatus, make_solver
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 TOL = 1e-5  # the default position_tolerance [m]
 
 # The leg geometry as written in the URDF files: hip pitch centre in the base frame, lengths [m].
@@ -27,7 +27,7 @@ LEGS = {
 def leg(name):
     spec = LEGS[name]
     if not spec['path'].is_file():
-        pytest.skip(f'reference robot {spec["path"]} is not present')
+        pytest.skip(skip_reason(spec["path"]))
     return Chain.from_urdf_file(spec['path'], 'base_link', 'foot'), spec
 
 
@@ -474,7 +474,7 @@ def test_planar_2_link_branches_have_opposite_elbow_signs():
 def test_ur5_is_refused_for_its_joint_count():
     path = SHARED_ROBOTS / 'ur5.urdf'
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     with pytest.raises(ChainError, match=r'found 6 moving joints'):
         solver(Chain.from_urdf_file(path, 'base_link', 'tool0'))
 
@@ -482,7 +482,7 @@ def test_ur5_is_refused_for_its_joint_count():
 def test_ur5_shoulder_and_elbow_are_refused_because_the_tip_lies_on_the_elbow_axis():
     path = SHARED_ROBOTS / 'ur5.urdf'
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     with pytest.raises(ChainError, match=r"tip 'forearm_link' lies on the knee axis of "
                                          r"'elbow_joint'"):
         solver(Chain.from_urdf_file(path, 'base_link', 'forearm_link'))

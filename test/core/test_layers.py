@@ -106,7 +106,7 @@ def test_the_node_owns_its_parts_instead_of_inheriting_them():
 SOLVERS = PACKAGE / 'solvers'
 #: What the solver contract (``solvers/base.py``) may import: the errors, the model, its own
 #: input checks, parameter specs and result types, and the several-tips input and summary.
-#: No solver and no strategy (independent legs come in through ``Solver.compose_legs``).
+#: No solver and no strategy (independent legs come in through ``SolverParts.compose_legs``).
 CONTRACT_IMPORTS = {'ik_node.errors', 'ik_node.solvers.input_checks', 'ik_node.solvers.params',
                     'ik_node.solvers.results', 'ik_node.solvers.trees.several_tips'}
 
@@ -182,6 +182,38 @@ def test_the_room_check_sees_an_upward_import():
     assert len(across) > 20
     assert ros_room('ik_node.ros.node') > ros_room('ik_node.ros.inputs.targets')
     assert ros_room('ik_node.ros.rviz.drag_targets') > ros_room('ik_node.ros.outputs.solve_report')
+
+
+#: The floors of solvers/, by room (a module or subpackage of ``ik_node.solvers``): a room imports
+#: only rooms on a lower floor. The shared numerics, the result types, input checks and
+#: parameter specs; the kernel loader and library, and the shared geometry; the strategies every
+#: solver uses (several tips, out of reach); the contract and the collision guard; the analytic
+#: leg solver (whose closed form the iterative solvers call for a leg); the iterative solvers;
+#: the registry that composes them.
+SOLVER_FLOORS = {'numerics': 0, 'results': 0, 'input_checks': 0, 'params': 0, 'kernels': 1,
+                 'geometry': 1, 'trees': 2, 'out_of_reach': 2, 'base': 3, 'collision_guard': 3,
+                 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6}
+
+
+def solver_room(module: str):
+    parts = module.split('.')
+    return parts[2] if len(parts) > 2 and parts[1] == 'solvers' else None
+
+
+def test_every_room_of_the_solvers_has_a_floor():
+    rooms = {solver_room(module_name(p)) for p in SOLVERS.rglob('*.py')} - {None}
+    assert rooms <= set(SOLVER_FLOORS), rooms - set(SOLVER_FLOORS)
+
+
+def test_the_rooms_of_the_solvers_import_only_downward():
+    upward = []
+    for module, imported in graph().items():
+        room = solver_room(module)
+        if room is None:
+            continue
+        upward += [(module, i) for i in imported if solver_room(i) not in (None, room) and
+                   SOLVER_FLOORS[solver_room(i)] >= SOLVER_FLOORS[room]]
+    assert not upward, upward
 
 
 # ------------------------------------------------------------------------- the test modules

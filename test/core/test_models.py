@@ -23,7 +23,8 @@ from ik_node import Chain
 REPO = Path(__file__).resolve().parents[2]
 URDF_DIR = REPO / 'urdf'
 CONFIG_DIR = REPO / 'config'
-REFERENCE_UR5 = Path(__file__).resolve().parents[3] / 'shared' / 'robots' / 'ur5.urdf'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
+REFERENCE_UR5 = SHARED_ROBOTS / 'ur5.urdf'
 
 ARM6 = URDF_DIR / 'arm6.urdf'
 ARM6_JOINTS = ['shoulder_pan', 'shoulder_lift', 'elbow', 'wrist_1', 'wrist_2', 'wrist_3']
@@ -87,7 +88,7 @@ def test_arm6_at_zero_is_the_ur5_stretched_pose():
 
 def test_arm6_tool0_matches_reference_ur5_after_half_turn_of_the_base():
     if not REFERENCE_UR5.is_file():
-        pytest.skip(f'reference UR5 {REFERENCE_UR5} is not present')
+        pytest.skip(skip_reason(REFERENCE_UR5))
     ours = Chain.from_urdf_file(ARM6, 'base_link', 'tool0')
     reference = Chain.from_urdf_file(REFERENCE_UR5, 'base_link', 'tool0')
     assert reference.n == 6
@@ -104,7 +105,7 @@ def test_arm6_tool0_matches_reference_ur5_after_half_turn_of_the_base():
 def test_reference_ur5_base_link_is_not_the_dh_base():
     # Guards the statement above: without the half turn the positions do not agree.
     if not REFERENCE_UR5.is_file():
-        pytest.skip(f'reference UR5 {REFERENCE_UR5} is not present')
+        pytest.skip(skip_reason(REFERENCE_UR5))
     reference = Chain.from_urdf_file(REFERENCE_UR5, 'base_link', 'tool0')
     q = np.array([0.3, -1.0, 1.2, -0.5, 0.7, 0.1])
     assert np.linalg.norm(reference.fk(q)[:3, 3] - ur5_dh_fk(q)[:3, 3]) > 0.1

@@ -25,10 +25,10 @@ from ik_node.model.chain import chain_lengths
 from ik_node.errors import ChainError, ConfigError
 from ik_node.solvers.out_of_reach.closest_pose import NEWTON_DECREMENT_M
 from ik_node.solvers.out_of_reach.outcome import AT_REACH_MESSAGE
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.reach_bound import reach_bound
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
+from reference_robots import SHARED_ROBOTS, skip_reason  # noqa: E402
 # Iteration caps far above what the stop rule needs, and no clock.
 PARAMS = {'damped_jacobian': {'timeout': 60.0, 'max_iterations': 5000},
           'fabrik': {'timeout': 60.0, 'max_iterations': 5000, 'position_tolerance': 1e-5}}
@@ -54,7 +54,7 @@ def load(name: str) -> Chain:
         return Chain.from_urdf_file(REPO_URDF / f'{name}.urdf', 'base_link', tip)
     path = SHARED_ROBOTS / f'{name}.urdf'
     if not path.is_file():
-        pytest.skip(f'reference robot {path} is not present')
+        pytest.skip(skip_reason(path))
     base, tip = {'ur5': ('base_link', 'tool0'), 'panda': ('panda_link0', 'panda_hand_tcp'),
                  'baxter': ('base', 'right_hand_link')}[name]
     return Chain.from_urdf_file(path, base, tip)

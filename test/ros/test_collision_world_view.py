@@ -19,7 +19,7 @@ def shapes(array):
 def test_parameter_and_topic_obstacles_and_the_ground_are_shown_and_a_deleted_one_goes(harness):
     ik, probe = harness.start('arm6', **{
         'collision.obstacles': 'wall box 0.6 0 0.3 0.05 1 1; ball sphere 0.3 0.3 0.5 0.05',
-        'collision.ground_z': '-0.01'})
+        'collision.ground': True, 'collision.ground_z': -0.01})
     seen, lock = [], threading.Lock()
 
     def on_world(msg):

@@ -1,7 +1,8 @@
-"""The node on the vendors' UR5e with its collision meshes (../shared/robots; skipped when
-absent), over real rclpy and DDS: a target reachable only in collision is answered
-``in_collision`` with the pair named and the colliding links drawn, ~/obstacles are checked, and
-a bad obstacle message is refused while the node keeps answering."""
+"""The node on the vendors' UR5e with its collision meshes (the reference robots,
+``IK_NODE_ROBOTS_DIR``; skipped when absent), over real rclpy and DDS: a target reachable only
+in collision is answered ``in_collision`` with the pair named and the colliding links drawn,
+~/obstacles are checked, a bad obstacle message is refused while the node keeps answering, and
+a controller output never receives a command that collides."""
 
 from __future__ import annotations
 
@@ -13,12 +14,18 @@ pytest.importorskip('fcl')
 pytest.importorskip('trimesh')
 
 from diagnostic_msgs.msg import DiagnosticStatus
+from std_msgs.msg import Float64MultiArray
 from visualization_msgs.msg import Marker, MarkerArray
 
-import collision_robots
-from harness import values
+from harness import Probe, params_file, unique, values
+from ik_node import Chain
 
-collision_robot = collision_robots.collision_robot
+
+def start_ur5e(harness, collision_robot, **overrides):
+    path = collision_robot('ur5e.urdf')
+    ik, probe = harness.start('arm6', urdf_file=str(path), base_link='base_link',
+                              tip_link='tool0', solver='damped_jacobian', **overrides)
+    return Chain.from_urdf_file(path, 'base_link', 'tool0'), ik, probe
 
 
 def pose_of(chain, q):
@@ -35,12 +42,21 @@ def test_a_target_reachable_only_in_collision_is_answered_in_collision(harness,
     probe.send_pose(*pose_of(chain, [0.0, -1.57, 2.9, 0.0, 0.0, 0.0]))
     v = values(probe.next_result(mark, 0))
     assert v['status'] == 'in_collision' and v['reachable'] == 'false'
-    assert 'penetration' in v['message'] and v['closest_pair']
+    assert ' mm in' in v['message'] and v['closest_pair']
     markers = probe.wait_for('the collision highlight', lambda: next(
         (a for a in probe.marker_arrays[mark[2]:] if any(m.id == 700 for m in a.markers)),
         None))
     (highlight,) = [m for m in markers.markers if m.id == 700]
     assert highlight.type == Marker.TRIANGLE_LIST and len(highlight.points) > 0
+    # an outline over it, in a colour RViz's default link red does not hide
+    (outline,) = [m for m in markers.markers if m.id == 701]
+    assert outline.type == Marker.LINE_LIST and len(outline.points) > 0
+    assert outline.color.g > 0.5 and highlight.color.b > 0.5
+    # the label names the pair and its depth, never a miss; the status a key per pair
+    (label,) = [m for m in markers.markers if m.id == 400 and m.action == Marker.ADD]
+    assert 'reached only in collision' in label.text and ' mm in' in label.text, label.text
+    assert 'missed by' not in label.text
+    assert ' mm in' in v['colliding'] and v['colliding'].split(':')[0] in label.text, v
     # a collision-free pose: reached, the distance to the closest pair positive
     mark = probe.mark()
     probe.send_pose(*pose_of(chain, [0.0, -1.57, 0.0, -1.57, 0.0, 0.0]))
@@ -107,3 +123,53 @@ def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_
             len(probe.marker_arrays[mark[2]:])
     assert answered >= n // 2 and 1 <= len(calls) <= shown < answered, \
         (answered, len(calls), shown)
+
+
+def test_a_controller_is_never_sent_a_pose_that_collides_and_the_status_names_the_pair(
+        harness, collision_robot):
+    # A ball around the target and around the arm's rest pose (the first seed): every pose
+    # that reaches the target has the wrist in the ball, and no restart is allowed, so the
+    # answer collides. The jump guard is off: the collision hold stands on its own.
+    path = collision_robot('ur5e.urdf')
+    chain = Chain.from_urdf_file(path, 'base_link', 'tool0')
+    q_target = np.array([0.0, 0.0, 0.0, 0.0, 0.3, 0.0])
+    tip_rest, tip_target = chain.fk(np.zeros(6))[:3, 3], chain.fk(q_target)[:3, 3]
+    centre = 0.5 * (tip_rest + tip_target)
+    assert np.linalg.norm(tip_rest - tip_target) < 0.1
+    ball = 'ball sphere {} {} {} 0.15'.format(*centre.tolist())
+    name = unique('ik')
+    ik = harness.start_node(name, ['--ros-args', '--params-file', str(params_file(
+        harness.tmp_path, 'arm6', name, urdf_file=str(path), base_link='base_link',
+        tip_link='tool0', solver='damped_jacobian', output='position_command',
+        jump_guard='off', damped_jacobian={'collision_restarts': 0},
+        **{'collision.obstacles': ball})), '-r', f'/diagnostics:=/{name}/diagnostics'])
+    probe = Probe(harness.ros, name, joint_states=f'/{name}/joint_states',
+                  diagnostics=f'/{name}/diagnostics')
+    probe.wait_for('the target subscription',
+                   lambda: probe.pose_pubs[None].get_subscription_count() > 0)
+    probe.wait_for('first diagnostics', lambda: probe.diagnostics)
+    commands = []
+    probe.node.create_subscription(Float64MultiArray, '/forward_position_controller/commands',
+                                   lambda m: commands.append(np.array(m.data)), 10)
+    checker = ik.model.solver._collision.checker
+    assert checker.world.obstacles
+    mark = probe.mark()
+    probe.send_pose(*pose_of(chain, q_target))
+    status = probe.next_status(mark, lambda s: s.level == DiagnosticStatus.ERROR, 'a hold')
+    v = values(status)
+    assert 'collision guard: held the last command' in status.message, status.message
+    assert 'obstacle ball' in v['collision_hold'] and ' mm in' in v['collision_hold'], v
+    assert v['status'] == 'in_collision' and v['jump_guard'] == 'hold', v
+    # A free target far from the ball is commanded: the output works, and no command so far
+    # collides.
+    q_free = np.array([1.5, -1.57, 0.0, -1.57, 0.0, 0.0])
+    mark = probe.mark()
+    probe.send_pose(*pose_of(chain, q_free))
+    v = values(probe.next_result(mark, int(v.get('solve_count') or 0)))
+    assert v['reachable'] == 'true', v
+    probe.wait_for('a command', lambda: commands)
+    names = list(chain.joint_names)
+    assert len(names) == len(commands[0])
+    for q in list(commands):
+        assert checker.is_free(q), checker.report(q).message()
+    assert np.linalg.norm(chain.fk(commands[-1])[:3, 3] - chain.fk(q_free)[:3, 3]) < 1e-3

@@ -4,11 +4,7 @@ marker and why (plain functions: no node started)."""
 import pytest
 from visualization_msgs.msg import Marker
 
-import collision_robots
 from ik_node.ros.solving.obstacles import obstacle_from_marker
-
-#: The vendors' arms with meshes (../shared/robots), as the core collision tests take them.
-collision_robot = collision_robots.collision_robot
 
 
 def marker(kind, scale=(0.2, 0.2, 0.2), frame='', w=1.0):

@@ -45,6 +45,8 @@ class Verdict:
         move: how far that joint would move [rad or m].
         bound: its bound [rad or m].
         scale: the share of the answer's step commanded (1 on pass, 0 on hold).
+        collision: on a hold because the answer collides (:mod:`.collision_hold`), the
+            colliding pairs and their depths ('' otherwise).
     """
 
     q: Optional[List[float]]
@@ -53,10 +55,14 @@ class Verdict:
     move: float = 0.0
     bound: float = math.inf
     scale: float = 1.0
+    collision: str = ''
 
     @property
     def message(self) -> str:
         """One line for diagnostics and the log ('' on pass)."""
+        if self.collision:
+            return f'collision guard: held the last command: the answer collides: ' \
+                   f'{self.collision}'
         if self.action == 'hold':
             return (f'jump guard: held the last command: {self.joint} would move '
                     f'{self.move:.3f} (bound {self.bound:.3f})')
@@ -71,6 +77,8 @@ def guard_values(verdict: Verdict) -> Dict[str, str]:
     """Diagnostic key-values of a verdict that is not a pass (empty on pass)."""
     if verdict.action == 'pass':
         return {}
+    if verdict.collision:
+        return {'collision_hold': verdict.collision}
     return {'jump_joint': verdict.joint, 'jump_move': f'{verdict.move:.4g}',
             'jump_bound': f'{verdict.bound:.4g}', 'jump_commanded_share': f'{verdict.scale:.4g}'}
 

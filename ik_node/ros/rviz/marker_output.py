@@ -9,7 +9,7 @@ publisher and remembers the envelope so each array carries it. A solve's markers
 from __future__ import annotations
 
 import threading
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from rclpy.node import Node
@@ -19,6 +19,7 @@ from visualization_msgs.msg import MarkerArray
 from ik_node.ros.rviz import markers, views
 from ik_node.ros.rviz.camera import OrbitView, pulled_into_view
 from ik_node.ros.outputs.solve_report import SolveReport
+from ik_node.solvers.results import IkStatus
 from ik_node.model.chain import Chain
 from ik_node.model.quality import (DEFAULT_LIMIT_THRESHOLD, DEFAULT_SINGULAR_THRESHOLD,
                                    fragility_reasons, is_fragile, tip_quality)
@@ -96,7 +97,7 @@ class MarkerOutput:
             held, self._held = self._held, None
         if held is not None:
             self.result(chain, frame, held.result, held.placed, held.standing, branched, held.q,
-                        held.colliding_triangles)
+                        (held.collision, held.colliding_triangles))
 
     def set_thresholds(self, singular_threshold: float, limit_threshold: float) -> None:
         """The fragility thresholds of the node's WARN (``singular_threshold``,
@@ -104,7 +105,7 @@ class MarkerOutput:
         self._thresholds = (float(singular_threshold), float(limit_threshold))
 
     def result(self, chain: Chain, frame: str, result, placed: Mapping, standing: Mapping,
-               branched: bool, q: np.ndarray, colliding_triangles=None) -> None:
+               branched: bool, q: np.ndarray, collision=({}, None)) -> None:
         """The markers of a solve: envelope, per targeted tip its target (sphere, orientation
         arrows, the line from a missing tip) and a label saying how far it missed and every
         fragility warning, and the joint rings with a label on a joint near a limit.
@@ -113,9 +114,13 @@ class MarkerOutput:
             placed: the targets solved, ``(position [m], quat_xyzw or None)`` in the base
                 frame by slot.
             standing: a branched chain's standing target position of every tip [m].
-            colliding_triangles: the colliding links' hull triangles (base frame, (m, 3, 3)
-                [m]), drawn red; None: the highlight is deleted.
+            collision: ``(values, triangles)`` of the collision check
+                (:func:`~ik_node.solvers.collision_guard.collision_outputs`): the colliding
+                pairs with their depths (``values['colliding']``...), named in the label of an
+                ``in_collision`` tip, and the colliding links' hull triangles (base frame,
+                (m, 3, 3) [m]), drawn magenta with a yellow outline; None: deleted.
         """
+        collision_values, colliding_triangles = collision
         stamp = self._stamp()
         sizes = self._sizes
         out = self._envelope_now(frame, stamp)
@@ -133,10 +138,15 @@ class MarkerOutput:
             tip_result = (result.tips or {}).get(tip)
             reached = tip_result.reachable if tip_result else result.reachable
             p_tip = tips_T[tip][:3, 3]
-            miss = [] if reached else markers.wrapped([markers.miss_text(
-                tip, tip_result.position_error if tip_result else result.position_error,
-                _why_missed(result, tip_result), None if tip_result or quat is None
-                else result.orientation_error)])
+            error = tip_result.position_error if tip_result else result.position_error
+            if reached:
+                miss = []
+            elif result.status is IkStatus.IN_COLLISION:
+                miss = collision_lines(tip, collision_values, error)
+            else:
+                miss = markers.wrapped([markers.miss_text(
+                    tip, error, _why_missed(result, tip_result),
+                    None if tip_result or quat is None else result.orientation_error)])
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)
                         ] if reached else []
             p_shown = shown_target(view, p_tip, p_target, sizes)
@@ -153,6 +163,7 @@ class MarkerOutput:
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
                                          flagged=targeted, view=view))
         out.append(markers.collision_marker(frame, stamp, colliding_triangles))
+        out.append(markers.collision_outline_marker(frame, stamp, colliding_triangles, sizes))
         self._send(self._pub, markers.marker_array(out))
 
     @property
@@ -225,6 +236,18 @@ def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndar
 #: Statuses that claim something of the target's reach: on a branched chain they belong to
 #: some tip, not necessarily this one.
 _REACH_CLAIMS = ('unreachable', 'joint_limited')
+
+
+def collision_lines(tip: str, collision_values, position_error_m: float) -> List[str]:
+    """The label of a tip whose target is reached only in collision: what collides and how
+    deep (``forearm_link - obstacle table/1: 76 mm in``), and where the pose shown is not at
+    the target (the best collision-free pose), how far from it."""
+    pairs = [collision_values[key] for key in ('colliding', 'colliding_2')
+             if collision_values.get(key)]
+    lines = [f'{tip}: reached only in collision'] + (pairs or ['(pair not measured)'])
+    if position_error_m >= 1e-3:
+        lines.append(f'shown: a free pose {markers.length_text(position_error_m)} away')
+    return lines
 
 
 def _why_missed(result, tip_result) -> str:

@@ -61,7 +61,9 @@ TARGET_ID, LINE_ID, RING_ID, AXES_ID, MISS_LABEL_ID, JOINT_LABEL_ID, WARN_LABEL_
 COLLISION_ID, BEYOND_ID = 700, 800
 #: The line from a missing tip to its target, and the arrow towards a target beyond the view.
 MISS_LINE_RGBA = (1.0, 0.55, 0.0, 1.0)
-COLLISION_RGBA = (1.0, 0.05, 0.05, 0.6)
+COLLISION_RGBA = (1.0, 0.0, 1.0, 0.55)
+#: The outline of the colliding links' hulls: yellow, over the magenta fill.
+COLLISION_EDGE_RGBA = (1.0, 0.9, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -440,11 +442,33 @@ def _beside(origin: np.ndarray, centroid: np.ndarray, radius: float,
 
 
 def collision_marker(frame_id: str, stamp, triangles: Optional[np.ndarray]) -> Marker:
-    """The colliding links' convex hulls as one red TRIANGLE_LIST (``triangles``: (m, 3, 3) in
-    the base frame [m]), or the deletion of the previous one when ``triangles`` is None."""
+    """The colliding links' convex hulls as one magenta TRIANGLE_LIST (``triangles``: (m, 3, 3)
+    in the base frame [m]), or the deletion of the previous one when ``triangles`` is None.
+    Magenta, not red: RViz draws the links of a URDF without materials red."""
     if triangles is None or len(triangles) == 0:
         return deleted(frame_id, stamp, COLLISION_ID)
     m = new_marker(frame_id, stamp, COLLISION_ID, Marker.TRIANGLE_LIST, COLLISION_RGBA)
     m.scale.x = m.scale.y = m.scale.z = 1.0
     m.points = [point_msg(p) for p in np.asarray(triangles, dtype=float).reshape(-1, 3)]
+    return m
+
+
+def collision_outline_marker(frame_id: str, stamp, triangles: Optional[np.ndarray],
+                             sizes: Sizes = Sizes()) -> Marker:
+    """The edges of the colliding links' hulls as a yellow LINE_LIST (id ``COLLISION_ID + 1``)
+    over the magenta fill: an outline that shows on a robot of any colour, or the deletion of
+    the previous one when ``triangles`` is None."""
+    if triangles is None or len(triangles) == 0:
+        return deleted(frame_id, stamp, COLLISION_ID + 1)
+    T = np.asarray(triangles, dtype=float).reshape(-1, 3, 3)
+    edges = np.concatenate([T[:, [0, 1]], T[:, [1, 2]], T[:, [2, 0]]])  # (3m, 2, 3)
+    seen, kept = set(), []
+    for k, (a, b) in enumerate(np.round(edges, 6).tolist()):
+        key = (tuple(a), tuple(b)) if a <= b else (tuple(b), tuple(a))  # either way round
+        if key not in seen:
+            seen.add(key)
+            kept.append(k)
+    m = new_marker(frame_id, stamp, COLLISION_ID + 1, Marker.LINE_LIST, COLLISION_EDGE_RGBA)
+    m.scale.x = 0.5 * sizes.line_width
+    m.points = [point_msg(p) for p in edges[kept].reshape(-1, 3)]
     return m

@@ -41,8 +41,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.solvers.damped_jacobian.residuals import rotation_vector_from_matrix
-from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN
+from ik_node.solvers.geometry.residuals import rotation_vector_from_matrix
+from ik_node.solvers.numerics.dls_settings import TOLERANCE_MARGIN
 
 #: Pairs this far [m] beyond the padding are measured each step (may become constraints).
 REACH_M = 0.03

@@ -2,8 +2,14 @@
 
 Why one file of this size: numba compiles a kernel with the helper functions it calls, and
 caches them together, when they live in one module; the kernel mirrors the Python descent of
-:mod:`.descent` step for step, so the two are read side by side. A numba kernel takes arrays and
-scalars, not the frozen problem objects of the Python path, so its parameter lists are long.
+:mod:`.descent` step for step, so the two are read side by side.
+
+The kernels take named structures that numba types and caches: :class:`DescentSettings` (the
+settings, floats), :class:`Problem` (a chain and one target), :class:`Descent` (the arrays a
+descent updates in place). One solve's entry is
+``_first_pose(problem, settings, seed, descent, steps)``: the input checks and up to ``steps``
+iterations of the seed's descent; a numba loop over many targets can call it as it is.
+Forward kinematics and its Jacobian are the kernel library's (:mod:`ik_node.solvers.kernels.fk`).
 
 A descent on a serial chain runs its iterations here, for a pose (6D) and for a position
 target: the same FK, error, normal equations ``J^T W J`` (or, position only with six joints or
@@ -24,13 +30,14 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.numerics.codegen import MAX_STEP
-from ik_node.solvers.damped_jacobian import settings as dls
+from ik_node.solvers.numerics import dls_settings as dls
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
 
 # Exit codes of a descent (the kernel's, and TIMEOUT and GOOD_ENOUGH of descent.py).
@@ -50,17 +57,12 @@ NULL_SPACE_DAMPING = 1e-9
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
 (_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED, _CENTRED, _MIDDLE, _INVERSE_HALF) = range(12, 20)
+# (_PRISMATIC: fk.PRISMATIC, a test keeps them equal)
 _MODEL_COLUMNS = 20
 # The input checks of _first_pose: those of ik_node.solvers.input_checks (a test keeps them
 # equal).
 _MAX_COORDINATE = 1e6
 _MAX_NORM2 = 1.7e308
-# Entries of the settings array (one array per target kind).
-(_W2, _TOL_P, _TOL_R, _LAMBDA_MIN, _LAMBDA_MAX, _LAMBDA_DOWN, _LAMBDA_UP, _STALL_ITERATIONS,
- _STALL_ITERATIONS_BLOCKED, _STALL_FACTOR, _MAX_STEP, _MAX_ITERATIONS, _ORIENTATION, _DUAL,
- _NULL_SPACE, _NULL_GAIN, _STREAM_COST, _STREAM_STALL, _NULL_DAMPING, _FACTOR_MAX,
- _DAMPING, _STALL_FACTOR_BLOCKED) = range(22)
-_SETTINGS = 22
 # Entries of a descent's state array, kept between the kernel's calls; _POSITION_ERROR and
 # _ANGLE_ERROR: the errors of the last iterate, measured by the kernel's FK [m, rad].
 # _TURNS: 1 when :func:`_first_pose` converged with a full-turn joint more than half a turn from
@@ -72,6 +74,106 @@ _SETTINGS = 22
  _NEAR, _FLOOR, _GOOD, _KEEP_BEST, _PULL, _FRESH, _POSITION_ERROR, _ANGLE_ERROR,
  _TURNS, _RESTARTS, _DRAWS, _DECIDE_AT, _IN_DESCENT) = range(20)
 _STATE = 20
+
+
+class DescentSettings(NamedTuple):
+    """The settings of a descent, as the kernels read them: every field a float (numba types
+    the tuple once and caches the kernels for it; :meth:`as_floats` makes them so). Flags are
+    1.0 or 0.0; counts are whole floats."""
+
+    w2: float = 0.0                        # orientation_weight squared [m^2/rad^2]
+    tol_p: float = 0.0                     # position tolerance, with its margin [m]
+    tol_r: float = 0.0                     # orientation tolerance, with its margin [rad]
+    lambda_min: float = 0.0                # damping bounds and factors (dls_settings)
+    lambda_max: float = 0.0
+    lambda_down: float = 0.0
+    lambda_up: float = 0.0
+    stall_iterations: float = 0.0          # the stall window, and with joints sitting out
+    stall_iterations_blocked: float = 0.0
+    stall_factor: float = 0.0              # the stall factor, and with joints sitting out
+    max_step: float = 0.0                  # the largest step of a joint [rad or m]
+    max_iterations: float = 0.0
+    orientation: float = 0.0               # 1.0: a pose target
+    dual: float = 0.0                      # 1.0: the dual (3 x 3) system
+    null_space: float = 0.0                # 1.0: a stream's first step pulls from the limits
+    null_gain: float = 0.0
+    stream_cost: float = 0.0               # a stream's seed is near within this cost [m^2]
+    stream_stall: float = 0.0              # the stall factor near a stream's seed
+    null_damping: float = 0.0              # the null-space projector's relative damping
+    factor_max: float = 0.0                # the pull's largest factor (null_space.FACTOR_MAX)
+    damping: float = 0.0                   # the first damping [m^2]
+    stall_factor_blocked: float = 0.0
+
+    def as_floats(self) -> 'DescentSettings':
+        """These settings with every field a float."""
+        return DescentSettings(*(float(v) for v in self))
+
+
+class Problem(NamedTuple):
+    """One solve's chain and target as :func:`_first_pose` reads them (unchecked input)."""
+
+    model: np.ndarray     # (n + 1) x _MODEL_COLUMNS: the serial model
+    position: np.ndarray  # the target position [m], 3 floats
+    quat: np.ndarray      # the target orientation (x, y, z, w), or empty: a position target
+    floor: float          # the squared proven residual [m^2] (0.0: none)
+
+
+class Descent(NamedTuple):
+    """A descent's arrays, which the kernels update in place."""
+
+    target: np.ndarray   # 12: the target position [m], then its rotation (row-major)
+    q: np.ndarray        # n: the iterate
+    best_q: np.ndarray   # n: the best configuration so far
+    state: np.ndarray    # _STATE: what a descent keeps between calls
+    scratch: np.ndarray  # _scratch_size(n): the work arrays
+
+
+class Restarts(NamedTuple):
+    """The restart candidates of :func:`_descend_restarts`: ``low + span * batches[b, c]``."""
+
+    batches: np.ndarray  # (batches, candidates, n): uniform numbers in [0, 1)
+    low: np.ndarray      # n
+    span: np.ndarray     # n
+
+
+class DescentStart(NamedTuple):
+    """How :meth:`DescentRun.descend` begins a descent (as
+    :meth:`.descent.PythonDescent.descend`): from ``q``, the cost measured above ``floor`` (the
+    squared proven residual [m^2]), ``good_enough`` the position error [m] that ends a position
+    descent (-1: none), the solve's ``iterations`` and ``last_blocked`` so far; ``near``: near
+    a stream's seed (None: decided by the cost of ``q``), ``pull``: its first step pulls away
+    from the limits, ``keep_best``: a lower cost than the best replaces the best."""
+
+    q: Sequence[float]
+    floor: float
+    good_enough: float
+    iterations: int = 0
+    last_blocked: int = -1
+    near: Optional[bool] = False
+    pull: bool = False
+    keep_best: bool = True
+
+
+class RestartPlan(NamedTuple):
+    """The plain restarts of :meth:`DescentRun.descend_restarts`: ``restarts`` counted so far,
+    stuck at ``decide_at`` restarts the solver's loop decides; candidates ``low + span * u``
+    from ``draws`` (a :class:`.starts.RestartDraws`), its batches from ``used`` on."""
+
+    restarts: int
+    decide_at: int
+    draws: Any
+    low: np.ndarray
+    span: np.ndarray
+    used: int = 0
+
+
+class TreeProblem(NamedTuple):
+    """A tree's targeted tips, as the tree kernels read them."""
+
+    model: np.ndarray    # the tips' serial models, stacked (rows: see TreeKernel._plan)
+    tips: np.ndarray     # per tip: _TIP_ROW, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_WEIGHT, ...
+    columns: np.ndarray  # per tip's joint: its active column
+    targets: np.ndarray  # per tip: 12 floats as Descent.target
 
 
 def available() -> bool:
@@ -134,38 +236,8 @@ def _work_views(scratch, n):
 
 def _tip(model, n, q, work):
     """The tip's 3 x 4 transform at ``q`` into ``work.T``; each joint's axis and origin (base
-    frame) into ``work.axes`` and ``work.origins``."""
-    F, G, axes, origins, T = work.F, work.G, work.axes, work.origins, work.T
-    for r in range(3):
-        for c in range(4):
-            F[r, c] = 1.0 if r == c else 0.0
-    for i in range(n):
-        for r in range(3):
-            for c in range(4):
-                G[r, c] = F[r, 0] * model[i, c] + F[r, 1] * model[i, 4 + c] + \
-                    F[r, 2] * model[i, 8 + c]
-            G[r, 3] += F[r, 3]
-            axes[i, r] = G[r, 2]
-            origins[i, r] = G[r, 3]
-        if model[i, _PRISMATIC] != 0.0:
-            for r in range(3):
-                F[r, 0] = G[r, 0]
-                F[r, 1] = G[r, 1]
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3] + G[r, 2] * q[i]
-        else:
-            cq = math.cos(q[i])
-            sq = math.sin(q[i])
-            for r in range(3):
-                F[r, 0] = G[r, 0] * cq + G[r, 1] * sq
-                F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3]
-    for r in range(3):
-        for c in range(4):
-            T[r, c] = F[r, 0] * model[n, c] + F[r, 1] * model[n, 4 + c] + F[r, 2] * model[n, 8 + c]
-        T[r, 3] += F[r, 3]
-    return T
+    frame) into ``work.axes`` and ``work.origins`` (:func:`ik_node.solvers.kernels.fk.frames`)."""
+    return fk.frames(model, n, q, work.F, work.G, work.axes, work.origins, work.T)
 
 
 def _pose_cost(model, n, target, settings, q, work):
@@ -174,14 +246,14 @@ def _pose_cost(model, n, target, settings, q, work):
     T = _tip(model, n, q, work)
     position_sq = (target[0] - T[0, 3]) ** 2 + (target[1] - T[1, 3]) ** 2 + \
         (target[2] - T[2, 3]) ** 2
-    if settings[_ORIENTATION] == 0.0:
+    if settings.orientation == 0.0:
         return position_sq
     c = 0.0
     for a in range(3):
         for b in range(3):
             c += target[3 + 3 * a + b] * T[a, b]
     angle = math.acos(max(-1.0, min(1.0, 0.5 * (c - 1.0))))
-    return position_sq + settings[_W2] * angle * angle
+    return position_sq + settings.w2 * angle * angle
 
 
 def _rotation_vector(target, T, E, scale):
@@ -219,40 +291,19 @@ def _rotation_vector(target, T, E, scale):
     return angle, ax * f, ay * f, az * f
 
 
-def _jacobian(model, n, T, axes, origins, J, orientation):
-    """The tip's Jacobian at the frames of :func:`_tip` into ``J`` (3 rows, or 6 with
-    ``orientation``; one column per joint)."""
-    px, py, pz = T[0, 3], T[1, 3], T[2, 3]
-    for i in range(n):
-        zx, zy, zz = axes[i, 0], axes[i, 1], axes[i, 2]
-        if model[i, _PRISMATIC] != 0.0:
-            J[0, i], J[1, i], J[2, i] = zx, zy, zz
-            if orientation:
-                J[3, i] = J[4, i] = J[5, i] = 0.0
-        else:
-            ex = px - origins[i, 0]
-            ey = py - origins[i, 1]
-            ez = pz - origins[i, 2]
-            J[0, i] = zy * ez - zz * ey
-            J[1, i] = zz * ex - zx * ez
-            J[2, i] = zx * ey - zy * ex
-            if orientation:
-                J[3, i], J[4, i], J[5, i] = zx, zy, zz
-
-
 def _evaluate(model, n, target, settings, q, A, b, work):
     """The error of ``q`` and, above the tolerances, its step system in ``A``, ``b``.
 
     Returns ``(cost, position error, angle error, built)``; ``A`` and ``b`` are filled when
     ``built`` (errors above the tolerances): the normal equations ``H`` (n x n, full) and ``g``,
     as ``pose_normal`` of :class:`~ik_node.model.fast_kinematics.SerialKinematics` (6D) or the
-    generated normal equations (position only); or, in the dual system (``settings[_DUAL]``),
+    generated normal equations (position only); or, in the dual system (``settings.dual``),
     the position Jacobian (3 x n) and the error, as ``position_residual``.
     """
     T = _tip(model, n, q, work)
     axes, origins, E, J = work.axes, work.origins, work.E, work.J
-    w2, tol_p, tol_r = settings[_W2], settings[_TOL_P], settings[_TOL_R]
-    orientation = settings[_ORIENTATION] != 0.0
+    w2, tol_p, tol_r = settings.w2, settings.tol_p, settings.tol_r
+    orientation = settings.orientation != 0.0
     dx = target[0] - T[0, 3]
     dy = target[1] - T[1, 3]
     dz = target[2] - T[2, 3]
@@ -265,10 +316,10 @@ def _evaluate(model, n, target, settings, q, A, b, work):
     cost = position_sq + w2 * angle * angle if orientation else position_sq
     if position_error <= tol_p and angle <= tol_r:
         return cost, position_error, angle, False
-    dual = settings[_DUAL] != 0.0
+    dual = settings.dual != 0.0
     if dual:  # the position Jacobian itself is the system
         J = A
-    _jacobian(model, n, T, axes, origins, J, orientation)
+    fk.jacobian(model, n, (T[0, 3], T[1, 3], T[2, 3]), axes, origins, J, orientation)
     if dual:
         b[0], b[1], b[2] = dx, dy, dz
         return cost, position_error, angle, True
@@ -360,7 +411,7 @@ def _trial(model, n, settings, q, A, b, lam, work):
     the step scaled to the step cap per joint, wrapped or clipped into the limits. Returns -1
     if the system is not positive definite, else the number of joints that sat out."""
     L, x = work.L, work.x
-    dual = settings[_DUAL] != 0.0
+    dual = settings.dual != 0.0
     if dual:
         if not _dual_solve(A, b, lam, n, L, work.y, x):
             return -1
@@ -395,7 +446,7 @@ def _trial(model, n, settings, q, A, b, lam, work):
     largest = 0.0
     for k in range(n):
         largest = max(largest, abs(x[k]))
-    max_step = settings[_MAX_STEP]
+    max_step = settings.max_step
     scale = max_step / largest if largest > max_step else 1.0
     two_pi = 2.0 * math.pi
     q_new = work.q_new
@@ -415,19 +466,19 @@ def _null_space_shift(model, n, settings, q, A, cost, work):
     ``PythonDescent.null_space_shift``: ``d`` from ``limit_pull``, projected by
     ``mu (H + mu I)^-1 d`` or ``d - J+ J d``. False when the projection fails (round-off)."""
     d, shifted = work.d, work.shifted
-    scale = settings[_NULL_GAIN] * math.sqrt(cost)
-    factor_max = settings[_FACTOR_MAX]
+    scale = settings.null_gain * math.sqrt(cost)
+    factor_max = settings.factor_max
     for k in range(n):
         d[k] = 0.0
         if model[k, _CENTRED] != 0.0:
             x = (q[k] - model[k, _MIDDLE]) * model[k, _INVERSE_HALF]
             factor = x / max(1.0 - x * x, 1e-12)
             d[k] = -scale * max(-factor_max, min(factor, factor_max))
-    if settings[_DUAL] == 0.0:  # A = H
+    if settings.dual == 0.0:  # A = H
         trace = 0.0
         for k in range(n):
             trace += A[k, k]
-        mu = settings[_NULL_DAMPING] * max(trace / n, 1e-12)
+        mu = settings.null_damping * max(trace / n, 1e-12)
         if not _damped_solve(A, d, mu, n, work.L, work.x):
             return False
         for k in range(n):
@@ -441,7 +492,7 @@ def _null_space_shift(model, n, settings, q, A, cost, work):
             s += A[a, k] * d[k]
             trace += A[a, k] * A[a, k]
         r[a] = s
-    mu = settings[_NULL_DAMPING] * max(trace / 3.0, 1e-12)
+    mu = settings.null_damping * max(trace / 3.0, 1e-12)
     if not _dual_solve(A, r, mu, n, work.L, work.y, work.x):
         return False
     for k in range(n):
@@ -449,9 +500,10 @@ def _null_space_shift(model, n, settings, q, A, cost, work):
     return True
 
 
-def _descend(model, settings, target, q, best_q, state, scratch, steps):
-    """Up to ``steps`` iterations of one descent from ``q`` (updated in place, as ``best_q``
-    when a configuration of lower cost than the best is found and ``state[_KEEP_BEST]``).
+def _descend(model, settings, descent, steps):
+    """Up to ``steps`` iterations of one descent from ``descent.q`` (updated in place, as
+    ``best_q`` when a configuration of lower cost than the best is found and
+    ``state[_KEEP_BEST]``; a :class:`Descent`, its target set).
 
     The loop of ``descent.PythonDescent.descend``; ``state`` carries the damping, iteration
     counts, stall reference, best cost and the stream's rules between calls. At the start of a
@@ -460,15 +512,16 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
     code CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or CHUNK_DONE (call again with the state
     returned to go on).
     """
+    target, q, best_q, state, scratch = descent
     n = q.shape[0]
     work = _work_views(scratch, n)
-    rows = 3 if settings[_DUAL] != 0.0 else n
+    rows = 3 if settings.dual != 0.0 else n
     start = _work_size(n)
     A = scratch[start:start + rows * n].reshape((rows, n))
     At = scratch[start + rows * n:start + 2 * rows * n].reshape((rows, n))
     b = scratch[start + 2 * rows * n:start + 2 * rows * n + rows]
     bt = scratch[start + 2 * rows * n + rows:start + 2 * rows * n + 2 * rows]
-    tol_p, tol_r = settings[_TOL_P], settings[_TOL_R]
+    tol_p, tol_r = settings.tol_p, settings.tol_r
     cost, position_error, angle_error, built = _evaluate(model, n, target, settings, q, A, b,
                                                          work)
     keep_best = state[_KEEP_BEST] != 0.0
@@ -476,15 +529,15 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
     iterations = int(state[_ITERATIONS])
     pull = False
     if state[_FRESH] != 0.0:
-        lam = settings[_DAMPING]
+        lam = settings.damping
         if state[_NEAR] < 0.0:
-            state[_NEAR] = 1.0 if cost <= settings[_STREAM_COST] else 0.0
-        stall_factor = settings[_STALL_FACTOR]
+            state[_NEAR] = 1.0 if cost <= settings.stream_cost else 0.0
+        stall_factor = settings.stall_factor
         if state[_NEAR] > 0.0:
             # A stream's step: a small damping lets a descent near a singularity converge.
-            lam = min(lam, max(cost, settings[_LAMBDA_MIN]))
-            stall_factor = settings[_STREAM_STALL]
-            pull = state[_PULL] != 0.0 and settings[_NULL_SPACE] != 0.0
+            lam = min(lam, max(cost, settings.lambda_min))
+            stall_factor = settings.stream_stall
+            pull = state[_PULL] != 0.0 and settings.null_space != 0.0
         if cost < best_cost and keep_best:
             best_cost = cost
             best_q[:] = q
@@ -494,10 +547,10 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
         lam, stall_factor = state[_LAM], state[_STALL_NOW]
         stall_cost, stall_iteration = state[_STALL_COST], int(state[_STALL_ITERATION])
     # The stall factor of a window in which joints at a limit sat out (a stream's: its own).
-    blocked_factor = stall_factor if state[_NEAR] > 0.0 else settings[_STALL_FACTOR_BLOCKED]
+    blocked_factor = stall_factor if state[_NEAR] > 0.0 else settings.stall_factor_blocked
     last_blocked = int(state[_LAST_BLOCKED])
     floor, good_enough = state[_FLOOR], state[_GOOD]
-    max_iterations = int(settings[_MAX_ITERATIONS])
+    max_iterations = int(settings.max_iterations)
     code = CHUNK_DONE
     taken = 0
     while True:
@@ -536,14 +589,14 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
                 if cost < best_cost and keep_best:
                     best_cost = cost
                     best_q[:] = q
-                lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
+                lam = max(lam * settings.lambda_down, settings.lambda_min)
         if not accepted and not shifted:  # reject; damp more (not after a spoilt pull)
-            lam *= settings[_LAMBDA_UP]
-            stuck = lam > settings[_LAMBDA_MAX]
+            lam *= settings.lambda_up
+            stuck = lam > settings.lambda_max
         if last_blocked > stall_iteration:
-            window, factor = settings[_STALL_ITERATIONS_BLOCKED], blocked_factor
+            window, factor = settings.stall_iterations_blocked, blocked_factor
         else:
-            window, factor = settings[_STALL_ITERATIONS], stall_factor
+            window, factor = settings.stall_iterations, stall_factor
         if iterations - stall_iteration >= window:
             stuck = stuck or cost - floor > factor * (stall_cost - floor)
             stall_cost, stall_iteration = cost, iterations
@@ -557,9 +610,10 @@ def _descend(model, settings, target, q, best_q, state, scratch, steps):
     return code
 
 
-def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q, state,
-                scratch, steps):
-    """The start of a solve in one call: the checks of ``solve`` on the target position
+def _first_pose(problem, settings, seed, descent, steps):
+    """The start of a solve in one call (the kernels' entry for one solve: a :class:`Problem`,
+    :class:`DescentSettings`, the seed and a :class:`Descent` to work in): the checks of
+    ``solve`` on the target position
     (3 finite values within ``MAX_COORDINATE_M``), the quaternion of a pose target (x, y, z, w:
     finite, not zero; normalised into the rotation of ``rotation_from_input``, the target's;
     empty for a position target) and the seed (finite, clipped into the limits: ``q`` and
@@ -568,7 +622,9 @@ def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q,
     BAD_INPUT for an input the checks refuse, else :func:`_descend`'s code; on CONVERGED
     ``state[_TURNS]`` says whether a full-turn joint ended more than half a turn from its
     seed."""
-    n = q.shape[0]
+    model, position, quat, floor = problem
+    target = descent.target
+    n = descent.q.shape[0]
     if position.shape[0] != 3 or (quat.shape[0] != 4 and quat.shape[0] != 0) or \
             seed.shape[0] != n:
         return BAD_INPUT
@@ -577,8 +633,7 @@ def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q,
             return BAD_INPUT
         target[k] = position[k]
     if quat.shape[0] == 0:  # a position target
-        return _first_descent(model, settings, seed, floor, target, q, best_q, state, scratch,
-                              steps)
+        return _first_descent(model, settings, seed, floor, descent, steps)
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
     norm2 = x * x + y * y + z * z + w * w
     if not norm2 <= _MAX_NORM2:
@@ -596,12 +651,13 @@ def _first_pose(model, settings, position, quat, seed, floor, target, q, best_q,
     target[9] = 2.0 * (x * z - w * y)
     target[10] = 2.0 * (y * z + w * x)
     target[11] = 1.0 - 2.0 * (x * x + y * y)
-    return _first_descent(model, settings, seed, floor, target, q, best_q, state, scratch, steps)
+    return _first_descent(model, settings, seed, floor, descent, steps)
 
 
-def _first_descent(model, settings, seed, floor, target, q, best_q, state, scratch, steps):
-    """:func:`_first_pose` once the target is in ``target``: the seed checked and clipped, the
-    first chunk of its descent, whether a full-turn joint turned."""
+def _first_descent(model, settings, seed, floor, descent, steps):
+    """:func:`_first_pose` once the target is in ``descent.target``: the seed checked and
+    clipped, the first chunk of its descent, whether a full-turn joint turned."""
+    q, best_q, state = descent.q, descent.best_q, descent.state
     n = q.shape[0]
     for k in range(n):
         v = seed[k]
@@ -617,7 +673,7 @@ def _first_descent(model, settings, seed, floor, target, q, best_q, state, scrat
     state[_ITERATIONS], state[_LAST_BLOCKED], state[_NEAR] = 0.0, -1.0, -1.0
     state[_FLOOR], state[_GOOD], state[_BEST_COST] = floor, -1.0, math.inf
     state[_KEEP_BEST], state[_PULL], state[_FRESH], state[_TURNS] = 1.0, 1.0, 1.0, 0.0
-    code = _descend(model, settings, target, q, best_q, state, scratch, steps)
+    code = _descend(model, settings, descent, steps)
     if code == CONVERGED:
         for k in range(n):
             if model[k, _WRAPS] != 0.0:
@@ -627,15 +683,17 @@ def _first_descent(model, settings, seed, floor, target, q, best_q, state, scrat
     return code
 
 
-def _descend_restarts(model, settings, target, batches, low, span, q, best_q, state, scratch,
-                      steps):
-    """The descent from ``q`` (begun as :meth:`DescentRun.descend` begins it) and, each time a
-    descent is stuck while ``state[_RESTARTS]`` is below ``state[_DECIDE_AT]``, a restart as
+def _descend_restarts(model, settings, restarts, descent, steps):
+    """The descent from ``descent.q`` (begun as :meth:`DescentRun.descend` begins it) and, each
+    time a descent is stuck while ``state[_RESTARTS]`` is below ``state[_DECIDE_AT]``, a restart as
     the solver's loop makes it: the lowest-cost (:func:`_pose_cost`, the first of equals) of the
     candidates ``low + span * batches[state[_DRAWS]]``, then its descent; up to ``steps``
     iterations per call. Returns CONVERGED, GOOD_ENOUGH or ITERATION_CAP from a descent, STUCK
     for a stuck descent at ``state[_DECIDE_AT]`` restarts (the solver's loop decides what
-    follows), CHUNK_DONE (call again to go on) or NEED_DRAWS (call again with more batches)."""
+    follows), CHUNK_DONE (call again to go on) or NEED_DRAWS (call again with more batches).
+    ``restarts``: the :class:`Restarts` candidates."""
+    batches, low, span = restarts
+    target, q, state = descent.target, descent.q, descent.state
     n = q.shape[0]
     candidate = np.empty(n)
     work = _new_work(n)
@@ -643,7 +701,7 @@ def _descend_restarts(model, settings, target, batches, low, span, q, best_q, st
     while True:
         if state[_IN_DESCENT] != 0.0:
             before = state[_ITERATIONS]
-            code = _descend(model, settings, target, q, best_q, state, scratch, left)
+            code = _descend(model, settings, descent, left)
             left -= int(state[_ITERATIONS] - before)
             if code != STUCK:
                 return code
@@ -695,15 +753,16 @@ def _cost(model, settings, target, q):
 _TIP_ROW, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_WEIGHT, _TIP_COLUMNS = range(5)
 
 
-def _tree_evaluate(tree_model, tips, columns, targets, settings, x, H, g, errors, q_path,
-                   work):
+def _tree_evaluate(tree, settings, x, H, g, errors, q_path, work):
     """The stacked error of every targeted tip at ``x`` (the active joints), as
     ``trees.residuals.stacked_residual`` with the normal equations of
     :class:`~.tree.TreeDampedLeastSquares`: returns the cost ``sum_k w_k^2 (|p_t - p|^2 +
     w_o^2 angle^2)``; each tip's (position error, angle error) into ``errors``; ``H = J^T J``,
-    ``g = J^T e`` of the weighted stacked Jacobian into ``H`` (n x n) and ``g``."""
+    ``g = J^T e`` of the weighted stacked Jacobian into ``H`` (n x n) and ``g``; ``tree`` a
+    :class:`TreeProblem`."""
+    tree_model, tips, columns, targets = tree
     n = x.shape[0]
-    w2 = settings[_W2]
+    w2 = settings.w2
     for a in range(n):
         g[a] = 0.0
         for c in range(n):
@@ -731,7 +790,7 @@ def _tree_evaluate(tree_model, tips, columns, targets, settings, x, H, g, errors
         errors[t, 0] = math.sqrt(position_sq)
         errors[t, 1] = angle
         cost += weight2 * (position_sq + w2 * angle * angle if orientation else position_sq)
-        _jacobian(model, m, T, axes, origins, J, True)
+        fk.jacobian(model, m, (T[0, 3], T[1, 3], T[2, 3]), axes, origins, J, True)
         for i in range(m):
             a = int(columns[first + i])
             for j in range(m):
@@ -760,24 +819,24 @@ def _tree_within(errors, tol_p, tol_r, good):
     return 1 if within else (2 if enough else 0)
 
 
-def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x, best_x, good,
-                  state, steps):
+def _tree_descend(tree, active_model, settings, x, best_x, good, state, steps):
     """Up to ``steps`` iterations of one descent of :class:`~.tree.TreeDampedLeastSquares`
     from ``x`` (the active joints, updated in place; ``best_x`` as the best configuration):
     its loop, with ``active_model`` the active joints' limits and kinds (the columns of a
-    serial model). Returns CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or CHUNK_DONE."""
+    serial model; ``tree`` a :class:`TreeProblem`). Returns CONVERGED, GOOD_ENOUGH, STUCK,
+    ITERATION_CAP or CHUNK_DONE."""
+    tips = tree.tips
     n = x.shape[0]
     work = _new_work(n)
     A, At = np.empty((n, n)), np.empty((n, n))
     b, bt = np.empty(n), np.empty(n)
     errors, t_errors = np.empty((tips.shape[0], 2)), np.empty((tips.shape[0], 2))
     q_path = np.empty(n)
-    cost = _tree_evaluate(tree_model, tips, columns, targets, settings, x, A, b, errors, q_path,
-                          work)
+    cost = _tree_evaluate(tree, settings, x, A, b, errors, q_path, work)
     best_cost = state[_BEST_COST]
     iterations = int(state[_ITERATIONS])
     if state[_FRESH] != 0.0:
-        lam = settings[_DAMPING]
+        lam = settings.damping
         if cost < best_cost:
             best_cost = cost
             best_x[:] = x
@@ -788,8 +847,8 @@ def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x,
         stall_cost, stall_iteration = state[_STALL_COST], int(state[_STALL_ITERATION])
     last_blocked = int(state[_LAST_BLOCKED])
     floor = state[_FLOOR]
-    tol_p, tol_r = settings[_TOL_P], settings[_TOL_R]
-    max_iterations = int(settings[_MAX_ITERATIONS])
+    tol_p, tol_r = settings.tol_p, settings.tol_r
+    max_iterations = int(settings.max_iterations)
     code = CHUNK_DONE
     taken = 0
     while True:
@@ -813,8 +872,7 @@ def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x,
             last_blocked = iterations
         accepted = False
         if blocked >= 0:
-            t_cost = _tree_evaluate(tree_model, tips, columns, targets, settings, work.q_new,
-                                    At, bt, t_errors, q_path, work)
+            t_cost = _tree_evaluate(tree, settings, work.q_new, At, bt, t_errors, q_path, work)
             if t_cost < cost:
                 accepted = True
                 x[:] = work.q_new
@@ -825,14 +883,14 @@ def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x,
                 if cost < best_cost:
                     best_cost = cost
                     best_x[:] = x
-                lam = max(lam * settings[_LAMBDA_DOWN], settings[_LAMBDA_MIN])
+                lam = max(lam * settings.lambda_down, settings.lambda_min)
         if not accepted:
-            lam *= settings[_LAMBDA_UP]
-            stuck = lam > settings[_LAMBDA_MAX]
-        window = (settings[_STALL_ITERATIONS_BLOCKED] if last_blocked > stall_iteration
-                  else settings[_STALL_ITERATIONS])
+            lam *= settings.lambda_up
+            stuck = lam > settings.lambda_max
+        window = (settings.stall_iterations_blocked if last_blocked > stall_iteration
+                  else settings.stall_iterations)
         if iterations - stall_iteration >= window:
-            stuck = stuck or cost - floor > settings[_STALL_FACTOR] * (stall_cost - floor)
+            stuck = stuck or cost - floor > settings.stall_factor * (stall_cost - floor)
             stall_cost, stall_iteration = cost, iterations
         if stuck:
             code = STUCK
@@ -843,17 +901,16 @@ def _tree_descend(tree_model, tips, columns, targets, active_model, settings, x,
     return code
 
 
-def _tree_cost(tree_model, tips, columns, targets, settings, x):
+def _tree_cost(tree, settings, x):
     """The stacked cost of ``x`` (:func:`_tree_evaluate`), for restart candidates."""
     n = x.shape[0]
-    return _tree_evaluate(tree_model, tips, columns, targets, settings, x, np.empty((n, n)),
-                          np.empty(n), np.empty((tips.shape[0], 2)), np.empty(n), _new_work(n))
+    return _tree_evaluate(tree, settings, x, np.empty((n, n)), np.empty(n),
+                          np.empty((tree.tips.shape[0], 2)), np.empty(n), _new_work(n))
 
 
 _KERNELS = {}
 _HELPERS = ('_first_descent', '_work_size', '_scratch_size', '_work_views', '_new_work', '_tip',
-            '_pose_cost',
-            '_rotation_vector', '_jacobian', '_evaluate', '_damped_solve', '_dual_solve',
+            '_pose_cost', '_rotation_vector', '_evaluate', '_damped_solve', '_dual_solve',
             '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
 
 
@@ -861,6 +918,7 @@ def compile() -> None:
     """Compile the kernels (or load them from numba's cache on disk) and run each once on a
     small chain; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        fk.compile()
         import numba
         jit = numba.njit(cache=True, nogil=True)
         # The helpers first: the functions calling them see the compiled ones.
@@ -887,15 +945,16 @@ def _exercise(kernels_) -> None:
                                   [(k, 0.0, 1.0) for k in range(n)], _default_params(),
                                   compiled_kernels=kernels_)
         run = descent.start([0.1, 0.0, 0.0], np.eye(3) if orientation else None, [0.0] * n)
-        run.descend([0.0] * n, 0.0, -1.0, 0, -1, None, near=True, pull=True)
+        run.descend(DescentStart([0.0] * n, 0.0, -1.0, near=True, pull=True), None)
         run.lowest_cost(np.zeros((2, n)))
         run.cost([0.0] * n)
         if orientation:
             run.first_pose(np.array([0.1, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]),
                            np.zeros(n), 0.0)
             run.first_pose(np.array([0.1, 0.0, 0.0]), np.empty(0), np.zeros(n), 0.0)
-            run.descend_restarts([0.0] * n, 0.0, -1.0, 0, -1, None, True, 0, 1,
-                                 _ExerciseDraws(n), np.full(n, -1.0), np.full(n, 2.0))
+            run.descend_restarts(DescentStart([0.0] * n, 0.0, -1.0), None,
+                                 RestartPlan(0, 1, _ExerciseDraws(n), np.full(n, -1.0),
+                                             np.full(n, 2.0)))
     # A tree of two tips on three joints (one shared), a pose and a position target.
     tree_model = np.zeros((6, _MODEL_COLUMNS))
     tree_model[:, :12] = np.eye(4)[:3].ravel()
@@ -906,16 +965,16 @@ def _exercise(kernels_) -> None:
     targets[0, 3:] = np.eye(3).ravel()
     active_model = np.zeros((3, _MODEL_COLUMNS))
     active_model[:, _LOW], active_model[:, _HIGH], active_model[:, _BOUNDED] = -1.0, 1.0, 1.0
-    settings = np.zeros(_SETTINGS)
-    settings[_LAMBDA_MIN], settings[_LAMBDA_MAX], settings[_LAMBDA_UP] = 1e-9, 1e9, 10.0
-    settings[_LAMBDA_DOWN], settings[_MAX_STEP], settings[_MAX_ITERATIONS] = 0.1, 1.0, 20
-    settings[_STALL_ITERATIONS] = settings[_STALL_ITERATIONS_BLOCKED] = 2
-    settings[_DAMPING], settings[_STALL_FACTOR] = 0.1, 0.25
+    settings = DescentSettings(
+        lambda_min=1e-9, lambda_max=1e9, lambda_up=10.0, lambda_down=0.1, max_step=1.0,
+        max_iterations=20, stall_iterations=2, stall_iterations_blocked=2, damping=0.1,
+        stall_factor=0.25).as_floats()
     state = np.zeros(_STATE)
     state[_BEST_COST], state[_FRESH] = math.inf, 1.0
-    kernels_['tree_descend'](tree_model, tips, columns, targets, active_model, settings,
-                             np.zeros(3), np.zeros(3), np.full(2, -1.0), state, 16)
-    kernels_['tree_cost'](tree_model, tips, columns, targets, settings, np.zeros(3))
+    tree = TreeProblem(tree_model, tips, columns, targets)
+    kernels_['tree_descend'](tree, active_model, settings, np.zeros(3), np.zeros(3),
+                             np.full(2, -1.0), state, 16)
+    kernels_['tree_cost'](tree, settings, np.zeros(3))
 
 
 class _ExerciseDraws:
@@ -935,21 +994,19 @@ def _default_params() -> dict:
             'null_space_gain': 0.5}
 
 
-def _descent_settings(params: dict) -> np.ndarray:
-    """The settings array of a descent with the solver's parameters (``orientation_weight``,
-    the tolerances with their margin, ``damping``) and damped_jacobian's shared constants."""
-    settings = np.zeros(_SETTINGS)
-    settings[_W2] = params['orientation_weight'] ** 2
-    settings[_TOL_P] = dls.TOLERANCE_MARGIN * params['position_tolerance']
-    settings[_TOL_R] = dls.TOLERANCE_MARGIN * params['orientation_tolerance']
-    settings[_LAMBDA_MIN], settings[_LAMBDA_MAX] = dls.LAMBDA_MIN, dls.LAMBDA_MAX
-    settings[_LAMBDA_DOWN], settings[_LAMBDA_UP] = dls.LAMBDA_DOWN, dls.LAMBDA_UP
-    settings[_STALL_ITERATIONS] = dls.STALL_ITERATIONS
-    settings[_STALL_ITERATIONS_BLOCKED] = dls.STALL_ITERATIONS_BLOCKED
-    settings[_STALL_FACTOR] = settings[_STALL_FACTOR_BLOCKED] = dls.STALL_FACTOR
-    settings[_MAX_STEP] = MAX_STEP
-    settings[_DAMPING] = params['damping']
-    return settings
+def _descent_settings(params: dict) -> 'DescentSettings':
+    """The settings of a descent with the solver's parameters (``orientation_weight``, the
+    tolerances with their margin, ``damping``) and damped_jacobian's shared constants; the
+    others 0.0."""
+    return DescentSettings(
+        w2=params['orientation_weight'] ** 2,
+        tol_p=dls.TOLERANCE_MARGIN * params['position_tolerance'],
+        tol_r=dls.TOLERANCE_MARGIN * params['orientation_tolerance'],
+        lambda_min=dls.LAMBDA_MIN, lambda_max=dls.LAMBDA_MAX, lambda_down=dls.LAMBDA_DOWN,
+        lambda_up=dls.LAMBDA_UP, stall_iterations=dls.STALL_ITERATIONS,
+        stall_iterations_blocked=dls.STALL_ITERATIONS_BLOCKED, stall_factor=dls.STALL_FACTOR,
+        stall_factor_blocked=dls.STALL_FACTOR, max_step=MAX_STEP,
+        damping=params['damping']).as_floats()
 
 
 class CompiledDescent:
@@ -995,7 +1052,7 @@ class CompiledDescent:
         self.model = model
         self.n = n
         gain = params['null_space_gain']
-        #: Per with_orientation: the settings array (the 6D one None where the Python descent
+        #: Per with_orientation: the DescentSettings (the 6D one None where the Python descent
         #: serves: the dual system for 12 joints or more).
         self.settings = {}
         for orientation in (False, True):
@@ -1004,19 +1061,14 @@ class CompiledDescent:
             if orientation and dual:
                 self.settings[True] = None
                 continue
-            settings = _descent_settings(params)
-            settings[_MAX_ITERATIONS] = params['max_iterations']
-            settings[_ORIENTATION] = float(orientation)
+            settings = _descent_settings(params)._replace(
+                max_iterations=params['max_iterations'], orientation=orientation, dual=dual,
+                null_space=gain > 0.0 and bool(centring) and n > rows, null_gain=gain,
+                stream_cost=STREAM_ERROR_M * STREAM_ERROR_M, stream_stall=STREAM_STALL_FACTOR,
+                null_damping=NULL_SPACE_DAMPING, factor_max=FACTOR_MAX)
             if orientation:
-                settings[_STALL_FACTOR] = dls.POSE_STALL_FACTOR
-            settings[_DUAL] = float(dual)
-            settings[_NULL_SPACE] = float(gain > 0.0 and bool(centring) and n > rows)
-            settings[_NULL_GAIN] = gain
-            settings[_STREAM_COST] = STREAM_ERROR_M * STREAM_ERROR_M
-            settings[_STREAM_STALL] = STREAM_STALL_FACTOR
-            settings[_NULL_DAMPING] = NULL_SPACE_DAMPING
-            settings[_FACTOR_MAX] = FACTOR_MAX
-            self.settings[orientation] = settings
+                settings = settings._replace(stall_factor=dls.POSE_STALL_FACTOR)
+            self.settings[orientation] = settings.as_floats()
         self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
         self._runs = threading.local()  # per thread: its DescentRun, reused by every solve
 
@@ -1061,7 +1113,7 @@ class DescentRun:
 
     __slots__ = ('descend_kernel', 'cost_kernel', 'lowest_cost_kernel', 'first_pose_kernel',
                  'restarts_kernel', 'model', 'settings', 'with_orientation', 'target', 'q',
-                 'best_q', 'state', 'scratch')
+                 'best_q', 'state', 'scratch', 'descent')
 
     def __init__(self, kernel: CompiledDescent):
         kernels_ = kernel._kernels
@@ -1078,6 +1130,7 @@ class DescentRun:
         self.best_q = np.empty(kernel.n)
         self.state = np.zeros(_STATE)
         self.scratch = np.empty(_scratch_size(kernel.n))
+        self.descent = Descent(self.target, self.q, self.best_q, self.state, self.scratch)
 
     def aim(self, p_target: Sequence[float], R_target: Optional[np.ndarray],
             q: Sequence[float]) -> None:
@@ -1111,59 +1164,52 @@ class DescentRun:
         return (float(state[_POSITION_ERROR]),
                 float(state[_ANGLE_ERROR]) if self.with_orientation else None)
 
-    def descend(self, q: Sequence[float], floor: float, good_enough: float, iterations: int,
-                last_blocked: int, budget, near: Optional[bool] = False, pull: bool = False,
-                keep_best: bool = True) -> Tuple[int, np.ndarray, int, int, bool]:
-        """One descent from ``q``, as :meth:`.descent.PythonDescent.descend` (the same
-        ``floor``, ``good_enough``, ``near``, ``pull`` and ``keep_best``); ``budget`` (or
-        None) is asked before each chunk of iterations. Returns ``(code, last iterate,
-        iterations, last_blocked, near)``: code CONVERGED, GOOD_ENOUGH, STUCK, ITERATION_CAP or
-        TIMEOUT (the budget spent; STUCK for a position target when enough is left to hand it
-        to the closest-pose search); the last iterate is :attr:`q` (reused by the next
-        descent)."""
-        q_array = self.q
-        q_array[:] = q
+    def descend(self, start: DescentStart, budget) -> Tuple[int, np.ndarray, int, int, bool]:
+        """One descent begun as ``start`` says, as :meth:`.descent.PythonDescent.descend`;
+        ``budget`` (or None) is asked before each chunk of iterations. Returns ``(code, last
+        iterate, iterations, last_blocked, near)``: code CONVERGED, GOOD_ENOUGH, STUCK,
+        ITERATION_CAP or TIMEOUT (the budget spent; STUCK for a position target when enough is
+        left to hand it to the closest-pose search); the last iterate is :attr:`q` (reused by
+        the next descent)."""
+        self.q[:] = start.q
         state = self.state
-        state[_ITERATIONS], state[_LAST_BLOCKED] = iterations, last_blocked
-        state[_NEAR] = -1.0 if near is None else float(near)
-        state[_FLOOR], state[_GOOD] = floor, good_enough
-        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), float(pull), 1.0
+        state[_ITERATIONS], state[_LAST_BLOCKED] = start.iterations, start.last_blocked
+        state[_NEAR] = -1.0 if start.near is None else float(start.near)
+        state[_FLOOR], state[_GOOD] = start.floor, start.good_enough
+        state[_KEEP_BEST], state[_PULL] = float(start.keep_best), float(start.pull)
+        state[_FRESH] = 1.0
         return self.go_on(CHUNK_DONE, budget)
 
-    def descend_restarts(self, q: Sequence[float], floor: float, good_enough: float,
-                         iterations: int, last_blocked: int, budget, keep_best: bool,
-                         restarts: int, decide_at: int, draws, low: np.ndarray,
-                         span: np.ndarray, used: int = 0
+    def descend_restarts(self, start: DescentStart, budget, plan: RestartPlan
                          ) -> Tuple[int, np.ndarray, int, int, bool, int, int]:
-        """A descent from ``q`` begun as :meth:`descend` begins one that is not the first of
-        its solve (not near a stream's seed, no pull), then the solver's plain restarts in the
-        kernel (:func:`_descend_restarts`: candidates from ``draws``, a
-        :class:`.starts.RestartDraws`, its batches from ``used`` on, ``low + span * u``) until a
-        descent ends otherwise than stuck, or stuck at ``decide_at`` restarts (counted from
-        ``restarts``); ``budget`` is asked before each chunk of iterations. Returns
-        :meth:`descend`'s tuple and the restarts and batches counted."""
+        """A descent begun as :meth:`descend` begins ``start`` (``near`` and ``pull`` read as
+        False: not the first of its solve), then the solver's plain restarts in the kernel
+        (:func:`_descend_restarts`, as ``plan`` says) until a descent ends otherwise than
+        stuck, or stuck at ``plan.decide_at`` restarts; ``budget`` is asked before each chunk
+        of iterations. Returns :meth:`descend`'s tuple and the restarts and batches counted."""
         q_array = self.q
-        q_array[:] = q
+        q_array[:] = start.q
         state = self.state
-        state[_ITERATIONS], state[_LAST_BLOCKED], state[_NEAR] = iterations, last_blocked, 0.0
-        state[_FLOOR], state[_GOOD] = floor, good_enough
-        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(keep_best), 0.0, 1.0
-        state[_RESTARTS], state[_DRAWS], state[_DECIDE_AT] = restarts, used, decide_at
+        state[_ITERATIONS], state[_LAST_BLOCKED] = start.iterations, start.last_blocked
+        state[_NEAR] = 0.0
+        state[_FLOOR], state[_GOOD] = start.floor, start.good_enough
+        state[_KEEP_BEST], state[_PULL], state[_FRESH] = float(start.keep_best), 0.0, 1.0
+        state[_RESTARTS], state[_DRAWS], state[_DECIDE_AT] = plan.restarts, plan.used, \
+            plan.decide_at
         state[_IN_DESCENT] = 1.0
         settings = self.settings[self.with_orientation]
-        batches = draws.upto(used + 8)
+        draws, low, span = plan.draws, plan.low, plan.span
+        restart = Restarts(draws.upto(plan.used + 8), low, span)
         while True:
             if budget is not None and not budget.allows():
                 code = STUCK if not self.with_orientation and budget.can_hand_over() \
                     else TIMEOUT
                 break
-            code = self.restarts_kernel(self.model, settings, self.target, batches, low, span,
-                                        q_array, self.best_q, state, self.scratch,
+            code = self.restarts_kernel(self.model, settings, restart, self.descent,
                                         CompiledDescent.CHUNK)
             while code == NEED_DRAWS:
-                batches = draws.upto(int(state[_DRAWS]) + 8)
-                code = self.restarts_kernel(self.model, settings, self.target, batches, low,
-                                            span, q_array, self.best_q, state, self.scratch,
+                restart = Restarts(draws.upto(int(state[_DRAWS]) + 8), low, span)
+                code = self.restarts_kernel(self.model, settings, restart, self.descent,
                                             CompiledDescent.CHUNK)
             if code != CHUNK_DONE:
                 break
@@ -1176,9 +1222,9 @@ class DescentRun:
         (:func:`_first_pose`; float64 vectors, ``quat`` empty for a position target):
         BAD_INPUT, or the descent's code (CHUNK_DONE: :meth:`go_on` finishes it)."""
         orientation = self.with_orientation = quat.shape[0] != 0
-        return self.first_pose_kernel(self.model, self.settings[orientation], position, quat,
-                                      seed, floor, self.target, self.q, self.best_q, self.state,
-                                      self.scratch, CompiledDescent.CHUNK)
+        return self.first_pose_kernel(Problem(self.model, position, quat, floor),
+                                      self.settings[orientation], seed, self.descent,
+                                      CompiledDescent.CHUNK)
 
     def go_on(self, code: int, budget) -> Tuple[int, np.ndarray, int, int, bool]:
         """The descent under way (its last chunk's ``code``) to its end, ``budget`` (or None)
@@ -1190,8 +1236,7 @@ class DescentRun:
                 code = STUCK if not self.with_orientation and budget.can_hand_over() \
                     else TIMEOUT
                 break
-            code = self.descend_kernel(self.model, settings, self.target, self.q,
-                                       self.best_q, state, self.scratch, CompiledDescent.CHUNK)
+            code = self.descend_kernel(self.model, settings, self.descent, CompiledDescent.CHUNK)
         return (code, self.q, int(state[_ITERATIONS]), int(state[_LAST_BLOCKED]),
                 state[_NEAR] > 0.0)
 
@@ -1300,12 +1345,11 @@ class TreeKernel:
             if t.R is not None:
                 target_array[k, 3:] = np.asarray(t.R, dtype=float).ravel()
                 table[k, _TIP_ORIENTATION] = 1.0
-        settings = self.settings.copy()
-        settings[_MAX_ITERATIONS] = max_iterations
+        settings = self.settings._replace(max_iterations=float(max_iterations))
         good = np.full(len(targets), -1.0) if good_enough is None else \
             np.array(good_enough, dtype=float)
-        return TreeRun((tree_model, table, columns, target_array, active_model, settings),
-                       good, floor, len(active))
+        return TreeRun((TreeProblem(tree_model, table, columns, target_array), active_model,
+                        settings), good, floor, len(active))
 
 
 class TreeRun:
@@ -1331,7 +1375,7 @@ class TreeRun:
         """One descent from ``x`` (the active joints); ``budget`` is asked before each chunk of
         iterations. Returns ``(code, last iterate, iterations, last_blocked)``: CONVERGED,
         GOOD_ENOUGH, STUCK, ITERATION_CAP or TIMEOUT."""
-        tree_model, table, columns, targets, active_model, settings = self._problem
+        tree, active_model, settings = self._problem
         self.x[:] = x
         state = self.state
         state[_ITERATIONS], state[_LAST_BLOCKED], state[_FRESH] = iterations, last_blocked, 1.0
@@ -1340,14 +1384,13 @@ class TreeRun:
             if not budget.allows():
                 code = TIMEOUT
                 break
-            code = descend(tree_model, table, columns, targets, active_model, settings, self.x,
-                           self.best_x, self._good, state, CompiledDescent.CHUNK)
+            code = descend(tree, active_model, settings, self.x, self.best_x, self._good, state,
+                           CompiledDescent.CHUNK)
             if code != CHUNK_DONE:
                 break
         return code, self.x.tolist(), int(state[_ITERATIONS]), int(state[_LAST_BLOCKED])
 
     def cost(self, x: Sequence[float]) -> float:
         """The stacked cost of ``x`` (the active joints)."""
-        tree_model, table, columns, targets, _, settings = self._problem
-        return float(_KERNELS['tree_cost'](tree_model, table, columns, targets, settings,
-                                           np.asarray(x, dtype=float)))
+        tree, _, settings = self._problem
+        return float(_KERNELS['tree_cost'](tree, settings, np.asarray(x, dtype=float)))

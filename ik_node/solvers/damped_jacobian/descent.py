@@ -53,17 +53,17 @@ from ik_node.solvers.numerics.codegen import (damped_solve_function, damped_step
                                               damped_trial_function, limit_functions,
                                               lower_index, normal_equations_function)
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.damped_jacobian.residuals import error_function
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
-from ik_node.solvers.damped_jacobian.settings import POSE_STALL_FACTOR as _POSE_STALL_FACTOR
-from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
-from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
-from ik_node.solvers.damped_jacobian.settings import \
+from ik_node.solvers.geometry.residuals import error_function
+from ik_node.solvers.numerics.dls_settings import LAMBDA_DOWN as _LAMBDA_DOWN
+from ik_node.solvers.numerics.dls_settings import LAMBDA_MAX as _LAMBDA_MAX
+from ik_node.solvers.numerics.dls_settings import LAMBDA_MIN as _LAMBDA_MIN
+from ik_node.solvers.numerics.dls_settings import LAMBDA_UP as _LAMBDA_UP
+from ik_node.solvers.numerics.dls_settings import POSE_STALL_FACTOR as _POSE_STALL_FACTOR
+from ik_node.solvers.numerics.dls_settings import STALL_FACTOR as _STALL_FACTOR
+from ik_node.solvers.numerics.dls_settings import STALL_ITERATIONS as _STALL_ITERATIONS
+from ik_node.solvers.numerics.dls_settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
-from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
+from ik_node.solvers.numerics.dls_settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.numerics.null_space import STREAM_ERROR_M, centring_terms, limit_pull
 
 #: How a descent ends besides the kernel's codes (CONVERGED, STUCK, ITERATION_CAP, TIMEOUT):

@@ -52,15 +52,16 @@ import numpy as np
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.solvers.base import (FLOAT64, IkResult, IkStatus, ParamSpec, RawSolution, Solver,
-                                  new_result)
+                                  SolverParts, new_result)
+from ik_node.solvers.collision_guard import timed
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.damped_jacobian.collision_term import CollisionTerm
-from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
+from ik_node.solvers.out_of_reach.compiled_reach import CompiledReach
 from ik_node.solvers.damped_jacobian.descent import (GOOD_ENOUGH, DescentProblem,
                                                     DescentProgress, PythonDescent)
-from ik_node.solvers.damped_jacobian.residuals import ChainKinematics, cost_function, error_function
-from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
+from ik_node.solvers.geometry.residuals import ChainKinematics, cost_function, error_function
+from ik_node.solvers.numerics.dls_settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.damped_jacobian.starts import (NEAR_SEED_RADII, RestartDraws,
                                                     near_candidates, restart_candidates)
 from ik_node.solvers.damped_jacobian.transpose import solve_transpose
@@ -68,10 +69,10 @@ from ik_node.solvers.damped_jacobian.tree import TreeDampedLeastSquares
 from ik_node.solvers.numerics.null_space import centring_terms
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.hip_knee.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import STOP_STATUS, VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.reach_bound import reach_bound
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.trees.several_tips import TipTarget
 
@@ -149,8 +150,9 @@ class DampedJacobianSolver(Solver):
             max=10_000),
     }
 
-    def __init__(self, chain: Chain, params=None):
-        super().__init__(chain, params)
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None,
+                 parts: Optional[SolverParts] = None):
+        super().__init__(chain, params, parts)
         self._reach = reach_bound(chain)
         self._low: List[float] = chain.lower.tolist()
         self._high: List[float] = chain.upper.tolist()
@@ -271,20 +273,22 @@ class DampedJacobianSolver(Solver):
             if not orientation:
                 good_enough = bound + tolerance
         budget = Budget(self._timeout)
-        first = run.descend(q_seed_list, floor, good_enough, 0, -1, budget, near=None,
-                            pull=True)
-        result = self._from_first(first, run, budget, p_list, R_target, q_seed_list,
+        first = run.descend(compiled.DescentStart(q_seed_list, floor, good_enough, near=None,
+                                                  pull=True), budget)
+        result = self._from_first((first, run, budget), p_list, R_target, q_seed_list,
                                   min_residual, gap, start)
         if self._collision is None:
             return result
         return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
 
-    def _from_first(self, first: tuple, run: compiled.DescentRun, budget: Budget,
-                    p_list: List[float], R_target: Optional[np.ndarray], q_seed_list: List[float],
+    def _from_first(self, seed_descent: tuple, p_list: List[float],
+                    R_target: Optional[np.ndarray], q_seed_list: List[float],
                     min_residual: Optional[float], gap: float, start: float) -> IkResult:
-        """The result of a solve whose seed's descent ended with ``first`` (what
-        :meth:`.compiled.DescentRun.descend` returns): that descent's answer, or the solve gone
-        on from it as :meth:`_solve_dls`; before the collision check."""
+        """The result of a solve whose seed's descent ended as ``seed_descent`` says: ``(first,
+        run, budget)``, ``first`` what :meth:`.compiled.DescentRun.descend` returned on the
+        :class:`.compiled.DescentRun` ``run``: that descent's answer, or the solve gone on from
+        it as :meth:`_solve_dls`; before the collision check."""
+        first, run, _ = seed_descent
         if first[0] == compiled.CONVERGED:  # the common case: the seed's descent reached it
             raw = RawSolution(first[1].tolist(), IkStatus.CONVERGED, first[2],
                               min_residual=min_residual, message='converged after 0 restarts',
@@ -295,8 +299,7 @@ class DampedJacobianSolver(Solver):
                 functools.partial(self._descent.evaluator, p_target, R_target),
                 functools.partial(cost_function, self._pose, p_target, R_target,
                                   self.params['orientation_weight']),
-                q_seed_list, R_target is not None, min_residual, p_target, R_target, gap,
-                first=(first, run, budget))
+                q_seed_list, min_residual, p_target, R_target, gap, first=seed_descent)
             if raw.min_residual is None or (min_residual is not None and
                                             min_residual > raw.min_residual):
                 raw.min_residual = min_residual
@@ -310,8 +313,7 @@ class DampedJacobianSolver(Solver):
         anything else, and any input that call does not take, goes through
         :meth:`Solver.solve`."""
         if self._first is not None and targets is None and target_position is not None and \
-                self._collision is None and (target_orientation is not None or
-                                             self._first_position):
+                (target_orientation is not None or self._first_position):
             result = self._first_pose(target_position, target_orientation, seed)
             if result is not None:
                 return result
@@ -345,17 +347,33 @@ class DampedJacobianSolver(Solver):
             position_error, angle_error = run.errors()
             if position_error <= self._tol_p and (angle_error is None or
                                                   angle_error <= self._tol_r):
-                return new_result(
+                result = new_result(
                     joint_positions=run.q.copy(), joint_names=self._joint_names,
                     reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
                     orientation_error=angle_error, min_residual=None,
                     iterations=run.iterations(), solve_time=time.perf_counter() - start,
                     message='converged after 0 restarts', orientation_ignored=False,
                     history=None, tips=None, best_found=False)
+                guard = self._collision
+                if guard is None:
+                    return result
+                if guard.checker.is_free(result.joint_positions):  # the common case: free
+                    return timed(result, start)
+                return guard.repair(self, result, position.tolist(), self._rotation_of(run),
+                                    self._seed_values(seed_vector), start)
         budget = Budget(self._timeout, start)
-        R_target = run.target[3:].reshape(3, 3).copy() if run.with_orientation else None
-        return self._from_first(run.go_on(code, budget), run, budget, position.tolist(),
-                                R_target, self._seed_values(seed_vector), None, gap, start)
+        R_target = self._rotation_of(run)
+        p_list, q_seed_list = position.tolist(), self._seed_values(seed_vector)
+        result = self._from_first((run.go_on(code, budget), run, budget), p_list, R_target,
+                                  q_seed_list, None, gap, start)
+        if self._collision is None:
+            return result
+        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
+
+    @staticmethod
+    def _rotation_of(run) -> Optional[np.ndarray]:
+        """The target rotation (3x3) of a compiled run, or None for a position target."""
+        return run.target[3:].reshape(3, 3).copy() if run.with_orientation else None
 
     def _solve(self, p_target: np.ndarray, R_target: Optional[np.ndarray],
                q_seed: np.ndarray) -> RawSolution:
@@ -384,8 +402,7 @@ class DampedJacobianSolver(Solver):
             raw = self._solve_dls(functools.partial(evaluator, p_target, R_target),
                                   functools.partial(cost_function, self._pose, p_target,
                                                     R_target, params['orientation_weight']),
-                                  q_seed.tolist(), R_target is not None, min_residual,
-                                  p_target, R_target, reach_gap)
+                                  q_seed.tolist(), min_residual, p_target, R_target, reach_gap)
         if raw.min_residual is None or (min_residual is not None and
                                         min_residual > raw.min_residual):
             raw.min_residual = min_residual  # (a leg's closed form may prove more)
@@ -393,15 +410,14 @@ class DampedJacobianSolver(Solver):
 
     def _error_function(self, p_target: np.ndarray, R_target: Optional[np.ndarray]
                         ) -> Callable:
-        """See :func:`~ik_node.solvers.damped_jacobian.residuals.error_function`."""
+        """See :func:`~ik_node.solvers.geometry.residuals.error_function`."""
         return error_function(self._pose_jacobian, self._position_jacobian, p_target, R_target,
                               self.params['orientation_weight'])
 
     def _solve_dls(self, evaluator: Callable, make_cost_function: Callable, q: List[float],
-                   with_orientation: bool, min_residual: Optional[float],
-                   p_target: np.ndarray, R_target: Optional[np.ndarray] = None,
-                   reach_gap: Optional[float] = None, first: Optional[tuple] = None
-                   ) -> RawSolution:
+                   min_residual: Optional[float], p_target: np.ndarray,
+                   R_target: Optional[np.ndarray] = None, reach_gap: Optional[float] = None,
+                   first: Optional[tuple] = None) -> RawSolution:
         """Descents from ``q``, then from random restarts; ``make_cost_function()`` gives the
         ``cost(q)`` that ranks restart candidates and, with ``first_start: lower_cost``, the seed
         against the mid configuration (built when first needed). ``evaluator`` is the
@@ -413,6 +429,7 @@ class DampedJacobianSolver(Solver):
         known (else asked where it matters). ``first``: ``(outcome, run, budget)`` of the seed's
         compiled descent already run (:meth:`_solve_values`): the solve goes on from it."""
         params = self.params
+        with_orientation = R_target is not None
         if reach_gap is None:
             reach_gap = self._closest.reach_gap
         else:
@@ -492,14 +509,17 @@ class DampedJacobianSolver(Solver):
                     decide_at = min(decide_at, check_after - 1, 1 if restarts <= 1 else decide_at)
                 low, span, _ = self._restart_box
                 end, q, iterations, last_blocked, near, restarts, draws = run.descend_restarts(
-                    q, floor, good_enough, iterations, last_blocked, budget, keep_best, restarts,
-                    decide_at, self._draws, low, span, draws)
+                    compiled.DescentStart(q, floor, good_enough, iterations, last_blocked,
+                                          keep_best=keep_best),
+                    budget, compiled.RestartPlan(restarts, decide_at, self._draws, low, span,
+                                                 draws))
                 if end != compiled.CONVERGED and end != GOOD_ENOUGH:  # (those return q)
                     best_q = run.best_q.tolist()
             elif run is not None:
                 end, q, iterations, last_blocked, near = run.descend(
-                    q, floor, good_enough, iterations, last_blocked, budget, near=near,
-                    pull=first_descent, keep_best=keep_best)
+                    compiled.DescentStart(q, floor, good_enough, iterations, last_blocked,
+                                          near=near, pull=first_descent, keep_best=keep_best),
+                    budget)
                 if end != compiled.CONVERGED and end != GOOD_ENOUGH:  # (those return q)
                     best_q = run.best_q.tolist()
             else:
@@ -596,7 +616,7 @@ class DampedJacobianSolver(Solver):
                       history: Optional[List[float]]) -> RawSolution:
         """The closest-pose search (:mod:`ik_node.solvers.out_of_reach.closest_pose`) from ``q``,
         within what is left of the solve's time, iterations and restarts."""
-        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+        if self._exact is not None:  # a leg: its closed form (hip_knee.exact_leg)
             raw = self._exact.closest(p_target.tolist(), list(q))
             raw.iterations += iterations
             raw.history = history
@@ -625,7 +645,7 @@ class DampedJacobianSolver(Solver):
     # ------------------------------------------------------------------------------ helpers
     def _min_residual(self, p_target: np.ndarray) -> Optional[float]:
         """A proven lower bound on the position error [m] when positive, else None (see
-        :class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`)."""
+        :class:`~ik_node.solvers.geometry.reach_bound.ReachBound`)."""
         if self._reach is None:
             return None
         gap = self._reach.lower_bound(p_target.tolist())

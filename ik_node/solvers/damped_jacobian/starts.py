@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
+from ik_node.solvers.numerics.dls_settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
 
 #: A stream's stuck solve starts its next descents near the seed, within these radii [rad or m]
 #: (each the lowest-cost of RESTART_CANDIDATES), before the mid or a random configuration.

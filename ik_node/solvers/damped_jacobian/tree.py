@@ -20,7 +20,7 @@ Each tip's pose and Jacobian come from the generated kinematics of its own seria
 several times cheaper than the numpy tree.
 
 Out of reach: each tip whose path is revolute has a proven bound (its
-:class:`~ik_node.solvers.out_of_reach.reach_bound.ReachBound`). Progress is measured above the
+:class:`~ik_node.solvers.geometry.reach_bound.ReachBound`). Progress is measured above the
 floor ``sum_k w_k^2 r_k^2``; with position targets only, a configuration whose every tip is
 within tolerance of its bound is as close as the targets allow (status ``unreachable``); when a
 tip's bound exceeds the tolerance no descent can converge, and the best of two descents is
@@ -41,16 +41,16 @@ from ik_node.model.chain import Chain
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN as _LAMBDA_DOWN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MAX as _LAMBDA_MAX
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_MIN as _LAMBDA_MIN
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_UP as _LAMBDA_UP
-from ik_node.solvers.damped_jacobian.settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
-from ik_node.solvers.damped_jacobian.settings import STALL_FACTOR as _STALL_FACTOR
-from ik_node.solvers.damped_jacobian.settings import STALL_ITERATIONS as _STALL_ITERATIONS
-from ik_node.solvers.damped_jacobian.settings import \
+from ik_node.solvers.numerics.dls_settings import LAMBDA_DOWN as _LAMBDA_DOWN
+from ik_node.solvers.numerics.dls_settings import LAMBDA_MAX as _LAMBDA_MAX
+from ik_node.solvers.numerics.dls_settings import LAMBDA_MIN as _LAMBDA_MIN
+from ik_node.solvers.numerics.dls_settings import LAMBDA_UP as _LAMBDA_UP
+from ik_node.solvers.numerics.dls_settings import RESTART_CANDIDATES as _RESTART_CANDIDATES
+from ik_node.solvers.numerics.dls_settings import STALL_FACTOR as _STALL_FACTOR
+from ik_node.solvers.numerics.dls_settings import STALL_ITERATIONS as _STALL_ITERATIONS
+from ik_node.solvers.numerics.dls_settings import \
     STALL_ITERATIONS_BLOCKED as _STALL_ITERATIONS_BLOCKED
-from ik_node.solvers.damped_jacobian.settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
+from ik_node.solvers.numerics.dls_settings import TOLERANCE_MARGIN as _TOLERANCE_MARGIN
 from ik_node.solvers.results import IkStatus, RawSolution
 from ik_node.solvers.trees.several_tips import TipTarget
 from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priority,

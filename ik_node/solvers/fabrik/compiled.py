@@ -32,11 +32,12 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
                                               EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
                                               POLISH_DAMPING_MIN, POLISH_RATIO,
@@ -46,7 +47,7 @@ from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
 from ik_node.solvers.fabrik.serial import NULL_SPACE_DAMPING, SerialFabrik
 from ik_node.solvers.numerics.budget import StepPace
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
-from ik_node.solvers.numerics.small_matrix import mat_mul, mat_vec, vec_mat
+from ik_node.solvers.numerics.small_matrix import mat_vec, vec_mat
 
 # What a call of the kernel returns.
 DONE = 0        # the run ended (converged, stalled or out of iterations): see the state
@@ -57,9 +58,9 @@ FAILED = 2      # a polish system not positive definite: the Python passes run i
 _R_TP = 0       # 9: the joint's q = 0 rotation in its parent's frame, row-major
 _T_TP = 9       # 3: its origin in the parent's frame [m]
 _AXIS = 12      # 3: its hinge axis (joint frame)
-_AAT = 15       # 9: Rodrigues' terms: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x
-_I_AAT = 24     # 9
-_K = 33         # 9
+_AAT = fk.AAT      # 9: Rodrigues' terms: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x
+_I_AAT = fk.I_AAT  # 9
+_K = fk.K          # 9
 (_LOWER, _UPPER, _FIT, _W_PERP) = range(42, 46)  # limits [rad]; the fit; _W_PERP: 3 columns
 _W_CROSS = 48   # 3
 (_CENTRED, _MIDDLE, _INVERSE_HALF) = range(51, 54)  # the pull's terms (centring_terms)
@@ -69,10 +70,6 @@ BONES = 0.0         # its child bone's direction
 CHILD_AND_TIP = 1.0  # 'points': its child joint and the tip
 TIP_ONLY = 2.0      # 'points': the tip
 
-# Entries of the settings array.
-(_TOLERANCE, _MAX_ITERATIONS, _MIN_IMPROVEMENT, _STALL_ITERATIONS, _EXTRAPOLATE, _POLISH,
- _NULL_GAIN, _STRETCH, _STUCK_ENDS) = range(9)
-_SETTINGS = 9
 # Entries of the state array kept between calls (then the bone lengths, n + 1 of them).
 (_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
  _STALLED, _CONVERGED, _POLISH_AFTER, _PULL) = range(11)
@@ -80,6 +77,21 @@ _STATE = 11
 
 #: Iterations per kernel call between two looks at the clock.
 CHUNK = 16
+
+
+class PassSettings(NamedTuple):
+    """The settings of a run of the compiled passes (:class:`.iteration.FabrikSettings` and
+    the problem's flags): every field a float, so that numba types the tuple once."""
+
+    tolerance: float = 0.0          # [m]
+    max_iterations: float = 0.0
+    min_improvement: float = 0.0    # [m]
+    stall_iterations: float = 0.0
+    extrapolate: float = 0.0        # 1.0: extrapolate a linear sequence of iterates
+    polish: float = 0.0             # polish steps (0: none)
+    null_gain: float = 0.0          # the pull away from the limits near a stream's seed
+    stretch: float = 0.0            # 1.0: the first iteration lays the chain straight
+    stuck_ends: float = 0.0         # 1.0: a stuck polish ends the run
 
 
 def available() -> bool:
@@ -93,49 +105,9 @@ def _scratch_size(n):
 
 
 # ------------------------------------------------------------------------ the kernel (numba)
-def _load9(M, i):
-    """Row ``i`` of ``M`` as a 9-tuple."""
-    return (M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5], M[i, 6], M[i, 7], M[i, 8])
-
-
-def _zero_frame(model, i, x, R):
-    """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent's (SerialFabrik:
-    the first lines of ``_joint`` and ``backward``)."""
-    m = model[i]
-    R_tp = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-    if i == 0:
-        return R_tp, (m[9], m[10], m[11])
-    R_parent = _load9(R, i - 1)
-    ox, oy, oz = mat_vec(R_parent, (m[9], m[10], m[11]))
-    return mat_mul(R_parent, R_tp), (x[i - 1, 0] + ox, x[i - 1, 1] + oy, x[i - 1, 2] + oz)
-
-
-def _turned(model, i, R0, q_i):
-    """Joint i's rotation at ``q_i`` from its q = 0 rotation ``R0`` (Rodrigues)."""
-    m = model[i]
-    c, s = math.cos(q_i), math.sin(q_i)
-    return mat_mul(R0, (
-        m[_AAT] + c * m[_I_AAT] + s * m[_K],
-        m[_AAT + 1] + c * m[_I_AAT + 1] + s * m[_K + 1],
-        m[_AAT + 2] + c * m[_I_AAT + 2] + s * m[_K + 2],
-        m[_AAT + 3] + c * m[_I_AAT + 3] + s * m[_K + 3],
-        m[_AAT + 4] + c * m[_I_AAT + 4] + s * m[_K + 4],
-        m[_AAT + 5] + c * m[_I_AAT + 5] + s * m[_K + 5],
-        m[_AAT + 6] + c * m[_I_AAT + 6] + s * m[_K + 6],
-        m[_AAT + 7] + c * m[_I_AAT + 7] + s * m[_K + 7],
-        m[_AAT + 8] + c * m[_I_AAT + 8] + s * m[_K + 8]))
-
-
-def _place(i, Ri, xi, x, R):
-    """Store joint i's rotation and origin."""
-    for k in range(9):
-        R[i, k] = Ri[k]
-    x[i, 0], x[i, 1], x[i, 2] = xi[0], xi[1], xi[2]
-
-
 def _place_tip(model, n, x, R):
     """The tip's position x[n] from the last joint's frame."""
-    ox, oy, oz = mat_vec(_load9(R, n - 1), (model[n, _T_TP], model[n, _T_TP + 1],
+    ox, oy, oz = mat_vec(fk.load9(R, n - 1), (model[n, _T_TP], model[n, _T_TP + 1],
                                             model[n, _T_TP + 2]))
     x[n, 0], x[n, 1], x[n, 2] = x[n - 1, 0] + ox, x[n - 1, 1] + oy, x[n - 1, 2] + oz
 
@@ -143,8 +115,8 @@ def _place_tip(model, n, x, R):
 def _rebuild(model, n, q, x, R):
     """Node positions ``x`` and joint rotations ``R``: FK of ``q`` (SerialFabrik.rebuild)."""
     for i in range(n):
-        R0, xi = _zero_frame(model, i, x, R)
-        _place(i, _turned(model, i, R0, q[i]), xi, x, R)
+        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
+        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
     _place_tip(model, n, x, R)
 
 
@@ -199,11 +171,14 @@ def _forward(n, x, L, target, P):
         P[u, 0], P[u, 1], P[u, 2] = px + dx * f, py + dy * f, pz + dz * f
 
 
-def _fit_points(model, n, i, first, every, R0, xi, q, x, R, P):
+def _fit_points(model, n, i, first, every, frame, nodes, P):
     """Joint i's angle moving nodes (rigidly, at their old ``x``) onto ``P``: every node below
     it with ``every``, else ``first`` and the tip (SerialFabrik._fit_points); False when they
-    are all on the axis."""
-    Ri = _load9(R, i)
+    are all on the axis. ``frame``: the joint's ``(R0, x_i)`` (:func:`fk.zero_frame`);
+    ``nodes``: ``(q, x, R)``, the configuration and its node positions and rotations."""
+    R0, xi = frame
+    q, x, R = nodes
+    Ri = fk.load9(R, i)
     m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for v in range(i + 1, n + 1):
         if not (every or v == first or v == n):
@@ -236,7 +211,7 @@ def _backward(model, n, q, x, R, P):
     """The backward pass (SerialFabrik.backward): from the base, fit each joint's angle,
     clamp it, rebuild (in place)."""
     for i in range(n):
-        R0, xi = _zero_frame(model, i, x, R)
+        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
         fit = model[i, _FIT]
         if fit == BONES:
             bx, by, bz = vec_mat((P[i + 1, 0] - xi[0], P[i + 1, 1] - xi[1],
@@ -250,10 +225,10 @@ def _backward(model, n, q, x, R, P):
                                         model[i, _UPPER])
         else:
             first = i + 1 if fit == CHILD_AND_TIP else n
-            fitted = _fit_points(model, n, i, first, False, R0, xi, q, x, R, P)
+            fitted = _fit_points(model, n, i, first, False, (R0, xi), (q, x, R), P)
         if not fitted:  # every node below
-            _fit_points(model, n, i, i + 1, True, R0, xi, q, x, R, P)
-        _place(i, _turned(model, i, R0, q[i]), xi, x, R)
+            _fit_points(model, n, i, i + 1, True, (R0, xi), (q, x, R), P)
+        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
     _place_tip(model, n, x, R)
 
 
@@ -320,11 +295,16 @@ def _damped_step(cols, free, ex, ey, ez, damping, out):
     return True
 
 
-def _polish(model, n, q, x, R, target, steps, pull, tolerance, x_try, R_try, q_try, cols, dq,
-            free, d, r):
+def _polish(model, n, nodes, target, step, trial, work):
     """Up to ``steps`` damped least-squares steps on the tip's position Jacobian, the first
     with the pull ``pull`` along the self-motion (SerialPasses.polish); the number taken, or
-    -1 where the Python polish raises."""
+    -1 where the Python polish raises. ``nodes``: ``(q, x, R)`` (updated in place); ``step``:
+    ``(steps, pull, tolerance)``; ``trial``: ``(x_try, R_try, q_try)``; ``work``: ``(cols, dq,
+    free, d, r)``."""
+    q, x, R = nodes
+    steps, pull, tolerance = step
+    x_try, R_try, q_try = trial
+    cols, dq, free, d, r = work
     tx, ty, tz = target[0], target[1], target[2]
     ex, ey, ez = tx - x[n, 0], ty - x[n, 1], tz - x[n, 2]
     obj = ex * ex + ey * ey + ez * ez
@@ -332,7 +312,7 @@ def _polish(model, n, q, x, R, target, steps, pull, tolerance, x_try, R_try, q_t
     while taken < steps:
         taken += 1
         for i in range(n):
-            ax, ay, az = mat_vec(_load9(R, i), (model[i, _AXIS], model[i, _AXIS + 1],
+            ax, ay, az = mat_vec(fk.load9(R, i), (model[i, _AXIS], model[i, _AXIS + 1],
                                                 model[i, _AXIS + 2]))
             rx, ry, rz = x[n, 0] - x[i, 0], x[n, 1] - x[i, 1], x[n, 2] - x[i, 2]
             cols[i, 0] = ay * rz - az * ry
@@ -425,11 +405,11 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
     d = scratch[start + 4 * n:start + 5 * n]
     r = scratch[start + 5 * n:start + 6 * n]
     L = state[_STATE:_STATE + n + 1]
-    tolerance, min_improvement = settings[_TOLERANCE], settings[_MIN_IMPROVEMENT]
-    max_iterations = int(settings[_MAX_ITERATIONS])
-    stall_iterations, polish = int(settings[_STALL_ITERATIONS]), int(settings[_POLISH])
-    extrapolate, stretching = settings[_EXTRAPOLATE] != 0.0, settings[_STRETCH] != 0.0
-    stuck_ends = settings[_STUCK_ENDS] != 0.0
+    tolerance, min_improvement = settings.tolerance, settings.min_improvement
+    max_iterations = int(settings.max_iterations)
+    stall_iterations, polish = int(settings.stall_iterations), int(settings.polish)
+    extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
+    stuck_ends = settings.stuck_ends != 0.0
     _rebuild(model, n, q, x, R)  # (x and R are always FK of q)
     if state[_BEGUN] == 0.0:
         L[0] = 0.0
@@ -437,7 +417,7 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
             dx, dy, dz = x[v, 0] - x[v - 1, 0], x[v, 1] - x[v - 1, 1], x[v, 2] - x[v - 1, 2]
             L[v] = math.sqrt(dx * dx + dy * dy + dz * dz)
         obj = _error(x, n, target)
-        state[_PULL] = settings[_NULL_GAIN] * obj if obj <= STREAM_ERROR_M else 0.0
+        state[_PULL] = settings.null_gain * obj if obj <= STREAM_ERROR_M else 0.0
         best_q[:] = q
         state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
         state[_SINCE_PROGRESS] = state[_ITERATIONS] = state[_STALLED] = 0.0
@@ -480,8 +460,9 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
                     obj = obj_try
         if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                 obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
-            taken = _polish(model, n, q, x, R, target, min(polish, max_iterations - iterations),
-                            pull, tolerance, x_try, R_try, q_try, cols, dq, free, d, r)
+            taken = _polish(model, n, (q, x, R), target,
+                            (min(polish, max_iterations - iterations), pull, tolerance),
+                            (x_try, R_try, q_try), (cols, dq, free, d, r))
             if taken < 0:
                 return FAILED
             pull = 0.0
@@ -524,15 +505,16 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('mat_mul', 'mat_vec', 'vec_mat', '_load9', '_zero_frame', '_turned', '_place',
-            '_place_tip', '_rebuild', '_error', '_clip', '_remainder', '_angle_in_limits',
-            '_forward', '_fit_points', '_backward', '_stretch', '_damped_step', '_polish')
+_HELPERS = ('mat_vec', 'vec_mat', '_place_tip', '_rebuild', '_error', '_clip', '_remainder',
+            '_angle_in_limits', '_forward', '_fit_points', '_backward', '_stretch', '_damped_step',
+            '_polish')
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        fk.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_fabrik',))['_run_fabrik']
         _exercise(kernel)
         _KERNELS['run'] = kernel
@@ -558,17 +540,15 @@ def _exercise(kernel) -> None:
         model[i, _FIT] = (CHILD_AND_TIP, TIP_ONLY, BONES, BONES)[i]
         model[i, _W_PERP], model[i, _W_CROSS + 1] = 0.2, 0.2
         model[i, _CENTRED], model[i, _INVERSE_HALF] = 1.0, 0.5
-    settings = np.zeros(_SETTINGS)
-    settings[_TOLERANCE], settings[_MAX_ITERATIONS], settings[_MIN_IMPROVEMENT] = 1e-5, 20, 1e-9
-    settings[_STALL_ITERATIONS], settings[_EXTRAPOLATE], settings[_POLISH] = 5, 1.0, 10
-    settings[_NULL_GAIN], settings[_STUCK_ENDS] = 0.5, 1.0
+    settings = PassSettings(tolerance=1e-5, max_iterations=20.0, min_improvement=1e-9,
+                            stall_iterations=5.0, extrapolate=1.0, polish=10.0, null_gain=0.5,
+                            stuck_ends=1.0)
     state = np.zeros(_STATE + n + 1)
     scratch = np.zeros(_scratch_size(n))
     for stretch, target in ((0.0, (0.5, 0.3, 0.1)), (1.0, (2.0, 0.0, 0.0))):
-        settings[_STRETCH] = stretch
         state[_BEGUN] = 0.0
-        kernel(model, settings, np.array(target), np.full(n, 0.1), np.zeros(n), state,
-               scratch, CHUNK)
+        kernel(model, settings._replace(stretch=stretch), np.array(target), np.full(n, 0.1),
+               np.zeros(n), state, scratch, CHUNK)
 
 
 def model_of(fabrik: SerialFabrik) -> np.ndarray:
@@ -643,19 +623,15 @@ class CompiledFabrik:
         arrays = getattr(self._runs, 'arrays', None)
         if arrays is None:
             n = self.n
-            arrays = self._runs.arrays = (np.zeros(_SETTINGS), np.zeros(3), np.zeros(n),
-                                          np.zeros(n), np.zeros(_STATE + n + 1),
-                                          np.zeros(_scratch_size(n)))
-        values, target, q, best_q, state, scratch = arrays
-        values[_TOLERANCE] = settings.tolerance
-        values[_MAX_ITERATIONS] = settings.max_iterations
-        values[_MIN_IMPROVEMENT] = settings.min_improvement
-        values[_STALL_ITERATIONS] = settings.stall_iterations
-        values[_EXTRAPOLATE] = float(settings.extrapolate)
-        values[_POLISH] = settings.polish
-        values[_NULL_GAIN] = settings.null_space_gain
-        values[_STRETCH] = float(problem.stretch_tip is not None)
-        values[_STUCK_ENDS] = float(problem.restarts > 0 or problem.stop_when_stuck)
+            arrays = self._runs.arrays = (np.zeros(3), np.zeros(n), np.zeros(n),
+                                          np.zeros(_STATE + n + 1), np.zeros(_scratch_size(n)))
+        target, q, best_q, state, scratch = arrays
+        values = PassSettings(
+            float(settings.tolerance), float(settings.max_iterations),
+            float(settings.min_improvement), float(settings.stall_iterations),
+            float(settings.extrapolate), float(settings.polish), float(settings.null_space_gain),
+            float(problem.stretch_tip is not None),
+            float(problem.restarts > 0 or problem.stop_when_stuck))
         target[:] = problem.targets[0]
         q[:] = problem.q_seed
         state[_BEGUN] = state[_ITERATIONS] = 0.0

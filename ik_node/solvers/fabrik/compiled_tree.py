@@ -39,6 +39,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.fabrik import compiled as serial
 from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
                                               EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
@@ -59,10 +60,6 @@ _COLUMNS = 45
 # How a joint fits its angle in the backward pass (TreePlan.align).
 NO_FIT, BONES, POINTS = 0, 1, 2
 
-# Entries of the settings array.
-(_TOLERANCE, _MAX_ITERATIONS, _MIN_IMPROVEMENT, _STALL_ITERATIONS, _EXTRAPOLATE, _POLISH,
- _STRETCH, _STOP_WHEN_STUCK) = range(8)
-_SETTINGS = 8
 # Entries of the state array kept between calls.
 (_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
  _STALLED, _CONVERGED, _POLISH_AFTER, _RESTARTS, _RESTARTED) = range(12)
@@ -75,28 +72,15 @@ def available() -> bool:
 
 
 # ------------------------------------------------------------------------ the kernel (numba)
-def _frame0(geometry, parent, i, x, R):
-    """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent's frame."""
-    m = geometry[i]
-    R_tp = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-    t = (m[_T_TP], m[_T_TP + 1], m[_T_TP + 2])
-    p = parent[i]
-    if p < 0:
-        return R_tp, t
-    R_parent = serial._load9(R, p)
-    ox, oy, oz = serial.mat_vec(R_parent, t)
-    return serial.mat_mul(R_parent, R_tp), (x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz)
-
-
 def _place(geometry, parent, i, q, x, R):
     """Joint i's rotation and origin at ``q[i]`` (FabrikTree.place)."""
-    R0, xi = _frame0(geometry, parent, i, x, R)
+    R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
     if geometry[i, _REVOLUTE] != 0.0:
-        serial._place(i, serial._turned(geometry, i, R0, q[i]), xi, x, R)
+        fk.place(i, fk.turned(geometry, i, R0, q[i]), xi, x, R)
     else:
         ax, ay, az = serial.mat_vec(R0, (geometry[i, _AXIS], geometry[i, _AXIS + 1],
                                          geometry[i, _AXIS + 2]))
-        serial._place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
+        fk.place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
 
 
 def _place_tips(parent, t_tip, x, R):
@@ -108,7 +92,7 @@ def _place_tips(parent, t_tip, x, R):
         if p < 0:
             x[n + k, 0], x[n + k, 1], x[n + k, 2] = t[0], t[1], t[2]
         else:
-            ox, oy, oz = serial.mat_vec(serial._load9(R, p), t)
+            ox, oy, oz = serial.mat_vec(fk.load9(R, p), t)
             x[n + k, 0], x[n + k, 1], x[n + k, 2] = x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz
 
 
@@ -163,12 +147,15 @@ def _forward(plan_ints, plan_floats, x, L, targets, P):
         P[u, 0], P[u, 1], P[u, 2] = px, py, pz
 
 
-def _fit_points(geometry, nodes, fit_weight, i, R0, xi, q, x, R, P):
+def _fit_points(geometry, nodes, fit_weight, i, frame, config, P):
     """Joint i's angle moving ``nodes`` (rigidly, at their old ``x``) onto ``P``
-    (TreePasses.fit_points); False when there are none or all are on the axis."""
+    (TreePasses.fit_points); False when there are none or all are on the axis. ``frame``: the
+    joint's ``(R0, x_i)``; ``config``: ``(q, x, R)``."""
+    R0, xi = frame
+    q, x, R = config
     if nodes.shape[0] == 0:
         return False
-    Ri = serial._load9(R, i)
+    Ri = fk.load9(R, i)
     m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for j in range(nodes.shape[0]):
         v = nodes[j]
@@ -198,16 +185,18 @@ def _fit_points(geometry, nodes, fit_weight, i, R0, xi, q, x, R, P):
     return True
 
 
-def _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P):
+def _backward(tree, q, x, R, P):
     """The backward pass (TreePasses.backward): from the base, fit each moving joint's angle,
-    clamp it, rebuild (in place)."""
+    clamp it, rebuild (in place). ``tree``: ``(geometry, parent, t_tip, plan_ints,
+    plan_floats)``, the tree and the plan of its targeted tips."""
+    geometry, parent, t_tip, plan_ints, plan_floats = tree
     kind, a_start, a_nodes = plan_ints[4], plan_ints[5], plan_ints[6]
     fb_start, fb_nodes = plan_ints[7], plan_ints[8]
     fit_weight, perp, cross = plan_floats[0], plan_floats[2], plan_floats[3]
     for i in range(R.shape[0]):
         fit = kind[i]
         if fit != NO_FIT:
-            R0, xi = _frame0(geometry, parent, i, x, R)
+            R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
             if fit == BONES:
                 s = c = 0.0
                 for j in range(a_start[i], a_start[i + 1]):
@@ -226,18 +215,18 @@ def _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P):
                                                    geometry[i, _LOWER], geometry[i, _UPPER])
             else:
                 fitted = _fit_points(geometry, a_nodes[a_start[i]:a_start[i + 1]], fit_weight,
-                                     i, R0, xi, q, x, R, P)
+                                     i, (R0, xi), (q, x, R), P)
             if not fitted:
-                _fit_points(geometry, fb_nodes[fb_start[i]:fb_start[i + 1]], fit_weight, i, R0,
-                            xi, q, x, R, P)
+                _fit_points(geometry, fb_nodes[fb_start[i]:fb_start[i + 1]], fit_weight, i,
+                            (R0, xi), (q, x, R), P)
         _place(geometry, parent, i, q, x, R)
     _place_tips(parent, t_tip, x, R)
 
 
-def _stretch(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, L, target, P):
+def _stretch(tree, q, x, R, L, target, P):
     """The backward pass with the first targeted tip's path laid straight from its first
-    joint to ``target`` (TreePasses.stretch)."""
-    path = plan_ints[13]
+    joint to ``target`` (TreePasses.stretch); ``tree`` as :func:`_backward`'s."""
+    path = tree[3][13]
     first = path[0]
     ox, oy, oz = x[first, 0], x[first, 1], x[first, 2]
     dx, dy, dz = target[0] - ox, target[1] - oy, target[2] - oz
@@ -249,7 +238,7 @@ def _stretch(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, L, target
         total += L[v]
         reach = total - L[first]
         P[v, 0], P[v, 1], P[v, 2] = ox + reach * dx, oy + reach * dy, oz + reach * dz
-    _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P)
+    _backward(tree, q, x, R, P)
 
 
 def _solve(G, g, m, out):
@@ -280,10 +269,15 @@ def _solve(G, g, m, out):
     return True
 
 
-def _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets, steps, tolerance,
-            x_try, R_try, q_try, err):
+def _polish(tree, config, targets, step, trial):
     """Up to ``steps`` damped least-squares steps on the targeted tips' stacked position
-    Jacobian (TreePasses.polish); the number taken, or -1 where numpy's solve raises."""
+    Jacobian (TreePasses.polish); the number taken, or -1 where numpy's solve raises.
+    ``tree`` as :func:`_backward`'s; ``config``: ``(q, x, R)`` (updated in place); ``step``:
+    ``(steps, tolerance)``; ``trial``: ``(x_try, R_try, q_try, err)``."""
+    geometry, parent, t_tip, plan_ints, plan_floats = tree
+    q, x, R = config
+    steps, tolerance = step
+    x_try, R_try, q_try, err = trial
     tip_nodes, cols, path_start = plan_ints[0], plan_ints[9], plan_ints[10]
     path_joints, path_cols = plan_ints[11], plan_ints[12]
     w_norm = plan_floats[4]
@@ -317,7 +311,7 @@ def _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets, s
         for c in range(C):
             i = cols[c]
             axes[c, 0], axes[c, 1], axes[c, 2] = serial.mat_vec(
-                serial._load9(R, i), (geometry[i, _AXIS], geometry[i, _AXIS + 1],
+                fk.load9(R, i), (geometry[i, _AXIS], geometry[i, _AXIS + 1],
                                       geometry[i, _AXIS + 2]))
         for k in range(T):
             v = tip_nodes[k]
@@ -401,22 +395,25 @@ def _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets, s
     return taken
 
 
-def _run_tree(geometry, parent, t_tip, plan_ints, plan_floats, settings, targets, q, best_q,
-              best_err, state, work, chunk):
+def _run_tree(tree, settings, targets, run, work, chunk):
     """FABRIK over the tree toward ``targets`` (one row per targeted tip) from ``q``:
     :func:`~.iteration.iterate` over the tree passes, at most ``chunk`` iterations more in this
     call. A first call (state ``_BEGUN`` 0) starts from ``q``; a later one goes on from the
     state it left (after RESTART, with ``_RESTARTED`` set: from the new ``q``). ``best_q`` and
     ``best_err`` are the best configuration and its tip errors (the run's answer, once DONE).
-    Returns DONE, CHUNK_DONE, RESTART or FAILED."""
+    Returns DONE, CHUNK_DONE, RESTART or FAILED. ``tree`` as :func:`_backward`'s;
+    ``settings`` a :class:`~.compiled.PassSettings`; ``run``: ``(q, best_q, best_err,
+    state)``."""
+    geometry, parent, t_tip, plan_ints, plan_floats = tree
+    q, best_q, best_err, state = run
     x, R, P, x_try, R_try = work[0], work[1], work[2], work[3], work[4]
     L, err, err_try, q_before, q_try = work[5], work[6], work[7], work[8], work[9]
     tip_nodes, w_norm = plan_ints[0], plan_floats[4]
-    tolerance, min_improvement = settings[_TOLERANCE], settings[_MIN_IMPROVEMENT]
-    max_iterations = int(settings[_MAX_ITERATIONS])
-    stall_iterations, polish = int(settings[_STALL_ITERATIONS]), int(settings[_POLISH])
-    extrapolate, stretching = settings[_EXTRAPOLATE] != 0.0, settings[_STRETCH] != 0.0
-    stop_when_stuck = settings[_STOP_WHEN_STUCK] != 0.0
+    tolerance, min_improvement = settings.tolerance, settings.min_improvement
+    max_iterations = int(settings.max_iterations)
+    stall_iterations, polish = int(settings.stall_iterations), int(settings.polish)
+    extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
+    stop_when_stuck = settings.stuck_ends != 0.0
     if state[_BEGUN] == 0.0:
         _rebuild(geometry, parent, t_tip, q, x, R)
         for v in range(x.shape[0]):
@@ -456,10 +453,10 @@ def _run_tree(geometry, parent, t_tip, plan_ints, plan_floats, settings, targets
         q_before[:] = q
         obj_before = obj
         if stretching and iterations == 1:
-            _stretch(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, L, targets[0], P)
+            _stretch(tree, q, x, R, L, targets[0], P)
         else:
             _forward(plan_ints, plan_floats, x, L, targets, P)
-            _backward(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, P)
+            _backward(tree, q, x, R, P)
         obj = _measure(x, tip_nodes, targets, w_norm, err)
         if extrapolate and 0.0 < obj < obj_before and iterations > 1:
             rho = obj / obj_before
@@ -478,9 +475,9 @@ def _run_tree(geometry, parent, t_tip, plan_ints, plan_floats, settings, targets
                     obj = obj_try
         if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                 obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
-            taken = _polish(geometry, parent, t_tip, plan_ints, plan_floats, q, x, R, targets,
-                            min(polish, max_iterations - iterations), tolerance, x_try, R_try,
-                            q_try, err_try)
+            taken = _polish(tree, (q, x, R), targets,
+                            (min(polish, max_iterations - iterations), tolerance),
+                            (x_try, R_try, q_try, err_try))
             if taken < 0:
                 return FAILED
             iterations += taken
@@ -528,7 +525,7 @@ def _run_tree(geometry, parent, t_tip, plan_ints, plan_floats, settings, targets
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('_frame0', '_place', '_place_tips', '_rebuild', '_measure', '_reached', '_forward',
+_HELPERS = ('_place', '_place_tips', '_rebuild', '_measure', '_reached', '_forward',
             '_fit_points', '_backward', '_stretch', '_solve', '_polish')
 
 
@@ -537,7 +534,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     serial kernel whose helpers it calls; :mod:`ik_node.solvers.kernels` calls it in its
     loading thread."""
     if not _KERNELS:
-        serial.compile()
+        serial.compile()  # and fk.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_tree',))['_run_tree']
         _exercise(kernel)
         _KERNELS['run'] = kernel
@@ -693,8 +690,7 @@ class CompiledTree:
             work = (np.zeros((N, 3)), np.zeros((n, 9)), np.zeros((N, 3)), np.zeros((N, 3)),
                     np.zeros((n, 9)), np.zeros(N), np.zeros(n_tips), np.zeros(n_tips),
                     np.zeros(n), np.zeros(n))
-            arrays[key] = (np.zeros(_SETTINGS), np.zeros(n), np.zeros(n), np.zeros(n_tips),
-                           np.zeros(_STATE), work)
+            arrays[key] = (np.zeros(n), np.zeros(n), np.zeros(n_tips), np.zeros(_STATE), work)
         return arrays[key]
 
     def run(self, problem: FabrikProblem, settings: FabrikSettings) -> Optional[FabrikRun]:
@@ -703,29 +699,29 @@ class CompiledTree:
         if settings.record_history or not self.ready():
             return None
         ints, floats, moving = self._plan(problem.tip_indices, problem.weights)
-        values, q, best_q, best_err, state, work = self._arrays(id(ints), len(ints[0]))
-        values[_TOLERANCE] = settings.tolerance
-        values[_MAX_ITERATIONS] = settings.max_iterations if moving.any() else 0
-        values[_MIN_IMPROVEMENT] = settings.min_improvement
-        values[_STALL_ITERATIONS] = settings.stall_iterations
-        values[_EXTRAPOLATE] = float(settings.extrapolate)
-        values[_POLISH] = settings.polish
-        values[_STRETCH] = float(problem.stretch_tip is not None)
-        values[_STOP_WHEN_STUCK] = float(problem.stop_when_stuck)
+        q, best_q, best_err, state, work = self._arrays(id(ints), len(ints[0]))
+        values = serial.PassSettings(
+            tolerance=float(settings.tolerance),
+            max_iterations=float(settings.max_iterations if moving.any() else 0),
+            min_improvement=float(settings.min_improvement),
+            stall_iterations=float(settings.stall_iterations),
+            extrapolate=float(settings.extrapolate), polish=float(settings.polish),
+            stretch=float(problem.stretch_tip is not None),
+            stuck_ends=float(problem.stop_when_stuck))
         targets = np.ascontiguousarray(problem.targets, dtype=float).reshape(-1, 3)
         q[:] = problem.q_seed
         state[_BEGUN] = state[_ITERATIONS] = 0.0
         state[_RESTARTS] = problem.restarts
         kernel, deadline, rng = self._kernels['run'], problem.deadline, None
         geometry, parent, t_tip = self.geometry
+        tree, run = (geometry, parent, t_tip, ints, floats), (q, best_q, best_err, state)
         # As the Python loop, no iteration starts past the deadline, judged by the pace.
         chunk = serial.CHUNK if time.perf_counter() <= deadline else 0
         pace, timed_out = StepPace(), False
         while True:
             before = state[_ITERATIONS]
             started = time.perf_counter()
-            code = kernel(geometry, parent, t_tip, ints, floats, values, targets, q, best_q,
-                          best_err, state, work, chunk)
+            code = kernel(tree, values, targets, run, work, chunk)
             if code == RESTART:  # TreePasses.restart: the same generator, the same draws
                 if rng is None:
                     rng = np.random.default_rng(0)
@@ -740,8 +736,7 @@ class CompiledTree:
             expected = pace.expected
             if expected <= 0.0 or now + expected > deadline:
                 if code == RESTART:  # the Python loop measures the fresh start first
-                    code = kernel(geometry, parent, t_tip, ints, floats, values, targets, q,
-                                  best_q, best_err, state, work, 0)
+                    code = kernel(tree, values, targets, run, work, 0)
                 timed_out = True
                 break
             fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)

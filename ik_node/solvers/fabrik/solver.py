@@ -45,7 +45,7 @@ import numpy as np
 
 from ik_node.model.chain import Chain, chain_lengths
 from ik_node.errors import ChainError, ConfigError
-from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver
+from ik_node.solvers.base import IkStatus, ParamSpec, RawSolution, Solver, SolverParts
 from ik_node.solvers.params import FloatListSpec
 from ik_node.solvers.trees.several_tips import TipTarget
 from ik_node.solvers.trees.task_priority import (PriorityTask, solve_with_priority,
@@ -55,11 +55,11 @@ from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import (SEARCH_MAX_ITERATIONS, ClosestPose,
                                                        SearchLimits)
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
-from ik_node.solvers.out_of_reach.exact_leg import ExactLeg
+from ik_node.solvers.hip_knee.exact_leg import ExactLeg
 from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
-from ik_node.solvers.out_of_reach.reach_bound import ReachBound, reach_bound
-from ik_node.solvers.damped_jacobian.compiled_reach import CompiledReach
+from ik_node.solvers.geometry.reach_bound import ReachBound, reach_bound
+from ik_node.solvers.out_of_reach.compiled_reach import CompiledReach
 from ik_node.solvers.fabrik.compiled import CompiledFabrik
 from ik_node.solvers.fabrik.compiled_tree import CompiledTree
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
@@ -136,8 +136,9 @@ class FabrikSolver(Solver):
                              'FABRIK keeps every bone\'s length, so it would hold them at their '
                              'seed values; use damped_jacobian, which moves them')
 
-    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
-        super().__init__(chain, params)
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None,
+                 parts: Optional[SolverParts] = None):
+        super().__init__(chain, params, parts)
         weights = self.params['weights']
         if weights and len(weights) != len(chain.tip_links):
             raise ConfigError(f'parameter \'weights\' has {len(weights)} values {list(weights)}; '
@@ -333,7 +334,7 @@ class FabrikSolver(Solver):
         """The closest-pose search from ``q`` (FABRIK's best configuration, or the seed), within
         what is left of the solve's time and iterations after ``iterations`` (restarts: the
         ``restarts`` parameter)."""
-        if self._exact is not None:  # a leg: its closed form (out_of_reach.exact_leg)
+        if self._exact is not None:  # a leg: its closed form (hip_knee.exact_leg)
             raw = self._exact.closest(p_target.tolist(), q.tolist())
             raw.iterations += iterations
             raw.history = history

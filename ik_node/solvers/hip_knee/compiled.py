@@ -30,6 +30,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import planar
 from ik_node.solvers.input_checks import FLOAT64, MAX_COORDINATE_M
 from ik_node.solvers.results import IkResult, IkStatus, TipResult
 
@@ -38,7 +39,6 @@ _TWO_PI = 2.0 * math.pi
 #: planar_core's constants (a test keeps them equal).
 DEGENERATE_DISTANCE_M = 1e-9
 TIE_M = 1e-10
-LIMIT_SLACK = 1e-9
 
 # The kernel's answer.
 OK = 0
@@ -64,19 +64,6 @@ def available() -> bool:
 
 
 # ------------------------------------------------------------------------- the kernel (numba)
-def _near_angle(angle, seed, lower, upper):
-    """:func:`~ik_node.solvers.hip_knee.planar_core.near_angle`: ``(found, value)``."""
-    d = seed - angle
-    a = angle if -_PI <= d <= _PI else angle + _TWO_PI * np.rint(d / _TWO_PI)
-    if a < lower - LIMIT_SLACK:
-        a += _TWO_PI
-    elif a > upper + LIMIT_SLACK:
-        a -= _TWO_PI
-    else:
-        return True, a
-    return lower - LIMIT_SLACK <= a <= upper + LIMIT_SLACK, a
-
-
 def _bend(leg, r):
     """PlanarCore.bend: ``(gamma, q2 forward, q2 backward)``."""
     c = (r * r - leg[_L1L1_L2L2]) / leg[_TWO_L1L2]
@@ -116,19 +103,19 @@ def _solve_leg(leg, x, e1, e2, s0, s1, s2):
     phi, beta = math.atan2(e2, e1), math.atan2(m, x)
     found = False
     best = b0 = b1 = b2 = 0.0
-    ok_f, n2f = _near_angle(q2f, s2, lo2, hi2)
-    ok_b, n2b = _near_angle(q2b, s2, lo2, hi2)
+    ok_f, n2f = planar.near_angle(q2f, s2, lo2, hi2)
+    ok_b, n2b = planar.near_angle(q2b, s2, lo2, hi2)
     for plane in range(2):
         if plane == 0:
             yaw, q1f, q1b = phi - tilt, beta - psi - a1, beta + psi - a1
         else:
             yaw, q1f, q1b = phi + _PI + tilt, -beta - psi - a1, -beta + psi - a1
-        ok, q0 = _near_angle(yaw, s0, lo0, hi0)
+        ok, q0 = planar.near_angle(yaw, s0, lo0, hi0)
         if not ok:
             continue
         d0 = (q0 - s0) ** 2
         if ok_f:
-            ok, q1 = _near_angle(q1f, s1, lo1, hi1)
+            ok, q1 = planar.near_angle(q1f, s1, lo1, hi1)
             if ok:
                 rank = d0 + (q1 - s1) ** 2 + (n2f - s2) ** 2
                 if pref_f != 0.0:
@@ -136,7 +123,7 @@ def _solve_leg(leg, x, e1, e2, s0, s1, s2):
                 if not found or rank < best:
                     found, best, b0, b1, b2 = True, rank, q0, q1, n2f
         if ok_b:
-            ok, q1 = _near_angle(q1b, s1, lo1, hi1)
+            ok, q1 = planar.near_angle(q1b, s1, lo1, hi1)
             if ok:
                 rank = d0 + (q1 - s1) ** 2 + (n2b - s2) ** 2
                 if pref_b != 0.0:
@@ -175,7 +162,7 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
         miss = r - r_outer if r > r_outer else (r_inner - r if r < r_inner else 0.0)
         if miss > TIE_M:
             continue
-        ok, q0 = _near_angle(yaw, s0, lo0, hi0)
+        ok, q0 = planar.near_angle(yaw, s0, lo0, hi0)
         if not ok:
             continue
         gamma, q2f, q2b = _bend(leg, r)
@@ -189,10 +176,10 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
                 pref, q1, q2 = leg[_PREF_F], q1f, q2f
             else:
                 pref, q1, q2 = leg[_PREF_B], q1b, q2b
-            ok, n2 = _near_angle(q2, s2, lo2, hi2)
+            ok, n2 = planar.near_angle(q2, s2, lo2, hi2)
             if not ok:
                 continue
-            ok, n1 = _near_angle(q1, s1, lo1, hi1)
+            ok, n1 = planar.near_angle(q1, s1, lo1, hi1)
             if not ok:
                 continue
             dist = d0 + (n1 - s1) ** 2 + (n2 - s2) ** 2
@@ -299,14 +286,14 @@ def _solve_legs(model, P, targeted, seed, q, errors):
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('_near_angle', '_bend', '_thigh_offset', '_solve_leg', '_solve_offset_leg',
-            '_foot_error', '_clip')
+_HELPERS = ('_bend', '_thigh_offset', '_solve_leg', '_solve_offset_leg', '_foot_error', '_clip')
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        planar.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_solve_legs',))['_solve_legs']
         _exercise(kernel)
         nearest = kernels.jitted(globals(), _NEAREST_HELPERS,
@@ -537,20 +524,6 @@ def nearest_offset_leg():
     return _KERNELS.get('nearest_offset_leg') if kernels.ready() else None
 
 
-def _clamp_on_circle(angle, seed, lower, upper):
-    """:func:`~ik_node.solvers.hip_knee.planar_core.clamp_on_circle`."""
-    found, a = _near_angle(angle, seed, lower, upper)
-    if found:
-        return a
-    d = angle - lower
-    d_lower = abs(d - _TWO_PI * np.rint(d / _TWO_PI))
-    d = angle - upper
-    d_upper = abs(d - _TWO_PI * np.rint(d / _TWO_PI))
-    if abs(d_lower - d_upper) <= 1e-12:
-        return lower if abs(seed - lower) <= abs(seed - upper) else upper
-    return lower if d_lower < d_upper else upper
-
-
 def _core_tip(c, q1, q2):
     """PlanarCore.tip: ``(X, Y)`` [m]."""
     t1 = c[_C_ALPHA1] + q1
@@ -565,7 +538,7 @@ def _core_nearest(c, x, y, seed1, seed2):
     s = c[_C_SIGN]
     r = math.hypot(x, y)
     if r <= DEGENERATE_DISTANCE_M:
-        q2 = _clamp_on_circle(s * (_PI - c[_C_DELTA]), seed2, lo2, hi2)
+        q2 = planar.clamp_on_circle(s * (_PI - c[_C_DELTA]), seed2, lo2, hi2)
         tx, ty = _core_tip(c, seed1, q2)
         return math.hypot(tx - x, ty - y), seed1, q2
     beta = math.atan2(y, x)
@@ -581,8 +554,8 @@ def _core_nearest(c, x, y, seed1, seed2):
     for branch in range(2):
         q1 = beta - psi - alpha1 if branch == 0 else beta + psi - alpha1
         q2 = q2f if branch == 0 else q2b
-        found1, n1 = _near_angle(q1, seed1, lo1, hi1)
-        found2, n2 = _near_angle(q2, seed2, lo2, hi2)
+        found1, n1 = planar.near_angle(q1, seed1, lo1, hi1)
+        found2, n2 = planar.near_angle(q2, seed2, lo2, hi2)
         if found1 and found2:
             cand1[count], cand2[count] = n1, n2
             count += 1
@@ -590,11 +563,11 @@ def _core_nearest(c, x, y, seed1, seed2):
         q1, kx, ky = c[_C_THIGH + 3 * k], c[_C_THIGH + 3 * k + 1], c[_C_THIGH + 3 * k + 2]
         shin = math.atan2(y - ky, x - kx)
         cand1[count] = q1
-        cand2[count] = _clamp_on_circle(s * (shin - alpha2 - q1), seed2, lo2, hi2)
+        cand2[count] = planar.clamp_on_circle(s * (shin - alpha2 - q1), seed2, lo2, hi2)
         count += 1
     for k in range(int(c[_C_KNEES])):  # knee at a limit: the rigid leg turns about the hip
         q2, leg = c[_C_KNEE + 2 * k], c[_C_KNEE + 2 * k + 1]
-        cand1[count] = _clamp_on_circle(beta - leg, seed1, lo1, hi1)
+        cand1[count] = planar.clamp_on_circle(beta - leg, seed1, lo1, hi1)
         cand2[count] = q2
         count += 1
     best_err, best_q1, best_q2, best_dist = math.inf, seed1, seed2, math.inf
@@ -621,8 +594,14 @@ def _offset_error_at(c, q0, x, e1, e2, s1, s2):
     return math.hypot(err, off_plane), q1, q2, slope
 
 
-def _offset_refine(c, x, e1, e2, s1, s2, a, fa0, fa1, fa2, ga, b, fb0, fb1, fb2, gb):
-    """OffsetLeg._refine: ``(error, q0, q1, q2)``."""
+def _offset_refine(c, point, seeds, end_a, end_b):
+    """OffsetLeg._refine: ``(error, q0, q1, q2)``. ``point``: the target's leg coordinates
+    ``(x, e1, e2)``; ``seeds``: ``(s1, s2)``; ``end_a``, ``end_b``: the bracket's ends, each
+    ``(angle, error, q1, q2, slope)``."""
+    x, e1, e2 = point
+    s1, s2 = seeds
+    a, fa0, fa1, fa2, ga = end_a
+    b, fb0, fb1, fb2, gb = end_b
     if fb0 < fa0:
         best0, best_q0, best1, best2 = fb0, b, fb1, fb2
     else:
@@ -707,8 +686,8 @@ def _nearest_offset_leg(c, x, e1, e2, s0, s1, s2):
         used[pick] = True
         k = brackets[pick]
         err, q0, q1, q2 = _offset_refine(
-            c, x, e1, e2, s1, s2, angles[k], errs[k], q1s[k], q2s[k], slopes[k],
-            angles[k + 1], errs[k + 1], q1s[k + 1], q2s[k + 1], slopes[k + 1])
+            c, (x, e1, e2), (s1, s2), (angles[k], errs[k], q1s[k], q2s[k], slopes[k]),
+            (angles[k + 1], errs[k + 1], q1s[k + 1], q2s[k + 1], slopes[k + 1]))
         found[n_found, 0], found[n_found, 1], found[n_found, 2], found[n_found, 3] = \
             err, q0, q1, q2
         n_found += 1
@@ -724,7 +703,7 @@ def _nearest_offset_leg(c, x, e1, e2, s0, s1, s2):
     for i in range(n_found):
         err, q0, q1, q2 = found[i, 0], found[i, 1], found[i, 2], found[i, 3]
         if full_turn:
-            inside, q0 = _near_angle(q0, s0, lo0, hi0)
+            inside, q0 = planar.near_angle(q0, s0, lo0, hi0)
         else:
             q0 = min(max(q0, lo0), hi0)
         dist = (q0 - s0) ** 2 + (q1 - s1) ** 2 + (q2 - s2) ** 2
@@ -733,8 +712,7 @@ def _nearest_offset_leg(c, x, e1, e2, s0, s1, s2):
     return best_err, best_q0, best_q1, best_q2
 
 
-_NEAREST_HELPERS = ('_clamp_on_circle', '_core_tip', '_core_nearest', '_offset_error_at',
-                    '_offset_refine')
+_NEAREST_HELPERS = ('_core_tip', '_core_nearest', '_offset_error_at', '_offset_refine')
 
 
 def _exercise_nearest(kernel) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain
-from ik_node.solvers.hip_knee.planar_core import PlanarCore
+from ik_node.solvers.geometry.planar_core import PlanarCore
 
 #: |cos| between axes that must be perpendicular, |sin| between axes that must be parallel.
 AXIS_TOLERANCE = 1e-6

@@ -24,9 +24,9 @@ from typing import Callable, List, Tuple
 
 from ik_node.solvers.hip_knee import compiled
 from ik_node.solvers.hip_knee.geometry import LegGeometry
-from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, annulus_distance,
+from ik_node.solvers.geometry.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, annulus_distance,
                                                   near_angle)
-from ik_node.solvers.hip_knee.reach_set import nearest_reach_point, reach_lower_bound
+from ik_node.solvers.geometry.reach_set import nearest_reach_point, reach_lower_bound
 
 _TWO_PI = 2.0 * math.pi
 #: Spacing [rad] of the first-joint angles sampled in the search for the nearest pose.

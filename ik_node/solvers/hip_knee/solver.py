@@ -33,11 +33,12 @@ from typing import Any, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.solvers.base import FloatSolver, IkResult, IkStatus, ParamSpec, RawSolution
+from ik_node.solvers.base import (FloatSolver, IkResult, IkStatus, ParamSpec, RawSolution,
+                                  SolverParts)
 from ik_node.solvers.hip_knee.compiled import CompiledLegs
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
-from ik_node.solvers.hip_knee.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
+from ik_node.solvers.geometry.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,
                                                   annulus_distance, clamp_on_circle, near_angle)
 
 _PI = math.pi
@@ -79,8 +80,9 @@ class HipKneeSolver(FloatSolver):
                             choices=('forward', 'backward', 'closest')),
     }
 
-    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None):
-        super().__init__(chain, params)
+    def __init__(self, chain: Chain, params: Optional[Mapping[str, Any]] = None,
+                 parts: Optional[SolverParts] = None):
+        super().__init__(chain, params, parts)
         #: A tree of legs: every leg in one compiled call where numba serves (else None).
         self._compiled_legs = CompiledLegs.of(self)
 

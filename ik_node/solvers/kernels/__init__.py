@@ -1,19 +1,24 @@
 """The compiled kernels: loaded by numba in a background thread, never in a solve.
 
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
-the solvers (:mod:`ik_node.solvers.damped_jacobian.compiled`,
-:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's serial passes in
-:mod:`ik_node.solvers.fabrik.compiled`), each with a ``compile()``
-that compiles its functions, or loads them from numba's cache on disk (``cache=True``), and
-runs each once. The first solve that could use a kernel calls :func:`start` before its
-budget starts (not the solver's construction: importing numba would slow down a node's
-start-up): one daemon thread then,
-after :data:`LOADING_DELAY_S` (that solve and its answer go first), imports numba and compiles
-or loads every kernel module, while the pure-Python path answers; a solver asks :func:`ready`
-per solve and takes the compiled path once it is true. Importing and compiling hold the GIL
-most of the time: while they run, the switch interval is :data:`LOADING_SWITCH_INTERVAL_S`,
-so a solve waits at most about that for the GIL each time it asks.
-Both paths give the same answers (``test/core/test_compiled_descent.py``).
+the solvers (:data:`KERNEL_MODULES`: :mod:`ik_node.solvers.damped_jacobian.compiled`,
+:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's passes in
+:mod:`ik_node.solvers.fabrik.compiled`...), each with a ``compile()`` that compiles its
+functions, or loads them from numba's cache on disk (``cache=True``), and runs each once. What
+they share is written once in the kernel library beside this loader: forward kinematics and its
+Jacobian (:mod:`~ik_node.solvers.kernels.fk`) and the planar angle helpers
+(:mod:`~ik_node.solvers.kernels.planar`), compiled in place before the modules that call them.
+numba's cache checks a kernel's own file only: after editing the library, remove the callers'
+cached files (``__pycache__/*.nbi``, ``*.nbc``) or run ``warm`` from a clean checkout.
+
+The first solve that could use a kernel calls :func:`start` before its budget starts (not the
+solver's construction: importing numba would slow down a node's start-up): one daemon thread
+then, after :data:`LOADING_DELAY_S` (that solve and its answer go first), imports numba and
+compiles or loads every kernel module, while the pure-Python path answers; a solver asks
+:func:`ready` per solve and takes the compiled path once it is true. Importing and compiling
+hold the GIL most of the time: while they run, the switch interval is
+:data:`LOADING_SWITCH_INTERVAL_S`, so a solve waits at most about that for the GIL each time it
+asks. Both paths give the same answers (``test/core/test_compiled_descent.py``).
 
 The pure-Python path serves for good where ``IK_NODE_NO_NUMBA`` is set (to anything but
 ``0``), numba is not installed, or it fails to import or to compile; :func:`serving` says which
@@ -36,7 +41,7 @@ from typing import Callable, List, Optional, Tuple
 
 #: The modules holding kernels; each has ``compile()`` (compile or load, then run once).
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
-                  'ik_node.solvers.damped_jacobian.compiled_reach',
+                  'ik_node.solvers.out_of_reach.compiled_reach',
                   'ik_node.solvers.hip_knee.compiled',
                   'ik_node.solvers.fabrik.compiled',
                   'ik_node.solvers.fabrik.compiled_tree',
@@ -185,5 +190,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if args == ['warm']:
         wait()
+        if ready():  # the collision check's kernel too (it loads with a checker, not here)
+            from ik_node.collision import warm as warm_collision_kernel
+            warm_collision_kernel()
     print(serving())
     return 0

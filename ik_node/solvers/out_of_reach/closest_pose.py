@@ -41,7 +41,7 @@ descended from: a flip (:meth:`ClosestPose._flips`) is a stationary point with t
 limit stopped moved to the other ends of their ranges, the way round to the other side of the
 target that random starts seldom take. The search also stops when the best error is within
 ``agreement`` of the proven lower bound (nothing can be closer; see
-:mod:`ik_node.solvers.out_of_reach.reach_bound`), when a descent reaches the target, and at the
+:mod:`ik_node.solvers.geometry.reach_bound`), when a descent reaches the target, and at the
 time, iteration or restart limits (:mod:`ik_node.solvers.numerics.budget`). A confirmed point is the
 closest pose found, not a proof: the solvers report it as ``not_reached`` unless the proven
 bound exceeds the tolerance; a search stopped by a limit leaves its best point *best found*
@@ -64,7 +64,7 @@ random seed, a jump of the target) is not descended from: its descent is the lon
 search, and the other starts find the same closest poses on the benchmark robots.
 
 A leg that fits the analytic leg geometry never gets here: its solvers take its closed-form
-closest pose (:mod:`ik_node.solvers.out_of_reach.exact_leg`).
+closest pose (:mod:`ik_node.solvers.hip_knee.exact_leg`).
 
 Plain floats and the math module: the Jacobians come from the chain's generated kinematics;
 once the compiled kernels are loaded, the descents, sweeps and nearest sample tips run in them
@@ -84,7 +84,7 @@ import numpy as np
 
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
-from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
+from ik_node.solvers.geometry.planar_core import clamp_on_circle
 from ik_node.solvers.out_of_reach.compiled_search import REACHED, STATIONARY, CompiledSearch
 from ik_node.solvers.out_of_reach.measured_reach import MeasuredReach
 from ik_node.solvers.out_of_reach.tip_sample import CANDIDATES, MIN_SPACING, TipSample

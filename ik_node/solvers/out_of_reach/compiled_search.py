@@ -17,7 +17,7 @@ tip's transform), so one compiled function serves every serial chain. A descent 
 of :data:`CHUNK` iterations; the caller asks the solve's budget between two chunks.
 
 The forward kinematics mirror ``_tip`` of :mod:`ik_node.solvers.damped_jacobian.compiled` and the
-angle helpers those of :mod:`ik_node.solvers.hip_knee.planar_core`: numba compiles and caches a
+angle helpers those of :mod:`ik_node.solvers.geometry.planar_core`: numba compiles and caches a
 kernel together with the helpers of its own module, and the model arrays differ (this one has
 no centring columns).
 """
@@ -30,10 +30,11 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.solvers.kernels import fk, planar
 from ik_node.solvers.numerics.codegen import MAX_STEP
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
-_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = range(12, 17)
+_LOW, _HIGH, _PRISMATIC, _WRAPS, _BOUNDED = range(12, 17)  # _PRISMATIC: fk.PRISMATIC
 _COLUMNS = 17
 # Ends of a chunk of a descent.
 REACHED = 0      # within the tolerance of the target
@@ -56,8 +57,6 @@ LAMBDA_UP = 10.0
 NEWTON_DECREMENT_M = 1e-7
 MINIMUM_DAMPING = 1e-6
 _TWO_PI = 2.0 * math.pi
-_PI = math.pi
-_LIMIT_SLACK = 1e-9  # (hip_knee.planar_core's near_angle)
 
 _KERNELS: dict = {}
 
@@ -70,58 +69,20 @@ def available() -> bool:
 # ----------------------------------------------------------------------------- kinematics
 def _tip(model, n, q, axes, origins, p):
     """The tip position at ``q`` into ``p``; each joint's axis and origin (base frame) into
-    ``axes`` and ``origins`` (n x 3)."""
-    F = np.empty((3, 4))
-    G = np.empty((3, 4))
-    for r in range(3):
-        for c in range(4):
-            F[r, c] = 1.0 if r == c else 0.0
-    for i in range(n):
-        for r in range(3):
-            for c in range(4):
-                G[r, c] = F[r, 0] * model[i, c] + F[r, 1] * model[i, 4 + c] + \
-                    F[r, 2] * model[i, 8 + c]
-            G[r, 3] += F[r, 3]
-            axes[i, r] = G[r, 2]
-            origins[i, r] = G[r, 3]
-        if model[i, _PRISMATIC] != 0.0:
-            for r in range(3):
-                F[r, 0] = G[r, 0]
-                F[r, 1] = G[r, 1]
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3] + G[r, 2] * q[i]
-        else:
-            cq = math.cos(q[i])
-            sq = math.sin(q[i])
-            for r in range(3):
-                F[r, 0] = G[r, 0] * cq + G[r, 1] * sq
-                F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3]
-    for r in range(3):
-        p[r] = F[r, 0] * model[n, 3] + F[r, 1] * model[n, 7] + F[r, 2] * model[n, 11] + F[r, 3]
+    ``axes`` and ``origins`` (n x 3) (:func:`ik_node.solvers.kernels.fk.frames`)."""
+    T = fk.frames(model, n, q, np.empty((3, 4)), np.empty((3, 4)), axes, origins,
+                  np.empty((3, 4)))
+    p[0], p[1], p[2] = T[0, 3], T[1, 3], T[2, 3]
 
 
-def _columns(model, n, p, axes, origins, J):
-    """The Jacobian's linear (rows 0-2) and angular (rows 3-5) columns at tip ``p``."""
-    for k in range(n):
-        ax, ay, az = axes[k, 0], axes[k, 1], axes[k, 2]
-        if model[k, _PRISMATIC] != 0.0:
-            J[0, k], J[1, k], J[2, k] = ax, ay, az
-            J[3, k] = J[4, k] = J[5, k] = 0.0
-        else:
-            dx, dy, dz = p[0] - origins[k, 0], p[1] - origins[k, 1], p[2] - origins[k, 2]
-            J[0, k] = ay * dz - az * dy
-            J[1, k] = az * dx - ax * dz
-            J[2, k] = ax * dy - ay * dx
-            J[3, k], J[4, k], J[5, k] = ax, ay, az
-
-
-def _newton(model, n, target, q, H, g, axes, origins, p, J):
+def _newton(model, n, target, q, system, frames):
     """``cost = |t - p(q)|^2`` [m^2]; ``H = J^T J - S`` (lower triangle) and ``g = J^T e``:
-    half the Hessian and minus half the gradient of the cost (as ``ClosestPose.newton_system``)."""
+    half the Hessian and minus half the gradient of the cost (as ``ClosestPose.newton_system``).
+    ``system``: ``(H, g)``, written; ``frames``: ``(axes, origins, p, J)``, scratch."""
+    H, g = system
+    axes, origins, p, J = frames
     _tip(model, n, q, axes, origins, p)
-    _columns(model, n, p, axes, origins, J)
+    fk.jacobian(model, n, p, axes, origins, J, True)
     ex, ey, ez = target[0] - p[0], target[1] - p[1], target[2] - p[2]
     for a in range(n):
         xa, ya, za = J[0, a], J[1, a], J[2, a]
@@ -219,7 +180,7 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
     x = np.empty(n)
     q_new = np.empty(n)
     mask = state[_STATE:_STATE + n]
-    cost = _newton(model, n, target, q, H, g, axes, origins, p, J)
+    cost = _newton(model, n, target, q, (H, g), (axes, origins, p, J))
     lam = state[_LAM] if state[_LAM] > 0.0 else LAMBDA_START
     iterations = int(state[_ITERATIONS])
     tol2 = tolerance * tolerance
@@ -257,7 +218,7 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
                     done = True  # the promised drop is below round-off: stationary
                     break
                 _advance(model, n, q, x, q_new)
-                trial = _newton(model, n, target, q_new, Ht, gt, axes, origins, p, J)
+                trial = _newton(model, n, target, q_new, (Ht, gt), (axes, origins, p, J))
                 if trial < cost:
                     q[:] = q_new
                     cost = trial
@@ -281,34 +242,6 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
 
 
 # -------------------------------------------------------------------------------- stretch
-def _near_angle(angle, seed, lower, upper):
-    """``hip_knee.planar_core.near_angle``; NaN for None."""
-    d = seed - angle
-    a = angle if -_PI <= d <= _PI else angle + _TWO_PI * round(d / _TWO_PI)
-    if a < lower - _LIMIT_SLACK:
-        a += _TWO_PI
-    elif a > upper + _LIMIT_SLACK:
-        a -= _TWO_PI
-    else:
-        return a
-    return a if lower - _LIMIT_SLACK <= a <= upper + _LIMIT_SLACK else math.nan
-
-
-def _wrap(angle):
-    return angle - _TWO_PI * round(angle / _TWO_PI)
-
-
-def _clamp_on_circle(angle, seed, lower, upper):
-    """``hip_knee.planar_core.clamp_on_circle``."""
-    a = _near_angle(angle, seed, lower, upper)
-    if not math.isnan(a):
-        return a
-    d_lower, d_upper = abs(_wrap(angle - lower)), abs(_wrap(angle - upper))
-    if abs(d_lower - d_upper) <= 1e-12:
-        return lower if abs(seed - lower) <= abs(seed - upper) else upper
-    return lower if d_lower < d_upper else upper
-
-
 def _stretch(model, target, q, from_base):
     """One cyclic-coordinate sweep on ``q`` in place (``ClosestPose.stretch``)."""
     n = q.shape[0]
@@ -319,7 +252,7 @@ def _stretch(model, target, q, from_base):
     for step in range(n):
         k = step if from_base else n - 1 - step
         _tip(model, n, q, axes, origins, p)
-        _columns(model, n, p, axes, origins, J)
+        fk.jacobian(model, n, p, axes, origins, J, True)
         ex, ey, ez = target[0] - p[0], target[1] - p[1], target[2] - p[2]
         lx, ly, lz = J[0, k], J[1, k], J[2, k]
         lo, hi = model[k, _LOW], model[k, _HIGH]
@@ -345,7 +278,7 @@ def _stretch(model, target, q, from_base):
                 turned -= _TWO_PI * math.ceil((turned - hi) / _TWO_PI)
             q[k] = min(max(turned, lo), hi)
         else:
-            q[k] = min(max(_clamp_on_circle(turned, value, lo, hi), lo), hi)
+            q[k] = min(max(planar.clamp_on_circle(turned, value, lo, hi), lo), hi)
 
 
 def _distance(model, target, q):
@@ -395,8 +328,7 @@ def _nearest(tips, qs, target, count, spacing, out):
     return kept
 
 
-_HELPERS = ('_tip', '_columns', '_newton', '_pressed', '_solve', '_advance', '_near_angle',
-            '_wrap', '_clamp_on_circle')
+_HELPERS = ('_tip', '_newton', '_pressed', '_solve', '_advance')
 
 
 def compile() -> None:
@@ -404,6 +336,8 @@ def compile() -> None:
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if _KERNELS:
         return
+    fk.compile()
+    planar.compile()
     import numba
     jit = numba.njit(cache=True, nogil=True)
     namespace = globals()

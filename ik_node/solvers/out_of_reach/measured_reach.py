@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.out_of_reach.reach_bound import ReachBound
+from ik_node.solvers.geometry.reach_bound import ReachBound
 
 
 #: Random configurations sampled (fixed RNG seed: the same values every time); the extremes

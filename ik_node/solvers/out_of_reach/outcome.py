@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Dict, Sequence, Tuple
 
-from ik_node.solvers.base import IkStatus
+from ik_node.solvers.results import IkStatus
 from ik_node.solvers.out_of_reach.closest_pose import Search
 
 #: The message of a search that stopped at the measured reach.

@@ -17,8 +17,8 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from ik_node.model.chain import Chain
-from ik_node.solvers.damped_jacobian.residuals import error_function
-from ik_node.solvers.out_of_reach.reach_bound import reach_bound
+from ik_node.solvers.geometry.residuals import error_function
+from ik_node.solvers.geometry.reach_bound import reach_bound
 from ik_node.solvers.trees.several_tips import TipTarget
 
 

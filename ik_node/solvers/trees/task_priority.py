@@ -30,7 +30,7 @@ import numpy as np
 
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import MAX_STEP
-from ik_node.solvers.damped_jacobian.settings import LAMBDA_DOWN, LAMBDA_MAX, LAMBDA_MIN, \
+from ik_node.solvers.numerics.dls_settings import LAMBDA_DOWN, LAMBDA_MAX, LAMBDA_MIN, \
     LAMBDA_UP, STALL_ITERATIONS
 from ik_node.solvers.results import IkStatus, RawSolution
 from ik_node.solvers.trees.several_tips import TipTarget

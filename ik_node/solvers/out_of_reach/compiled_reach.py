@@ -3,7 +3,7 @@ reach's gap.
 
 Before its descents a position solve of ``damped_jacobian`` asks two questions of its target:
 the proven lower bound of the error (:meth:`ReachBound.lower_bound
-<ik_node.solvers.out_of_reach.reach_bound.ReachBound.lower_bound>`, ``min_residual``) and how
+<ik_node.solvers.geometry.reach_bound.ReachBound.lower_bound>`, ``min_residual``) and how
 far it lies beyond the measured reach (:meth:`MeasuredReach.gap
 <ik_node.solvers.out_of_reach.measured_reach.MeasuredReach.gap>`). :func:`_reach_checks` computes
 both, with the same formulas, in one call where the compiled kernels serve
@@ -20,12 +20,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.hip_knee import compiled as _legs
+from ik_node.solvers.kernels import planar
 
-_TWO_PI = 2.0 * math.pi
-#: planar_core.near_angle as the compiled legs have it (the Python function: compile() jits it
-#: here too, whether or not the legs' module has compiled its own).
-_near_angle = getattr(_legs._near_angle, 'py_func', _legs._near_angle)
 _ROUND_OFF = 64.0 * sys.float_info.epsilon
 # Entries of the reach array: a ReachBound's origin, reach, axis, perpendicular part of the
 # second origin, radius, height, reach from the second joint, the first joint's limits and
@@ -35,21 +31,6 @@ _ROUND_OFF = 64.0 * sys.float_info.epsilon
  _HI, _FULL_TURN, _MEASURED, _CX, _CY, _CZ, _MX, _MY, _MZ, _LEAST, _LARGEST, _CLEARANCE,
  _SECOND) = range(27)
 _SIZE = 27
-
-
-def _wrap(angle):
-    return angle - _TWO_PI * np.rint(angle / _TWO_PI)
-
-
-def _clamp_on_circle(angle, seed, lower, upper):
-    """planar_core.clamp_on_circle."""
-    found, a = _near_angle(angle, seed, lower, upper)
-    if found:
-        return a
-    d_lower, d_upper = abs(_wrap(angle - lower)), abs(_wrap(angle - upper))
-    if abs(d_lower - d_upper) <= 1e-12:
-        return lower if abs(seed - lower) <= abs(seed - upper) else upper
-    return lower if d_lower < d_upper else upper
 
 
 def _lower_bound(r, reach, reach_second, tx, ty, tz):
@@ -70,7 +51,7 @@ def _lower_bound(r, reach, reach_second, tx, ty, tz):
         if r[_FULL_TURN] != 0.0:
             cos_gap = 1.0
         else:
-            cos_gap = math.cos(_clamp_on_circle(phi, phi, r[_LO], r[_HI]) - phi)
+            cos_gap = math.cos(planar.clamp_on_circle(phi, phi, r[_LO], r[_HI]) - phi)
     rise = along - r[_HEIGHT]
     term0 = rise * rise + rho * rho + distance_perp * distance_perp
     term1 = 2.0 * rho * distance_perp * cos_gap
@@ -98,13 +79,14 @@ def _reach_checks(r, target):
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('_near_angle', '_wrap', '_clamp_on_circle', '_lower_bound')
+_HELPERS = ('_lower_bound',)
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        planar.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_reach_checks',))['_reach_checks']
         r = np.zeros(_SIZE)
         r[_RADIUS], r[_AZ], r[_HI], r[_MEASURED], r[_SECOND] = 0.1, 1.0, 1.0, 1.0, 0.5

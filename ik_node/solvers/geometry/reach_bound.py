@@ -10,7 +10,7 @@ import math
 import sys
 from typing import Optional, Sequence, Tuple
 
-from ik_node.solvers.hip_knee.planar_core import clamp_on_circle
+from ik_node.solvers.geometry.planar_core import clamp_on_circle
 
 _TWO_PI = 2.0 * math.pi
 

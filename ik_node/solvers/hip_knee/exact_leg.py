@@ -18,8 +18,8 @@ from typing import List, Optional
 
 from ik_node.errors import ChainError
 from ik_node.model.chain import Chain
-from ik_node.solvers.hip_knee.planar_core import DEGENERATE_DISTANCE_M, TIE_M, annulus_distance
-from ik_node.solvers.hip_knee.reach_set import nearest_reach_point, reach_lower_bound
+from ik_node.solvers.geometry.planar_core import DEGENERATE_DISTANCE_M, TIE_M, annulus_distance
+from ik_node.solvers.geometry.reach_set import nearest_reach_point, reach_lower_bound
 from ik_node.solvers.hip_knee.solver import HipKneeSolver
 from ik_node.solvers.results import IkStatus, RawSolution
 
@@ -51,7 +51,7 @@ class ExactLeg:
     def reach_gap(self, p_target: List[float]) -> float:
         """The target's distance [m] from the set the foot reaches, joint limits aside: exact
         for a planar chain and a leg with at most one of the offsets ``h``, ``D``, a proven lower
-        bound with both (:mod:`ik_node.solvers.hip_knee.reach_set`); 0.0 within the set."""
+        bound with both (:mod:`ik_node.solvers.geometry.reach_set`); 0.0 within the set."""
         px, py, pz = p_target
         ax, ay, az, ak, bx, by, bz, bk, cx, cy, cz, ck = self._rows
         x = px * ax + py * ay + pz * az - ak

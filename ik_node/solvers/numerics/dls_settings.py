@@ -1,5 +1,5 @@
-"""The damped-least-squares settings shared by the serial solver (solver.py, its Python descent
-descent.py and its compiled descent compiled.py) and the tree solver (tree.py): one descent rule
+"""The damped-least-squares settings shared by damped_jacobian's serial solver (its Python descent
+and its compiled descent), its tree solver and the trees' task-priority descent: one descent rule
 for all, except the stall factor of a serial chain's pose descents (POSE_STALL_FACTOR)."""
 
 #: Damping stays within [LAMBDA_MIN, LAMBDA_MAX] [m^2]; past the maximum no step lowers the

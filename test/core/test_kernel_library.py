@@ -1,0 +1,79 @@
+"""The compiled path's kernel library (``ik_node.solvers.kernels.fk`` and ``.planar``) computes
+what the Python path computes: forward kinematics and the Jacobian of ``Chain``, and the planar
+angle helpers of ``geometry.planar_core``. The library's functions are plain Python in numba's
+subset: checked as they are, and compiled where numba serves."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ik_node.model.chain import Chain
+from ik_node.solvers import kernels
+from ik_node.solvers.damped_jacobian import compiled as dls_kernels
+from ik_node.solvers.geometry import planar_core
+from ik_node.solvers.kernels import fk, planar
+from ik_node.solvers.out_of_reach import compiled_search
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / 'shared' / 'robots'
+CHAINS = [(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
+          (REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip'),
+          (SHARED / 'panda.urdf', 'panda_link0', 'panda_hand_tcp'),
+          (SHARED / 'baxter.urdf', 'base', 'right_hand_link')]
+
+
+def _model(chain):
+    fast = chain.fast_kinematics
+    n = chain.n
+    model = np.zeros((n + 1, fk.PRISMATIC + 1))
+    for i, C in enumerate(fast.joint_transforms):
+        model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+        model[i, fk.PRISMATIC] = float(chain.joints[i].is_prismatic)
+    model[n, :12] = np.asarray(fast.tip_transform, dtype=float)[:3, :4].ravel()
+    return model
+
+
+def _library(compiled):
+    if not compiled:
+        return fk.frames, fk.jacobian, planar.clamp_on_circle
+    if not kernels.wait(120.0):
+        pytest.skip(kernels.serving())
+    return fk.frames, fk.jacobian, planar.clamp_on_circle
+
+
+@pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])
+@pytest.mark.parametrize('urdf,base,tip', CHAINS, ids=lambda v: getattr(v, 'stem', v))
+def test_fk_and_its_jacobian_are_the_chains(urdf, base, tip, compiled):
+    if not urdf.is_file():
+        pytest.skip(f'{urdf} not found')
+    chain = Chain.from_urdf_file(urdf, base, tip)
+    frames, jacobian, _ = _library(compiled)
+    model, n = _model(chain), chain.n
+    rng = np.random.default_rng(7)
+    lo, hi = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
+    for _ in range(20):
+        q = rng.uniform(lo, hi)
+        F, G, T = np.empty((3, 4)), np.empty((3, 4)), np.empty((3, 4))
+        axes, origins, J = np.empty((n, 3)), np.empty((n, 3)), np.empty((6, n))
+        frames(model, n, q, F, G, axes, origins, T)
+        np.testing.assert_allclose(T, chain.fk(q)[:3], atol=1e-12)
+        jacobian(model, n, (T[0, 3], T[1, 3], T[2, 3]), axes, origins, J, True)
+        np.testing.assert_allclose(J, chain.jacobian(q), atol=1e-12)
+
+
+@pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])
+def test_clamp_on_circle_is_the_planar_cores(compiled):
+    _, _, clamp_on_circle = _library(compiled)
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        lower = rng.uniform(-4.0, 2.0)
+        upper = lower + rng.uniform(0.0, 4.0)
+        angle, seed = rng.uniform(-10.0, 10.0), rng.uniform(lower, upper)
+        assert clamp_on_circle(angle, seed, lower, upper) == \
+            planar_core.clamp_on_circle(angle, seed, lower, upper)
+
+
+def test_every_kernel_module_reads_the_prismatic_flag_where_fk_does():
+    assert dls_kernels._PRISMATIC == compiled_search._PRISMATIC == fk.PRISMATIC
