@@ -21,6 +21,10 @@ ROS_WHEELS = [
     'ros-jazzy-trajectory-msgs',
     'ros-jazzy-rmw-fastrtps-cpp',
     'ros-wheels-bootstrapper',
+    # what moveit_msgs (no PyPI wheel: a ROS install's ros-jazzy-moveit-msgs, or a prefix built
+    # against these wheels) needs for the MoveIt services (docs/services.md)
+    'ros-jazzy-shape-msgs',
+    'ros-jazzy-action-msgs',
 ]
 
 

@@ -7,6 +7,7 @@
     ik-solve reachable --map DIR --poses FILE                 the map's verdict per pose
     ik-solve base-placement --map DIR --poses FILE            where the base may stand
     ik-solve target --point 0.2 0.1 -0.45                     one target to the running node
+    ik-solve service --point 0.4 0.1 0.3                      the running node's ~/compute_ik
 
 Each subcommand is a module with ``main(argv) -> int``, imported only when it is used.
 """

@@ -15,8 +15,9 @@ from ik_node.solvers import SOLVERS
 PROG = 'ik-solve'
 EXIT_REACHED, EXIT_NOT_REACHED, EXIT_ERROR = 0, 1, 2
 #: Subcommands, ``ik-solve <name> ...``: name -> module with ``main(argv) -> int``, imported
-#: when used (``ik-solve`` with no subcommand name is ``solve``). ``target`` talks to a running
-#: node over ROS 2: its module is in ``ik_node.ros`` (the only package that imports rclpy).
+#: when used (``ik-solve`` with no subcommand name is ``solve``). ``target`` and ``service`` talk
+#: to a running node over ROS 2: their modules are in ``ik_node.ros`` (the only package that
+#: imports rclpy).
 SUBCOMMANDS: Dict[str, str] = {
     'base-placement': 'ik_node.cli.base_placement',
     'capability-map': 'ik_node.cli.capability_map',
@@ -25,6 +26,7 @@ SUBCOMMANDS: Dict[str, str] = {
     'reach-map': 'ik_node.cli.reach_map',
     'reachable': 'ik_node.cli.reachable',
     'target': 'ik_node.ros.app.cli_target_client',
+    'service': 'ik_node.ros.services.cli_client',
 }
 
 

@@ -65,6 +65,9 @@ GRAPH_STRING_PARAMS: Dict[str, Tuple[str, str]] = {
                    'it within the bound is published, diagnostics WARN) or off; empty: hold for '
                    'position_command and joint_trajectory, off for joint_states (see '
                    'docs/continuity.md)'),
+    'group_name': ('', 'planning group name of the configured chain in the MoveIt services '
+                   '(~/compute_ik...); empty: the SRDF group with the same base and tips, else '
+                   'manipulator (see docs/services.md)'),
 }
 
 #: Values of ``jump_guard`` ('' is the default of the output, see the description).
@@ -141,6 +144,7 @@ class GraphConfig:
     jump_guard: str = ''
     jump_max_step: float = 0.5
     jump_velocity_scaling: float = 1.0
+    group_name: str = ''
 
     @property
     def topic(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
 from rclpy.node import Node
@@ -33,6 +33,8 @@ from ik_node.ros.solving.target_pipeline import TargetPipeline
 #: Seconds after the node's construction at which the work its first answer does not need (the
 #: reachability map, the RViz view) starts when no target has come by then.
 STARTUP_GRACE_S = 2.0
+#: ``listener(model or None, world, graph)``: told of every change of the model in force.
+Listener = Callable[[Optional[RobotModel], dict, GraphConfig], None]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,18 @@ class ModelLifecycle:
         self.started = False
         self._deferred: Optional[tuple] = None  # (chain, graph) whose map and view wait
         self._grace_timer = node.create_timer(STARTUP_GRACE_S, self.start_deferred)
+        self._listeners: List[Listener] = []
+
+    def follow(self, listener: 'Listener') -> None:
+        """Call ``listener(model, world, graph)`` (the lock held) each time the model in force
+        or its obstacles change: the model (None: none), its collision world (``Solver.
+        configure_collision`` arguments, the topic's obstacles included) and the graph
+        configuration in force. The MoveIt services follow the model so."""
+        self._listeners.append(listener)
+
+    def _tell(self, model: Optional[RobotModel], world: dict) -> None:
+        for listener in self._listeners:
+            listener(model, world, self.graph)
 
     def begin(self) -> None:
         """Put the parameters' model in force, or wait for one on the description topic."""
@@ -97,6 +111,7 @@ class ModelLifecycle:
             model.solver.configure_collision(**world)
         parts.obstacles.show(model.config.base_link, world)
         self.model = model
+        self._tell(model, world)
         config, chain = model.config, model.chain
         if new_chain:
             measured, _ = parts.inputs.measured(chain)
@@ -156,6 +171,7 @@ class ModelLifecycle:
                 self._parts.status.error(f'obstacles refused: {exc}', '')
                 return
             self._parts.obstacles.show(model.config.base_link, world)
+            self._tell(model, world)
 
     def _uninstall(self) -> None:
         """No robot model (parameters cleared): wait for one on the description topic."""
@@ -164,6 +180,7 @@ class ModelLifecycle:
             parts.markers.clear(self.model.config.base_link)
             parts.reach.clear(self.model.chain)
         self.model = None
+        self._tell(None, {})
         self._deferred = None
         parts.drag.clear()
         parts.status.set_robot(None)

@@ -12,6 +12,8 @@ its own module with what it needs passed in:
 * Inputs: :class:`~ik_node.ros.inputs.node_inputs.NodeInputs` (target topics, measured state,
   robot description, TF), :class:`~ik_node.ros.rviz.drag_targets.DragTargets` (the interactive
   markers) and :class:`~ik_node.ros.solving.obstacles.ObstacleInput` (``~/obstacles``).
+* :mod:`ik_node.ros.services`: MoveIt's ``~/compute_ik``, ``~/compute_fk`` and
+  ``~/compute_cartesian_path``, served by a process of their own that follows the model.
 * :class:`~ik_node.ros.solving.target_pipeline.TargetPipeline`: a target's way from the queue
   to the solver (frames, TF's warm-up, planar projection, every tip's standing target, the
   seed).
@@ -48,6 +50,7 @@ from ik_node.ros.outputs.diagnostics import StatusReports
 from ik_node.ros.outputs.solution_output import SolutionOutput, send_unless_shut_down
 from ik_node.ros.parameter_changes import ParameterChanges
 from ik_node.ros.parameters import NodeParameters
+from ik_node.ros import services
 from ik_node.ros.rviz.base_placement import BasePlacement
 from ik_node.ros.rviz.drag_targets import DragTargets
 from ik_node.ros.rviz.marker_output import MarkerOutput
@@ -116,6 +119,11 @@ class IkNode(Node):
                           self._reach, self._drag, self._obstacles)
         self._life = ModelLifecycle(self, lock, parts, config, graph, retime=self._retime)
         loop.connect(parts, self._life)
+        # MoveIt's services (~/compute_ik...) in a process of their own, following the model
+        # (None without moveit_msgs).
+        self._moveit = services.attach(self, graph.tf_timeout)
+        if self._moveit is not None:
+            self._life.follow(self._moveit.on_model)
         self._life.begin()
         self._timer = self.create_timer(1.0 / config.publish_rate, loop.tick)
         self._changes = ParameterChanges(self, self._params, self._life.apply_configuration)
@@ -160,5 +168,7 @@ class IkNode(Node):
 
     def destroy_node(self) -> None:
         self._reach.stop()
+        if self._moveit is not None:
+            self._moveit.close()
         self._inputs.close()  # the TF listener's thread, before the context goes
         super().destroy_node()

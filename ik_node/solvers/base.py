@@ -324,7 +324,7 @@ class Solver(abc.ABC):
             return self.legs.solve(parsed, q_seed, self.params.get('timeout'))
         ignored = not self.supports_orientation and any(t.R is not None for t in parsed)
         if ignored:
-            parsed = tuple(dataclasses.replace(t, quat_xyzw=None, R=None) for t in parsed)
+            parsed = tuple(t._replace(quat_xyzw=None, R=None) for t in parsed)  # NamedTuples
         start = time.perf_counter()
         raw = self._solve_tree(parsed, np.array(q_seed))
         elapsed = time.perf_counter() - start

@@ -1,9 +1,10 @@
 """The package's layers, read from its imports: no module imports one of a higher layer, and no
 two modules import each other, directly or around a circle (imports inside functions count).
 
-    errors -> model -> collision -> solvers, reachability -> config -> cli, ros
+    errors -> model -> collision -> solvers, reachability -> config -> services -> cli, ros
 
-Inside ros: inputs -> outputs -> rviz -> solving -> the node's wiring -> app (:data:`ROS_ROOMS`).
+Inside ros: inputs -> outputs -> rviz -> solving -> services -> the node's wiring -> app
+(:data:`ROS_ROOMS`).
 
 Inside solvers: the shared numerics import nothing else, the contract (base) imports no
 strategy, and no solver imports the registry that composes them.
@@ -18,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / 'ik_node'
 #: Layer of each top-level part of the package (a higher number may import a lower one).
 LAYERS = {'errors': 0, 'model': 1, 'collision': 1.5, 'solvers': 2, 'reachability': 2,
-          'capability': 2.5, 'config': 3, 'cli': 4, 'ros': 4}
+          'capability': 2.5, 'config': 3, 'services': 3.5, 'cli': 4, 'ros': 4}
 #: Modules that exist only to start a higher layer (``python -m ik_node.node``), and the package
 #: ``__init__`` that re-exports the public API lazily.
 ENTRY_SHIMS = {'ik_node', 'ik_node.node'}
@@ -134,8 +135,9 @@ def test_no_solver_imports_the_registry():
 ROS = PACKAGE / 'ros'
 #: The rooms of ``ik_node/ros``, lowest first: a module imports only modules of its own room or
 #: of a lower one. What flows in, what goes out, what RViz shows (it shows the outputs' reports),
-#: the solve's own machinery, the node's wiring, and the executable that runs the node.
-ROS_ROOMS = ('inputs', 'outputs', 'rviz', 'solving', 'node', 'app')
+#: the solve's own machinery, MoveIt's services (their own process, told of each model by the
+#: wiring), the node's wiring, and the executable that runs the node.
+ROS_ROOMS = ('inputs', 'outputs', 'rviz', 'solving', 'services', 'node', 'app')
 #: The modules at ``ros/`` top level: the node's wiring room. A new module goes into a room.
 NODE_ROOM = {'node', 'solve_loop', 'model_lifecycle', 'parameters', 'parameter_changes'}
 

@@ -1,0 +1,1 @@
+"""Benchmarks of the node's MoveIt services (``python -m benchmarks.services.<name>``)."""
