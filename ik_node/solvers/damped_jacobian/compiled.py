@@ -485,8 +485,8 @@ def _first_pose(problem, settings, seed, descent, steps):
     ``best_q``), then up to ``steps`` iterations of the seed's descent as
     :meth:`.compiled_runs.DescentRun.descend` starts it (``floor`` the squared proven
     residual). Returns BAD_INPUT for an input the checks refuse, else :func:`_descend`'s code;
-    on CONVERGED ``state[_TURNS]`` says whether a full-turn joint ended more than half a turn from its
-    seed."""
+    on CONVERGED ``state[_TURNS]`` says whether a full-turn joint ended more than half a turn
+    from its seed."""
     model, position, quat, floor = problem
     target = descent.target
     n = descent.q.shape[0]
@@ -551,8 +551,9 @@ def _first_descent(model, settings, seed, floor, descent, steps):
 def _descend_restarts(model, settings, restarts, descent, steps):
     """The descent from ``descent.q`` (begun as :meth:`.compiled_runs.DescentRun.descend`
     begins it) and, each time a descent is stuck while ``state[_RESTARTS]`` is below
-    ``state[_DECIDE_AT]``, a restart as the solver's loop makes it: the lowest-cost (:func:`_pose_cost`, the first of equals) of the
-    candidates ``low + span * batches[state[_DRAWS]]``, then its descent; up to ``steps``
+    ``state[_DECIDE_AT]``, a restart as the solver's loop makes it: the lowest-cost
+    (:func:`_pose_cost`, the first of equals) of the candidates
+    ``low + span * batches[state[_DRAWS]]``, then its descent; up to ``steps``
     iterations per call. Returns CONVERGED, GOOD_ENOUGH or ITERATION_CAP from a descent, STUCK
     for a stuck descent at ``state[_DECIDE_AT]`` restarts (the solver's loop decides what
     follows), CHUNK_DONE (call again to go on) or NEED_DRAWS (call again with more batches).
