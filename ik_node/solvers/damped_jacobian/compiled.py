@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ik_node.solvers.kernels import fk
+from ik_node.solvers.damped_jacobian import compiled_layout as layout
 from ik_node.solvers.damped_jacobian.compiled_layout import (  # noqa: F401 - re-exported
     BAD_INPUT, CHUNK_DONE, CONVERGED, Descent, DescentSettings, GOOD_ENOUGH, ITERATION_CAP,
     NEED_DRAWS, NULL_SPACE_DAMPING, Problem, Restarts, STREAM_STALL_FACTOR, STUCK, TIMEOUT,
@@ -45,7 +46,7 @@ from ik_node.solvers.damped_jacobian.compiled_layout import (  # noqa: F401 - re
     _GOOD, _HIGH, _INVERSE_HALF, _IN_DESCENT, _ITERATIONS, _KEEP_BEST, _KERNELS, _LAM,
     _LAST_BLOCKED, _LOW, _MIDDLE, _NEAR, _POSITION_ERROR, _PRISMATIC, _PULL, _RESTARTS, _STALL_COST,
     _STALL_ITERATION, _STALL_NOW, _TIP_COLUMNS, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_ROW,
-    _TIP_WEIGHT, _TURNS, _WRAPS, _scratch_size, _work_size, available)
+    _TIP_WEIGHT, _TURNS, _WRAPS, available)
 # The Python side of these kernels, importable from here as well.
 from ik_node.solvers.damped_jacobian.compiled_runs import (  # noqa: F401 - re-exported
     CompiledDescent, DescentRun, DescentStart, RestartPlan, SerialJoints, exercise)
@@ -80,12 +81,12 @@ class _Work(NamedTuple):
 
 
 def _new_work(n):
-    return _work_views(np.empty(_scratch_size(n)), n)
+    return _work_views(np.empty(layout.scratch_size(n)), n)
 
 
 def _work_views(scratch, n):
-    """The :class:`_Work` of a descent as views of ``scratch`` (:func:`_scratch_size`
-    floats): no allocation per kernel call."""
+    """The :class:`_Work` of a descent as views of ``scratch``
+    (:func:`~.compiled_layout.scratch_size` floats): no allocation per kernel call."""
     sizes = (12, 12, 3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n * n, n, n * n, n, 3, 3, n, n, n)
     views = []
     start = 0
@@ -381,7 +382,7 @@ def _descend(model, settings, descent, steps):
     n = q.shape[0]
     work = _work_views(scratch, n)
     rows = 3 if settings.dual != 0.0 else n
-    start = _work_size(n)
+    start = layout.work_size(n)
     A = scratch[start:start + rows * n].reshape((rows, n))
     At = scratch[start + rows * n:start + 2 * rows * n].reshape((rows, n))
     b = scratch[start + 2 * rows * n:start + 2 * rows * n + rows]
@@ -770,7 +771,7 @@ def _tree_cost(tree, settings, x):
                           np.empty((tree.tips.shape[0], 2)), np.empty(n), _new_work(n))
 
 
-_HELPERS = ('_first_descent', '_work_size', '_scratch_size', '_work_views', '_new_work', '_tip',
+_HELPERS = ('_first_descent', '_work_views', '_new_work', '_tip',
             '_pose_cost', '_rotation_vector', '_evaluate', '_damped_solve', '_dual_solve',
             '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
 
@@ -780,6 +781,7 @@ def compile() -> None:
     small chain; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
         fk.compile()
+        layout.compile()
         import numba
         jit = numba.njit(cache=True, nogil=True)
         # The helpers first: the functions calling them see the compiled ones.

@@ -4,10 +4,11 @@ the named structures the kernels take (:class:`DescentSettings`, :class:`Problem
 :class:`Descent`, :class:`Restarts`, :class:`TreeProblem`), the size of a descent's scratch, and
 the loaded kernels.
 
-The kernels are in :mod:`.compiled` (which compiles :func:`_work_size` and :func:`_scratch_size`
-with them: numba's cache checks a kernel's own file only, so after editing this module remove
-the cached files ``__pycache__/*.nbi``, ``*.nbc``, or run ``warm`` from a clean checkout); the
-Python side in :mod:`.compiled_runs` and :mod:`.tree_runs`.
+The kernels are in :mod:`.compiled`, which calls :func:`work_size` and :func:`scratch_size`
+(compiled in place by :func:`compile`, which it runs first: numba's cache checks a kernel's own
+file only, so after editing this module remove the cached files ``__pycache__/*.nbi``,
+``*.nbc``, or run ``warm`` from a clean checkout); the Python side is in :mod:`.compiled_runs`
+and :mod:`.tree_runs`.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class Descent(NamedTuple):
     q: np.ndarray        # n: the iterate
     best_q: np.ndarray   # n: the best configuration so far
     state: np.ndarray    # _STATE: what a descent keeps between calls
-    scratch: np.ndarray  # _scratch_size(n): the work arrays
+    scratch: np.ndarray  # scratch_size(n): the work arrays
 
 
 class Restarts(NamedTuple):
@@ -124,15 +125,15 @@ def available() -> bool:
     return kernels.available()
 
 
-def _work_size(n):
+def work_size(n):
     """The floats of a :class:`_Work`."""
     return 51 + 20 * n + 2 * n * n
 
 
-def _scratch_size(n):
+def scratch_size(n):
     """The floats of one descent's scratch: its :class:`_Work`, then its two step systems
     (``A``, ``b`` of at most max(n, 3) rows each)."""
-    return _work_size(n) + 2 * max(n, 3) * (n + 1)
+    return work_size(n) + 2 * max(n, 3) * (n + 1)
 
 
 # Columns of a tree's tips array: per targeted tip its first row in the tree's model array, its
@@ -142,3 +143,14 @@ _TIP_ROW, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_WEIGHT, _TIP_COLUMNS = range(5)
 
 #: The loaded kernels by name (filled by :func:`.compiled.compile`).
 _KERNELS = {}
+
+
+_COMPILED = []
+
+
+def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
+    """Compile :func:`work_size` and :func:`scratch_size` in place (or load them from numba's
+    cache on disk), once."""
+    if not _COMPILED:
+        kernels.jitted(globals(), ('work_size', 'scratch_size'), ())
+        _COMPILED.append(True)

@@ -25,7 +25,7 @@ from ik_node.solvers.damped_jacobian.compiled_layout import (
     _MIDDLE, _MODEL_COLUMNS, _NEAR, _POSITION_ERROR, _ANGLE_ERROR, _PRISMATIC, _PULL, _RESTARTS,
     _STATE, _TURNS, _WRAPS,
     CHUNK_DONE, NEED_DRAWS, NULL_SPACE_DAMPING, STREAM_STALL_FACTOR, STUCK, TIMEOUT, Descent,
-    DescentSettings, Problem, Restarts, TreeProblem, _scratch_size)
+    DescentSettings, Problem, Restarts, TreeProblem, scratch_size)
 from ik_node.solvers.numerics import dls_settings as dls
 from ik_node.solvers.numerics.codegen import MAX_STEP
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
@@ -274,7 +274,7 @@ class DescentRun:
         self.q = np.empty(kernel.n)
         self.best_q = np.empty(kernel.n)
         self.state = np.zeros(_STATE)
-        self.scratch = np.empty(_scratch_size(kernel.n))
+        self.scratch = np.empty(scratch_size(kernel.n))
         self.descent = Descent(self.target, self.q, self.best_q, self.state, self.scratch)
 
     def aim(self, p_target: Sequence[float], R_target: Optional[np.ndarray],

@@ -196,6 +196,8 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
 def _foot_error(leg, q0, q1, q2, tx, ty, tz):
     """The distance [m] of the foot at ``(q0, q1, q2)`` (forward kinematics of the leg's
     constant transforms) from ``(tx, ty, tz)``."""
+    # Unrolled, not kernels.fk.frames: that takes a 2-D model with a prismatic column and five
+    # scratch arrays, the leg's row here is 1-D and the kernel allocates nothing (same operations).
     # F: the frame so far (3 x 4, row-major), G: the next joint's frame before its turn.
     f00, f01, f02, f03 = 1.0, 0.0, 0.0, 0.0
     f10, f11, f12, f13 = 0.0, 1.0, 0.0, 0.0

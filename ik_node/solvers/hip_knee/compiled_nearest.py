@@ -24,6 +24,11 @@ _TWO_PI = 2.0 * math.pi
 DEGENERATE_DISTANCE_M = 1e-9
 TIE_M = 1e-10
 
+
+def available() -> bool:
+    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    return kernels.available()
+
 # OffsetLeg.nearest_within_limits, compiled: the same samples of the first joint, the same
 # planar-core candidates per sample, the same brackets, refinement and ranking.
 # Columns of its row (nearest_row): the planar core's constants, the offsets, the first
