@@ -96,7 +96,8 @@ class TreeDampedLeastSquares:
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in high]
         self._plans: Dict[Tuple[int, ...], Tuple[List[int], Callable, Callable]] = {}
         # The compiled descents (same iterations as the loop of _descents) where numba serves.
-        self._compiled = tree_kernel(chain, params, self._wraps)
+        self._compiled = tree_kernel(chain, params, self._wraps) if compiled.available() \
+            else None
 
     # ---------------------------------------------------------------------------- helpers
     def _plan(self, tips: Tuple[int, ...]) -> Tuple[List[int], Callable, Callable]:

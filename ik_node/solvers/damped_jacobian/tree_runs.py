@@ -15,15 +15,14 @@ import ik_node.solvers.kernels as kernels
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     _BEST_COST, _BOUNDED, _FLOOR, _FRESH, _HIGH, _ITERATIONS, _KERNELS, _LAST_BLOCKED, _LOW,
     _MODEL_COLUMNS, _PRISMATIC, _STATE, _TIP_COLUMNS, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_ROW,
-    _TIP_WEIGHT, _WRAPS, CHUNK_DONE, TIMEOUT, TreeProblem, available)
+    _TIP_WEIGHT, _WRAPS, CHUNK_DONE, TIMEOUT, TreeProblem)
 from ik_node.solvers.damped_jacobian.compiled_runs import CompiledDescent, descent_settings
 
 
 def tree_kernel(chain, params: dict, wraps: Sequence[bool]) -> Optional['TreeKernel']:
-    """The :class:`TreeKernel` of ``chain`` where numba may serve and every tip's path has
-    generated kinematics; else None (the Python descents serve)."""
-    if not available():
-        return None
+    """The :class:`TreeKernel` of ``chain`` where every tip's path has generated kinematics;
+    else None (the Python descents serve). The caller asks first whether numba may serve
+    (:func:`.compiled.available`)."""
     try:
         return TreeKernel(chain, params, wraps)
     except ValueError:
