@@ -41,8 +41,7 @@ def tip_pose_function(chain: Chain, tip: Optional[str] = None
     ``(len(joints), N)`` (one row per joint); ``p`` is 3 arrays (x, y, z) [m] and ``R`` 9 arrays
     (row-major) of ``T_base_tip``, each ``(N,)`` or a float when constant. It is the chain's
     generated FK (:mod:`ik_node.model.fast_kinematics`) of the serial chain from the base to the
-    tip,
-    run on numpy arrays instead of floats: the generated code is straight-line arithmetic and
+    tip, run on numpy arrays instead of floats: the generated code is straight-line arithmetic and
     ``cos``/``sin``, so binding those names to numpy's gives the same formulas elementwise.
     """
     k = chain.tip_index(tip)
