@@ -39,7 +39,7 @@ import transforms3d
 from benchmarks.common.paths import read_config, trajectory
 from ik_node import Chain, make_solver
 from ik_node.solvers import kernels
-from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.damped_jacobian import compiled_runs
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         run = kernel.start(positions[k], rotations[k], seeds[k])
         _, _, iterations, _, _ = run.descend(
-            compiled.DescentStart(seeds[k], 0.0, -1.0, near=None, pull=True), None)
+            compiled_runs.DescentStart(seeds[k], 0.0, -1.0, near=None, pull=True), None)
         elapsed = time.perf_counter() - t
         return elapsed, kernel_s[-1], iterations
 

@@ -41,8 +41,7 @@ def tip_pose_function(chain: Chain, tip: Optional[str] = None
     ``(len(joints), N)`` (one row per joint); ``p`` is 3 arrays (x, y, z) [m] and ``R`` 9 arrays
     (row-major) of ``T_base_tip``, each ``(N,)`` or a float when constant. It is the chain's
     generated FK (:mod:`ik_node.model.fast_kinematics`) of the serial chain from the base to the
-    tip,
-    run on numpy arrays instead of floats: the generated code is straight-line arithmetic and
+    tip, run on numpy arrays instead of floats: the generated code is straight-line arithmetic and
     ``cos``/``sin``, so binding those names to numpy's gives the same formulas elementwise.
     """
     k = chain.tip_index(tip)
@@ -78,6 +77,19 @@ def _reparented(joint: Joint, parent: int) -> Joint:
                  joint.child_link, joint.lower, joint.upper)
 
 
+class MapParams(NamedTuple):
+    """What a map is built with besides its chain and tip: the keyword arguments of
+    :class:`ReachabilityBuilder` (an unknown name raises ``TypeError``)."""
+
+    samples: int = DEFAULT_SAMPLES
+    voxel_size: float = DEFAULT_VOXEL_M
+    seed: int = 0
+    position_only: Optional[bool] = None
+    directions: int = DEFAULT_DIRECTIONS
+    chunk_size: int = DEFAULT_CHUNK
+    self_collision: bool = True
+
+
 class ReachabilityBuilder:
     """Builds the map of one tip chunk by chunk: :meth:`step` until :attr:`done`, then
     :meth:`result`. :meth:`partial` gives the map of the samples so far at any time.
@@ -88,23 +100,22 @@ class ReachabilityBuilder:
     Args:
         chain: the robot.
         tip: the tip link (``None``: the first tip).
-        samples: configurations to sample, >= 1.
-        voxel_size: voxel edge [m], > 0.
-        seed: seed of ``numpy.random.default_rng``.
-        position_only: bin positions only; ``None``: when fewer than 6 joints move the tip.
-        directions: approach-direction bins of the index (1 .. 4096).
-        chunk_size: samples per :meth:`step`.
+        **params: the fields of :class:`MapParams`, by name: ``samples`` (configurations to
+            sample, >= 1), ``voxel_size`` (voxel edge [m], > 0), ``seed`` (of
+            ``numpy.random.default_rng``), ``position_only`` (bin positions only; ``None``:
+            when fewer than 6 joints move the tip), ``directions`` (approach-direction bins of
+            the index, 1 .. 4096), ``chunk_size`` (samples per :meth:`step`),
+            ``self_collision`` (True: only self-collision-free samples count).
 
     Raises:
+        TypeError: an unknown parameter name.
         ConfigError: a parameter out of range (the message names it and its value).
         ChainError: ``tip`` is not a tip of ``chain``.
     """
 
-    def __init__(self, chain: Chain, tip: Optional[str] = None, *,
-                 samples: int = DEFAULT_SAMPLES, voxel_size: float = DEFAULT_VOXEL_M,
-                 seed: int = 0, position_only: Optional[bool] = None,
-                 directions: int = DEFAULT_DIRECTIONS, chunk_size: int = DEFAULT_CHUNK,
-                 self_collision: bool = True) -> None:
+    def __init__(self, chain: Chain, tip: Optional[str] = None, **params) -> None:
+        samples, voxel_size, seed, position_only, directions, chunk_size, self_collision = \
+            MapParams(**params)
         _check_whole('samples', samples, 1)
         _check_whole('chunk_size', chunk_size, 1)
         _check_whole('seed', seed, 0)

@@ -7,7 +7,7 @@ within limits in the compiled kernel.
   sent there.
 - A planar chain: the plane and the reach bound of the target's foot point prove a bound that
   never exceeds the closest error and meets it beyond the reach.
-- :func:`ik_node.solvers.hip_knee.compiled.nearest_offset_leg` takes the Python search's
+- :func:`ik_node.solvers.hip_knee.compiled_nearest.nearest_offset_leg` takes the Python search's
   samples, candidates and refinement (:meth:`OffsetLeg.nearest_in_python`): the same poses.
 """
 
@@ -20,7 +20,7 @@ import pytest
 
 from ik_node import Chain, IkStatus, make_solver
 from ik_node.solvers import kernels
-from ik_node.solvers.hip_knee import compiled, offset_leg
+from ik_node.solvers.hip_knee import compiled_nearest as compiled, offset_leg
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
 from ik_node.solvers.hip_knee.exact_leg import ExactLeg

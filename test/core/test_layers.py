@@ -105,10 +105,12 @@ def test_the_node_owns_its_parts_instead_of_inheriting_them():
 # ------------------------------------------------------------------- the rooms of solvers/
 SOLVERS = PACKAGE / 'solvers'
 #: What the solver contract (``solvers/base.py``) may import: the errors, the model, its own
-#: input checks, parameter specs and result types, and the several-tips input and summary.
-#: No solver and no strategy (independent legs come in through ``SolverParts.compose_legs``).
+#: input checks, parameter specs, result types and measure of an answer, and the several-tips
+#: input and summary. No solver and no strategy (independent legs come in through
+#: ``SolverParts.compose_legs``).
 CONTRACT_IMPORTS = {'ik_node.errors', 'ik_node.solvers.input_checks', 'ik_node.solvers.params',
-                    'ik_node.solvers.results', 'ik_node.solvers.trees.several_tips'}
+                    'ik_node.solvers.results', 'ik_node.solvers.measured_answer',
+                    'ik_node.solvers.trees.several_tips'}
 
 
 def test_the_solver_contract_imports_no_strategy():
@@ -186,13 +188,14 @@ def test_the_room_check_sees_an_upward_import():
 
 #: The floors of solvers/, by room (a module or subpackage of ``ik_node.solvers``): a room imports
 #: only rooms on a lower floor. The shared numerics, the result types, input checks and
-#: parameter specs; the kernel loader and library, and the shared geometry; the strategies every
-#: solver uses (several tips, out of reach); the contract and the collision guard; the analytic
-#: leg solver (whose closed form the iterative solvers call for a leg); the iterative solvers;
-#: the registry that composes them, and the batch solve (solve_many) over them.
+#: parameter specs; the kernel loader and library, the shared geometry and the measure of an
+#: answer; the strategies every solver uses (several tips, out of reach); the contract and the
+#: collision guard; the analytic leg solver (whose closed form the iterative solvers call for a
+#: leg); the iterative solvers; the registry that composes them, and the batch solve over them.
 SOLVER_FLOORS = {'numerics': 0, 'results': 0, 'input_checks': 0, 'params': 0, 'kernels': 1,
-                 'geometry': 1, 'trees': 2, 'out_of_reach': 2, 'base': 3, 'collision_guard': 3,
-                 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5, 'registry': 6, 'batch': 6}
+                 'geometry': 1, 'measured_answer': 1, 'trees': 2, 'out_of_reach': 2, 'base': 3,
+                 'collision_guard': 3, 'hip_knee': 4, 'damped_jacobian': 5, 'fabrik': 5,
+                 'registry': 6, 'batch': 6}
 
 
 def solver_room(module: str):

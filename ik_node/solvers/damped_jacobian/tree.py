@@ -39,6 +39,7 @@ import numpy as np
 
 from ik_node.model.chain import Chain
 from ik_node.solvers.damped_jacobian import compiled
+from ik_node.solvers.damped_jacobian.tree_runs import tree_kernel
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.numerics.codegen import damped_solve_function, limit_functions
 from ik_node.solvers.numerics.dls_settings import LAMBDA_DOWN as _LAMBDA_DOWN
@@ -95,7 +96,8 @@ class TreeDampedLeastSquares:
         self._restart_high = [hi if math.isfinite(hi) else math.pi for hi in high]
         self._plans: Dict[Tuple[int, ...], Tuple[List[int], Callable, Callable]] = {}
         # The compiled descents (same iterations as the loop of _descents) where numba serves.
-        self._compiled = compiled.tree_kernel(chain, params, self._wraps)
+        self._compiled = tree_kernel(chain, params, self._wraps) if compiled.available() \
+            else None
 
     # ---------------------------------------------------------------------------- helpers
     def _plan(self, tips: Tuple[int, ...]) -> Tuple[List[int], Callable, Callable]:

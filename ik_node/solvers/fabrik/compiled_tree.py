@@ -11,6 +11,11 @@ same order as the Python passes; numpy's small products (BLAS) and its linear so
 the last bit otherwise, so a run agrees with the Python run to round-off: the same iterations and
 joints within 1e-9 rad (``test/core/test_compiled_fabrik_tree.py``).
 
+Why one file of this size: numba compiles and caches a kernel with the helpers it calls when
+they live in one module (one entry of ``KERNEL_MODULES``); the tree passes here read side by side
+with ``tree_passes.py``, and the arrays they read (:func:`geometry_of`, :func:`plan_of`) beside
+the code that reads them.
+
 The kernel is generic: the tree is arrays (:func:`geometry_of`: per joint its frame, axis and
 limits, per node its parent), and so is the plan of a run (:func:`plan_of`, from the Python
 passes' :class:`~ik_node.solvers.fabrik.tree_passes.TreePlan`: the forward pass's joints with

@@ -13,8 +13,8 @@ set has no closed form) the nearest pose within limits is found over the first j
 of its angles the exact nearest pose of the planar core (:meth:`PlanarCore.nearest`) and the
 distance off the plane give the error and its slope; the angle is sampled and the best basins
 refined on the slope. Where numba serves, that search runs compiled
-(:func:`~ik_node.solvers.hip_knee.compiled.nearest_offset_leg`: the same samples, candidates
-and refinement) once the kernels are loaded (:mod:`ik_node.solvers.kernels`).
+(:func:`~ik_node.solvers.hip_knee.compiled_nearest.nearest_offset_leg`: the same samples,
+candidates and refinement) once the kernels are loaded (:mod:`ik_node.solvers.kernels`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Callable, List, Tuple
 
-from ik_node.solvers.hip_knee import compiled
+from ik_node.solvers.hip_knee import compiled_nearest as compiled
 from ik_node.solvers.hip_knee.geometry import LegGeometry
 from ik_node.solvers.geometry.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, annulus_distance,
                                                   near_angle)

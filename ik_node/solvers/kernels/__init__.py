@@ -43,6 +43,7 @@ from typing import Callable, List, Optional, Tuple
 KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
                   'ik_node.solvers.out_of_reach.compiled_reach',
                   'ik_node.solvers.hip_knee.compiled',
+                  'ik_node.solvers.hip_knee.compiled_nearest',
                   'ik_node.solvers.fabrik.compiled',
                   'ik_node.solvers.fabrik.compiled_tree',
                   'ik_node.solvers.out_of_reach.compiled_search')
