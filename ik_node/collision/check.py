@@ -4,9 +4,11 @@ cannot decide, the raw meshes where the hulls call a pair colliding.
 :class:`CollisionChecker` checks the pairs of links that the pair table keeps
 (:mod:`ik_node.collision.pairs`) and each link against the world (:mod:`ik_node.collision.world`).
 A pair is free when a lower bound of its hulls' distance exceeds the padding: its capsule gap, or
-the gap across a plane that separates the links' hull vertices (both in the compiled kernel of
-:mod:`ik_node.collision.capsules`); otherwise python-fcl measures the signed distance between the
-pieces (convex hulls of meshes, boxes, cylinders, spheres as they are). Where two pieces' hulls
+the gap across a plane that separates the links' hull vertices (found by GJK; both in the
+compiled kernel of :mod:`ik_node.collision.kernel`); it collides when the kernel's GJK finds the
+hulls within the padding and they decide for the pair (links of one mesh hull or box each);
+otherwise python-fcl measures the signed distance between the pieces (convex hulls of meshes,
+boxes, cylinders, spheres as they are). Where two pieces' hulls
 are closer than the padding and one is the hull of a closed concave mesh, python-fcl measures
 the distance between the raw triangle meshes (BVH) instead (``mesh_confirm``, on by default): a
 hull is larger than its mesh where the mesh is concave, so the hulls alone call some free
