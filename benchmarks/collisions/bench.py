@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import transforms3d
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get('IK_NODE_ROBOTS_DIR') or REPO.parent / 'shared' / 'robots')
 ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp'),
