@@ -27,9 +27,10 @@ every field's place first; the workspace ``work``): numba unboxes each argument 
 and one array costs about what a whole check of a free configuration does. The fields are
 named by :data:`FLOATS`, :data:`INTS` and :data:`WORK` (packed by
 :mod:`ik_node.collision.packing`); :func:`_unpack` views them as :class:`Geometry` and
-:class:`Work`. Plain loops: compiled by numba (:func:`compiled_kernel`), or run as Python by
-the tests that compare them with numpy and python-fcl. numba's cache checks this file only:
-every function the kernel calls lives here.
+:class:`Work`. Plain loops: compiled by numba (:func:`compiled_kernel`, GJK's functions from
+:mod:`ik_node.collision.gjk` compiled into it), or run as Python by the tests that compare them
+with numpy and python-fcl. numba's cache checks this file only: after editing ``gjk.py``,
+remove ``__pycache__/kernel.*.nb*`` beside it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ik_node.collision import gjk
 from ik_node.collision.gjk import Hulls, _gjk, _turn, _unit
 
 #: Pieces' capsules are measured for pairs whose links' capsules are within the padding plus
@@ -342,7 +342,7 @@ def compiled_kernel():
                 import numba
                 jit = numba.njit(cache=True, nogil=True)
                 inline = numba.njit(nogil=True, inline='always')
-                namespace = {**vars(gjk), **check_kernel.__globals__}
+                namespace = {**_gjk.__globals__, **check_kernel.__globals__}
                 for name in _HELPERS + _GJK_HELPERS:  # each a compiled copy calling the
                     # compiled others, the small ones inlined (a call counts the references
                     # of every array it passes), GJK called (inlined, its size slows the
