@@ -2,7 +2,7 @@
 """Self-collision of IK answers, with and without ik_node's collision check, judged by an
 independent mesh-exact check.
 
-    python benchmarks/collisions.py [--robots ur5e fr3] [--n 300] [--seed 1] [--out FILE.md]
+    python -m benchmarks.collisions.bench [--robots ur5e fr3] [--n 300] [--seed 1] [--out FILE.md]
         [--timeout S] [--retry-time S] [--repair-steps N] [--no-ground]
 
 Targets are the tips of random configurations that the independent check finds collision-free
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import transforms3d
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 SHARED = Path(os.environ.get('IK_NODE_ROBOTS_DIR') or REPO.parent / 'shared' / 'robots')
 ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp'),
@@ -275,8 +275,8 @@ def main():
             target_qs.append(q)
         # the check alone, on the targets' own (free) configurations and on random ones
         # the check alone, on the targets' own (free) configurations and on random ones;
-        # interleaved with the same checker without its separating planes (capsules, then
-        # GJK: the kernel's plane step is off when its padding argument is -inf)
+        # interleaved with the same checker without its kernel's GJK (link capsules, then
+        # python-fcl: the kernel measures no further when its padding argument is -inf)
         bare = checker_for(chain)
         bare._kernel_args = bare._kernel_args[:-1] + (-math.inf,)
         timings = []
@@ -356,7 +356,7 @@ def main():
                             capture_output=True, text=True).stdout.strip()
     import fcl  # noqa: F401
     from importlib.metadata import version
-    lines = [f'Command: `python benchmarks/collisions.py {" ".join(sys.argv[1:])}` at commit '
+    lines = [f'Command: `python -m benchmarks.collisions.bench {" ".join(sys.argv[1:])}` at commit '
              f'`{commit}`; seed {args.seed}; Python {platform.python_version()}, numpy '
              f'{np.__version__}, python-fcl {version("python-fcl")}, trimesh '
              f'{version("trimesh")}; numba '
@@ -379,8 +379,8 @@ def main():
                      f'{ratio} |')
     lines += ['', '| robot | pairs checked (ik_node) | pairs kept by the independent table | '
               'check median, collision-free configurations [us] | the same without the '
-              'separating planes [us] | check median, random configurations [us] | the same '
-              'without the planes [us] | targets whose raw meshes come within the padding |',
+              'kernel\'s GJK [us] | check median, random configurations [us] | the same '
+              'without GJK [us] | targets whose raw meshes come within the padding |',
               '|---|---|---|---|---|---|---|---|']
     for robot, pairs, exact_pairs, free_us, free_bare, random_us, random_bare, near in \
             check_rows:

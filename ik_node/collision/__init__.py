@@ -8,12 +8,13 @@ it). Design, and why:
   checked by their convex hulls: a hull encloses its mesh, so a hull found free proves the mesh
   free (the check never calls free what the meshes find colliding), and hull-vs-hull GJK costs
   microseconds where mesh-vs-mesh BVH costs a hundred or more.
-- **Broad phase** (:mod:`.capsules`): one capsule per link enclosing its hulls; capsule gaps of
-  all checked pairs in one numba kernel (numpy without numba), which also tries planes that
-  separate the links' hull vertices where capsules overlap. Most configurations of an arm are
-  cleared here, in a few microseconds.
+- **Broad phase** (:mod:`.capsules`, :mod:`.kernel`, :mod:`.gjk`): capsules enclosing each link
+  and its pieces, and where those are within the padding, GJK on the links' hulls (every
+  support a separating plane: a lower bound), for all checked pairs in one numba kernel
+  (capsules only in numpy without numba). A free configuration of an arm is cleared here, in a
+  few microseconds; a pair whose hulls GJK finds within the padding collides.
 - **Narrow phase** (:mod:`.check`): python-fcl's GJK/EPA signed distance between the hulls (and
-  boxes, cylinders, spheres as they are) of the pairs the capsules cannot clear; where two hulls
+  boxes, cylinders, spheres as they are) of the pairs the kernel cannot decide; where two hulls
   are within the padding, python-fcl's distance between the raw triangle meshes decides (a hull
   is larger than a concave mesh). A library, not hand-written geometry: FCL is what MoveIt uses.
 - **Witnesses** (:mod:`.witness`): for pairs near contact, python-fcl's closest points (or

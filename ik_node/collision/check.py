@@ -4,9 +4,11 @@ cannot decide, the raw meshes where the hulls call a pair colliding.
 :class:`CollisionChecker` checks the pairs of links that the pair table keeps
 (:mod:`ik_node.collision.pairs`) and each link against the world (:mod:`ik_node.collision.world`).
 A pair is free when a lower bound of its hulls' distance exceeds the padding: its capsule gap, or
-the gap across a plane that separates the links' hull vertices (both in the compiled kernel of
-:mod:`ik_node.collision.capsules`); otherwise python-fcl measures the signed distance between the
-pieces (convex hulls of meshes, boxes, cylinders, spheres as they are). Where two pieces' hulls
+the gap across a plane that separates the links' hull vertices (found by GJK; both in the
+compiled kernel of :mod:`ik_node.collision.kernel`); it collides when the kernel's GJK finds the
+hulls within the padding and they decide for the pair (links of one mesh hull or box each);
+otherwise python-fcl measures the signed distance between the pieces (convex hulls of meshes,
+boxes, cylinders, spheres as they are). Where two pieces' hulls
 are closer than the padding and one is the hull of a closed concave mesh, python-fcl measures
 the distance between the raw triangle meshes (BVH) instead (``mesh_confirm``, on by default): a
 hull is larger than its mesh where the mesh is concave, so the hulls alone call some free
@@ -26,9 +28,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ik_node.collision.capsules import compiled_kernel
 from ik_node.collision.dependencies import require
+from ik_node.collision.kernel import compiled_kernel
 from ik_node.collision.model import CollisionModel
+from ik_node.collision.packing import link_hull, pack
 from ik_node.collision.report import CollisionReport, Contact
 from ik_node.collision.witness import Witness, witnesses
 from ik_node.collision.world import World
@@ -74,15 +77,8 @@ class CollisionChecker:
                               dtype=np.int64).reshape(-1, 2)
         chain = model.chain
         self._kernel = compiled_kernel()
-        cap_pairs, starts = model.capsule_pairs(self.pairs)
-        cap_owner = np.zeros(len(cap_pairs), dtype=np.int64)
-        for m, start in enumerate(starts.tolist()):
-            cap_owner[start:] = m
         self._hull_points = [np.vstack([p.hull_vertices for p in model.pieces[link]])
                              for link in model.links]
-        #: Per checked pair, the unit normal (in link j's frame) that held the pair's hulls
-        #: apart at its last narrow-phase measure: the kernel tries it first (zero: none yet).
-        self._witness = np.zeros((len(self.pairs), 3))
         #: Per checked pair, the joint in whose frame its witness normal is kept (-1: the base
         #: frame): the first joint that moves one link of the pair against the other. Past
         #: it, the normal that parted the pair turns with the pair (a shoulder link turning
@@ -90,19 +86,17 @@ class CollisionChecker:
         self._witness_joint = np.array(
             [min(model.moving_joints(int(i)) ^ model.moving_joints(int(j)), default=-1)
              for i, j in self.pairs.tolist()], dtype=np.int64)
-        point_start = np.cumsum([0] + [len(p) for p in self._hull_points]).astype(np.int64)
-        self._kernel_args = (chain._T_parent.copy(), chain._axes.copy(),
-                             chain._prismatic.copy(), chain.parents.astype(np.int64),
-                             model.link_frame, model.T_frame_link, model.cap_link, model.seg_a,
-                             model.seg_b, model.radius, cap_pairs, cap_owner,
-                             np.ascontiguousarray(np.column_stack([self.pairs,
-                                                                   self._witness_joint])),
-                             np.ascontiguousarray(np.vstack(self._hull_points)), point_start,
-                             self._witness, self.padding)
-        self._frames = np.empty((chain.n, 4, 4))
-        self._links = np.empty((len(model.links), 4, 4))
-        self._gaps = np.empty(len(self.pairs))
-        self._quats = np.empty((len(model.links), 4))
+        packed = pack(chain, model, np.column_stack([self.pairs, self._witness_joint]),
+                      [link_hull(points) for points in self._hull_points])
+        self._kernel_args = (packed.floats, packed.ints, packed.work, self.padding)
+        views = packed.views
+        self._frames, self._links = views['frames'], views['links']
+        self._gaps, self._quats = views['gaps'], views['quats']
+        #: Per checked pair, the unit normal (in the frame of its witness joint) that held the
+        #: pair's hulls apart last: the kernel's GJK starts from it (zero: none yet).
+        self._witness = views['witness']
+        #: Per checked pair, the kernel's upper bound of its hulls' distance (inf: not measured).
+        self._upper = views['upper']
         self._fcl = require('fcl')
         self._objects = [[_fcl_object(self._fcl, piece) for piece in model.pieces[link]]
                          for link in model.links]
@@ -115,6 +109,11 @@ class CollisionChecker:
         self.mesh_confirm = bool(mesh_confirm)
         self._exact = [[exact_piece(self._fcl, piece) if mesh_confirm else None
                         for piece in model.pieces[link]] for link in model.links]
+        #: Per link, whether python-fcl measures it as the kernel does: one piece, a mesh's
+        #: hull or a box, no raw mesh measured instead (where the hull is within the padding).
+        self._hulls_decide = [len(pieces) == 1 and pieces[0].kind in ('mesh', 'box') and
+                              (exact[0] is None or exact[0].bvh is None)
+                              for pieces, exact in zip(model.pieces.values(), self._exact)]
         self._warm()
 
     def _warm(self) -> None:
@@ -134,8 +133,7 @@ class CollisionChecker:
         without the compiled kernel) of one configuration."""
         q = np.asarray(q, dtype=float)
         if self._kernel is not None:
-            self._kernel(q, *self._kernel_args, self._frames, self._links, self._gaps,
-                         self._quats)
+            self._kernel(q, *self._kernel_args)
             return self._links, self._gaps, self._quats
         T = self.model.link_transforms(q)
         return T, self.model.pair_gaps(T, self.pairs), None
@@ -249,8 +247,7 @@ class CollisionChecker:
         q = np.asarray(q, dtype=float)
         pad = self.padding
         if self._kernel is not None:
-            smallest = self._kernel(q, *self._kernel_args, self._frames, self._links,
-                                    self._gaps, self._quats)
+            smallest = self._kernel(q, *self._kernel_args)
             T, gaps, quats = self._links, self._gaps, self._quats
         else:
             T, gaps, quats = self._screen(q)
@@ -261,6 +258,8 @@ class CollisionChecker:
                 close = close[np.argsort(gaps[close])]
             for m in close.tolist():
                 i, j = self.pairs[m]
+                if self._upper[m] < pad and self._hulls_decide[i] and self._hulls_decide[j]:
+                    return False  # the kernel's GJK found the hulls within the padding
                 if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False
                 self._keep_witness(m)

@@ -7,7 +7,7 @@ check measures (convex hulls of meshes, boxes, cylinders, spheres): for pieces a
 nearest points of its distance query; for pieces in contact, the contact point, normal and
 depth of its contact query (the normal taken from the second piece towards the first). The
 pairs measured are those whose broad-phase lower bound (capsule gap, or the gap across a
-separating plane) is below the padding plus the reach, as in
+plane of the kernel's GJK) is below the padding plus the reach, as in
 :meth:`~ik_node.collision.check.CollisionChecker.is_free`. The ground plane and obstacles give
 witnesses too: a link's lowest hull vertex above the plane, python-fcl against an obstacle.
 

@@ -15,7 +15,9 @@ import transforms3d
 from ik_node import Chain
 from ik_node.collision import (CollisionModelError, CollisionSettings, Obstacle, checker_for,
                                pair_table_for)
-from ik_node.collision.capsules import _gaps_kernel, compiled_kernel
+from ik_node.collision.gjk import Hulls, _support
+from ik_node.collision.kernel import FINE_SCREEN_M, _unpack, check_kernel, compiled_kernel
+from ik_node.collision.packing import link_hull
 from ik_node.collision.check import CollisionChecker, exact_mesh_objects
 from ik_node.collision.dependencies import require
 from ik_node.collision.model import CollisionModel
@@ -61,41 +63,68 @@ def test_every_capsule_set_encloses_its_links_hull_vertices(vendor_chain):
         assert d.min(axis=1).max() <= 1e-9, link
 
 
-def test_the_compiled_kernel_bounds_the_hull_distances_as_the_numpy_gaps_do(vendor_chain):
-    """The kernel's gaps are the capsule gaps of the numpy code where those exceed the padding;
-    elsewhere a separating plane may raise them, never above the hulls' distance (a lower
-    bound: the check skips only pairs proven apart)."""
+def test_the_compiled_kernel_bounds_the_hull_distances_from_both_sides(vendor_chain):
+    """The kernel's gaps are lower bounds of the hulls' distances (the check skips only pairs
+    proven apart), never below the capsules' where those are near; GJK raises some above the
+    padding; its upper bounds are upper bounds; the compiled kernel says what its Python does;
+    and a configuration the check calls colliding has a pair whose hulls are that close."""
     checker = checker_for(vendor_chain)
-    pad = checker.padding
+    pad, model = checker.padding, checker.model
+    floats, ints, work, _ = checker._kernel_args
     rng = np.random.default_rng(4)
-    raised = 0
-    for k, q in enumerate(random_q(vendor_chain, rng, 40)):
-        if k % 2:  # the normals is_free keeps from its narrow phase (witness) are tried too
+    separated, colliding = 0, 0
+    for k, q in enumerate(random_q(vendor_chain, rng, 80)):
+        if k % 2:  # the normals the last check kept (witness) are where GJK starts
             checker.is_free(q)
-        T_numpy = checker.model.link_transforms(q)
-        gaps_numpy = checker.model.pair_gaps(T_numpy, checker.pairs)
-        frames, links = np.empty((vendor_chain.n, 4, 4)), np.empty_like(T_numpy)
-        gaps, quats = np.empty(len(checker.pairs)), np.empty((len(links), 4))
-        smallest = _gaps_kernel(q, *checker._kernel_args, frames, links, gaps, quats)  # Python
-        assert smallest == gaps.min()
-        np.testing.assert_allclose(links, T_numpy, atol=1e-9)
-        far = gaps_numpy > pad
-        np.testing.assert_allclose(gaps[far], gaps_numpy[far], atol=1e-9)
-        assert np.all(gaps >= gaps_numpy - 1e-9)
-        for m in np.flatnonzero(~far):
-            i, j = checker.pairs[m]
-            hull = checker.pair_distance(T_numpy, int(i), int(j), exact=False)
-            assert gaps[m] <= max(hull, 0.0) + 1e-9, checker.pair_names[m]
-            raised += gaps[m] > gaps_numpy[m] + 1e-9
-        for T, quat in zip(T_numpy, quats):
+        T_numpy = model.link_transforms(q)
+        gaps_numpy = model.pair_gaps(T_numpy, checker.pairs)
+        before = work.copy()
+        mine = before.copy()
+        smallest = check_kernel(q, floats, ints, mine, pad)  # as Python
+        _, w = _unpack(floats, ints, mine)
+        assert smallest == w.gaps.min()
+        np.testing.assert_allclose(w.links.reshape(-1, 4, 4), T_numpy, atol=1e-9)
+        assert np.all(w.gaps >= np.minimum(gaps_numpy, pad + FINE_SCREEN_M) - 1e-9)
+        hulls = [checker.pair_distance(T_numpy, int(i), int(j), exact=False)
+                 for i, j in checker.pairs]
+        for m, (i, j) in enumerate(checker.pairs):
+            assert w.gaps[m] <= max(hulls[m], 0.0) + 1e-9, checker.pair_names[m]
+            if checker._hulls_decide[i] and checker._hulls_decide[j]:
+                assert w.upper[m] >= hulls[m] - 1e-7, checker.pair_names[m]
+            separated += gaps_numpy[m] <= pad < w.gaps[m]
+        for T, quat in zip(T_numpy, w.quats.reshape(-1, 4)):
             np.testing.assert_allclose(transforms3d.quaternions.quat2mat(quat), T[:3, :3],
                                        atol=1e-9)
         if compiled_kernel() is not None:
-            compiled_gaps = np.empty_like(gaps)
-            compiled_kernel()(q, *checker._kernel_args, frames, links, compiled_gaps, quats)
-            np.testing.assert_allclose(compiled_gaps, gaps, atol=1e-9)
-    assert raised > 0  # the planes cleared some pairs the capsules could not
+            compiled = before.copy()
+            compiled_kernel()(q, floats, ints, compiled, pad)
+            np.testing.assert_allclose(_unpack(floats, ints, compiled)[1].gaps, w.gaps,
+                                       atol=1e-9)
+        if not checker.is_free(q):
+            colliding += 1
+            assert min(hulls) < pad + 1e-6
+    assert separated > 0  # GJK cleared some pairs the capsules could not
+    assert colliding > 0
     assert np.any(checker._witness != 0.0)
+
+
+def test_hill_climbing_finds_the_farthest_hull_vertex(vendor_chain):
+    """The kernel's support (hill climbing along a link's hull edges from its seeds) is the
+    vertex a scan of all the link's vertices finds farthest, in every direction tried: what
+    makes its planes' gaps lower bounds."""
+    checker = checker_for(vendor_chain)
+    floats, ints, work, _ = checker._kernel_args
+    g, _ = _unpack(floats, ints, work.copy())
+    hulls = Hulls(g.points, g.adj_start, g.adj, g.seeds)
+    points = g.points.reshape(-1, 3)
+    rng = np.random.default_rng(6)
+    links = np.tile(np.eye(4).ravel(), len(checker.model.links))
+    starts = np.cumsum([0] + [len(link_hull(p).vertices) for p in checker._hull_points])
+    for d in rng.normal(size=(300, 3)):
+        for k in range(len(checker.model.links)):
+            found = np.array(_support(hulls, links, k, tuple(d)))
+            best = np.max(points[starts[k]:starts[k + 1]] @ d)
+            assert found @ d == pytest.approx(best, abs=1e-12)
 
 
 def placed_mesh_pairs(checker, exact, q):
@@ -340,7 +369,8 @@ def test_a_scaled_mesh_is_scaled(tmp_path, collision_robot):
 
 
 def test_segment_distances_match_a_dense_sampling_of_both_segments():
-    from ik_node.collision.capsules import _segment_closest, segment_distances
+    from ik_node.collision.capsules import segment_distances
+    from ik_node.collision.kernel import _segment_closest
     rng = np.random.default_rng(8)
     u = np.linspace(0.0, 1.0, 201)
     for case in range(60):
@@ -354,6 +384,7 @@ def test_segment_distances_match_a_dense_sampling_of_both_segments():
         sampled = np.linalg.norm(A[:, None] - B[None], axis=2).min()
         d = float(segment_distances(p1, q1, p2, q2))
         assert d <= sampled + 1e-12 and d >= sampled - 0.02
-        dist, dx, dy, dz = _segment_closest(*p1, *q1, *p2, *q2)
+        dist, dx, dy, dz = _segment_closest(np.concatenate([p1, q1]), 0,
+                                            np.concatenate([p2, q2]), 0)
         assert dist == pytest.approx(d, abs=1e-12)
         assert math.sqrt(dx * dx + dy * dy + dz * dz) == pytest.approx(d, abs=1e-12)
