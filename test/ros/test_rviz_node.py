@@ -10,7 +10,7 @@ import pytest
 from visualization_msgs.msg import InteractiveMarkerControl, Marker
 
 from ik_node import Chain
-from ik_node.ros.rviz import markers
+from ik_node.ros.rviz import labels, markers
 from harness import REPO, chain_of, values
 
 #: leg3 at hip_yaw 0.004 rad inside its upper limit (1.2): reached, near a limit (WARN).
@@ -152,5 +152,5 @@ def test_a_target_far_out_of_the_view_is_drawn_at_its_edge_with_the_distance_to_
     np.testing.assert_allclose(start, at)
     np.testing.assert_allclose((end - start) / np.linalg.norm(end - start),
                                (target - at) / np.linalg.norm(target - at), atol=1e-9)
-    further = markers.length_text(float(np.linalg.norm(target - at)))
+    further = labels.length_text(float(np.linalg.norm(target - at)))
     assert label.text.endswith(f'target {further} further on'), label.text

@@ -4,7 +4,8 @@
 display draws them. A 6-DOF marker moves and rotates on all three axes, its body showing the
 target's axes as arrows; a position-only one only moves (its axes fixed to the base frame), a
 planar chain's in the chain's plane only. The body is coloured by the last solve: green
-reached, red not, grey before any.
+reached, red not, grey before any. An idle tip of a branched chain gets its body alone
+(:func:`idle_marker`).
 """
 
 from __future__ import annotations
@@ -178,6 +179,16 @@ def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw
                                    [_ring(control.orientation, scale, rgba)])
             im.controls.append(control)
     return im
+
+
+def idle_marker(marker: InteractiveMarker) -> InteractiveMarker:
+    """``marker`` as an idle tip's mark: its body only (still dragged by it: moved in 3D, or in
+    a planar chain's plane), without the move arrows and rotate rings, and without a
+    description.
+    A branched chain's idle tips get these, so only the active tip shows a full handle set."""
+    marker.controls = [c for c in marker.controls if c.name == 'body']
+    marker.description = ''  # RViz draws it above the mark: into the body above a foot
+    return marker
 
 
 def _arrows(orientation: Quaternion, scale: float, rgba) -> List[Marker]:
