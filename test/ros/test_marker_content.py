@@ -658,3 +658,20 @@ def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
         low, high = box.min(axis=0), box.max(axis=0)
         over = np.all((hull >= low) & (hull <= high), axis=1)
         assert not over.any(), (m.text, hull[over][:3])
+
+
+def test_an_idle_tip_gets_a_small_grabbable_mark_not_a_full_handle_set():
+    """An idle tip of a branched chain: its body alone (dragged by it, in 3D or in a planar
+    chain's plane), no move arrows or rings, no description over the robot."""
+    from ik_node.ros.rviz.interactive_marker_msgs import idle_marker, interactive_marker
+    for normal in (None, np.array([0.0, 0.0, 1.0])):
+        full = interactive_marker('FL_foot', 'base_link', np.zeros(3), np.array([0, 0, 0, 1.0]),
+                                  False, reached=True, scale=0.2, plane_normal=normal)
+        assert len(full.controls) > 1 and full.description
+        mark = idle_marker(full)
+        assert [c.name for c in mark.controls] == ['body'] and mark.description == ''
+        body = mark.controls[0]
+        assert body.interaction_mode in (InteractiveMarkerControl.MOVE_3D,
+                                         InteractiveMarkerControl.MOVE_PLANE)
+        assert body.always_visible and body.markers[0].type == Marker.SPHERE
+        assert body.markers[0].scale.x <= 0.35 * 0.2 + 1e-12  # small: a third of the scale

@@ -73,8 +73,8 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     label = newest(probe, mark, lambda m: m.id == 400, "the left hand's miss label")
     assert label.text.startswith(f'left_hand missed by {error_mm:.3g} mm\n(')  # wrapped
     assert label.color.r > 0.9 and label.color.g < 0.5
-    # Over or under the left hand on screen (where the node put it: the joint states it
-    # published), all of it inside twin_arm's view.
+    # All of it inside twin_arm's view (under the left hand, beside it or in a corner: the
+    # joint states the node published tell where the hand is).
     from ik_node.ros.rviz import views
     from ik_node.ros.rviz.camera import text_width
     state = probe.joint_states[-1]
@@ -85,7 +85,7 @@ def test_each_hand_that_misses_shows_its_error_at_the_tip(harness):
     (x_label, _), (x_tip, _) = view.project(np.array([at, p_tip]))
     half = view.project(np.array([at]))[0, 0] - view.project(
         np.array([at]) - 0.5 * text_width(label.text, label.scale.z) * view.basis()[1])[0, 0]
-    assert abs(x_label - x_tip) <= half and abs(x_label) + half <= 1.0
+    assert abs(x_label) + half <= 1.0, (x_label, x_tip, half)
 
 
 @pytest.mark.parametrize('height,projected', [(0.006, True), (-0.03, True), (0.2, False)])

@@ -57,8 +57,9 @@ def fills(view: views.OrbitView, points: np.ndarray) -> tuple:
 
 @pytest.mark.parametrize('robot', ROBOTS)
 def test_the_view_holds_the_reach_near_the_robot_and_the_labels_and_they_fill_it(robot):
-    """Every sampled tip position and joint within FRAME_SHARE of a tip's reach, its labels
-    below it, is on screen, spanning at least 75 % of the view's height or width."""
+    """Every sampled tip position and joint within FRAME_SHARE of a tip's reach (all of a
+    planar one's), its labels below it, is on screen, spanning at least 75 % of the view's
+    height or width."""
     chain = chain_of(robot)
     points = views.framed_points(chain, samples=1000, seed=7)  # not the samples of the view
     inside, span = fills(view_in(REPO / 'rviz' / f'{robot}.rviz'), points)

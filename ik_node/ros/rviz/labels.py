@@ -17,7 +17,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from visualization_msgs.msg import Marker
 
-from ik_node.ros.rviz.camera import FILL, OrbitView, shifted_into_view, text_width
+from ik_node.ros.rviz.camera import (FIELD_OF_VIEW, FILL, RENDER_PX, OrbitView, on_screen,
+                                     shifted_into_view, text_width)
 from ik_node.ros.rviz.marker_shapes import deleted, new_marker, place
 from ik_node.ros.rviz.sizes import DEFAULT_SIZES, Sizes
 
@@ -90,9 +91,10 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     robot. With the robot's ``view`` "below" is down the screen (the camera's up vector), so a
     view from high above keeps them clear of the handles too; without it, down in z. Where the
     view ends above their bottom, they stand beside the tip and its target instead (towards
-    the middle of the view or else the other way, as far out as they hang down otherwise; above
-    it where neither side has room), and a label that would still run over the view's edge is
-    moved across the screen until all of its text is inside.
+    the middle of the view or else the other way, as far out as they hang down otherwise), or,
+    where neither side has room, in the bottom corner of the view away from the tip, in front
+    of the robot; a label that would still run over the view's
+    edge is moved across the screen until all of its text is inside.
     """
     anchor, down = _anchor(p_tip, p_target, view)
     limit_height = max(MIN_TEXT_HEIGHT, 0.7 * sizes.text_height)
@@ -113,8 +115,9 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         rise = max(float((np.asarray(p, dtype=float) - anchor) @ -down)
                    for p in (p_tip, p_target if p_target is not None else p_tip))
         offset, shift = _beside(view, anchor, drop + rise, width, total)
-        if shift is None:  # above both, ``drop`` over the higher on the screen
-            offset, shift = -(drop + rise + total), np.zeros(3)
+        if shift is None:  # no room near the tip: in a bottom corner of the view
+            side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # away from the tip
+            return _in_corner(frame_id, stamp, blocks, view, side)
     out = []
     for text, mid, rgba, height, block in blocks:
         if not text:
@@ -144,6 +147,37 @@ def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
         if abs(view.project(anchor + shift + side * 0.5 * width * right)[0, 0]) <= FILL:
             return -0.5 * total, shift
     return 0.0, None
+
+
+#: Labels in a corner of the view stand this share of the way from the camera to its focal
+#: point (in front of the robot), as large on the screen as at the focal distance...
+CORNER_DEPTH_SHARE = 0.5
+#: and this much smaller than beside the tip (about 17 px high in quad12's view: legible).
+CORNER_SCALE = 0.8
+
+
+def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float) -> List[Marker]:
+    """The label ``blocks`` as a column in the bottom left (``side`` -1) or right (+1) corner
+    of ``view``, the last block at the bottom, each line :data:`CORNER_SCALE` as large on the
+    screen as at the focal distance (where the view has no room for them near the tip)."""
+    depth = CORNER_DEPTH_SHARE * view.distance
+    shrink = CORNER_SCALE * depth / view.distance
+    t = math.tan(FIELD_OF_VIEW / 2)
+    to_x, to_y = 1.0 / (depth * t * RENDER_PX[0] / RENDER_PX[1]), 1.0 / (depth * t)
+    bottom, out = -FILL, []
+    for text, mid, rgba, height, block in reversed(blocks):
+        if not text:
+            out.append(deleted(frame_id, stamp, mid))
+            continue
+        m = new_marker(frame_id, stamp, mid, Marker.TEXT_VIEW_FACING, rgba)
+        m.text = '\n'.join(text)
+        m.scale.x = m.scale.y = m.scale.z = height * shrink
+        half_x = 0.5 * text_width(m.text, height * shrink) * to_x
+        y = bottom + 0.5 * block * shrink * to_y
+        bottom += block * shrink * to_y
+        place(m, on_screen(view, side * (FILL - half_x), y, depth))
+        out.append(m)
+    return out[::-1]
 
 
 def _anchor(p_tip: np.ndarray, p_target: Optional[np.ndarray],

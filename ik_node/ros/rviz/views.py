@@ -31,17 +31,19 @@ from ik_node.ros.rviz.sizes import sizes_of
 #: Lines of a tip's labels below it (a miss over two lines and a warning) the view leaves room
 #: for.
 LABEL_LINES = 3
-#: The view frames the tips and joints within this share of a tip's reach of its first joint
-#: (where targets mostly are), so the robot is large enough to see its wrist; a target farther
-#: out is drawn at the view's edge with an arrow pointing on (:mod:`ik_node.ros.rviz.markers`).
+#: The view of a spatial chain frames the tips and joints within this share of a tip's reach
+#: of its first joint (where targets mostly are), so the robot is large enough to see its
+#: wrist; a target farther out is drawn at the view's edge with an arrow pointing on
+#: (:mod:`ik_node.ros.rviz.markers`). A planar chain's frames all of its reach: the disc its
+#: targets are clicked on.
 FRAME_SHARE = 0.7
 
 
 def framed_points(chain: Chain, samples: int = 2000, seed: int = 0) -> np.ndarray:
     """What a view of ``chain`` must show: the base, and at ``samples`` random in-limit
     configurations every tip and joint within :data:`FRAME_SHARE` of the tip's reach of its
-    first joint, and where the labels of those tips hang (the tips lowered by the room the
-    labels take)."""
+    first joint (all of a planar tip's reach), and where the labels of those tips hang (the
+    tips lowered by the room the labels take)."""
     rng = np.random.default_rng(seed)
     lower = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
     upper = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
@@ -55,7 +57,8 @@ def framed_points(chain: Chain, samples: int = 2000, seed: int = 0) -> np.ndarra
         idx = chain.joints_of_tip(tip)
         tips, joints = T[:, :3, 3], frames[:, idx].reshape(-1, 3)
         if idx:
-            radius = FRAME_SHARE * sum(chain_lengths(chain, tip))
+            share = 1.0 if chain.motion_plane(tip) is not None else FRAME_SHARE
+            radius = share * sum(chain_lengths(chain, tip))
             tips = tips[np.linalg.norm(tips - rest[idx[0]], axis=1) <= radius] if len(
                 tips) else tips
             joints = joints[np.linalg.norm(joints - rest[idx[0]], axis=1) <= radius]
