@@ -109,9 +109,12 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     # From the tip down: the miss, then the warnings and limits; beside the tip and its target
     # instead, towards the middle of the view, when the view ends above their bottom.
     offset, shift = drop, np.zeros(3)
+    width = max(text_width('\n'.join(text), height) for text, _, _, height, _ in blocks)
+    if view is not None and total > 0.0 and not _fits_across(view, anchor, width):
+        side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # too wide near the camera
+        return _in_corner(frame_id, stamp, blocks, view, side)
     if view is not None and total > 0.0 and \
             view.project(anchor + (drop + total) * down)[0, 1] < -FILL:
-        width = max(text_width('\n'.join(text), height) for text, _, _, height, _ in blocks)
         rise = max(float((np.asarray(p, dtype=float) - anchor) @ -down)
                    for p in (p_tip, p_target if p_target is not None else p_tip))
         offset, shift = _beside(view, anchor, drop + rise, width, total)
@@ -133,6 +136,15 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         place(m, at)
         out.append(m)
     return out
+
+
+def _fits_across(view: OrbitView, at: np.ndarray, width: float) -> bool:
+    """Whether text ``width`` [m] wide at the depth of ``at`` is narrower than :data:`FILL` of
+    the view on either side of its middle (text near the camera may not be)."""
+    forward, _, _ = view.basis()
+    depth = float((np.asarray(at, dtype=float) - view.eye()) @ forward)
+    t = math.tan(FIELD_OF_VIEW / 2)
+    return depth > 0.0 and width / (depth * t * RENDER_PX[0] / RENDER_PX[1]) <= 2.0 * FILL
 
 
 def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
