@@ -298,7 +298,7 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
     assert all(map_markers.map_colour(0.0)[1] - 1e-9 <= g <= map_markers.map_colour(1.0)[1]
                + 1e-9 for _, g, _ in colours)
     # Legible: as large on the screen as 4.5 cm text at the view's focal distance.
-    view = framing(xyz(points.points), 0.45, 0.785398)
+    view = framing(map_points(reach_map, 300).points, 0.45, 0.785398)  # as the node frames
     depth = (np.array([title.pose.position.x, title.pose.position.y, title.pose.position.z])
              - view.eye()) @ view.basis()[0]
     assert title.scale.z * view.distance / depth >= 0.045 - 1e-9
@@ -644,6 +644,14 @@ def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
     assert [m.text for m in legends] == ['reachability map of 4 tips',
                                          'violet: at the edge of reach',
                                          'cyan: deep inside the reach']
+    # No map point under the legend's words (RViz draws text under points behind it).
+    shown = view.project(np.vstack([xyz(m.points) for m in out if m.type == Marker.POINTS]))
+    for m in legends:
+        box = view.project(text_corners(view, [m.pose.position.x, m.pose.position.y,
+                                               m.pose.position.z],
+                                        text_width(m.text, m.scale.z), m.scale.z))
+        low, high = box.min(axis=0), box.max(axis=0)
+        assert not np.any(np.all((shown >= low) & (shown <= high), axis=1)), m.text
     q = rest_pose(quad)
     body = np.vstack([quad.joint_frames(q)[:, :3, 3],
                       [T[:3, 3] for T in quad.fk_tips(q).values()]])

@@ -14,7 +14,7 @@ from visualization_msgs.msg import Marker
 
 from ik_node.reachability.map_points import DEPTH_SCALE, INDEX_SCALE, map_points
 from ik_node.ros.rviz.camera import (FIELD_OF_VIEW, FILL, RENDER_PX, OrbitView, framing,
-                                     on_screen, text_width)
+                                     on_screen, text_corners, text_width)
 from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
 from ik_node.ros.rviz.labels import LINE_PITCH
 
@@ -95,6 +95,19 @@ def legend_places(view: OrbitView, lines: Sequence[str], height: float,
     return np.array(best[1])
 
 
+def legend_box(view: OrbitView, places: np.ndarray, lines: Sequence[str],
+               height: float) -> tuple:
+    """``(x_min, x_max, y_min, y_max)`` on the screen of the legend's lines ``height`` [m] high
+    centred on ``places``, with half a line of margin: the map's points there are not drawn
+    (RViz draws text under the points behind it)."""
+    corners = np.vstack([text_corners(view, at, text_width(line, height) + height,
+                                      2.0 * LINE_PITCH * height)
+                         for at, line in zip(places, lines, strict=True)])
+    screen = view.project(corners)
+    return (float(screen[:, 0].min()), float(screen[:, 0].max()),
+            float(screen[:, 1].min()), float(screen[:, 1].max()))
+
+
 def legend_depth(view: OrbitView, points: np.ndarray) -> float:
     """Depth [m] of the legend in ``view``: :data:`LEGEND_DEPTH_SHARE` of the way to the
     nearest of ``points`` (and of the focal point)."""
@@ -110,7 +123,8 @@ def reachability_markers(frame_id: str, stamp, maps, max_points: int = SHOWN_POI
     (:func:`map_colour`), and a legend in plain words (:func:`legend_lines`, namespace
     ``reachability/legend``, one text marker per line, id = line) in a top corner of ``view``
     (the robot's RViz view; None: a view framing the maps), clear of the robot in the middle
-    and in front of every map point (:func:`legend_depth`).
+    and in front of every map point (:func:`legend_depth`); the points behind the legend on the
+    screen are left out (:func:`legend_box`).
     ``max_points`` bounds the points of all maps together (shared evenly).
 
     Maps that bin approach directions are coloured by the reachability index, position-only
@@ -129,27 +143,33 @@ def reachability_markers(frame_id: str, stamp, maps, max_points: int = SHOWN_POI
     low, top = every.min(axis=0), every.max(axis=0)
     height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
                  LEGEND_HEIGHT_M[1])
-    for _, reach_map, picture in pictures:
-        ns = f'reachability/{reach_map.tip_link}'
-        m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*HIGH_RGB, REACH_ALPHA), ns)
-        m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
-        m.points = [point_msg(p) for p in picture.points]
-        m.colors = []
-        for value in picture.value:
-            r, g, b = map_colour(value)
-            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
-        out.append(m)
     lines = legend_lines(pictures)
     if view is None:
         view = framing(every, 0.45, 0.785398)
     depth = legend_depth(view, every)
     height *= depth / view.distance  # as large on the screen as at the focal distance
     places = legend_places(view, [text for text, _ in lines], height, every, depth)
+    legends = []
     for i, ((text, rgb), at) in enumerate(zip(lines, places, strict=True)):
         legend = new_marker(frame_id, stamp, i, Marker.TEXT_VIEW_FACING, (*rgb, 1.0),
                             LEGEND_NAMESPACE)
         legend.text = text
         legend.scale.x = legend.scale.y = legend.scale.z = height
         place(legend, at)
-        out.append(legend)
+        legends.append(legend)
+    box = legend_box(view, places, [text for text, _ in lines], height)
+    for _, reach_map, picture in pictures:
+        ns = f'reachability/{reach_map.tip_link}'
+        m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*HIGH_RGB, REACH_ALPHA), ns)
+        m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
+        screen = view.project(picture.points)
+        clear = ~((screen[:, 0] >= box[0]) & (screen[:, 0] <= box[1]) &
+                  (screen[:, 1] >= box[2]) & (screen[:, 1] <= box[3]))
+        m.points = [point_msg(p) for p in picture.points[clear]]
+        m.colors = []
+        for value in np.asarray(picture.value)[clear]:
+            r, g, b = map_colour(value)
+            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
+        out.append(m)
+    out += legends
     return out
