@@ -26,7 +26,8 @@ def newest(probe, mark, predicate, what):
     return probe.wait_for(what, find)
 
 
-def test_a_joint_near_its_limit_is_said_once_by_its_red_ring_and_label_not_at_the_tip(harness):
+def test_a_joint_near_its_limit_is_said_once_by_its_red_ring_and_a_line_under_its_tip(
+        harness):
     ik, probe = harness.start('leg3', reachability_samples=0)
     leg = chain_of('leg3')
     mark = probe.mark()
@@ -40,7 +41,7 @@ def test_a_joint_near_its_limit_is_said_once_by_its_red_ring_and_label_not_at_th
     with probe.lock:
         ids = [(m.id, m.action) for a in probe.marker_arrays[mark[2]:] for m in a.markers]
     assert (400, Marker.DELETE) in ids  # reached: no miss label
-    assert (600, Marker.DELETE) in ids and (600, Marker.ADD) not in ids  # said by the joint
+    assert (600, Marker.DELETE) in ids and (600, Marker.ADD) not in ids  # said once, by 500
 
 
 def test_a_target_out_of_reach_is_not_called_near_a_singularity(harness):

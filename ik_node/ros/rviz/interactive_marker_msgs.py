@@ -207,20 +207,27 @@ def _arrows(orientation: Quaternion, scale: float, rgba) -> List[Marker]:
 
 #: A rotate control's ring: radii [scales] and segments.
 RING_RADII, RING_SEGMENTS = (0.5, 0.65), 36
+#: Half the distance [scales] between the ring's two faces: each face lies on the side it
+#: faces, so the face towards the camera is the nearer one and is drawn lit (two faces in one
+#: plane fight, and the one turned away from the light draws the ring black).
+RING_GAP = 0.01
 
 
 def _ring(orientation: Quaternion, scale: float, rgba) -> Marker:
     """A rotate control's ring about its x axis (a flat annulus of triangles between
-    :data:`RING_RADII`, wound both ways: RViz lights one side of a triangle), in ``rgba``."""
+    :data:`RING_RADII`, wound both ways, :data:`RING_GAP` apart: RViz lights one side of a
+    triangle), in ``rgba``."""
     ring = Marker()
     ring.type = Marker.TRIANGLE_LIST
     ring.pose.orientation = orientation
     ring.scale.x = ring.scale.y = ring.scale.z = 1.0
     inner, outer = (r * scale for r in RING_RADII)
+    gap = RING_GAP * scale
     for i in range(RING_SEGMENTS):
         a0, a1 = (2.0 * math.pi * k / RING_SEGMENTS for k in (i, i + 1))
-        p = [Point(y=r * math.cos(a), z=r * math.sin(a)) for r, a in
-             ((inner, a0), (outer, a0), (outer, a1), (inner, a1))]
-        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3],   # facing +x
-                        p[0], p[2], p[1], p[0], p[3], p[2]]   # and -x: lit from both sides
+        corners = ((inner, a0), (outer, a0), (outer, a1), (inner, a1))
+        p = [Point(x=gap, y=r * math.cos(a), z=r * math.sin(a)) for r, a in corners]
+        n = [Point(x=-gap, y=r * math.cos(a), z=r * math.sin(a)) for r, a in corners]
+        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3],   # facing +x, on the +x side
+                        n[0], n[2], n[1], n[0], n[3], n[2]]   # and -x on the -x side
     return _coloured(ring, rgba)
