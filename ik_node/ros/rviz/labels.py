@@ -97,7 +97,7 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     edge is moved across the screen until all of its text is inside.
     """
     anchor, down = _anchor(p_tip, p_target, view)
-    limit_height = max(MIN_TEXT_HEIGHT, 0.7 * sizes.text_height)
+    limit_height = max(MIN_TEXT_HEIGHT, 0.85 * sizes.text_height)
     blocks = [(wrapped(label.miss.split('\n') if label.miss else []), MISS_LABEL_ID + index,
                MISS_RGBA, sizes.text_height),
               (wrapped(label.warnings), WARN_LABEL_ID + index, WARN_RGBA, sizes.text_height)]
