@@ -28,6 +28,9 @@ WARN_RGBA = (1.0, 0.78, 0.1, 1.0)
 MISS_LABEL_ID, JOINT_LABEL_ID, WARN_LABEL_ID = 400, 500, 600
 #: The least height of any label [m]: legible in the packaged robots' views.
 MIN_TEXT_HEIGHT = 0.04
+#: A label too wide for the view near the camera is made smaller down to this height [m] (near
+#: the camera it still reads); where that is not enough, it stands in a corner of the view.
+LEAST_TEXT_HEIGHT = 0.03
 
 
 def length_text(metres: float) -> str:
@@ -110,9 +113,14 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     # instead, towards the middle of the view, when the view ends above their bottom.
     offset, shift = drop, np.zeros(3)
     width = max(text_width('\n'.join(text), height) for text, _, _, height, _ in blocks)
-    if view is not None and total > 0.0 and not _fits_across(view, anchor, width):
-        side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # too wide near the camera
-        return _in_corner(frame_id, stamp, blocks, view, side)
+    if view is not None and total > 0.0 and _fits_across(view, anchor, width) < 1.0:
+        share = _fits_across(view, anchor, width)  # too wide near the camera: smaller, or
+        if share * min(height for *_, height, _ in blocks) < LEAST_TEXT_HEIGHT:
+            side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # in a corner
+            return _in_corner(frame_id, stamp, blocks, view, side)
+        blocks = [(text, mid, rgba, share * height, share * block)
+                  for text, mid, rgba, height, block in blocks]
+        width, total = share * width, share * total
     if view is not None and total > 0.0 and \
             view.project(anchor + (drop + total) * down)[0, 1] < -FILL:
         rise = max(float((np.asarray(p, dtype=float) - anchor) @ -down)
@@ -138,13 +146,16 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     return out
 
 
-def _fits_across(view: OrbitView, at: np.ndarray, width: float) -> bool:
-    """Whether text ``width`` [m] wide at the depth of ``at`` is narrower than :data:`FILL` of
-    the view on either side of its middle (text near the camera may not be)."""
+def _fits_across(view: OrbitView, at: np.ndarray, width: float) -> float:
+    """The share of its size at which text ``width`` [m] wide at the depth of ``at`` takes 0.95
+    of :data:`FILL` of the view on either side of its middle (room to move it inside), at most
+    1 (text near the camera may need less); 0 behind the camera."""
     forward, _, _ = view.basis()
     depth = float((np.asarray(at, dtype=float) - view.eye()) @ forward)
     t = math.tan(FIELD_OF_VIEW / 2)
-    return depth > 0.0 and width / (depth * t * RENDER_PX[0] / RENDER_PX[1]) <= 2.0 * FILL
+    if depth <= 0.0:
+        return 0.0
+    return min(1.0, 1.9 * FILL / max(width / (depth * t * RENDER_PX[0] / RENDER_PX[1]), 1e-12))
 
 
 def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
