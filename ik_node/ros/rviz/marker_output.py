@@ -225,6 +225,11 @@ class MarkerOutput:
             return [f'not measured: {type(exc).__name__}: {exc}']
 
 
+#: A target whose point at the view's edge is nearer to it than this [m] is drawn where it is
+#: (no "target 6.11e-05 mm further on" for a tip at a target on the view's edge).
+SHOWN_WHERE_IT_IS_M = 1e-3
+
+
 def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndarray,
                  sizes: markers.Sizes) -> np.ndarray:
     """Where a target is drawn: ``p_target`` itself (the same object) when it is inside
@@ -235,7 +240,8 @@ def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndar
     step = np.asarray(p_target, dtype=float) - np.asarray(p_tip, dtype=float)
     arrow = markers.beyond_length(sizes) * step / max(float(np.linalg.norm(step)), 1e-12)
     shown, share = pulled_into_view(view, p_tip, p_target, lambda p: np.array([p, p + arrow]))
-    return p_target if share >= 1.0 else shown
+    near = float(np.linalg.norm(np.asarray(p_target, dtype=float) - shown)) < SHOWN_WHERE_IT_IS_M
+    return p_target if share >= 1.0 or near else shown
 
 
 #: Statuses that claim something of the target's reach: on a branched chain they belong to
