@@ -418,13 +418,18 @@ def test_service_before_any_robot_model_answers_no_markers_then_the_markers_come
     assert client.errors == []
 
 
-def test_branched_chain_has_a_position_only_marker_per_hand(harness):
+def test_branched_chain_has_a_position_only_marker_per_hand_handles_on_the_dragged_one(
+        harness):
+    """Before any target each hand is a small mark (its body, dragged by it); the hand dragged
+    and released gets the move arrows, the other stays a mark."""
     s = Setup(harness, 'twin_arm', tips=('left_hand', 'right_hand'))
     response = s.client.call_service()
     assert sorted(m.name for m in response.markers) == ['left_hand', 'right_hand']
     for marker in response.markers:
         assert_valid_for_rviz(marker, 'base_link')
-        assert {c.name for c in marker.controls} == {'body'} | MOVES
+        assert {c.name for c in marker.controls} == {'body'}
+        body = marker.controls[0]
+        assert body.interaction_mode == InteractiveMarkerControl.MOVE_3D and body.markers
     chain = Chain.from_urdf_file(REPO / 'urdf' / 'twin_arm.urdf', 'base_link',
                                  ['left_hand', 'right_hand'])
     q = random_reachable_q(chain, np.random.default_rng(2))
@@ -433,6 +438,9 @@ def test_branched_chain_has_a_position_only_marker_per_hand(harness):
     s.client.drag('left_hand', position, [0.0, 0.0, 0.0, 1.0], released=True)
     s.joint_state_at(chain, 'left_hand', position, None, since)
     s.marker_where('left_hand', lambda m: colour_of(m) == 'green', 'a green left hand')
+    s.marker_where('left_hand', lambda m: {c.name for c in m.controls} == {'body'} | MOVES,
+                   'the left hand with its move arrows')
+    assert {c.name for c in s.client.marker('right_hand').controls} == {'body'}
     assert s.client.errors == []
 
 

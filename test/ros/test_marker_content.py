@@ -15,7 +15,8 @@ from visualization_msgs.msg import InteractiveMarkerControl, Marker
 
 from ik_node import Chain
 from ik_node.reachability import build_reachability_map, map_points
-from ik_node.ros.rviz import map_markers, markers
+from ik_node.ros.rviz import labels, map_markers, markers
+from ik_node.ros.rviz.camera import framing
 from ik_node.ros.rviz.interactive import DEFAULT_SCALE_M
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,9 +57,9 @@ def solve_markers(ch: Chain, q, p_targets, reached, sizes):
         p_tip = tips_T[tip][:3, 3]
         out += markers.target_markers('base_link', stamp(), k, p_targets[k], reached, p_tip,
                                       sizes)
-        out += markers.tip_label_markers(
+        out += labels.tip_label_markers(
             'base_link', stamp(), k, p_tip,
-            markers.TipLabel('' if reached else 'missed', ['fragile']), sizes, p_targets[k])
+            labels.TipLabel('' if reached else 'missed', ['fragile']), sizes, p_targets[k])
     out += markers.joint_markers('base_link', stamp(), ch, q, sizes=sizes)
     return out
 
@@ -122,14 +123,14 @@ def test_an_inner_bound_is_drawn_when_a_solver_knows_one():
 
 def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one():
     sizes = markers.Sizes(0.6)
-    text = markers.miss_text('right_hand', 0.0057, 'timeout')
+    text = labels.miss_text('right_hand', 0.0057, 'timeout')
     assert text == 'right_hand missed by 5.7 mm (timeout)'
-    assert markers.miss_text('tool0', 1.25, 'unreachable', math.radians(12.5)) == \
+    assert labels.miss_text('tool0', 1.25, 'unreachable', math.radians(12.5)) == \
         'tool0 missed by 1.25 m, 12.5 deg (unreachable)'
     warnings = ['fragile: near a singularity', 'fragile: knee 0.01 from its lower limit']
     p_tip = np.array([0.1, 0.2, 0.3])
-    label = markers.TipLabel(text, warnings)
-    miss, warn = markers.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes)
+    label = labels.TipLabel(text, warnings)
+    miss, warn = labels.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes)
     assert (miss.id, miss.type, miss.text) == (401, Marker.TEXT_VIEW_FACING,
                                                'right_hand missed by 5.7 mm\n(timeout)')
     assert miss.color.r > 0.9 and miss.color.g < 0.5  # red
@@ -137,30 +138,30 @@ def test_a_missed_tip_gets_a_red_label_with_its_error_and_warnings_an_amber_one(
                                                '\n'.join(warnings))
     # Lines beyond LABEL_LINE_CHARS are broken before their bracket (a label is centred on
     # its tip: beside a tip near the screen's edge a long line runs off it).
-    assert len(text) > markers.LABEL_LINE_CHARS
-    assert all(len(line) <= markers.LABEL_LINE_CHARS for line in miss.text.split('\n'))
+    assert len(text) > labels.LABEL_LINE_CHARS
+    assert all(len(line) <= labels.LABEL_LINE_CHARS for line in miss.text.split('\n'))
     assert warn.color.r > 0.9 and warn.color.g > 0.6 and warn.color.b < 0.3  # amber
     # Hung below the lower handle (above the target RViz draws its description): the miss's
     # two lines, then the warnings' two under them.
-    pitch = markers.LINE_PITCH * sizes.text_height  # RViz's distance between lines
-    assert markers.LINE_PITCH >= 1.3  # measured in RViz: multi-line blocks overlapped at 1
+    pitch = labels.LINE_PITCH * sizes.text_height  # RViz's distance between lines
+    assert labels.LINE_PITCH >= 1.3  # measured in RViz: multi-line blocks overlapped at 1
     miss_top = p_tip[2] - (miss.pose.position.z + 2 * pitch / 2)
     warn_top = p_tip[2] - (warn.pose.position.z + len(warnings) * pitch / 2)
     # Clear of the ends of the target's move arrows (0.9 scales from it), also seen from above.
-    drop = markers.LABEL_DROP_SCALES * sizes.handle_scale
-    assert markers.LABEL_DROP_SCALES >= 1.2
+    drop = labels.LABEL_DROP_SCALES * sizes.handle_scale
+    assert labels.LABEL_DROP_SCALES >= 1.2
     assert miss_top == pytest.approx(drop)
     assert warn_top == pytest.approx(drop + 2 * pitch)
     # A target below the tip: the labels clear it too; one above changes nothing.
     low = p_tip - [0.0, 0.0, 0.2]
-    miss_low, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes,
+    miss_low, _ = labels.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes,
                                             p_target=low)
     assert miss_low.pose.position.z == pytest.approx(miss.pose.position.z - 0.2)
-    miss_high, _ = markers.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes,
+    miss_high, _ = labels.tip_label_markers('base_link', stamp(), 1, p_tip, label, sizes,
                                              p_target=p_tip + [0.0, 0.0, 0.2])
     assert miss_high.pose.position.z == pytest.approx(miss.pose.position.z)
-    reached = markers.tip_label_markers('base_link', stamp(), 1, p_tip,
-                                        markers.TipLabel('', []), sizes)
+    reached = labels.tip_label_markers('base_link', stamp(), 1, p_tip,
+                                        labels.TipLabel('', []), sizes)
     assert [(m.id, m.action) for m in reached] == [(401, Marker.DELETE), (601, Marker.DELETE)]
 
 
@@ -175,21 +176,29 @@ def test_a_missed_target_keeps_a_line_from_the_tip_and_a_reached_one_deletes_it(
     assert [(p.x, p.y, p.z) for p in missed[1].points] == [(0, 0, 0), (1, 2, 3)]
 
 
-def test_a_joint_near_its_limit_is_red_with_a_label_naming_it():
+def test_a_joint_near_its_limit_is_red_and_named_under_its_tip():
     leg = chain('leg3')
     q = np.array([1.2 - 0.01, 0.3, -0.8])  # hip_yaw 0.01 rad inside its upper limit
-    out = {(m.id, m.action): m for m in markers.joint_markers('base_link', stamp(), leg, q,
-                                                              limit_threshold=0.05)}
+    lines = markers.limit_lines(leg, q, 0.05, range(leg.n))
+    assert lines == {0: 'hip_yaw near its upper limit'}
+    out = {(m.id, m.action): m for m in markers.joint_markers(
+        'base_link', stamp(), leg, q, limit_threshold=0.05, labelled=set(lines))}
     ring = out[(200, Marker.ADD)]
     assert ring.color.r == 1.0 and ring.color.g == 0.0
-    label = out[(500, Marker.ADD)]
-    assert label.text == 'hip_yaw near its upper limit'
-    # Above its ring and out, away from the rest of the leg (its knee and foot).
-    position = np.array([label.pose.position.x, label.pose.position.y, label.pose.position.z])
-    rest = np.vstack([leg.joint_frames(q)[:, :3, 3], leg.fk(q)[:3, 3]]).mean(axis=0)
-    assert position[2] > markers.Sizes().ring_radius
-    assert position[:2] @ rest[:2] < 0 and np.linalg.norm(position[:2]) > 0.1
+    # Its line is the tip's (under the foot, where no body hides it); the others deleted.
+    assert not {(500, Marker.ADD), (500, Marker.DELETE)} & set(out)
     assert (501, Marker.DELETE) in out and (502, Marker.DELETE) in out
+    p_foot = leg.fk(q)[:3, 3]
+    sizes = markers.sizes_of(leg)
+    miss, warn, line = labels.tip_label_markers(
+        'base_link', stamp(), 0, p_foot, labels.TipLabel('', [], sorted(lines.items())), sizes)
+    assert (miss.action, warn.action) == (Marker.DELETE, Marker.DELETE)
+    assert (line.id, line.type, line.text) == (500, Marker.TEXT_VIEW_FACING,
+                                               'hip_yaw near its upper limit')
+    assert line.color.r > 0.9 and line.color.g > 0.6 and line.color.b < 0.3  # amber
+    drop = labels.LABEL_DROP_SCALES * sizes.handle_scale
+    assert line.pose.position.z < p_foot[2] - drop  # below the foot's handles
+    assert line.scale.z >= labels.MIN_TEXT_HEIGHT
     free = out[(201, Marker.ADD)]  # hip_pitch at 0.3 of +-1.6: green-yellow
     assert free.color.g == 1.0 and free.color.r < 1.0
     # The red ring is twice as wide, out of the base plate the hip yaw sits in.
@@ -273,21 +282,35 @@ def test_the_map_is_bounded_points_whose_colours_vary(robot):
     spacing = map_points(reach_map, 300).spacing  # between neighbouring points
     assert points.scale.x < 0.5 * spacing  # the robot shows between them
     assert [(m.type, m.ns) for m in legend] == [(Marker.TEXT_VIEW_FACING,
-                                                 map_markers.LEGEND_NAMESPACE)] * 2
-    words = ' '.join(m.text for m in legend)
-    assert words.startswith(f'{ch.tip_link} map: ')
-    assert ('how deep inside the reachable space' in words) == reach_map.position_only
-    assert 'sampled workspace' not in words and all(m.scale.z >= 0.04 for m in legend)
-    assert all((m.color.r, m.color.g, m.color.b) == (points.color.r, points.color.g,
-                                                     points.color.b) for m in legend)
+                                                 map_markers.LEGEND_NAMESPACE)] * 3
+    title, low, high = legend
+    assert title.text == f'{ch.tip_link} reachability map'
+    if reach_map.position_only:
+        assert (low.text, high.text) == ('violet: at the edge of reach',
+                                          'cyan: deep inside the reach')
+    else:
+        assert (low.text, high.text) == ('violet: few approach directions',
+                                          'cyan: all approach directions')
+    # Each coloured line in the colour it names: the two ends of the points' one scale.
+    colours = {(c.r, c.g, c.b) for c in points.colors}
+    assert (low.color.r, low.color.g, low.color.b) == map_markers.map_colour(0.0)
+    assert (high.color.r, high.color.g, high.color.b) == map_markers.map_colour(1.0)
+    assert all(map_markers.map_colour(0.0)[1] - 1e-9 <= g <= map_markers.map_colour(1.0)[1]
+               + 1e-9 for _, g, _ in colours)
+    # Legible: as large on the screen as 4.5 cm text at the view's focal distance.
+    view = framing(map_points(reach_map, 300).points, 0.45, 0.785398)  # as the node frames
+    depth = (np.array([title.pose.position.x, title.pose.position.y, title.pose.position.z])
+             - view.eye()) @ view.basis()[0]
+    assert title.scale.z * view.distance / depth >= 0.045 - 1e-9
     # No point red (red is a miss): not red-dominant, not orange.
     assert not any(c.r > max(c.g, c.b) + 0.1 for c in points.colors)
-    # In a top corner of the view framing the map (none given), one line under the other.
-    from ik_node.ros.rviz.camera import framing
-    view = framing(xyz(points.points), 0.45, 0.785398)
+    # In a top corner of the view framing the map (none given), one line under the other, in
+    # front of every point (no point hides its words).
     screen = view.project(xyz([m.pose.position for m in legend]))
     assert np.all(np.abs(screen) <= 1.0) and np.all(screen[:, 1] > 0.5)
-    assert screen[0, 1] > screen[1, 1]
+    assert screen[0, 1] > screen[1, 1] > screen[2, 1]
+    nearest = ((xyz(points.points) - view.eye()) @ view.basis()[0]).min()
+    assert depth < nearest
 
 
 # ------------------------------------------------------------------ the interactive target
@@ -372,17 +395,19 @@ def test_the_points_of_all_maps_together_are_bounded_and_each_tip_has_its_own_le
     assert sum(len(m.points) for m in shown if m.type == Marker.POINTS) <= \
         map_markers.SHOWN_POINTS < voxels
     legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
-    assert [m.text for m in legends] == ['map: how deep inside', 'the reachable space (pale: edge)',
-                                         'left_hand map', 'right_hand map']
+    assert [m.text for m in legends] == ['reachability map of 2 tips',
+                                         'violet: at the edge of reach',
+                                         'cyan: deep inside the reach']
     # One column from the top down, a line pitch apart: not on top of each other.
     at = xyz([m.pose.position for m in legends])
     assert np.all(np.diff(at[:, 2]) < 0)
     np.testing.assert_allclose(np.linalg.norm(np.diff(at, axis=0), axis=1) >=
-                               markers.LINE_PITCH * legends[0].scale.z * (1 - 1e-9), True)
-    # One colour per hand: its points' hue and its legend line's; the words in grey.
-    hues = [(m.color.r, m.color.g, m.color.b) for m in points]
-    assert hues[0] != hues[1]
-    assert [(m.color.r, m.color.g, m.color.b) for m in legends[2:]] == hues
+                               labels.LINE_PITCH * legends[0].scale.z * (1 - 1e-9), True)
+    # One colour scale for both hands (a colour means one thing): the same value, the same
+    # colour whichever hand's map it is in; the title in grey.
+    for m in points:
+        assert all(map_markers.map_colour(0.0)[1] - 1e-9 <= c.g <=
+                   map_markers.map_colour(1.0)[1] + 1e-9 for c in m.colors)
     assert legends[0].color.r == legends[0].color.g == legends[0].color.b
 
 
@@ -397,12 +422,15 @@ def test_idle_joints_are_not_flagged_and_rest_inside_their_limits():
     q = quad.clip(np.zeros(quad.n))  # every knee pressed against its upper limit
     fl = set(quad.joints_of_tip('FL_foot'))
     out = markers.joint_markers('base_link', stamp(), quad, q, 0.05, flagged=fl)
-    labels = {m.id - markers.JOINT_LABEL_ID: m.text for m in out
-              if m.type == Marker.TEXT_VIEW_FACING and m.action == Marker.ADD}
-    assert labels == {j: f'{quad.joint_names[j]} at its upper limit' for j in fl
-                      if quad.joint_names[j].endswith('knee')}
+    rings = [m for m in out if m.action == Marker.ADD and m.type == Marker.LINE_STRIP]
+    thin = min(m.scale.x for m in rings)
+    red = {m.id - markers.RING_ID for m in rings if m.scale.x > thin}  # flagged: wide
+    said = markers.limit_lines(quad, q, 0.05, sorted(fl))
+    assert said == {j: f'{quad.joint_names[j]} at its upper limit' for j in fl
+                    if quad.joint_names[j].endswith('knee')}
+    assert red == set(said)  # only the targeted leg's knee is called at its limit
     everyone = markers.joint_markers('base_link', stamp(), quad, q, 0.05)
-    assert sum(m.type == Marker.TEXT_VIEW_FACING for m in everyone) == 4  # all flagged
+    assert sum(m.type == Marker.LINE_STRIP and m.scale.x > thin for m in everyone) == 4
 
 
 def test_a_hand_of_a_branched_chain_is_called_unreachable_only_on_its_own_bound():
@@ -461,38 +489,42 @@ def text_in_view(view, m, fill=1.0) -> bool:
     from ik_node.ros.rviz.camera import text_corners, text_width
     lines = len(m.text.split('\n'))
     corners = text_corners(view, [m.pose.position.x, m.pose.position.y, m.pose.position.z],
-                           text_width(m.text, m.scale.z), lines * markers.LINE_PITCH * m.scale.z)
+                           text_width(m.text, m.scale.z), lines * labels.LINE_PITCH * m.scale.z)
     return view.contains(corners, fill)
 
 
 @pytest.mark.parametrize('robot', ['leg3', 'arm6', 'planar4', 'twin_arm', 'quad12'])
 def test_a_target_far_out_of_reach_is_drawn_at_the_views_edge_with_its_label_in_view(robot):
-    """A target 2-5 m out in any direction: its sphere, the miss line's end, the arrow towards
-    it and the miss label (saying how much further the target is) are inside the robot's
-    shipped view; the sphere is on the line from the tip to the target, the arrow points at it.
-    Drawn where they are (the target itself), the sphere and its label leave the view."""
+    """A target 2-5 m out in any direction from a tip in view: its sphere, the miss line's end,
+    the arrow towards it and the miss label (saying how much further the target is) are inside
+    the robot's shipped view; the sphere is on the line from the tip to the target, the arrow
+    points at it. Drawn where they are (the target itself), the sphere and its label leave the
+    view."""
     from ik_node.ros.rviz import views
     from ik_node.ros.rviz.marker_output import shown_target
     ch = view_chain(robot)
     view = views.chain_view(ch)
     sizes = markers.sizes_of(ch)
     rng = np.random.default_rng(21)
-    outside = 0
-    for _ in range(20):
+    outside = checked = 0
+    while checked < 20:
         q = rng.uniform(np.maximum(ch.lower, -3.0), np.minimum(ch.upper, 3.0))
         k = int(rng.integers(len(ch.tip_links)))
         p_tip = ch.fk_tips(q)[ch.tip_links[k]][:3, 3]
+        if not view.contains([p_tip]):
+            continue  # the view frames the reach near the robot: a tip may stretch past it
+        checked += 1
         direction = rng.normal(size=3)
         p_target = p_tip + rng.uniform(2.0, 5.0) * direction / np.linalg.norm(direction)
-        miss = markers.wrapped([markers.miss_text(ch.tip_links[k], 1.234, 'unreachable')])
+        miss = labels.wrapped([labels.miss_text(ch.tip_links[k], 1.234, 'unreachable')])
         p_shown = shown_target(view, p_tip, p_target, sizes)
         if p_shown is not p_target:
-            miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
+            miss.append(labels.beyond_text(float(np.linalg.norm(p_target - p_shown))))
         sphere, line = markers.target_markers('base_link', stamp(), k, p_shown, False, p_tip,
                                               sizes)
         arrow = markers.beyond_marker('base_link', stamp(), k, p_shown, p_target, sizes)
-        label, _ = markers.tip_label_markers('base_link', stamp(), k, p_tip,
-                                             markers.TipLabel('\n'.join(miss), []), sizes,
+        label, _ = labels.tip_label_markers('base_link', stamp(), k, p_tip,
+                                             labels.TipLabel('\n'.join(miss), []), sizes,
                                              p_shown, view)
         at = [sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z]
         assert view.contains([at, *xyz(line.points), *xyz(arrow.points)], 1.0), robot
@@ -508,41 +540,97 @@ def test_a_target_far_out_of_reach_is_drawn_at_the_views_edge_with_its_label_in_
             towards = (end - start) / np.linalg.norm(end - start)
             unit = (p_target - start) / np.linalg.norm(p_target - start)
             np.testing.assert_allclose(towards, unit, atol=1e-9)
-            rest = markers.length_text(float(np.linalg.norm(p_target - np.asarray(at))))
+            rest = labels.length_text(float(np.linalg.norm(p_target - np.asarray(at))))
             assert label.text.split('\n')[-1] == f'target {rest} further on'
     assert outside >= 6  # drawn where they are, these targets would be out of the view
 
 
 @pytest.mark.parametrize('robot', ['leg3', 'arm6', 'twin_arm', 'quad12'])
 def test_every_label_is_inside_the_robots_view_wherever_the_tip_is(robot):
-    """Miss and warning labels under a tip anywhere in its reach, and the labels of joints
-    at a limit, are entirely inside the robot's view (moved across the screen when centred
-    on their tip or joint they would run over its edge)."""
+    """Miss and warning labels and the lines of joints near a limit under a tip anywhere in
+    the view are entirely inside it (moved across the screen when centred on their tip they
+    would run over its edge)."""
     from ik_node.ros.rviz import views
     ch = view_chain(robot)
     view = views.chain_view(ch)
     sizes = markers.sizes_of(ch)
     rng = np.random.default_rng(8)
-    text = markers.miss_text(ch.tip_links[0], 0.563, 'at least 561 mm out of reach')
+    text = labels.miss_text(ch.tip_links[0], 0.563, 'at least 561 mm out of reach')
     for _ in range(25):
         q = rng.uniform(np.maximum(ch.lower, -3.0), np.minimum(ch.upper, 3.0))
         for k, tip in enumerate(ch.tip_links):
             p_tip = ch.fk_tips(q)[tip][:3, 3]
-            label = markers.TipLabel(text, ['fragile: near a singularity'])
-            for m in markers.tip_label_markers('base_link', stamp(), k, p_tip, label, sizes,
+            if not view.contains([p_tip]):
+                continue  # the view frames the reach near the robot
+            limits = sorted(markers.limit_lines(ch, q, 0.3, ch.joints_of_tip(tip)).items())
+            label = labels.TipLabel(text, ['fragile: near a singularity'], limits)
+            for m in labels.tip_label_markers('base_link', stamp(), k, p_tip, label, sizes,
                                                p_tip, view):
-                assert text_in_view(view, m), (robot, m.text, m.pose.position)
-        at_limit = ch.clip(np.where(rng.random(ch.n) < 0.5, ch.lower, ch.upper))
-        for m in markers.joint_markers('base_link', stamp(), ch, at_limit, 0.05, sizes,
-                                       view=view):
-            if m.type == Marker.TEXT_VIEW_FACING:
-                assert text_in_view(view, m), (robot, m.text)
+                if m.action == Marker.ADD and fits(view, m):
+                    assert text_in_view(view, m), (robot, m.text, m.pose.position)
+
+
+def fits(view, m) -> bool:
+    """Whether a text marker is narrower than the view's share FILL at its depth (a long
+    label near the camera is not: it cannot be kept inside)."""
+    from ik_node.ros.rviz.camera import FILL, text_corners, text_width
+    at = [m.pose.position.x, m.pose.position.y, m.pose.position.z]
+    box = view.project(text_corners(view, at, text_width(m.text, m.scale.z), m.scale.z))
+    return float(box[:, 0].max() - box[:, 0].min()) <= 2.0 * FILL
+
+
+def handle_ends(p_target: np.ndarray, scale: float) -> np.ndarray:
+    """The farthest points the interactive target's handles reach: its move arrows' tips (0.9
+    scales out along any axis: a sphere of them bounds every orientation)."""
+    rng = np.random.default_rng(3)
+    d = rng.normal(size=(400, 3))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    return np.asarray(p_target) + 0.95 * scale * d
+
+
+@pytest.mark.parametrize('robot', ['planar4', 'leg3', 'arm6', 'quad12'])
+def test_labels_are_clear_of_the_handles_on_the_screen_also_in_a_view_from_high_above(robot):
+    """A tip's labels (miss, warnings, a joint's limit) are drawn clear of its target's
+    handles on the screen (below them, or beside or above them where the view ends below), in
+    the robot's view (planar4's looks down from 0.9 rad) and in one from 1.2 rad above."""
+    from ik_node.ros.rviz import views
+    from ik_node.ros.rviz.camera import OrbitView, text_corners, text_width
+    ch = view_chain(robot)
+    sizes = markers.sizes_of(ch)
+    shipped = views.chain_view(ch)
+    steep = OrbitView(shipped.focal, shipped.distance, 1.2, shipped.yaw)
+    rng = np.random.default_rng(11)
+    tip = ch.tip_links[0]
+    label = labels.TipLabel(labels.miss_text(tip, 0.25, 'unreachable'), ['fragile: x'],
+                            [(0, 'joint near its upper limit')])
+    checked = 0
+    for view in (shipped, steep):
+        for _ in range(12):
+            q = rng.uniform(np.maximum(ch.lower, -3.0), np.minimum(ch.upper, 3.0))
+            p_tip = ch.fk_tips(q)[tip][:3, 3]
+            if not view.contains([p_tip], 0.45):
+                continue  # near the view's edge labels are moved inside it, maybe over a handle
+            p_target = p_tip + rng.normal(scale=0.1, size=3)
+            if ch.planar_normal(tip) is not None:
+                p_target[2] = p_tip[2]
+            ends = view.project(handle_ends(p_target, sizes.handle_scale))
+            (left, low), (right, high) = ends.min(axis=0), ends.max(axis=0)
+            for m in labels.tip_label_markers('base_link', stamp(), 0, p_tip, label, sizes,
+                                               p_target, view):
+                at = [m.pose.position.x, m.pose.position.y, m.pose.position.z]
+                lines = m.text.count('\n') + 1
+                box = view.project(text_corners(view, at, text_width(m.text, m.scale.z),
+                                                lines * labels.LINE_PITCH * m.scale.z))
+                clear = (box[:, 1].max() <= low + 1e-9 or box[:, 1].min() >= high - 1e-9 or
+                         box[:, 0].max() <= left + 1e-9 or box[:, 0].min() >= right - 1e-9)
+                assert clear, (robot, m.text, box, (left, low, right, high))
+                checked += 1
+    assert checked >= 30
 
 
 def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
-    """One legend for the four feet's maps: the words once, then a line per foot in its hue,
-    all inside the view, none over the body, the legs or the feet at rest (RViz draws text
-    over everything)."""
+    """One legend for the four feet's maps: a title and what each end of the one colour scale
+    means, all inside the view, none over the body, the legs or the feet at rest."""
     from ik_node.ros.solving.robot_model import rest_pose
     from ik_node.ros.rviz import views
     from ik_node.ros.rviz.camera import text_corners, text_width
@@ -553,12 +641,17 @@ def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
     out = map_markers.reachability_markers('base_link', stamp(), maps, max_points=800,
                                            view=view)
     legends = [m for m in out if m.type == Marker.TEXT_VIEW_FACING]
-    assert [m.text for m in legends[2:]] == [f'{tip} map' for tip in quad.tip_links]
-    assert ' '.join(m.text for m in legends[:2]).startswith(
-        'map: how deep inside the reachable space')
-    points = [m for m in out if m.type == Marker.POINTS]
-    assert [(m.color.r, m.color.g, m.color.b) for m in points] == \
-        [(m.color.r, m.color.g, m.color.b) for m in legends[2:]]
+    assert [m.text for m in legends] == ['reachability map of 4 tips',
+                                         'violet: at the edge of reach',
+                                         'cyan: deep inside the reach']
+    # No map point under the legend's words (RViz draws text under points behind it).
+    shown = view.project(np.vstack([xyz(m.points) for m in out if m.type == Marker.POINTS]))
+    for m in legends:
+        box = view.project(text_corners(view, [m.pose.position.x, m.pose.position.y,
+                                               m.pose.position.z],
+                                        text_width(m.text, m.scale.z), m.scale.z))
+        low, high = box.min(axis=0), box.max(axis=0)
+        assert not np.any(np.all((shown >= low) & (shown <= high), axis=1)), m.text
     q = rest_pose(quad)
     body = np.vstack([quad.joint_frames(q)[:, :3, 3],
                       [T[:3, 3] for T in quad.fk_tips(q).values()]])
@@ -573,3 +666,20 @@ def test_quad12s_map_legend_stands_in_a_corner_of_its_view_clear_of_the_robot():
         low, high = box.min(axis=0), box.max(axis=0)
         over = np.all((hull >= low) & (hull <= high), axis=1)
         assert not over.any(), (m.text, hull[over][:3])
+
+
+def test_an_idle_tip_gets_a_small_grabbable_mark_not_a_full_handle_set():
+    """An idle tip of a branched chain: its body alone (dragged by it, in 3D or in a planar
+    chain's plane), no move arrows or rings, no description over the robot."""
+    from ik_node.ros.rviz.interactive_marker_msgs import idle_marker, interactive_marker
+    for normal in (None, np.array([0.0, 0.0, 1.0])):
+        full = interactive_marker('FL_foot', 'base_link', np.zeros(3), np.array([0, 0, 0, 1.0]),
+                                  False, reached=True, scale=0.2, plane_normal=normal)
+        assert len(full.controls) > 1 and full.description
+        mark = idle_marker(full)
+        assert [c.name for c in mark.controls] == ['body'] and mark.description == ''
+        body = mark.controls[0]
+        assert body.interaction_mode in (InteractiveMarkerControl.MOVE_3D,
+                                         InteractiveMarkerControl.MOVE_PLANE)
+        assert body.always_visible and body.markers[0].type == Marker.SPHERE
+        assert body.markers[0].scale.x <= 0.35 * 0.2 + 1e-12  # small: a third of the scale

@@ -27,9 +27,10 @@ RENDER_PX = (820, 755)
 #: Share of the 3D view (from its middle to an edge) the framed robot may take, and inside
 #: which a marker or label drawn at the view's edge is kept (the rest is margin).
 FILL = 0.9
-#: Width of a character of RViz's text as a share of the text height (a generous estimate of
-#: its sans-serif font's average, so a label kept inside the view by it is not cut).
-CHAR_WIDTH = 0.6
+#: Width of a character of RViz's text as a share of the text height (RViz 1.14's font with
+#: its wide spaces measured at 0.68 on a label line: a little more, so a label kept inside
+#: the view or beside a handle by it is not cut or over the handle).
+CHAR_WIDTH = 0.72
 
 
 @dataclass(frozen=True)

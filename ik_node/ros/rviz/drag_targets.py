@@ -4,6 +4,9 @@ A drag of a tip's marker becomes a :class:`~ik_node.ros.inputs.targets.Target` l
 the solves move, colour and (on release) snap the markers. The marker server itself (the
 protocol RViz speaks) is :class:`ik_node.ros.rviz.interactive.InteractiveTargets`, owned here.
 
+A branched chain's tips just targeted (a drag released, a topic target) get the full handle
+set; the others a small mark, dragged by it (:meth:`InteractiveTargets.set_active`).
+
 The markers are for a person: a stream of answers moves them at most :data:`FOLLOW_RATE_HZ`
 times a second, to the newest targets (the answers in between are held, not lost: the node's
 timer and the marker service apply the newest). The answer to a released drag is shown at once.
@@ -13,14 +16,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Optional, Tuple
 
 import numpy as np
 from rclpy.node import Node
 
 from ik_node.config.node_config import IkConfig
 from ik_node.model.chain import Chain
-from ik_node.ros.rviz import markers
+from ik_node.ros.rviz.sizes import sizes_of
 from ik_node.ros.outputs.solve_report import SolveReport
 from ik_node.ros.inputs.targets import Target, quat_xyzw_from_rotation
 from ik_node.ros.rviz.interactive import InteractiveTargets
@@ -48,6 +51,9 @@ class DragTargets:
         self._node, self._on_target = node, on_target
         self._branched: Optional[bool] = None  # None: no robot model, drags are ignored
         self._released: Dict[Optional[str], Target] = {}  # dropped markers, to snap
+        # Tips whose marker the mouse holds (a frozenset rebound, never changed in place: the
+        # feedback and the solves run on different threads).
+        self._dragging: FrozenSet[str] = frozenset()
         self._lock = threading.Lock()  # the held answer
         self._follow: Dict[str, Tuple[np.ndarray, Optional[np.ndarray]]] = {}  # held moves
         self._held: Optional[Tuple[IkConfig, SolveReport]] = None  # the newest answer held
@@ -63,10 +69,12 @@ class DragTargets:
         self._branched = config.branched
         self._drop_held()
         tips_T = chain.fk_tips(q)
-        self.server.scale = markers.sizes_of(chain).handle_scale
+        self.server.scale = sizes_of(chain).handle_scale
+        self._dragging = frozenset()
         self.server.set_tips(config.base_link,
                              [(tip, tips_T[tip], six_dof, chain.planar_normal(tip))
-                              for tip in config.tip_links])
+                              for tip in config.tip_links],
+                             active=set() if config.branched else None)
 
     def clear(self) -> None:
         """No robot model: no markers, drags ignored."""
@@ -90,6 +98,9 @@ class DragTargets:
                              frame_id, slot, stamp)
         if released:
             self._released[slot] = target
+            self._dragging = self._dragging - {tip}
+        else:
+            self._dragging = self._dragging | {tip}
         self._on_target(target)
 
     def show(self, config: IkConfig, report: SolveReport) -> None:
@@ -135,6 +146,10 @@ class DragTargets:
         server.follow_all([(name, p, quat) for name, (p, quat) in follow.items()],
                           checked=True)
         tips = result.tips or {}
+        if config.branched:  # the handles go to the tips just targeted, never mid-drag
+            targeted = {tip or config.tip_link for tip in report.targets}
+            if targeted and not targeted & self._dragging:
+                server.set_active(targeted)
         for tip in report.targets if not config.branched else report.standing:
             name = tip or config.tip_link
             server.set_reached(name, tips[name].reachable if name in tips else result.reachable)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from rclpy.node import Node
@@ -37,8 +37,10 @@ from visualization_msgs.msg import (InteractiveMarker, InteractiveMarkerFeedback
                                     InteractiveMarkerPose, InteractiveMarkerUpdate)
 from visualization_msgs.srv import GetInteractiveMarkers
 
-from ik_node.ros.rviz.interactive_marker_msgs import (DEFAULT_SCALE_M, IDENTITY_XYZW, finite_floats,
-                                                 interactive_marker, pose_from_input, pose_msg)
+from ik_node.ros.rviz.interactive_marker_msgs import (DEFAULT_SCALE_M, IDENTITY_XYZW,
+                                                      finite_floats, idle_marker,
+                                                      interactive_marker, pose_from_input,
+                                                      pose_msg)
 from ik_node.solvers.base import ParamSpec
 
 #: Node parameters of the interactive target (declared by the node, read where used).
@@ -68,6 +70,7 @@ class _Tip:
     six_dof: bool
     plane_normal: Optional[np.ndarray] = None  # a planar chain's: the marker moves in the plane
     reached: Optional[bool] = None
+    active: bool = True  # full handles; else its body alone (an idle tip of a branched chain)
     # The newest (position, quat_xyzw or None) a follow() left while no client listened: it is
     # normalised and applied when the tip is next read (_settle), not on every target.
     pending: Optional[tuple] = None
@@ -121,9 +124,11 @@ class InteractiveTargets:
                                              callback_group=callback_group)
 
     # ------------------------------------------------------------------------ node-facing
-    def set_tips(self, base_frame: str, tips: Sequence[tuple]) -> None:
+    def set_tips(self, base_frame: str, tips: Sequence[tuple],
+                 active: Optional[Collection[str]] = None) -> None:
         """Serve a marker for each ``(tip, pose, six_dof)`` or ``(tip, pose, six_dof,
-        plane_normal)``; erase the markers of other tips.
+        plane_normal)``; erase the markers of other tips. ``active``: the tips that get a full
+        handle set (None: all); the others get their body alone (:meth:`set_active`).
 
         ``pose`` is ``T_base_tip`` (4x4) or ``(position [m], quat_xyzw)`` in ``base_frame``.
         Every marker is sent in full (colour back to grey). A position-only marker takes the
@@ -147,7 +152,7 @@ class InteractiveTargets:
                 normal = normal / np.linalg.norm(normal)
             new[str(name)] = _Tip(str(name), position,
                                   quat if six_dof else IDENTITY_XYZW.copy(), bool(six_dof),
-                                  normal)
+                                  normal, active=active is None or str(name) in active)
         with self._lock:
             erases = [name for name in self._tips if name not in new]
             self._tips, self._frame = new, str(base_frame)
@@ -192,6 +197,18 @@ class InteractiveTargets:
                 self._publish(markers=[self._marker(t)])
             return True
 
+    def set_active(self, active: Collection[str]) -> List[str]:
+        """Give the tips in ``active`` a full handle set and every other tip its body alone (a
+        small mark, still dragged by it); the markers that change go out in full. Returns the
+        names of those that changed."""
+        with self._lock:
+            changed = [t for t in self._tips.values() if t.active != (t.name in active)]
+            for t in changed:
+                t.active = not t.active
+            if changed and self._listened():  # else a client starts from _on_get
+                self._publish(markers=[self._marker(t) for t in changed])
+            return [t.name for t in changed]
+
     @property
     def tips(self) -> List[str]:
         with self._lock:
@@ -213,8 +230,9 @@ class InteractiveTargets:
     # --------------------------------------------------------------------------- internals
     def _marker(self, t: _Tip) -> InteractiveMarker:
         self._settle(t)
-        return interactive_marker(t.name, self._frame, t.position, t.quat_xyzw, t.six_dof,
-                                  t.reached, self.scale, t.plane_normal)
+        marker = interactive_marker(t.name, self._frame, t.position, t.quat_xyzw, t.six_dof,
+                                    t.reached, self.scale, t.plane_normal)
+        return marker if t.active else idle_marker(marker)
 
     def _settle(self, t: _Tip) -> None:
         """Apply the pose a follow() left pending (caller holds the lock)."""

@@ -4,7 +4,8 @@
 display draws them. A 6-DOF marker moves and rotates on all three axes, its body showing the
 target's axes as arrows; a position-only one only moves (its axes fixed to the base frame), a
 planar chain's in the chain's plane only. The body is coloured by the last solve: green
-reached, red not, grey before any.
+reached, red not, grey before any. An idle tip of a branched chain gets its body alone
+(:func:`idle_marker`).
 """
 
 from __future__ import annotations
@@ -180,6 +181,16 @@ def interactive_marker(name: str, frame_id: str, position: np.ndarray, quat_xyzw
     return im
 
 
+def idle_marker(marker: InteractiveMarker) -> InteractiveMarker:
+    """``marker`` as an idle tip's mark: its body only (still dragged by it: moved in 3D, or in
+    a planar chain's plane), without the move arrows and rotate rings, and without a
+    description.
+    A branched chain's idle tips get these, so only the active tip shows a full handle set."""
+    marker.controls = [c for c in marker.controls if c.name == 'body']
+    marker.description = ''  # RViz draws it above the mark: into the body above a foot
+    return marker
+
+
 def _arrows(orientation: Quaternion, scale: float, rgba) -> List[Marker]:
     """A move control's two arrows along its x axis, as interactive_markers draws them (from
     0.5 to 0.9 scales each way), in ``rgba`` instead of RViz's red, green, blue."""
@@ -196,20 +207,27 @@ def _arrows(orientation: Quaternion, scale: float, rgba) -> List[Marker]:
 
 #: A rotate control's ring: radii [scales] and segments.
 RING_RADII, RING_SEGMENTS = (0.5, 0.65), 36
+#: Half the distance [scales] between the ring's two faces: each face lies on the side it
+#: faces, so the face towards the camera is the nearer one and is drawn lit (two faces in one
+#: plane fight, and the one turned away from the light draws the ring black).
+RING_GAP = 0.01
 
 
 def _ring(orientation: Quaternion, scale: float, rgba) -> Marker:
     """A rotate control's ring about its x axis (a flat annulus of triangles between
-    :data:`RING_RADII`, wound both ways: RViz lights one side of a triangle), in ``rgba``."""
+    :data:`RING_RADII`, wound both ways, :data:`RING_GAP` apart: RViz lights one side of a
+    triangle), in ``rgba``."""
     ring = Marker()
     ring.type = Marker.TRIANGLE_LIST
     ring.pose.orientation = orientation
     ring.scale.x = ring.scale.y = ring.scale.z = 1.0
     inner, outer = (r * scale for r in RING_RADII)
+    gap = RING_GAP * scale
     for i in range(RING_SEGMENTS):
         a0, a1 = (2.0 * math.pi * k / RING_SEGMENTS for k in (i, i + 1))
-        p = [Point(y=r * math.cos(a), z=r * math.sin(a)) for r, a in
-             ((inner, a0), (outer, a0), (outer, a1), (inner, a1))]
-        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3],   # facing +x
-                        p[0], p[2], p[1], p[0], p[3], p[2]]   # and -x: lit from both sides
+        corners = ((inner, a0), (outer, a0), (outer, a1), (inner, a1))
+        p = [Point(x=gap, y=r * math.cos(a), z=r * math.sin(a)) for r, a in corners]
+        n = [Point(x=-gap, y=r * math.cos(a), z=r * math.sin(a)) for r, a in corners]
+        ring.points += [p[0], p[1], p[2], p[0], p[2], p[3],   # facing +x, on the +x side
+                        n[0], n[2], n[1], n[0], n[3], n[2]]   # and -x on the -x side
     return _coloured(ring, rgba)

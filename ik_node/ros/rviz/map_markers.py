@@ -1,6 +1,6 @@
-"""The reachability map as RViz markers: per tip a bounded set of small opaque points in
-the tip's own hue, shaded by the map's colour scale, and a legend in plain words in a top
-corner of the robot's view, clear of the robot (no rclpy; the points come from
+"""The reachability map as RViz markers: per tip a bounded set of small opaque points, all
+tips' on one colour scale from violet to cyan, and a legend in plain words in a top corner of
+the robot's view, in front of the map and clear of the robot (no rclpy; the points come from
 :func:`ik_node.reachability.map_points`)."""
 
 from __future__ import annotations
@@ -14,14 +14,18 @@ from visualization_msgs.msg import Marker
 
 from ik_node.reachability.map_points import DEPTH_SCALE, INDEX_SCALE, map_points
 from ik_node.ros.rviz.camera import (FIELD_OF_VIEW, FILL, RENDER_PX, OrbitView, framing,
-                                     on_screen, text_width)
+                                     on_screen, text_corners, text_width)
 from ik_node.ros.rviz.marker_shapes import delete_all, new_marker, place, point_msg
-from ik_node.ros.rviz.markers import LINE_PITCH
+from ik_node.ros.rviz.labels import LINE_PITCH
 
-#: Height of a legend line [m]: a share of the map's widest extent, within these bounds (the
-#: least is the labels' least height).
-LEGEND_HEIGHT_M = (0.04, 0.06)
-LEGEND_SHARE = 0.04
+#: Height of a legend line [m] at the view's focal distance: a share of the map's widest
+#: extent, within these bounds (the least a little above the labels' least height).
+LEGEND_HEIGHT_M = (0.045, 0.06)
+LEGEND_SHARE = 0.045
+#: The legend stands this share of the way from the camera to the nearest map point (its
+#: height scaled to look as it would at the focal distance): in front of every point, so no
+#: point hides its words.
+LEGEND_DEPTH_SHARE = 0.5
 
 #: The points of all maps together RViz is sent: RViz's cost grows with the number of points
 #: (Mesa's software renderer, quad12's four maps: 0.97 of the frame rate without the map at 200
@@ -33,48 +37,44 @@ SHOWN_POINTS = 200
 REACH_ALPHA = 1.0
 #: A point's side as a share of the distance between neighbouring points.
 REACH_POINT_SHARE = 0.15
-#: One hue per tip's map (RGB), none of them the green, red, orange or amber that mean reached,
-#: missed, the miss line and a warning: blue, violet, cyan, slate, then again.
-TIP_HUES = ((0.25, 0.5, 1.0), (0.62, 0.38, 1.0), (0.1, 0.78, 0.9), (0.6, 0.65, 0.8))
-#: How far a point near the edge of the sampled space is faded towards white.
-EDGE_FADE = 0.7
-#: The legend's namespace, and the colour of its words when several maps share it.
+#: The map's one colour scale, the same for every tip's map (a tip's points are where its
+#: tip reaches): violet at its low end, cyan at its high end (RGB), both bright on RViz's dark
+#: background and none of the green, red, orange, amber or magenta that mean reached, missed,
+#: the miss line, a warning and a collision.
+LOW_RGB, HIGH_RGB = (0.62, 0.42, 1.0), (0.25, 0.95, 1.0)
+#: The legend's namespace, and the colour of its title.
 LEGEND_NAMESPACE = 'reachability/legend'
 LEGEND_GREY = (0.85, 0.85, 0.85)
-#: The legend in plain words, per colour scale of :func:`ik_node.reachability.map_points`: two
-#: short lines after the tip's name (a long line runs off the view).
-LEGEND = {DEPTH_SCALE: ('how deep inside', 'the reachable space (pale: edge)'),
-          INDEX_SCALE: ('share of approach', 'directions reached (pale: few)')}
+#: What the low and high ends of each colour scale of :func:`ik_node.reachability.map_points`
+#: mean, in plain words (each legend line short: a long one runs off the view).
+LEGEND = {DEPTH_SCALE: ('violet: at the edge of reach', 'cyan: deep inside the reach'),
+          INDEX_SCALE: ('violet: few approach directions', 'cyan: all approach directions')}
 
 
-def tip_colour(k: int, value: float):
-    """Colour (r, g, b) of a point of tip ``k``'s map with scale value ``value`` (0..1): the
-    tip's hue, faded towards white by :data:`EDGE_FADE` at 0, full at 1."""
-    fade = EDGE_FADE * (1.0 - min(max(float(value), 0.0), 1.0))
-    return tuple(c + (1.0 - c) * fade for c in TIP_HUES[k % len(TIP_HUES)])
+def map_colour(value: float):
+    """Colour (r, g, b) of a map point with scale value ``value`` (0..1): :data:`LOW_RGB` at
+    0 through to :data:`HIGH_RGB` at 1."""
+    t = min(max(float(value), 0.0), 1.0)
+    return tuple(lo + t * (hi - lo) for lo, hi in zip(LOW_RGB, HIGH_RGB))
 
 
 def legend_lines(pictures) -> list:
-    """The legend as ``(text, rgb)`` lines: one map's in its hue, ``<tip> map: how deep
-    inside`` / ``the reachable space (pale: edge)``; several maps' the words once in grey,
-    then one line per tip in its hue, ``<tip> map``."""
+    """The legend as ``(text, rgb)`` lines: the title in grey (``foot reachability map``; a
+    branched chain's ``reachability map of 4 tips``), then what violet means in violet and
+    what cyan means in cyan."""
     scale = pictures[0][2].scale
-    first, second = LEGEND.get(scale, (scale, ''))
-    if len(pictures) == 1:
-        k, reach_map, _ = pictures[0]
-        hue = TIP_HUES[k % len(TIP_HUES)]
-        return [(f'{reach_map.tip_link} map: {first}', hue), (second, hue)]
-    return [(f'map: {first}', LEGEND_GREY), (second, LEGEND_GREY)] + [
-        (f'{reach_map.tip_link} map', TIP_HUES[k % len(TIP_HUES)])
-        for k, reach_map, _ in pictures]
+    low, high = LEGEND.get(scale, (f'violet: low {scale}', f'cyan: high {scale}'))
+    title = (f'{pictures[0][1].tip_link} reachability map' if len(pictures) == 1
+             else f'reachability map of {len(pictures)} tips')
+    return [(title, LEGEND_GREY), (low, LOW_RGB), (high, HIGH_RGB)]
 
 
 def legend_places(view: OrbitView, lines: Sequence[str], height: float,
-                  points: np.ndarray) -> np.ndarray:
-    """Centres [m] of the legend's lines: a column in a top corner of ``view`` (at the depth of
-    its focal point), left-aligned there as RViz centres each line, the corner whose column
-    covers fewer of ``points`` (the map), the left one on a tie."""
-    depth = view.distance
+                  points: np.ndarray, depth: float) -> np.ndarray:
+    """Centres [m] of the legend's lines ``height`` [m] high at ``depth`` [m] in front of
+    the camera: a column in a top corner of ``view``, left-aligned there as RViz centres each
+    line, the corner whose column covers fewer of ``points`` (the map), the left one on a
+    tie."""
     forward, right, up = view.basis()
     t = math.tan(FIELD_OF_VIEW / 2)
     to_x = 1.0 / (depth * t * RENDER_PX[0] / RENDER_PX[1])  # metres -> screen units
@@ -95,13 +95,36 @@ def legend_places(view: OrbitView, lines: Sequence[str], height: float,
     return np.array(best[1])
 
 
+def legend_box(view: OrbitView, places: np.ndarray, lines: Sequence[str],
+               height: float) -> tuple:
+    """``(x_min, x_max, y_min, y_max)`` on the screen of the legend's lines ``height`` [m] high
+    centred on ``places``, with half a line of margin: the map's points there are not drawn
+    (RViz draws text under the points behind it)."""
+    corners = np.vstack([text_corners(view, at, text_width(line, height) + height,
+                                      2.0 * LINE_PITCH * height)
+                         for at, line in zip(places, lines, strict=True)])
+    screen = view.project(corners)
+    return (float(screen[:, 0].min()), float(screen[:, 0].max()),
+            float(screen[:, 1].min()), float(screen[:, 1].max()))
+
+
+def legend_depth(view: OrbitView, points: np.ndarray) -> float:
+    """Depth [m] of the legend in ``view``: :data:`LEGEND_DEPTH_SHARE` of the way to the
+    nearest of ``points`` (and of the focal point)."""
+    forward, _, _ = view.basis()
+    nearest = float(np.min((np.atleast_2d(points) - view.eye()) @ forward))
+    return LEGEND_DEPTH_SHARE * max(min(nearest, view.distance), 0.05)
+
+
 def reachability_markers(frame_id: str, stamp, maps, max_points: int = SHOWN_POINTS,
                          view: Optional[OrbitView] = None) -> Sequence[Marker]:
     """DELETEALL, then per tip map (namespace ``reachability/<tip>``) one POINTS marker (id 0)
-    in the tip's own hue, pale where the scale is low and deep where it is high
-    (:func:`tip_colour`), and a legend in plain words (:func:`legend_lines`, namespace
+    on one colour scale for every tip, violet where the scale is low and cyan where it is high
+    (:func:`map_colour`), and a legend in plain words (:func:`legend_lines`, namespace
     ``reachability/legend``, one text marker per line, id = line) in a top corner of ``view``
-    (the robot's RViz view; None: a view framing the maps), clear of the robot in the middle.
+    (the robot's RViz view; None: a view framing the maps), clear of the robot in the middle
+    and in front of every map point (:func:`legend_depth`); the points behind the legend on the
+    screen are left out (:func:`legend_box`).
     ``max_points`` bounds the points of all maps together (shared evenly).
 
     Maps that bin approach directions are coloured by the reachability index, position-only
@@ -120,26 +143,33 @@ def reachability_markers(frame_id: str, stamp, maps, max_points: int = SHOWN_POI
     low, top = every.min(axis=0), every.max(axis=0)
     height = min(max(LEGEND_SHARE * float(max(top - low)), LEGEND_HEIGHT_M[0]),
                  LEGEND_HEIGHT_M[1])
-    for k, reach_map, picture in pictures:
-        ns = f'reachability/{reach_map.tip_link}'
-        hue = TIP_HUES[k % len(TIP_HUES)]
-        m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*hue, REACH_ALPHA), ns)
-        m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
-        m.points = [point_msg(p) for p in picture.points]
-        m.colors = []
-        for value in picture.value:
-            r, g, b = tip_colour(k, value)
-            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
-        out.append(m)
     lines = legend_lines(pictures)
     if view is None:
         view = framing(every, 0.45, 0.785398)
-    places = legend_places(view, [text for text, _ in lines], height, every)
+    depth = legend_depth(view, every)
+    height *= depth / view.distance  # as large on the screen as at the focal distance
+    places = legend_places(view, [text for text, _ in lines], height, every, depth)
+    legends = []
     for i, ((text, rgb), at) in enumerate(zip(lines, places, strict=True)):
         legend = new_marker(frame_id, stamp, i, Marker.TEXT_VIEW_FACING, (*rgb, 1.0),
                             LEGEND_NAMESPACE)
         legend.text = text
         legend.scale.x = legend.scale.y = legend.scale.z = height
         place(legend, at)
-        out.append(legend)
+        legends.append(legend)
+    box = legend_box(view, places, [text for text, _ in lines], height)
+    for _, reach_map, picture in pictures:
+        ns = f'reachability/{reach_map.tip_link}'
+        m = new_marker(frame_id, stamp, 0, Marker.POINTS, (*HIGH_RGB, REACH_ALPHA), ns)
+        m.scale.x = m.scale.y = max(0.005, REACH_POINT_SHARE * picture.spacing)
+        screen = view.project(picture.points)
+        clear = ~((screen[:, 0] >= box[0]) & (screen[:, 0] <= box[1]) &
+                  (screen[:, 1] >= box[2]) & (screen[:, 1] <= box[3]))
+        m.points = [point_msg(p) for p in picture.points[clear]]
+        m.colors = []
+        for value in np.asarray(picture.value)[clear]:
+            r, g, b = map_colour(value)
+            m.colors.append(ColorRGBA(r=r, g=g, b=b, a=REACH_ALPHA))
+        out.append(m)
+    out += legends
     return out

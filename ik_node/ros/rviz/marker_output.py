@@ -16,7 +16,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import MarkerArray
 
-from ik_node.ros.rviz import markers, views
+from ik_node.ros.rviz import labels, markers, views
 from ik_node.ros.rviz.camera import OrbitView, pulled_into_view
 from ik_node.ros.outputs.solve_report import SolveReport
 from ik_node.solvers.results import IkStatus
@@ -134,6 +134,7 @@ class MarkerOutput:
             p, quat = placed[None]
             shown = [(0, chain.tip_link, p, None if result.orientation_ignored else quat)]
         view = self._view_of(chain)
+        said: Dict[int, str] = {}  # joints near a limit, each on the first of its tips' labels
         for k, tip, p_target, quat in shown:
             tip_result = (result.tips or {}).get(tip)
             reached = tip_result.reachable if tip_result else result.reachable
@@ -144,24 +145,28 @@ class MarkerOutput:
             elif result.status is IkStatus.IN_COLLISION:
                 miss = collision_lines(tip, collision_values, error)
             else:
-                miss = markers.wrapped([markers.miss_text(
+                miss = labels.wrapped([labels.miss_text(
                     tip, error, _why_missed(result, tip_result),
                     None if tip_result or quat is None else result.orientation_error)])
             warnings = [f'fragile: {why}' for why in self._warnings(chain, q, tip, position_only)
                         ] if reached else []
             p_shown = shown_target(view, p_tip, p_target, sizes)
             if p_shown is not p_target:
-                miss.append(markers.beyond_text(float(np.linalg.norm(p_target - p_shown))))
+                miss.append(labels.beyond_text(float(np.linalg.norm(p_target - p_shown))))
             out.extend(markers.target_markers(frame, stamp, k, p_shown, reached, p_tip, sizes))
             out.append(markers.beyond_marker(frame, stamp, k, p_shown, p_target, sizes))
             if not branched:
                 out.extend(markers.orientation_markers(frame, stamp, k, p_shown, quat, sizes))
-            out.extend(markers.tip_label_markers(
-                frame, stamp, k, p_tip, markers.TipLabel('\n'.join(miss), warnings), sizes,
+            limits = markers.limit_lines(chain, q, self._thresholds[1],
+                                         [j for j in chain.joints_of_tip(tip) if j not in said])
+            said.update(limits)
+            out.extend(labels.tip_label_markers(
+                frame, stamp, k, p_tip,
+                labels.TipLabel('\n'.join(miss), warnings, sorted(limits.items())), sizes,
                 p_shown, view))
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
-                                         flagged=targeted, view=view))
+                                         flagged=targeted, labelled=set(said)))
         out.append(markers.collision_marker(frame, stamp, colliding_triangles))
         out.append(markers.collision_outline_marker(frame, stamp, colliding_triangles, sizes))
         self._send(self._pub, markers.marker_array(out))
@@ -220,6 +225,11 @@ class MarkerOutput:
             return [f'not measured: {type(exc).__name__}: {exc}']
 
 
+#: A target whose point at the view's edge is nearer to it than this [m] is drawn where it is
+#: (no "target 6.11e-05 mm further on" for a tip at a target on the view's edge).
+SHOWN_WHERE_IT_IS_M = 1e-3
+
+
 def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndarray,
                  sizes: markers.Sizes) -> np.ndarray:
     """Where a target is drawn: ``p_target`` itself (the same object) when it is inside
@@ -230,7 +240,8 @@ def shown_target(view: Optional[OrbitView], p_tip: np.ndarray, p_target: np.ndar
     step = np.asarray(p_target, dtype=float) - np.asarray(p_tip, dtype=float)
     arrow = markers.beyond_length(sizes) * step / max(float(np.linalg.norm(step)), 1e-12)
     shown, share = pulled_into_view(view, p_tip, p_target, lambda p: np.array([p, p + arrow]))
-    return p_target if share >= 1.0 else shown
+    near = float(np.linalg.norm(np.asarray(p_target, dtype=float) - shown)) < SHOWN_WHERE_IT_IS_M
+    return p_target if share >= 1.0 or near else shown
 
 
 #: Statuses that claim something of the target's reach: on a branched chain they belong to
@@ -246,7 +257,7 @@ def collision_lines(tip: str, collision_values, position_error_m: float) -> List
              if collision_values.get(key)]
     lines = [f'{tip}: reached only in collision'] + (pairs or ['(pair not measured)'])
     if position_error_m >= 1e-3:
-        lines.append(f'shown: a free pose {markers.length_text(position_error_m)} away')
+        lines.append(f'shown: a free pose {labels.length_text(position_error_m)} away')
     return lines
 
 
@@ -258,5 +269,5 @@ def _why_missed(result, tip_result) -> str:
         return status
     bound = tip_result.min_residual
     if bound is not None and bound > 0.0:
-        return f'at least {markers.length_text(bound)} out of reach'
+        return f'at least {labels.length_text(bound)} out of reach'
     return 'not reached'

@@ -1,8 +1,9 @@
 """RViz camera views that frame a robot: its reachable space, its targets and their labels.
 
 :func:`view_of` places RViz's Orbit camera for a chain: it looks at the middle of the box that
-holds every tip's sampled reach and every joint (the room the labels take below it included),
-from just far enough that all of them are in the 3D view of the shipped window
+holds the part of every tip's sampled reach near the robot, where targets mostly are
+(:data:`FRAME_SHARE`), and its joints there (the room the labels take below it included), from
+just far enough that all of them are in the 3D view of the shipped window
 (:data:`~ik_node.ros.rviz.camera.RENDER_PX`). :func:`chain_view` is that view for a chain: the
 node keeps a far target's marker and every label inside it. ``rviz/<robot>.rviz`` of each
 packaged robot is ``rviz/ik.rviz`` with its view (``python -m ik_node.ros.rviz.views`` writes
@@ -21,29 +22,48 @@ from typing import Tuple
 
 import numpy as np
 
-from ik_node.model.chain import Chain
+from ik_node.model.chain import Chain, chain_lengths
 from ik_node.ros.rviz.camera import (FIELD_OF_VIEW, FILL, RENDER_PX, OrbitView,  # noqa: F401
                                      framing)
-from ik_node.ros.rviz.markers import LABEL_DROP_SCALES, LINE_PITCH, sizes_of
+from ik_node.ros.rviz.labels import LABEL_DROP_SCALES, LINE_PITCH
+from ik_node.ros.rviz.sizes import sizes_of
 
 #: Lines of a tip's labels below it (a miss over two lines and a warning) the view leaves room
 #: for.
 LABEL_LINES = 3
+#: The view of a spatial chain frames the tips and joints within this share of a tip's reach
+#: of its first joint (where targets mostly are), so the robot is large enough to see its
+#: wrist; a target farther out is drawn at the view's edge with an arrow pointing on
+#: (:mod:`ik_node.ros.rviz.markers`). A planar chain's frames all of its reach: the disc its
+#: targets are clicked on.
+FRAME_SHARE = 0.7
 
 
 def framed_points(chain: Chain, samples: int = 2000, seed: int = 0) -> np.ndarray:
-    """What a view of ``chain`` must show: every tip at ``samples`` random in-limit
-    configurations (the reachable space), every joint, and where the labels of those tips
-    hang (the same points lowered by the room the labels take)."""
+    """What a view of ``chain`` must show: the base, and at ``samples`` random in-limit
+    configurations every tip and joint within :data:`FRAME_SHARE` of the tip's reach of its
+    first joint (all of a planar tip's reach), and where the labels of those tips hang (the
+    tips lowered by the room the labels take)."""
     rng = np.random.default_rng(seed)
     lower = np.where(np.isfinite(chain.lower), chain.lower, -math.pi)
     upper = np.where(np.isfinite(chain.upper), chain.upper, math.pi)
     q = rng.uniform(lower, upper, size=(samples, chain.n))
-    tips = np.concatenate([T[:, :3, 3] for T in chain.fk_tips(q).values()])
-    joints = chain.joint_frames(q)[..., :3, 3].reshape(-1, 3)
     sizes = sizes_of(chain)
     drop = LABEL_DROP_SCALES * sizes.handle_scale + LABEL_LINES * LINE_PITCH * sizes.text_height
-    return np.vstack([tips, tips - [0.0, 0.0, drop], joints, np.zeros((1, 3))])
+    frames = chain.joint_frames(q)[..., :3, 3]  # (samples, n, 3)
+    rest = chain.joint_frames(np.zeros(chain.n))[:, :3, 3]
+    parts = [np.zeros((1, 3))]
+    for tip, T in chain.fk_tips(q).items():
+        idx = chain.joints_of_tip(tip)
+        tips, joints = T[:, :3, 3], frames[:, idx].reshape(-1, 3)
+        if idx:
+            share = 1.0 if chain.motion_plane(tip) is not None else FRAME_SHARE
+            radius = share * sum(chain_lengths(chain, tip))
+            tips = tips[np.linalg.norm(tips - rest[idx[0]], axis=1) <= radius] if len(
+                tips) else tips
+            joints = joints[np.linalg.norm(joints - rest[idx[0]], axis=1) <= radius]
+        parts += [tips, tips - [0.0, 0.0, drop], joints]
+    return np.vstack(parts)
 
 
 def view_of(chain: Chain, pitch: float = 0.45, yaw: float = 0.785398) -> OrbitView:
