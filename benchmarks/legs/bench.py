@@ -53,9 +53,10 @@ from benchmarks.common import target_checks
 from benchmarks.common.target_checks import check
 from ik_node import Chain, IkError, make_solver
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 #: robot -> (file, base link, feet)
 ROBOTS = {

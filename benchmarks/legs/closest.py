@@ -47,13 +47,13 @@ from benchmarks.common.from_tests import load_test_helper
 from ik_node import Chain, make_solver
 from ik_node.solvers import kernels
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
 HeldOutTargets = load_test_helper('closest_reference').HeldOutTargets
 
-SHARED = REPO.parent / 'shared' / 'robots'
-if not SHARED.is_dir():  # a worktree beside the main checkout
-    SHARED = Path('/work/shared/robots')
+SHARED = SHARED_ROBOTS
 CHAINS = {
     'go1_FR': ('go1.urdf', 'trunk', 'FR_foot'),
     'go1_RL': ('go1.urdf', 'trunk', 'RL_foot'),

@@ -27,9 +27,10 @@ from ik_node import Chain
 from ik_node.reachability import (DEFAULT_DIRECTIONS, DEFAULT_SAMPLES,
                                   DEFAULT_VOXEL_M, build_reachability_map)
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 #: name -> (URDF, base link, tip link)
 ROBOTS = {

@@ -51,9 +51,10 @@ from benchmarks.common import report
 from benchmarks.common import target_checks
 from ik_node.solvers import kernels
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 #: name -> (file, base, tip, where)
 KNOWN_ROBOTS = {

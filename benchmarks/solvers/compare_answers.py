@@ -29,9 +29,10 @@ import transforms3d
 from ik_node.model.chain import Chain
 from ik_node.solvers import make_solver
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 ARMS = {'ur5': ('ur5.urdf', 'base_link', 'tool0'), 'ur10': ('ur10.urdf', 'base_link', 'tool0'),
         'panda': ('panda.urdf', 'panda_link0', 'panda_hand_tcp'),

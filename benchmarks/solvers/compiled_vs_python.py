@@ -39,9 +39,10 @@ from ik_node.solvers import kernels
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.hip_knee import compiled as compiled_legs
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 ARMS = {'arm6': (REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
         'ur5': (SHARED_ROBOTS / 'ur5.urdf', 'base_link', 'tool0'),

@@ -43,9 +43,10 @@ from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 ROBOTS = {'planar4': (REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip'),
           'leg3': (REPO / 'urdf' / 'leg3.urdf', 'base_link', 'foot'),

@@ -52,9 +52,10 @@ from ik_node.errors import IkError
 from ik_node.solvers import kernels
 from ik_node.solvers.trees.several_tips import tip_targets_from_input
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 
 BUDGET_S = 0.005
 #: name -> (urdf path, base, feet)

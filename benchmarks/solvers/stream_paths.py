@@ -34,9 +34,10 @@ from benchmarks.common.from_tests import load_test_helper
 from ik_node.config.node_config import build_chain, load_config
 from ik_node.model.chain import Chain
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
-SHARED_ROBOTS = REPO.parent / 'shared' / 'robots'
 _smooth_paths = load_test_helper('smooth_paths')
 # ARMS: name -> (file, base, tip); arm6 is the packaged arm (its config/arm6.yaml chain).
 ARMS, joint_curve, step_bound, stream = (_smooth_paths.ARMS, _smooth_paths.joint_curve,

