@@ -174,7 +174,7 @@ def kernel() -> Optional[Callable]:
             _first_pose = dj._KERNELS['first_pose']
             _descend = dj._KERNELS['descend']
             _pose_cost = dj._pose_cost
-            _scratch_size, _new_work = dj._scratch_size, dj._new_work
+            _scratch_size, _new_work = dj.layout.scratch_size, dj._new_work
             _reach_checks = compiled_reach._KERNELS['reach_checks']
             jit = numba.njit(cache=True, nogil=True)
             namespace = globals()
@@ -244,8 +244,8 @@ def run(solver, positions: np.ndarray, quats: Optional[np.ndarray], seeds: np.nd
     low, span, _ = solver._restart_box
     checks = np.array([solver._tol_p, check_within, check_beyond], dtype=float)
     n = solver.chain.n
-    descent = dj.Descent(np.zeros(12), np.empty(n), np.empty(n), np.zeros(dj._STATE),
-                         np.empty(dj._scratch_size(n)))
+    descent = dj.Descent(np.zeros(12), np.empty(n), np.empty(n), np.zeros(dj.layout._STATE),
+                         np.empty(dj.layout.scratch_size(n)))
     kernel()((first.model, first.settings[orientation], solver._compiled_reach.reach),
              (positions, quats if orientation else np.empty((count, 0)), seeds),
              (np.asarray(solver._mid, dtype=float), solver._draws.upto(BATCHES), low, span,
