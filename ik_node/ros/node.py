@@ -120,7 +120,7 @@ class IkNode(Node):
         self._life = ModelLifecycle(self, lock, parts, config, graph, retime=self._retime)
         loop.connect(parts, self._life)
         # MoveIt's services (~/compute_ik...) in a process of their own, following the model
-        # (None without moveit_msgs).
+        # (None without moveit_msgs: said once the node has started).
         self._moveit = services.attach(self, graph.tf_timeout)
         if self._moveit is not None:
             self._life.follow(self._moveit.on_model)
@@ -128,6 +128,7 @@ class IkNode(Node):
         self._timer = self.create_timer(1.0 / config.publish_rate, loop.tick)
         self._changes = ParameterChanges(self, self._params, self._life.apply_configuration)
         kernels.report(self.get_logger().info)  # which solver path serves: compiled or Python
+        services.report(self.get_logger().info)  # without moveit_msgs: how to get them
 
     # --------------------------------------------------------------------- what it shows
     @property

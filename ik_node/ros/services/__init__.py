@@ -32,16 +32,22 @@ def moveit_msgs_available() -> Optional[str]:
 
 
 def attach(node, tf_timeout_s: float):
-    """The node's :class:`~.registration.IkServices`, or None (one log line) without
-    moveit_msgs.
+    """The node's :class:`~.registration.IkServices`, or None without moveit_msgs (the node
+    says so once it has started: :func:`report`).
 
     Args:
         node: the IkNode (its name, namespace, remappings and logger).
         tf_timeout_s: the longest wait for a TF transform [s].
     """
-    missing = moveit_msgs_available()
-    if missing is not None:
-        node.get_logger().info(MISSING.format(error=missing))
+    if moveit_msgs_available() is not None:
         return None
     from ik_node.ros.services.registration import IkServices
     return IkServices(node, tf_timeout_s)
+
+
+def report(log) -> None:
+    """Say in one line, through ``log``, how to get the services when moveit_msgs is missing
+    (after the node has started: a configuration refused at start-up stays a one-line error)."""
+    missing = moveit_msgs_available()
+    if missing is not None:
+        log(MISSING.format(error=missing))
