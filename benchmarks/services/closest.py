@@ -34,7 +34,7 @@ def main():
     name = f'bench_closest_{args.seed}'
     node = graph.start_node(name, {'urdf_file': 'leg3.urdf', 'base_link': 'base_link',
                                    'tip_link': 'foot', 'solver': 'analytic_hip_knee',
-                                   'reachability_samples': 0}, graph.REPO / '.bench_closest.log')
+                                   'reachability_samples': 0}, graph.LOGS / 'bench_closest.log')
     client = graph.Client(name)
     codes, gaps = {}, []
     try:

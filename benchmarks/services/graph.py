@@ -20,6 +20,8 @@ from rclpy.executors import SingleThreadedExecutor
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / 'shared'
+#: Where the benchmark's node processes write their logs (outside the checkout).
+LOGS = Path(tempfile.gettempdir())
 MOVEIT_PREFIX = SHARED / 'ros_prefix' / 'moveit_msgs'
 COLLISION_PREFIX = SHARED / 'robots' / 'collision_prefix'
 

@@ -97,7 +97,7 @@ def measure_robot(robot, args, rng, lines):
     base, tip = ROBOTS[robot]
     chain = Chain.from_urdf_file(graph.SHARED / 'robots' / f'{robot}.urdf', base, tip)
     name = f'bench_{robot}_{args.seed}'
-    node = graph.start_node(name, params_of(robot), graph.REPO / f'.bench_{robot}.log')
+    node = graph.start_node(name, params_of(robot), graph.LOGS / f'bench_{robot}.log')
     echo = graph.start_echo(f'/{name}_echo/compute_ik')
     client = graph.Client(name)
     try:
