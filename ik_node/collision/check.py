@@ -246,10 +246,11 @@ class CollisionChecker:
         of the world. Stops at the first collision."""
         q = np.asarray(q, dtype=float)
         pad = self.padding
+        upper = None  # the kernel's GJK upper bounds of the hulls' distances
         if self._kernel is not None:
             smallest = self._kernel(q, *self._kernel_args)
-            T, gaps, quats = self._links, self._gaps, self._quats
-        else:
+            T, gaps, quats, upper = self._links, self._gaps, self._quats, self._upper
+        else:  # the Python screen: capsule gaps only, no upper bounds
             T, gaps, quats = self._screen(q)
             smallest = gaps.min() if len(gaps) else math.inf
         if smallest <= pad:
@@ -258,7 +259,8 @@ class CollisionChecker:
                 close = close[np.argsort(gaps[close])]
             for m in close.tolist():
                 i, j = self.pairs[m]
-                if self._upper[m] < pad and self._hulls_decide[i] and self._hulls_decide[j]:
+                if upper is not None and upper[m] < pad and self._hulls_decide[i] and \
+                        self._hulls_decide[j]:
                     return False  # the kernel's GJK found the hulls within the padding
                 if self.pair_distance(T, int(i), int(j), quats, depth=False) < pad:
                     return False

@@ -105,7 +105,8 @@ def test_the_compiled_kernel_bounds_the_hull_distances_from_both_sides(vendor_ch
             assert min(hulls) < pad + 1e-6
     assert separated > 0  # GJK cleared some pairs the capsules could not
     assert colliding > 0
-    assert np.any(checker._witness != 0.0)
+    if checker._kernel is not None:  # the compiled check keeps GJK's normals to start from
+        assert np.any(checker._witness != 0.0)
 
 
 def test_hill_climbing_finds_the_farthest_hull_vertex(vendor_chain):
