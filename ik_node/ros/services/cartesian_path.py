@@ -15,7 +15,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ik_node.model.chain import rotation_from_quat_xyzw
 from ik_node.model.urdf_joints import moving_joints
-from ik_node.ros.services.messages import constraints_of, error_code, state_of
+from ik_node.ros.services.messages import refused, constraints_of, error_code, state_of
 from ik_node.services.cartesian import CartesianPath, PathSettings, compute_path, timed
 from ik_node.services.constraints import RobotFrames, quat_xyzw_of
 from ik_node.services.error_codes import MoveItCode, ServiceError
@@ -50,15 +50,8 @@ class ComputeCartesianPath:
         response.start_state = request.start_state
         try:
             path, chain, stopped = self._path(request)
-        except ServiceError as exc:
-            response.error_code = error_code(exc.code, str(exc))
-            self._services.report(SERVICE, exc.code, str(exc))
-            return response
-        except Exception as exc:  # a bug answers FAILURE; the services go on
-            text = f'internal error: {type(exc).__name__}: {exc}'
-            response.error_code = error_code(MoveItCode.FAILURE, text)
-            self._services.report(SERVICE, MoveItCode.FAILURE, text)
-            return response
+        except Exception as exc:  # a ServiceError's code, or FAILURE for a bug
+            return refused(self._services, SERVICE, response, exc)
         trajectory = response.solution.joint_trajectory
         trajectory.header.frame_id = chain.base_link
         trajectory.joint_names = list(chain.joint_names)

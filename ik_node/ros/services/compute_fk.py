@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from geometry_msgs.msg import PoseStamped
 
-from ik_node.ros.services.messages import error_code, state_of
+from ik_node.ros.services.messages import refused, error_code, state_of
 from ik_node.services.constraints import RobotFrames, quat_xyzw_of
 from ik_node.services.error_codes import MoveItCode, ServiceError
 
@@ -26,15 +26,8 @@ class ComputeFk:
     def __call__(self, request, response):
         try:
             response.pose_stamped = self._poses(request)
-        except ServiceError as exc:
-            response.error_code = error_code(exc.code, str(exc))
-            self._services.report(SERVICE, exc.code, str(exc))
-            return response
-        except Exception as exc:  # a bug answers FAILURE; the services go on
-            text = f'internal error: {type(exc).__name__}: {exc}'
-            response.error_code = error_code(MoveItCode.FAILURE, text)
-            self._services.report(SERVICE, MoveItCode.FAILURE, text)
-            return response
+        except Exception as exc:  # a ServiceError's code, or FAILURE for a bug
+            return refused(self._services, SERVICE, response, exc)
         response.fk_link_names = list(request.fk_link_names)
         response.error_code = error_code(MoveItCode.SUCCESS)
         self._services.report(SERVICE, MoveItCode.SUCCESS, '')

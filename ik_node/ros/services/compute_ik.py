@@ -7,7 +7,7 @@ closest pose found (see docs/services.md).
 
 from __future__ import annotations
 
-from ik_node.ros.services.messages import (constraints_of, error_code, joint_state_of,
+from ik_node.ros.services.messages import (refused, constraints_of, error_code, joint_state_of,
                                            pose_goal, state_of)
 from ik_node.services.error_codes import MoveItCode, ServiceError
 from ik_node.services.requests import IkRequest, timeout_seconds
@@ -48,15 +48,8 @@ class ComputeIk:
             group = solvers.group(query.group)
             answer = solvers.solve(query, self._services.measured,
                                    self._services.lookup(group.base_link))
-        except ServiceError as exc:
-            response.error_code = error_code(exc.code, str(exc))
-            self._services.report(SERVICE, exc.code, str(exc))
-            return response
-        except Exception as exc:  # a bug answers FAILURE; the services go on
-            text = f'internal error: {type(exc).__name__}: {exc}'
-            response.error_code = error_code(MoveItCode.FAILURE, text)
-            self._services.report(SERVICE, MoveItCode.FAILURE, text)
-            return response
+        except Exception as exc:  # a ServiceError's code, or FAILURE for a bug
+            return refused(self._services, SERVICE, response, exc)
         joint_state = joint_state_of(answer.state, list(ik.robot_state.joint_state.name),
                                               answer.joint_names)
         joint_state.header = ik.robot_state.joint_state.header

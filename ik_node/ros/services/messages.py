@@ -128,3 +128,15 @@ def error_code(code: int, message: str = ''):
     msg.message = message
     msg.source = 'ik_node'
     return msg
+
+
+def refused(services, service: str, response, exc: Exception):
+    """``response`` with the error code of ``exc`` (a :class:`ServiceError`'s own, else
+    ``FAILURE`` for a bug: the services go on), the refusal reported as ``service``'s status."""
+    if isinstance(exc, ServiceError):
+        code, text = exc.code, str(exc)
+    else:
+        code, text = MoveItCode.FAILURE, f'internal error: {type(exc).__name__}: {exc}'
+    response.error_code = error_code(code, text)
+    services.report(service, code, text)
+    return response
