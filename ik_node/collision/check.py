@@ -269,6 +269,18 @@ class CollisionChecker:
             return True
         return not self.world.contacts(self, T, first_only=True)
 
+    def answer_is_free(self, q: np.ndarray) -> bool:
+        """:meth:`is_free` of a solver's answer ``q``: the common case (a float64 vector, no
+        world, the compiled kernel finds every pair apart) in one compiled call; anything else
+        through :meth:`is_free`."""
+        kernel = self._kernel
+        if kernel is not None and self.world.empty and type(q) is np.ndarray and \
+                q.dtype == np.float64 and q.ndim == 1 and q.flags.c_contiguous:
+            with self._lock:
+                if kernel(q, *self._kernel_args) > self.padding:
+                    return True
+        return self.is_free(q)
+
     @_one_at_a_time
     def report(self, q) -> CollisionReport:
         """Every checked pair closer than the padding, and the closest pair, by GJK.

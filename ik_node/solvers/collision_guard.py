@@ -127,14 +127,16 @@ class CollisionGuard:
                started: float) -> IkResult:
         """The guarded result of a one-tip solve (``Solver._solve_values``), its
         ``solve_time`` from ``started`` (``time.perf_counter()``) to the end of the check."""
-        if not result.reachable or self.checker.is_free(result.joint_positions):
+        if not result.reachable or self.checker.answer_is_free(result.joint_positions):
             return timed(result, started)
         return self.repair(solver, result, p_list, R_target, q_seed, started)
 
     def repair(self, solver, result: IkResult, p_list, R_target, q_seed: List[float],
-               started: float) -> IkResult:
+               started: float, solve_from: Optional[Callable] = None) -> IkResult:
         """The guarded result of a reachable answer the checker found colliding: freed by the
-        collision term, by new seeds, or ``in_collision`` (the module docstring)."""
+        collision term, by new seeds, or ``in_collision`` (the module docstring).
+        ``solve_from(seed)``: the solver's own solve from a new seed (a result, or None where
+        it does not serve), tried before its general path."""
         deadline = started + self.budget_s
 
         def finish(raw, seed):
@@ -166,7 +168,12 @@ class CollisionGuard:
         if repaired is not None:
             return self._timed(repaired, started)
 
+        quick = solve_from
+
         def solve_from(seed):
+            found = None if quick is None else quick(seed)
+            if found is not None:
+                return found
             return finish(solver._raw_solution(p_list, R_target, seed), seed)
 
         def measure(q):
@@ -218,7 +225,7 @@ class CollisionGuard:
             share = remaining / min(3, self.restarts - attempts + 1)
             with _timeout(solver, share):
                 retry = solve_from(seed)
-            if not checker.is_free(retry.joint_positions):
+            if not checker.answer_is_free(retry.joint_positions):
                 continue
             if retry.reachable:
                 message = f'collision-free answer from restart {attempts}'

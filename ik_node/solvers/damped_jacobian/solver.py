@@ -317,19 +317,37 @@ class DampedJacobianSolver(RestartLoop, Solver):
         before anything is solved, for what :meth:`Solver.solve` then takes from the start:
         inputs that are not numeric vectors or that its checks refuse (it raises with its
         message), a position provably (or, position only, measurably) out of reach, the kernels
-        not loaded yet."""
-        kernel = self._first
+        not loaded yet. With the collision check, an answer in collision is retried from new
+        seeds by the same compiled start (:meth:`_compiled_retry`)."""
         position = _vector(position)
         quat = _NO_ORIENTATION if quat is None else _vector(quat)
         seed_vector = self._q_mid if seed is None else _vector(seed)
         if position is None or quat is None or seed_vector is None or \
-                position.shape[0] != 3 or not kernel.serves(quat is not _NO_ORIENTATION):
+                position.shape[0] != 3 or not self._first.serves(quat is not _NO_ORIENTATION):
             return None
         start = time.perf_counter()
+        found = self._first_solve(position, quat, seed_vector, start, self._timeout)
+        if found is None:
+            return None
+        result, run = found
+        guard = self._collision
+        if guard is None:
+            return result
+        if not result.reachable or guard.checker.answer_is_free(result.joint_positions):
+            return timed(result, start)  # the common case: free
+        return guard.repair(self, result, position.tolist(), self._rotation_of(run),
+                            self._seed_values(seed_vector), start,
+                            solve_from=functools.partial(self._compiled_retry, position, quat))
+
+    def _first_solve(self, position: np.ndarray, quat: np.ndarray, seed_vector: np.ndarray,
+                     start: float, timeout: float) -> Optional[tuple]:
+        """:meth:`_first_pose` before the collision check, within ``timeout`` [s] from
+        ``start``: ``(result, run)`` (the :class:`.compiled_runs.DescentRun` holding the
+        target), or None for what the general path takes from the start."""
         bound, gap = self._compiled_reach.checks(position)
         if not bound <= 0.0 or (quat is _NO_ORIENTATION and not gap <= self._tol_p):
             return None  # provably or measurably out of reach (or not finite): the general path
-        run = kernel.run()
+        run = self._first.run()
         code = run.first_pose(position, quat, seed_vector, 0.0)
         if code == compiled.BAD_INPUT:
             return None
@@ -337,28 +355,28 @@ class DampedJacobianSolver(RestartLoop, Solver):
             position_error, angle_error = run.errors()
             if position_error <= self._tol_p and (angle_error is None or
                                                   angle_error <= self._tol_r):
-                result = new_result(
+                return new_result(
                     joint_positions=run.q.copy(), joint_names=self._joint_names,
                     reachable=True, status=IkStatus.CONVERGED, position_error=position_error,
                     orientation_error=angle_error, min_residual=None,
                     iterations=run.iterations(), solve_time=time.perf_counter() - start,
                     message='converged after 0 restarts', orientation_ignored=False,
-                    history=None, tips=None, best_found=False)
-                guard = self._collision
-                if guard is None:
-                    return result
-                if guard.checker.is_free(result.joint_positions):  # the common case: free
-                    return timed(result, start)
-                return guard.repair(self, result, position.tolist(), self._rotation_of(run),
-                                    self._seed_values(seed_vector), start)
-        budget = Budget(self._timeout, start)
+                    history=None, tips=None, best_found=False), run
+        budget = Budget(timeout, start)
         R_target = self._rotation_of(run)
         p_list, q_seed_list = position.tolist(), self._seed_values(seed_vector)
-        result = self._from_first((run.go_on(code, budget), run, budget), p_list, R_target,
-                                  q_seed_list, None, gap, start)
-        if self._collision is None:
-            return result
-        return self._collision.values(self, result, p_list, R_target, q_seed_list, start)
+        return self._from_first((run.go_on(code, budget), run, budget), p_list, R_target,
+                                q_seed_list, None, gap, start), run
+
+    def _compiled_retry(self, position: np.ndarray, quat: np.ndarray,
+                        seed: List[float]) -> Optional[IkResult]:
+        """A collision retry (:meth:`.collision_guard.CollisionGuard.repair`) from ``seed``:
+        the compiled start of :meth:`_first_pose` with the solver's ``timeout`` as the guard
+        set it for this retry, no collision check (the guard checks); None where that start
+        does not serve (the guard then solves by the general path)."""
+        found = self._first_solve(position, quat, np.array(seed, dtype=float),
+                                  time.perf_counter(), self.params['timeout'])
+        return None if found is None else found[0]
 
     @staticmethod
     def _rotation_of(run) -> Optional[np.ndarray]:
