@@ -8,15 +8,13 @@ the gap across a plane that separates the links' hull vertices (found by GJK; bo
 compiled kernel of :mod:`ik_node.collision.kernel`); it collides when the kernel's GJK finds the
 hulls within the padding and they decide for the pair (links of one mesh hull or box each);
 otherwise python-fcl measures the signed distance between the pieces (convex hulls of meshes,
-boxes, cylinders, spheres as they are). Where two pieces' hulls
-are closer than the padding and one is the hull of a closed concave mesh, python-fcl measures
-the distance between the raw triangle meshes (BVH) instead (``mesh_confirm``, on by default): a
-hull is larger than its mesh where the mesh is concave, so the hulls alone call some free
-configurations colliding. The pair collides when that distance is below the padding, or when
-one piece lies wholly inside a closed mesh (no triangles meet then: a point of one is tested
-against the other by ray parity). So the check is
-conservative: a configuration it calls free has every checked pair at least ``padding`` apart by
-its meshes (by its hulls where a mesh is not closed).
+boxes, cylinders, spheres as they are). Where two pieces' hulls are closer than the padding and
+one is the hull of a closed concave mesh, python-fcl measures the distance between the raw
+triangle meshes (BVH) instead (``mesh_confirm``, on by default: a hull is larger than its mesh
+where the mesh is concave). The pair collides when that distance is below the padding, or when
+one piece lies wholly inside a closed mesh (a point of one tested against the other by ray
+parity). So a configuration the check calls free has every checked pair at least ``padding``
+apart by its meshes (by its hulls where a mesh is not closed).
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ DEFAULT_PADDING_M = 0.005
 
 def _one_at_a_time(method):
     """``method`` under the checker's lock: its queries share buffers and python-fcl objects
-    that each query moves, so two threads (a node's solve and its status) take turns."""
+    (two threads, a node's solve and its status, take turns)."""
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
         with self._lock:
@@ -59,8 +57,8 @@ class CollisionChecker:
         pairs: the link pairs to check, as ``(link_a, link_b)`` names.
         padding: pairs closer than this are colliding [m] (>= 0).
         world: the ground plane and obstacles (None: none).
-        mesh_confirm: where two hulls are closer than the padding, measure the raw meshes
-            (see the module docstring); False: the hulls decide.
+        mesh_confirm: measure the raw meshes where two hulls are within the padding (the
+            module docstring); False: the hulls decide.
     """
 
     def __init__(self, model: CollisionModel, pairs: Sequence[Tuple[str, str]],
@@ -104,23 +102,22 @@ class CollisionChecker:
         # spheres); a penetration depth comes from a contact query (see signed_distance).
         self._request = self._fcl.DistanceRequest(enable_nearest_points=True)
         self._nearest = None  # the closest points of the last distance measured, or None
-        self._contact_request = self._fcl.CollisionRequest(enable_contact=True,
-                                                           num_max_contacts=1)
+        self._contact_request = self._fcl.CollisionRequest(num_max_contacts=1,
+                                                           enable_contact=True)
         self.mesh_confirm = bool(mesh_confirm)
         self._exact = [[exact_piece(self._fcl, piece) if mesh_confirm else None
                         for piece in model.pieces[link]] for link in model.links]
         #: Per link, whether python-fcl measures it as the kernel does: one piece, a mesh's
-        #: hull or a box, no raw mesh measured instead (where the hull is within the padding).
+        #: hull or a box, no raw mesh measured instead.
         self._hulls_decide = [len(pieces) == 1 and pieces[0].kind in ('mesh', 'box') and
                               (exact[0] is None or exact[0].bvh is None)
                               for pieces, exact in zip(model.pieces.values(), self._exact)]
         self._warm()
 
     def _warm(self) -> None:
-        """Run every query once, at the mid configuration, so nothing is built inside a
-        solve's budget: the compiled kernel loaded from numba's cache (or compiled, the first
-        time after an install), python-fcl's objects of the world made. The kernel's witness
-        normals are cleared after, so a checker's answers do not depend on its warm-up."""
+        """Run every query once (mid configuration), so nothing is built inside a solve's
+        budget (the kernel loaded, python-fcl's world objects made); the kernel's witness
+        normals cleared after, so the answers do not depend on the warm-up."""
         q = self.model.chain.mid_configuration()
         self.is_free(q)
         self.report(q)
@@ -270,9 +267,8 @@ class CollisionChecker:
         return not self.world.contacts(self, T, first_only=True)
 
     def answer_is_free(self, q: np.ndarray) -> bool:
-        """:meth:`is_free` of a solver's answer ``q``: the common case (a float64 vector, no
-        world, the compiled kernel finds every pair apart) in one compiled call; anything else
-        through :meth:`is_free`."""
+        """:meth:`is_free` of a solver's answer ``q``, in one compiled call where ``q`` is a
+        float64 vector, there is no world and the kernel finds every pair apart."""
         kernel = self._kernel
         if kernel is not None and self.world.empty and type(q) is np.ndarray and \
                 q.dtype == np.float64 and q.ndim == 1 and q.flags.c_contiguous:
@@ -283,12 +279,9 @@ class CollisionChecker:
 
     @_one_at_a_time
     def report(self, q) -> CollisionReport:
-        """Every checked pair closer than the padding, and the closest pair, by GJK.
-
-        Pairs are measured in the order of their capsule gaps (lower bounds of their distances),
-        and no further once a gap exceeds both the padding and the closest distance measured:
-        the closest pair is exact at the cost of a few GJK calls.
-        """
+        """Every checked pair closer than the padding, and the closest pair, by GJK: pairs
+        measured in the order of their capsule gaps (lower bounds of their distances), no
+        further once a gap exceeds the padding and the closest distance measured."""
         T, gaps, _ = self._screen(q)
         T = np.array(T)
         gaps = np.array(gaps)
