@@ -20,7 +20,8 @@ An answer within tolerance that collides goes, in turn:
    plus ``orientation_weight`` times the angle for a 6D target) and a random configuration
    within the limits (seeded per solver so runs repeat; for ``analytic_hip_knee`` a new seed
    picks the other knee branch under ``branch: closest``), at most ``collision_restarts``
-   times.
+   times; each a solve from the new seed (``damped_jacobian``: its compiled start, as a solve
+   of its own begins, where that serves).
 
 All within a budget: the whole solve, term and retries included, ends within the solver's
 ``timeout`` (where it has one) plus ``collision_retry_time``; the term gets a quarter of what
