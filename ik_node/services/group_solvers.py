@@ -89,6 +89,8 @@ class GroupSolvers:
         self._chains: Dict[str, Chain] = {}
         self._solvers: Dict[Tuple[str, bool], object] = {}
         self._near: Dict[Tuple[str, ...], NearSeeds] = {}
+        self._unchecked_of: Dict[int, bool] = {}
+        self._rest: Dict[str, np.ndarray] = {}
         first = Chain.from_urdf_string(self.xml, config.base_link, list(config.tip_links),
                                        config.max_description_bytes)
         self.robot = first.robot
@@ -160,14 +162,22 @@ class GroupSolvers:
         the rest pose; clipped into the limits. Returns ``(q, note)``; the note names the
         joints that were clipped ('' when none)."""
         chain = self.chain(group)
-        q = None if measured is None else measured(chain)
-        if q is None:
-            q = rest_pose(chain)
-        q = np.array(q, dtype=float)
-        for k, name in enumerate(chain.joint_names):
-            if name in state:
-                q[k] = state[name]
+        given = [state.get(name) for name in chain.joint_names]
+        if None in given:  # the request does not give every joint of the group
+            q = None if measured is None else measured(chain)
+            if q is None:
+                q = self._rest.get(group.name)
+                if q is None:
+                    q = self._rest[group.name] = rest_pose(chain)
+            q = np.array(q, dtype=float)
+            for k, value in enumerate(given):
+                if value is not None:
+                    q[k] = value
+        else:
+            q = np.array(given, dtype=float)
         clipped = chain.clip(q)
+        if np.array_equal(clipped, q):
+            return clipped, ''
         moved = [f'{name} {q[k]:.6g} -> {clipped[k]:.6g}'
                  for k, name in enumerate(chain.joint_names) if clipped[k] != q[k]]
         note = f'seed outside the joint limits, clipped: {", ".join(moved)}' if moved else ''
@@ -217,6 +227,9 @@ class GroupSolvers:
             if link in out:
                 raise ServiceError(MoveItCode.INVALID_LINK_NAME,
                                    f'link {link!r} is given two poses')
+            if not goal.frame or goal.frame == group.base_link:  # most requests: no change
+                out[link] = (goal.position, goal.quat_xyzw)
+                continue
             T = frames.T_base(goal.frame)
             R = T[:3, :3] @ rotation_from_input(goal.quat_xyzw)
             out[link] = (T[:3, :3] @ goal.position + T[:3, 3], quat_xyzw_of(R))
@@ -231,7 +244,6 @@ class GroupSolvers:
         budget = request.timeout_s or configured_budget(solver)
         deadline = time.monotonic() + budget
         lower, upper = _narrowed(chain, request)
-        rng = np.random.default_rng(0)
         best: Optional[IkAnswer] = None
         seeds: Optional[Iterator[np.ndarray]] = None
         seed = np.clip(q_seed, lower, upper)
@@ -250,7 +262,8 @@ class GroupSolvers:
             if not _worth_retrying(answer, solver):
                 break
             if seeds is None:
-                seeds = self.near_seeds(chain).seeds(_rotations(targets), lower, upper, rng)
+                seeds = self.near_seeds(chain).seeds(_rotations(targets), lower, upper,
+                                                     np.random.default_rng(0))
             seed = next(seeds, None)
             if seed is None:
                 break
@@ -298,12 +311,15 @@ class GroupSolvers:
                           result.message or 'collisions cannot be checked')
         return answer(MoveItCode.SUCCESS, result.message)
 
-    @staticmethod
-    def _unchecked(solver) -> bool:
+    def _unchecked(self, solver) -> bool:
         """True when the solver should check collisions but cannot (a library missing)."""
-        from ik_node import collision
-        return collision.has_collision_geometry(solver.chain) and \
-            not has_collision_check(solver)
+        unchecked = self._unchecked_of.get(id(solver))
+        if unchecked is None:
+            from ik_node import collision
+            unchecked = collision.has_collision_geometry(solver.chain) and \
+                not has_collision_check(solver)
+            self._unchecked_of[id(solver)] = unchecked
+        return unchecked
 
 
 def rest_pose(chain: Chain) -> np.ndarray:
