@@ -15,7 +15,8 @@ poses beyond the reach (1.6 x the farthest sampled tip, random orientation). Rep
   target (> 1e-4 m or 1e-3 rad by FK), leave the limits or collide by the independent check;
   the codes of the out-of-reach poses;
 * round trip (request sent to response received), node and echo interleaved call by call, and
-  the median solve of the same requests in this process (the services' own GroupSolvers); the
+  the median solve of the same requests in this process (the services' own GroupSolvers) and
+  of the services' whole handler (message in, answer out, no DDS) on them; the
   hypervisor's steal and the CPUs' busy share (``/proc/stat``) over those calls;
 * a 20 ms timeout on tips of configurations in self-collision (their answers collide, so the
   solve retries until its budget ends): round trip less the echo's median;
@@ -146,7 +147,7 @@ def measure_robot(robot, args, rng, lines):
             r['timeout_rt'].append(rt - echo_median)
             code = response.error_code.val
             r['timeout_codes'][code] = r['timeout_codes'].get(code, 0) + 1
-        r['solve'] = in_process_solves(robot, chain, targets, seed)
+        r['solve'], r['handler'] = in_process_solves(robot, chain, targets, seed)
         if robot == 'ur5e':
             r['stream_alone'] = stream_beside_clients(client, name, chain, targets, seed, args,
                                                       callers=0)
@@ -159,21 +160,53 @@ def measure_robot(robot, args, rng, lines):
         graph.stop(node)
 
 
+class _Host:
+    """What ``ComputeIk`` asks of the services' process: the solvers, no measured state, no
+    TF, no diagnostics (timed apart from DDS)."""
+
+    measured = None
+
+    def __init__(self, solvers):
+        self._solvers = solvers
+
+    def solvers(self):
+        return self._solvers
+
+    def lookup(self, base_link):
+        return None
+
+    def report(self, *args, **kwargs):
+        pass
+
+    def warn(self, text):
+        pass
+
+
 def in_process_solves(robot, chain, targets, seed):
-    """Wall time [s] of each request's solve by the services' own GroupSolvers, here."""
+    """Wall times [s] of each request's solve by the services' own GroupSolvers here, and of
+    the services' whole ``~/compute_ik`` handler (message in, message out) on the same
+    requests."""
+    from ik_node.ros.services.compute_ik import ComputeIk
     config = config_from_flat(params_of(robot))
     solvers = GroupSolvers(config, config.collision)
     solvers.near_seeds(solvers.chain(solvers.group('')))  # as the services' warm-up does
-    times = []
+    handler = ComputeIk(_Host(solvers))
+    times, handled = [], []
     for k, T in enumerate(targets):
         from benchmarks.services.graph import quat_xyzw
         request = IkRequest('', dict(zip(chain.joint_names, seed)), (
             PoseGoal('', '', (0, 0), T[:3, 3], np.array(quat_xyzw(T[:3, :3]))),), 0.0, True)
+        message = graph.plugin_request('', chain.joint_names, seed, chain.base_link,
+                                       chain.tip_link, T)
+        response = graph.srv.GetPositionIK.Response()
         start = time.perf_counter()
         solvers.solve(request)
+        middle = time.perf_counter()
+        handler(message, response)
         if k:  # the first builds the solvers
-            times.append(time.perf_counter() - start)
-    return times
+            times.append(middle - start)
+            handled.append(time.perf_counter() - middle)
+    return times, handled
 
 
 def stream_beside_clients(client, name, chain, targets, seed, args, callers=4):
@@ -245,8 +278,8 @@ def report(results, args) -> str:
              f'--n {args.n} --seed {args.seed} --stream-s {args.stream_s} --lines {args.lines}`'
              f' at {commit}; {platform.python_version()}, {platform.machine()}.', '',
              '| robot | free reachable | SUCCESS | SUCCESS missing / out of limits / colliding '
-             '| out of reach: codes | rt median node / echo / solve here [ms] | rt p99 node '
-             '[ms] | steal / CPUs busy during the rt calls [%] '
+             '| out of reach: codes | rt median node / echo / solve here / handler here [ms] '
+             '| rt p99 node [ms] | steal / CPUs busy during the rt calls [%] '
              '| 20 ms timeout: rt - echo median, median / max [ms] |',
              '|---|---|---|---|---|---|---|---|---|']
     for robot, r in results.items():
@@ -255,7 +288,8 @@ def report(results, args) -> str:
             f'| {robot} | {args.n} | {r["success"]} ({100 * r["success"] / args.n:.1f} %) | '
             f'{r["miss"]} / {r["limits"]} / {r["collide"]} | {far} | '
             f'{percentile(r["rt"], 50):.2f} / {percentile(r["echo"], 50):.2f} / '
-            f'{percentile(r["solve"], 50):.2f} | {percentile(r["rt"], 99):.2f} | '
+            f'{percentile(r["solve"], 50):.2f} / {percentile(r["handler"], 50):.2f} | '
+            f'{percentile(r["rt"], 99):.2f} | '
             f'{r["steal"]:.2f} / {r["busy"]:.0f} | '
             f'{percentile(r["timeout_rt"], 50):.2f} / {percentile(r["timeout_rt"], 100):.2f} |')
     for robot, r in results.items():
