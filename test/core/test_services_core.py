@@ -11,7 +11,8 @@ import pytest
 
 from ik_node import Chain
 from ik_node.config.node_config import load_config
-from ik_node.services.cartesian import PathSettings, compute_path, segment_poses, timed
+from ik_node.services.cartesian import (PathSettings, compute_path, segment_poses, timed,
+                                        velocities)
 from ik_node.services.constraints import quat_xyzw_of
 from ik_node.services.error_codes import MoveItCode, ServiceError
 from ik_node.services.group_solvers import GroupSolvers
@@ -247,6 +248,20 @@ def test_points_are_timed_within_the_velocity_limits():
         dt = times[k] - times[k - 1]
         speeds = np.abs(points[k] - points[k - 1]) / dt
         assert np.all(speeds <= np.array([1.0, 2.0]) * 0.5 + 1e-9)
+
+
+def test_point_velocities_stay_within_the_limits_and_rest_at_the_ends():
+    rng = np.random.default_rng(5)
+    points = [np.zeros(3)] + [rng.uniform(-0.3, 0.3, size=3) for _ in range(8)]
+    limits = np.array([1.0, 2.0, 0.5])
+    times = timed(points, limits, PathSettings(max_step=0.1, velocity_scaling=0.5))
+    v = velocities(points, times)
+    assert len(v) == len(points)
+    assert np.all(v[0] == 0.0) and np.all(v[-1] == 0.0)
+    assert all(np.all(np.abs(vk) <= 0.5 * limits + 1e-9) for vk in v)
+    # each inner velocity points the way the joints go over its two steps
+    for k in range(1, len(points) - 1):
+        assert np.allclose(v[k] * (times[k + 1] - times[k - 1]), points[k + 1] - points[k - 1])
 
 
 def test_a_position_only_tree_solver_given_poses_solves_the_positions_and_says_so():
