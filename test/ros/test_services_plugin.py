@@ -250,6 +250,10 @@ def test_a_cartesian_line_is_followed_in_small_steps_timed_within_the_velocity_l
     speeds = np.abs(np.diff(qs, axis=0)) / np.diff(times)[:, None]
     velocity = np.array([math.pi] * 6)  # the UR5e's URDF limits are >= pi rad/s
     assert np.all(speeds <= velocity + 1e-6)
+    velocities = np.array([p.velocities for p in points])
+    assert velocities.shape == qs.shape
+    assert np.all(velocities[0] == 0.0) and np.all(velocities[-1] == 0.0)
+    assert np.all(np.abs(velocities) <= velocity + 1e-6)
     # beyond the reach: the path stops short, fraction says how far
     far = T0.copy()
     far[0, 3] += 2.0
