@@ -82,7 +82,7 @@ class ComputeCartesianPath:
             raise ServiceError(MoveItCode.INVALID_LINK_NAME,
                                f'link_name {request.link_name!r} is not a tip of group '
                                f'{group.name!r}; its tips: {", ".join(group.tip_links)}')
-        state = state_of(request.start_state)
+        state = state_of(request.start_state, solvers.robot)
         q_start, _ = solvers.seed(group, state, services.measured)
         state.update(zip(chain.joint_names, q_start.tolist()))
         lookup = services.lookup(group.base_link)
