@@ -30,22 +30,18 @@ background thread; until then, and where numba cannot serve, the Python passes r
 from __future__ import annotations
 
 import math
-import threading
-import time
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple
 
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk
+from ik_node.solvers.kernels import fk, linalg
 from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
                                               EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
                                               POLISH_DAMPING_MIN, POLISH_RATIO,
                                               POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS,
-                                              TIP_FIT_WEIGHT, TWO_PI, FabrikProblem, FabrikRun,
-                                              FabrikSettings)
+                                              TIP_FIT_WEIGHT, TWO_PI)
 from ik_node.solvers.fabrik.serial import NULL_SPACE_DAMPING, SerialFabrik
-from ik_node.solvers.numerics.budget import StepPace
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
 from ik_node.solvers.numerics.small_matrix import mat_vec, vec_mat
 
@@ -92,11 +88,6 @@ class PassSettings(NamedTuple):
     null_gain: float = 0.0          # the pull away from the limits near a stream's seed
     stretch: float = 0.0            # 1.0: the first iteration lays the chain straight
     stuck_ends: float = 0.0         # 1.0: a stuck polish ends the run
-
-
-def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
-    return kernels.available()
 
 
 def _scratch_size(n):
@@ -247,54 +238,6 @@ def _stretch(model, n, q, x, R, L, target, P):
     _backward(model, n, q, x, R, P)
 
 
-def _damped_step(cols, free, ex, ey, ez, damping, out):
-    """:func:`~ik_node.solvers.numerics.small_matrix.damped_step` into ``out``; False where
-    the Python step raises (the system not positive definite)."""
-    n = cols.shape[0]
-    a00 = a01 = a02 = a11 = a12 = a22 = 0.0
-    for k in range(n):
-        if free[k] != 0.0:
-            cx, cy, cz = cols[k, 0], cols[k, 1], cols[k, 2]
-            a00 += cx * cx
-            a01 += cx * cy
-            a02 += cx * cz
-            a11 += cy * cy
-            a12 += cy * cz
-            a22 += cz * cz
-    a00 += damping
-    a11 += damping
-    a22 += damping
-    if a00 < 0.0:
-        return False
-    l00 = math.sqrt(a00)
-    if l00 == 0.0:
-        return False
-    l10, l20 = a01 / l00, a02 / l00
-    square = a11 - l10 * l10
-    if square < 0.0:
-        return False
-    l11 = math.sqrt(square)
-    if l11 == 0.0:
-        return False
-    l21 = (a12 - l20 * l10) / l11
-    square = a22 - l20 * l20 - l21 * l21
-    if square < 0.0:
-        return False
-    l22 = math.sqrt(square)
-    if l22 == 0.0:
-        return False
-    y0 = ex / l00
-    y1 = (ey - l10 * y0) / l11
-    y2 = (ez - l20 * y0 - l21 * y1) / l22
-    z2 = y2 / l22
-    z1 = (y1 - l21 * z2) / l11
-    z0 = (y0 - l10 * z1 - l20 * z2) / l00
-    for k in range(n):
-        out[k] = (cols[k, 0] * z0 + cols[k, 1] * z1 + cols[k, 2] * z2) if free[k] != 0.0 \
-            else 0.0
-    return True
-
-
 def _polish(model, n, nodes, target, step, trial, work):
     """Up to ``steps`` damped least-squares steps on the tip's position Jacobian, the first
     with the pull ``pull`` along the self-motion (SerialPasses.polish); the number taken, or
@@ -322,7 +265,7 @@ def _polish(model, n, nodes, target, step, trial, work):
             free[k] = 1.0
             dq[k] = 0.0
         for _ in range(3):  # freeze joints the step pushes past a limit
-            if not _damped_step(cols, free, ex, ey, ez, damping, dq):
+            if not linalg.damped_step(cols, free, ex, ey, ez, damping, dq):
                 return -1
             pressed = False
             for k in range(n):
@@ -355,7 +298,7 @@ def _polish(model, n, nodes, target, step, trial, work):
                 j2 += cols[k, 2] * d[k]
                 trace += cols[k, 0] * cols[k, 0] + cols[k, 1] * cols[k, 1] + \
                     cols[k, 2] * cols[k, 2]
-            if _damped_step(cols, free, j0, j1, j2,
+            if linalg.damped_step(cols, free, j0, j1, j2,
                             NULL_SPACE_DAMPING * max(trace / 3, 1e-12), r):
                 for k in range(n):
                     dq[k] = dq[k] + d[k] - r[k]
@@ -506,7 +449,7 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
 
 _KERNELS: Dict[str, Any] = {}
 _HELPERS = ('mat_vec', 'vec_mat', '_place_tip', '_rebuild', '_error', '_clip', '_remainder',
-            '_angle_in_limits', '_forward', '_fit_points', '_backward', '_stretch', '_damped_step',
+            '_angle_in_limits', '_forward', '_fit_points', '_backward', '_stretch',
             '_polish')
 
 
@@ -515,6 +458,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
         fk.compile()
+        linalg.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_fabrik',))['_run_fabrik']
         _exercise(kernel)
         _KERNELS['run'] = kernel
@@ -579,85 +523,3 @@ def model_of(fabrik: SerialFabrik) -> np.ndarray:
             1.0, middle, inverse_half
     model[n, _T_TP:_T_TP + 3] = fabrik.t_tip
     return model
-
-
-# ---------------------------------------------------------------------------- the wrap
-class CompiledFabrik:
-    """The compiled passes bound to one serial chain's :class:`SerialFabrik`.
-
-    :meth:`run` answers what ``SerialFabrik.run`` answers, or None where the Python passes
-    run (the kernel not loaded yet, a history to record, a polish the kernel leaves to
-    Python). Built only where numba may serve (:func:`of`); the kernel loads in the
-    background from the first solve on (:meth:`start_loading`).
-    """
-
-    def __init__(self, fabrik: SerialFabrik, compiled_kernels: Optional[Dict[str, Any]] = None):
-        self.n = fabrik.n
-        self.model = model_of(fabrik)
-        self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
-        self._runs = threading.local()  # per thread: its arrays, reused by every run
-
-    @classmethod
-    def of(cls, fabrik: Optional[SerialFabrik]) -> Optional['CompiledFabrik']:
-        """The compiled passes of ``fabrik`` where numba may serve; else None."""
-        if fabrik is None or not available() or fabrik.n == 0:
-            return None
-        return cls(fabrik)
-
-    def ready(self) -> bool:
-        """Whether the kernel is loaded (never blocks)."""
-        return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
-
-    def start_loading(self) -> None:
-        """Start loading the kernels in the background unless they are (a solve calls it
-        before its budget starts; not at construction: importing numba would slow down a
-        node's start-up)."""
-        if not self.ready():
-            kernels.start()
-
-    def run(self, problem: FabrikProblem, settings: FabrikSettings) -> Optional[FabrikRun]:
-        """The :class:`FabrikRun` of ``SerialFabrik.run(problem, settings)`` (one target, no
-        restarts), or None where the Python passes run instead."""
-        if settings.record_history or not self.ready():
-            return None
-        arrays = getattr(self._runs, 'arrays', None)
-        if arrays is None:
-            n = self.n
-            arrays = self._runs.arrays = (np.zeros(3), np.zeros(n), np.zeros(n),
-                                          np.zeros(_STATE + n + 1), np.zeros(_scratch_size(n)))
-        target, q, best_q, state, scratch = arrays
-        values = PassSettings(
-            float(settings.tolerance), float(settings.max_iterations),
-            float(settings.min_improvement), float(settings.stall_iterations),
-            float(settings.extrapolate), float(settings.polish), float(settings.null_space_gain),
-            float(problem.stretch_tip is not None),
-            float(problem.restarts > 0 or problem.stop_when_stuck))
-        target[:] = problem.targets[0]
-        q[:] = problem.q_seed
-        state[_BEGUN] = state[_ITERATIONS] = 0.0
-        kernel, model, deadline = self._kernels['run'], self.model, problem.deadline
-        # As the Python loop, no iteration starts past the deadline, judged by the pace.
-        chunk, pace, timed_out = (CHUNK if time.perf_counter() <= deadline else 0), StepPace(), \
-            False
-        while True:
-            before = state[_ITERATIONS]
-            started = time.perf_counter()
-            code = kernel(model, values, target, q, best_q, state, scratch, chunk)
-            if code != CHUNK_DONE:
-                break
-            now = time.perf_counter()
-            done = state[_ITERATIONS] - before
-            if done > 0.0:
-                pace.add((now - started) / done)
-            expected = pace.expected
-            if expected <= 0.0 or now + expected > deadline:
-                timed_out = True
-                break
-            fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
-            chunk = CHUNK if fits >= CHUNK else int(fits)
-        if code == FAILED:
-            return None
-        converged, stalled = bool(state[_CONVERGED]), bool(state[_STALLED])
-        return FabrikRun(best_q.copy(), np.array([state[_BEST_OBJ]]), int(state[_ITERATIONS]),
-                         converged, stalled and not converged, None,
-                         timed_out and not converged)
