@@ -229,8 +229,8 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
             if rho > EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
                 factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
                 for k in range(n):
-                    q_try[k] = passes.clip(q[k] + factor * (q[k] - q_before[k]), model[k, _LOWER],
-                                     model[k, _UPPER])
+                    q_try[k] = passes.clip(q[k] + factor * (q[k] - q_before[k]),
+                                           model[k, _LOWER], model[k, _UPPER])
                 passes.rebuild(model, n, q_try, x_try, R_try)
                 obj_try = passes.error(x_try, n, target)
                 if obj_try < obj:

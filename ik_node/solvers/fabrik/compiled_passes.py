@@ -158,7 +158,7 @@ def backward(model, n, q, x, R, P):
             fitted = s * s + c * c > EPS_M * EPS_M
             if fitted:
                 q[i] = angle_in_limits(math.atan2(s, c), q[i], model[i, _LOWER],
-                                        model[i, _UPPER])
+                                       model[i, _UPPER])
         else:
             first = i + 1 if fit == CHILD_AND_TIP else n
             fitted = fit_points(model, n, i, first, False, (R0, xi), (q, x, R), P)

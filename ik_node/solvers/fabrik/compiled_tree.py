@@ -136,7 +136,7 @@ def _run_tree(tree, settings, targets, run, work, chunk):
                 factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
                 for k in range(q.shape[0]):
                     q_try[k] = serial_passes.clip(q[k] + factor * (q[k] - q_before[k]),
-                                            geometry[k, _LOWER], geometry[k, _UPPER])
+                                                  geometry[k, _LOWER], geometry[k, _UPPER])
                 passes.rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
                 obj_try = passes.measure(x_try, tip_nodes, targets, w_norm, err_try)
                 if obj_try < obj:
@@ -148,8 +148,8 @@ def _run_tree(tree, settings, targets, run, work, chunk):
         if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                 obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
             taken = passes.polish(tree, (q, x, R), targets,
-                            (min(polish, max_iterations - iterations), tolerance),
-                            (x_try, R_try, q_try, err_try))
+                                  (min(polish, max_iterations - iterations), tolerance),
+                                  (x_try, R_try, q_try, err_try))
             if taken < 0:
                 return FAILED
             iterations += taken

@@ -142,7 +142,7 @@ def fit_points(geometry, nodes, fit_weight, i, frame, config, P):
     if s * s + c * c <= EPS_M * EPS_M:
         return False
     q[i] = serial.angle_in_limits(math.atan2(s, c), q[i], geometry[i, _LOWER],
-                                   geometry[i, _UPPER])
+                                  geometry[i, _UPPER])
     return True
 
 
@@ -173,13 +173,13 @@ def backward(tree, q, x, R, P):
                 fitted = s * s + c * c > EPS_M * EPS_M
                 if fitted:
                     q[i] = serial.angle_in_limits(math.atan2(s, c), q[i],
-                                                   geometry[i, _LOWER], geometry[i, _UPPER])
+                                                  geometry[i, _LOWER], geometry[i, _UPPER])
             else:
                 fitted = fit_points(geometry, a_nodes[a_start[i]:a_start[i + 1]], fit_weight,
-                                     i, (R0, xi), (q, x, R), P)
+                                    i, (R0, xi), (q, x, R), P)
             if not fitted:
                 fit_points(geometry, fb_nodes[fb_start[i]:fb_start[i + 1]], fit_weight, i,
-                            (R0, xi), (q, x, R), P)
+                           (R0, xi), (q, x, R), P)
         place(geometry, parent, i, q, x, R)
     place_tips(parent, t_tip, x, R)
 
