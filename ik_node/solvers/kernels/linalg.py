@@ -1,7 +1,7 @@
 """Small linear algebra for the compiled path, written once: the damped 3-row least-squares
-step of FABRIK's polish (the Cholesky factor of a 3 x 3 system, as
+step of FABRIK's serial polish (the Cholesky factor of a 3 x 3 system, as
 :func:`ik_node.solvers.numerics.small_matrix.damped_step` computes it on the Python path, the
-same operations in the same order).
+same operations in the same order) and the linear solve of its tree polish (as LAPACK's).
 
 Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a kernel
 module calling them runs first (numba reads ``linalg.damped_step`` when it compiles the
@@ -65,11 +65,39 @@ def damped_step(cols, free, ex, ey, ez, damping, out):
     return True
 
 
+def solve(G, g, m, out):
+    """``G[:m, :m] y = g[:m]`` by Gaussian elimination with partial pivoting (as LAPACK's
+    getrf/getrs), ``G`` and ``g`` overwritten; False when a pivot is zero (numpy raises)."""
+    for j in range(m):
+        p = j
+        for i in range(j + 1, m):
+            if abs(G[i, j]) > abs(G[p, j]):
+                p = i
+        if G[p, j] == 0.0:
+            return False
+        if p != j:
+            for k in range(m):
+                G[j, k], G[p, k] = G[p, k], G[j, k]
+            g[j], g[p] = g[p], g[j]
+        inverse = 1.0 / G[j, j]
+        for i in range(j + 1, m):
+            G[i, j] *= inverse
+            for k in range(j + 1, m):
+                G[i, k] -= G[i, j] * G[j, k]
+            g[i] -= G[i, j] * g[j]
+    for j in range(m - 1, -1, -1):
+        total = g[j]
+        for k in range(j + 1, m):
+            total -= G[j, k] * out[k]
+        out[j] = total / G[j, j]
+    return True
+
+
 _COMPILED = []
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile these functions in place (or load them from numba's cache on disk), once."""
     if not _COMPILED:
-        kernels.jitted(globals(), ('damped_step',), ())
+        kernels.jitted(globals(), ('damped_step', 'solve'), ())
         _COMPILED.append(True)
