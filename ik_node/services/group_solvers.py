@@ -136,8 +136,7 @@ class GroupSolvers:
         """The services' solver of ``group``, checking collisions or not (built once).
 
         Raises:
-            ServiceError: INVALID_GROUP_NAME where the solver the group's settings name
-                (``groups.<group>.solver``) cannot solve its chain.
+            ServiceError: INVALID_GROUP_NAME: the group's own solver cannot solve its chain.
         """
         key = (group.name, collisions)
         solver = self._solvers.get(key)
@@ -147,9 +146,8 @@ class GroupSolvers:
         return solver
 
     def _build(self, group: PlanningGroup, chain: Chain, collisions: bool):
-        """The group's solver: its own (``groups.<group>.solver``), else the node's; the node's
-        that cannot solve the chain gives way to :data:`FALLBACK_SOLVER`, the group's own does
-        not (refused)."""
+        """The group's own solver, else the node's (which gives way to :data:`FALLBACK_SOLVER`
+        where it cannot solve the chain; the group's own is refused instead)."""
         settings = self.config.group_overrides.get(group.name)
         own = settings.solver if settings is not None else ''
         name = own or self.config.solver

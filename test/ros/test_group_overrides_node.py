@@ -72,6 +72,8 @@ def test_an_overridden_group_is_answered_by_its_own_solver_and_changed_at_run_ti
         assert not result.successful
         assert all(w in result.reason for w in words), result.reason
     assert probe.get_param('groups.left_arm.solver') == 'damped_jacobian'
+    # a group setting not given at start-up is not declared: rclpy refuses it
+    assert not probe.set_param('groups.right_arm.timeout', 0.1).successful
     response = call(node, client, left_request(chain, targets[0]))
     assert response.error_code.val == 1, response.error_code.message
 
