@@ -14,13 +14,14 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy as np
 
 from ik_node.capability.orientations import OrientationSet, orientation_set
 from ik_node.capability.spec import (MapSpec, column_starts, grid_cells, reach_sphere,
                                      shard_bounds)
+from ik_node.capability.tool import offset_length, tip_targets
 
 _cache: Dict[str, Tuple[object, np.ndarray, OrientationSet]] = {}
 _lock = threading.Lock()
@@ -54,6 +55,7 @@ def _prepared(spec: MapSpec):
                 solver.configure_collision(ground_z=spec.table_z)
             orientations = orientation_set(spec.directions, spec.rolls)
             centre, radius = reach_sphere(chain)
+            radius += offset_length(spec.tool_offset)
             cells = grid_cells(centre, radius, spec.voxel_m, len(orientations))
             _cache[key] = (solver, cells, orientations)
         return _cache[key]
@@ -94,14 +96,16 @@ def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
         if starts[c]:
             first = mid
         positions = np.ascontiguousarray(np.broadcast_to(np.array(cell) * spec.voxel_m, (K, 3)))
-        ok, joints = decide_targets(solver, positions, quats, [first], spec.descents)
+        ok, joints = decide_targets(solver, positions, quats, [first], spec.descents,
+                                    spec.tool_offset)
         pending = np.flatnonzero(~ok)
         if len(pending) and spec.attempts > 1:
             near_ok = ok[nearest[pending]]  # (P, K - 1): the nearest orientations reached?
             sibling = nearest[pending, np.argmax(near_ok, axis=1)]
             second = np.where(near_ok.any(axis=1)[:, None], joints[sibling], seeds[1])
             more, more_joints = decide_targets(solver, positions[pending], quats[pending],
-                                               [second, *seeds[2:]], spec.descents)
+                                               [second, *seeds[2:]], spec.descents,
+                                               spec.tool_offset)
             ok[pending], joints[pending] = more, more_joints
         reached[c] = ok
         first = np.where(ok[:, None], joints, seeds[0])
@@ -117,16 +121,18 @@ def _nearest_orientations(orientations: OrientationSet) -> np.ndarray:
 
 
 def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds,
-                   descents: int) -> Tuple[np.ndarray, np.ndarray]:
+                   descents: int, tool: Sequence[float] = ()) -> Tuple[np.ndarray, np.ndarray]:
     """Each pose target decided by IK: reached (within tolerance, and free where ``solver``
     checks collisions) from one of ``seeds`` in turn (each an (n,) start for every target or an
     (N, n) start per target), each attempt cut off after ``descents`` stuck descents. Without
-    the compiled kernels, ``solver.solve`` decides each attempt.
+    the compiled kernels, ``solver.solve`` decides each attempt. With a ``tool`` offset
+    (:mod:`.tool`) the targets are the tool's poses: IK reaches the tip poses that put it there.
 
     Returns:
         ``(reached (N,) bool, joints (N, n))``: the answers of reached targets (else zeros).
     """
     from ik_node.solvers.batch import compiled
+    positions, quats = tip_targets(positions, quats, tool)
     count, n = len(positions), solver.chain.n
     reached = np.zeros(count, bool)
     answers = np.zeros((count, n))
@@ -167,3 +173,17 @@ def shard_task(spec: MapSpec, index: int) -> ShardAnswer:
     start = time.perf_counter()
     reached = decide_shard(spec, index)
     return index, np.packbits(reached, axis=1), reached.shape[1], time.perf_counter() - start
+
+
+def map_solver(meta) -> Tuple[object, str]:
+    """``(solver, '')``: the solver of the map with ``meta`` (its chain, collision world) when
+    the robot description it was built from is found unchanged (its sha256 is in the map), else
+    ``(None, why not)``."""
+    from ik_node.capability.spec import spec_of_map
+    path = Path(meta.get('urdf_path') or '')
+    if not meta.get('urdf_path') or not path.is_file():
+        return None, 'the robot description the map was built from is not found'
+    spec = spec_of_map(meta, path.read_text(), str(path))
+    if spec.description_hash != meta['description_sha256']:
+        return None, f'{path} changed since the map was built'
+    return solver_for(spec), ''

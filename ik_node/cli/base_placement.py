@@ -4,7 +4,8 @@
 
 Poses ``x y z qx qy qz qw`` in the floor's frame (:mod:`ik_node.cli.poses_file`); base poses on
 the floor grid ``xmin:xmax:step,ymin:ymax:step,yaw_step_deg`` (default ``-1:1:0.05,-1:1:0.05,
-10``) at ``--height``, ranked by the share of task poses the map reaches; the ``--verify`` best
+10``) at ``--height``, ranked by the share of task poses in uniformly reachable cells of the map
+(then the share in mixed cells, which may go either way); the ``--verify`` best
 are checked by real IK of every task pose (the robot's description from the map, when the file
 it was built from is found unchanged). Exit status 0, or 2 on bad input.
 """
@@ -59,22 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _verifier(capability):
-    """The map's solver when its description is found unchanged, else ``(None, why)``."""
-    from ik_node.capability.decide import solver_for
-    from ik_node.capability.spec import MapSpec
-    meta = capability.meta
-    path = Path(meta.get('urdf_path') or '')
-    if not meta.get('urdf_path') or not path.is_file():
-        return None, 'not verified: the robot description the map was built from is not found'
-    spec = MapSpec(path.read_text(), meta['base_link'], meta['tip_link'], meta['voxel_m'],
-                   meta['directions'], meta['rolls'], meta['collisions'], meta['table_z'],
-                   meta['seed'], meta['attempts'], meta['descents'], urdf_path=str(path))
-    if spec.description_hash != meta['description_sha256']:
-        return None, f'not verified: {path} changed since the map was built'
-    return solver_for(spec), ''
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``ik-solve base-placement``. Returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -91,14 +76,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         seconds = time.perf_counter() - start
         verified, note = [None] * len(ranked), ''
         if args.verify:
-            solver, note = _verifier(capability)
+            from ik_node.capability.decide import map_solver
+            solver, why = map_solver(capability.meta)
+            note = f'not verified: {why}' if why else ''
             if solver is not None:
-                shares = verify_placements(solver, poses, ranked[:args.verify], args.height)
+                shares = verify_placements(solver, poses, ranked[:args.verify], args.height,
+                                           tool=capability.tool_offset)
                 verified[:len(shares)] = shares
     except IkError as exc:
         fail(str(exc))
     answers = [{'x': p.x, 'y': p.y, 'yaw_deg': round(math.degrees(p.yaw), 6),
-                'map_share': p.share, 'verified_share': v}
+                'map_share': p.share, 'mixed_share': p.mixed, 'verified_share': v}
                for p, v in zip(ranked, verified, strict=True)]
     if args.json:
         print(json.dumps({'placements': answers, 'poses': len(poses),
@@ -108,6 +96,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             check = '' if a['verified_share'] is None else \
                 f', IK reaches {100 * a["verified_share"]:.0f} %'
             print(f'x {a["x"]:+.3f} m  y {a["y"]:+.3f} m  yaw {a["yaw_deg"]:6.1f} deg: map '
-                  f'{100 * a["map_share"]:.0f} %{check}')
+                  f'{100 * a["map_share"]:.0f} % (+ {100 * a["mixed_share"]:.0f} % mixed)'
+                  f'{check}')
         print(f'{len(poses)} poses, ranked in {seconds:.3f} s' + (f'; {note}' if note else ''))
     return 0

@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help='IK attempts per target: mid configuration, then random (default: 3)')
     p.add_argument('--descents', type=int, default=3, metavar='D',
                    help='stuck descents per attempt before it gives up (default: 3)')
+    p.add_argument('--tool-offset', type=float, nargs='+', default=[], metavar='V',
+                   help='the tool frame in the tip frame: X Y Z [m], X Y Z ROLL PITCH YAW '
+                        '[rad] or X Y Z QX QY QZ QW; the map is of the tool\'s poses')
     p.add_argument('--seed', type=int, default=0, help='seed of the random attempts')
     p.add_argument('--shard-cells', type=int, default=64, metavar='N',
                    help='voxels per shard (default: 64)')
@@ -101,7 +104,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             path = str(urdf_path(config.urdf_file))
         spec = MapSpec(text, config.base_link, chain.tip_links[0], args.voxel,
                        args.orientations, args.rolls, args.collisions, args.table, args.seed,
-                       args.attempts, args.descents, args.shard_cells, path)
+                       args.attempts, args.descents, args.shard_cells, path,
+                       tuple(args.tool_offset))
         start = time.perf_counter()
         progress = None if args.no_progress else Progress(0, stream=sys.stderr)
         capability = build_map(spec, args.out, args.workers, args.ray_address, progress)
@@ -123,6 +127,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                'orientations': int(capability.reached.shape[1]),
                'targets': int(capability.reached.size),
                'reached_share': round(float(capability.reached.mean()), 4),
+               'mixed_share': round(float(capability.mixed.mean()), 4),
+               'tool_offset': list(spec.tool_offset),
                'collisions': spec.collisions, 'build_seconds': round(seconds, 2),
                'map': str(args.out / 'capability_map.npz'), 'reach_map': str(reach_file)}
     if picture is not None:
@@ -132,7 +138,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         print(f'{spec.base_link} -> {spec.tip_link}: {summary["cells"]} voxels of '
               f'{spec.voxel_m:g} m x {summary["orientations"]} orientations, '
-              f'{100 * summary["reached_share"]:.1f} % reached, {seconds:.1f} s\n'
+              f'{100 * summary["reached_share"]:.1f} % reached, '
+              f'{100 * summary["mixed_share"]:.1f} % mixed, {seconds:.1f} s\n'
               f'  wrote {summary["map"]}\n  wrote {summary["reach_map"]}' +
               (f'\n  wrote {picture}' if picture is not None else ''))
     return 0
