@@ -86,10 +86,13 @@ class Verdicts(NamedTuple):
         verdict: (N,) int8: :data:`REACHABLE`, :data:`UNREACHABLE` or :data:`UNCERTAIN` (a mixed
             cell and no solver to decide it).
         by_ik: (N,) bool: decided by IK at query time (the pose's cell is mixed).
+        joints: (N, n) the IK answer of each pose decided reachable by IK (NaN elsewhere), or
+            None where no IK ran.
     """
 
     verdict: np.ndarray
     by_ik: np.ndarray
+    joints: Optional[np.ndarray] = None
 
     @property
     def reachable(self) -> np.ndarray:
@@ -132,11 +135,13 @@ def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = N
     ik = ik or QueryIk()
     ask = np.flatnonzero(mixed)
     quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
-    found, _ = decide_targets(solver, np.ascontiguousarray(poses[ask, :3]),
-                              np.ascontiguousarray(quats), query_seeds(solver.chain, ik),
-                              ik.descents, capability.tool_offset)
+    found, answers = decide_targets(solver, np.ascontiguousarray(poses[ask, :3]),
+                                    np.ascontiguousarray(quats), query_seeds(solver.chain, ik),
+                                    ik.descents, capability.tool_offset)
     verdict[ask] = np.where(found, REACHABLE, UNREACHABLE)
-    return Verdicts(verdict, mixed)
+    joints = np.full((len(poses), solver.chain.n), np.nan)
+    joints[ask[found]] = answers[found]
+    return Verdicts(verdict, mixed, joints)
 
 
 def query_seeds(chain, ik: QueryIk) -> np.ndarray:
