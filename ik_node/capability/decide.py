@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Sequence, Tuple
+from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -57,8 +57,69 @@ def _prepared(spec: MapSpec):
             centre, radius = reach_sphere(chain)
             radius += offset_length(spec.tool_offset)
             cells = grid_cells(centre, radius, spec.voxel_m, len(orientations))
-            _cache[key] = (solver, cells, orientations)
+            _cache[key] = (solver, cells, orientations, wrist_sphere(chain, spec.urdf_text))
         return _cache[key]
+
+
+class WristSphere(NamedTuple):
+    """A proven bound on pose targets from the chain's wrist.
+
+    The origin of the second-last joint's child link (on that joint's axis: it does not move
+    with that joint) stays within ``radius`` of ``centre``, the bound of the chain up to that
+    link. In the tip frame it lies on a circle about the last joint's axis: centre ``point``,
+    the axis ``axis`` (unit), radius ``circle`` (every angle of the last joint taken, its limits
+    not: a looser bound).
+    """
+
+    centre: np.ndarray
+    radius: float
+    point: np.ndarray
+    axis: np.ndarray
+    circle: float
+
+
+def wrist_sphere(chain, urdf_text: str) -> Optional[WristSphere]:
+    """The :class:`WristSphere` of a chain, or None (a prismatic joint at the wrist, fewer
+    than three joints, a chain not read from a URDF)."""
+    from ik_node.model.chain import Chain
+    if chain.n < 3 or any(j.type == 'prismatic' for j in chain.joints[-2:]):
+        return None
+    last, wrist = chain.joints[-1], chain.joints[-2]
+    try:
+        arm = Chain.from_urdf_string(urdf_text, chain.base_link, wrist.child_link)
+        q = chain.mid_configuration()
+        tip_inv = np.linalg.inv(chain.fk(q))
+        last_frame = tip_inv @ chain.link_transform(last.child_link, q)
+        wrist_point = (tip_inv @ chain.link_transform(wrist.child_link, q))[:3, 3]
+    except Exception:  # the bound is an optimisation: without it every target gets IK
+        return None
+    axis = last_frame[:3, :3] @ np.asarray(last.axis, float)
+    axis /= np.linalg.norm(axis)
+    along = float((wrist_point - last_frame[:3, 3]) @ axis)
+    point = last_frame[:3, 3] + along * axis
+    centre, radius = reach_sphere(arm)
+    return WristSphere(centre, radius, point, axis, float(np.linalg.norm(wrist_point - point)))
+
+
+def beyond_wrist_reach(solver, wrist: Optional[WristSphere], positions: np.ndarray,
+                       quats: np.ndarray, tool: Sequence[float] = ()) -> np.ndarray:
+    """(N,) bool: the pose targets (the tool's, with ``tool``) proven out of reach: every
+    place their wrist point may take is beyond the wrist's reach by more than the solver's
+    tolerances allow."""
+    if wrist is None:
+        return np.zeros(len(positions), bool)
+    from ik_node.capability.orientations import rotations_from_quats
+    p_tip, q_tip = tip_targets(positions, quats, tool)
+    R = rotations_from_quats(q_tip)
+    w = wrist.centre - (p_tip + R @ wrist.point)
+    axis = R @ wrist.axis
+    along = np.sum(w * axis, axis=1)
+    across = np.linalg.norm(w - along[:, None] * axis, axis=1)
+    nearest = np.sqrt(along ** 2 + (across - wrist.circle) ** 2)
+    arm = float(np.linalg.norm(wrist.point)) + wrist.circle
+    margin = solver.params['position_tolerance'] + \
+        solver.params['orientation_tolerance'] * arm + 1e-9
+    return nearest > wrist.radius + margin
 
 
 def attempt_seeds(spec: MapSpec, chain) -> np.ndarray:
@@ -81,7 +142,7 @@ def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
     reached in the same cell, else from the first of the spec's random configurations; the
     others from the spec's random configurations. So a verdict depends on its column only: not
     on the shards' size nor on how many workers build the map."""
-    solver, cells, orientations = _prepared(spec)
+    solver, cells, orientations, wrist = _prepared(spec)
     bounds = shard_bounds(cells, spec.shard_cells)
     rows = cells[bounds[index]:bounds[index + 1]]
     starts = column_starts(cells)[bounds[index]:bounds[index + 1]]
@@ -96,9 +157,13 @@ def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
         if starts[c]:
             first = mid
         positions = np.ascontiguousarray(np.broadcast_to(np.array(cell) * spec.voxel_m, (K, 3)))
-        ok, joints = decide_targets(solver, positions, quats, [first], spec.descents,
-                                    spec.tool_offset)
-        pending = np.flatnonzero(~ok)
+        hopeless = beyond_wrist_reach(solver, wrist, positions, quats, spec.tool_offset)
+        ok, joints = np.zeros(K, bool), np.zeros((K, n))
+        if not hopeless.all():
+            ask = np.flatnonzero(~hopeless)
+            ok[ask], joints[ask] = decide_targets(solver, positions[ask], quats[ask],
+                                                  [first[ask]], spec.descents, spec.tool_offset)
+        pending = np.flatnonzero(~ok & ~hopeless)
         if len(pending) and spec.attempts > 1:
             near_ok = ok[nearest[pending]]  # (P, K - 1): the nearest orientations reached?
             sibling = nearest[pending, np.argmax(near_ok, axis=1)]

@@ -327,3 +327,38 @@ def test_a_map_with_a_tool_offset_is_of_the_tools_poses(ur5e_spec, tmp_path):
     # Base placement verifies the tool's poses too: from the origin all of these are reached.
     assert verify_placements(solver, poses, [Placement(0.0, 0.0, 0.0, 1.0)],
                              tool=loaded.tool_offset) == [1.0]
+
+
+@pytest.mark.parametrize('tool', [(), (0.02, -0.03, 0.15, 0.3, -0.2, 1.1)])
+def test_the_wrist_bound_never_rules_out_a_reached_pose(ur5e_spec, tool):
+    import dataclasses
+    from ik_node.capability.decide import _prepared, beyond_wrist_reach
+    from ik_node.capability.tool import offset_matrix
+    spec = dataclasses.replace(ur5e_spec, tool_offset=tool)
+    solver, _, orientations, wrist = _prepared(spec)
+    chain = solver.chain
+    assert wrist is not None and wrist.radius < 1.0  # the UR5e's wrist reach is < its tip's
+    Q = np.random.default_rng(7).uniform(chain.lower, chain.upper, size=(3000, chain.n))
+    T = np.array([chain.fk(q) @ offset_matrix(spec.tool_offset) for q in Q])
+    reached = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    assert not beyond_wrist_reach(solver, wrist, reached[:, :3], reached[:, 3:],
+                                  spec.tool_offset).any()
+    if tool:
+        return
+    # It does rule out poses: at the rim of the reach, the tool pointing outwards.
+    rim = np.array([[0.0, 1.0, 0.1625]]).repeat(len(orientations), 0)
+    ruled_out = beyond_wrist_reach(solver, wrist, rim, orientations.quats_xyzw)
+    assert 0 < ruled_out.sum() < len(rim)
+
+
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
+def test_the_wrist_bound_changes_no_verdict(ur5e_spec, ur5e_map):
+    from ik_node.capability.decide import _cache, _prepared
+    solver, cells, orientations, wrist = _prepared(ur5e_spec)
+    _cache[ur5e_spec.key()] = (solver, cells, orientations, None)
+    try:
+        unbounded = [decide_shard(ur5e_spec, k) for k in range(3)]
+    finally:
+        _cache[ur5e_spec.key()] = (solver, cells, orientations, wrist)
+    bounds = shard_bounds(cells, ur5e_spec.shard_cells)
+    np.testing.assert_array_equal(np.vstack(unbounded), ur5e_map.reached[:bounds[3]])
