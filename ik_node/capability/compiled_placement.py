@@ -43,11 +43,9 @@ def _shares(lookup, verdicts, tasks, grid, out):
                 if 0 <= ix < sx and 0 <= iy < sy and 0 <= iz < sz:
                     row = rows[(ix * sy + iy) * sz + iz]
                     if row >= 0:
-                        verdict = reached[row * width + bins[t, j]]
-                        if verdict == 1:
-                            hits += 1
-                        elif verdict == 2:
-                            mixed += 1
+                        verdict = reached[row * width + bins[t, j]]  # 0, 1 or 2
+                        hits += verdict & 1
+                        mixed += verdict >> 1
             out[0, t, b] = hits / count if count else 0.0
             out[1, t, b] = mixed / count if count else 0.0
 

@@ -101,6 +101,15 @@ def wrist_sphere(chain, urdf_text: str) -> Optional[WristSphere]:
     return WristSphere(centre, radius, point, axis, float(np.linalg.norm(wrist_point - point)))
 
 
+def wrist_of(solver) -> Optional[WristSphere]:
+    """The :class:`WristSphere` of a solver made by :func:`solver_for` (None for another)."""
+    with _lock:
+        for entry in _cache.values():
+            if entry[0] is solver:
+                return entry[3]
+    return None
+
+
 def beyond_wrist_reach(solver, wrist: Optional[WristSphere], positions: np.ndarray,
                        quats: np.ndarray, tool: Sequence[float] = ()) -> np.ndarray:
     """(N,) bool: the pose targets (the tool's, with ``tool``) proven out of reach: every

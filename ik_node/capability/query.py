@@ -74,7 +74,7 @@ class QueryIk(NamedTuple):
     then ``attempts - 1`` random ones (drawn from ``seed``), each cut off after ``descents``
     stuck descents."""
 
-    attempts: int = 12
+    attempts: int = 8
     descents: int = 4
     seed: int = 0
 
@@ -85,7 +85,9 @@ class Verdicts(NamedTuple):
     Attributes:
         verdict: (N,) int8: :data:`REACHABLE`, :data:`UNREACHABLE` or :data:`UNCERTAIN` (a mixed
             cell and no solver to decide it).
-        by_ik: (N,) bool: decided by IK at query time (the pose's cell is mixed).
+        by_ik: (N,) bool: the pose's cell is mixed and it was decided at query time: by IK,
+            or out of reach by the wrist's proven bound
+            (:func:`~ik_node.capability.decide.beyond_wrist_reach`).
         joints: (N, n) the IK answer of each pose decided reachable by IK (NaN elsewhere), or
             None where no IK ran.
     """
@@ -114,8 +116,9 @@ def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = N
 
     A pose in a uniform cell gets the cell's verdict; a position beyond the map's cells is
     beyond the proven reach; a pose in a mixed cell is decided by IK with ``solver`` (the map's
-    chain and collision world: :func:`ik_node.capability.decide.solver_for`), or is
-    :data:`UNCERTAIN` without one.
+    chain and collision world: :func:`ik_node.capability.decide.solver_for`; ``ik`` says how
+    hard it tries) unless the wrist's bound proves it out of reach, or is :data:`UNCERTAIN`
+    without a solver.
     """
     poses = check_poses(poses)
     lookup = lookup or CellLookup(capability)
@@ -131,16 +134,23 @@ def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = N
     if solver is None:
         verdict[mixed] = UNCERTAIN
         return Verdicts(verdict, np.zeros(len(poses), bool))
-    from ik_node.capability.decide import decide_targets
+    from ik_node.capability.decide import beyond_wrist_reach, decide_targets, wrist_of
     ik = ik or QueryIk()
     ask = np.flatnonzero(mixed)
+    positions = np.ascontiguousarray(poses[ask, :3])
     quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
-    found, answers = decide_targets(solver, np.ascontiguousarray(poses[ask, :3]),
-                                    np.ascontiguousarray(quats), query_seeds(solver.chain, ik),
-                                    ik.descents, capability.tool_offset)
-    verdict[ask] = np.where(found, REACHABLE, UNREACHABLE)
+    # Proven out of reach (the wrist's bound): no IK needed.
+    ask = ask[~beyond_wrist_reach(solver, wrist_of(solver), positions, quats,
+                                  capability.tool_offset)]
+    quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
+    verdict[mixed] = UNREACHABLE
     joints = np.full((len(poses), solver.chain.n), np.nan)
-    joints[ask[found]] = answers[found]
+    if len(ask):
+        found, answers = decide_targets(
+            solver, np.ascontiguousarray(poses[ask, :3]), np.ascontiguousarray(quats),
+            query_seeds(solver.chain, ik), ik.descents, capability.tool_offset)
+        verdict[ask] = np.where(found, REACHABLE, UNREACHABLE)
+        joints[ask[found]] = answers[found]
     return Verdicts(verdict, mixed, joints)
 
 

@@ -77,7 +77,7 @@ class CapabilityMap:
         """The orientation bins (rebuilt from the directions and rolls)."""
         return orientation_set(int(self.meta['directions']), int(self.meta['rolls']))
 
-    @property
+    @functools.cached_property
     def verdicts(self) -> np.ndarray:
         """(M, K * R) uint8: :data:`NONE` (uniform, unreachable), :data:`ALL` (uniform,
         reachable) or :data:`MIXED` per cell."""
