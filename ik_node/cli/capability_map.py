@@ -4,6 +4,7 @@
         --orientations 50 --collisions --out maps/ur5e
     ik-solve capability-map ... --workers 2                 this machine's process pool
     ik-solve capability-map ... --ray-address 10.0.0.5:6379 the same shards on a Ray cluster
+    ik-solve capability-map ... --tool-offset 0 0 0.15      the poses of a tool 15 cm out
 
 Writes ``DIR/capability_map.npz`` (:mod:`ik_node.capability.storage`), the shards on the way
 (a killed build run again resumes), and ``DIR/reach_map_<tip>.npz``: the reachability index per
@@ -35,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                description='Decide every (voxel, tool orientation) of a chain\'s workspace by IK '
                            '(with the collision model) and write the capability map.',
                epilog='A voxel and orientation marked reachable was reached by IK at its '
-                      'centre; one marked unreachable was not found by the attempts (see '
-                      'docs/capability.md for the measured accuracy). Exit status: 0 written, '
-                      '2 error.')
+                      'centre; one marked unreachable was not found by the attempts or is '
+                      'proven out of reach. A cell whose neighbours disagree is mixed: queries '
+                      'decide its poses by IK (see docs/capability.md for the measured '
+                      'accuracy). Exit status: 0 written, 2 error.')
     p.add_argument('--config', metavar='YAML', help='ik_node parameters file giving the robot')
     p.add_argument('--urdf', metavar='FILE', help='URDF file (a path, or a name in urdf/)')
     p.add_argument('--xacro-args', metavar='"KEY:=VALUE ..."', help='arguments of a .xacro')
