@@ -44,18 +44,20 @@ def main() -> None:
     lookup = CellLookup(capability)
     poses = np.hstack([rng.uniform(-1, 1, (args.forward, 3)), rng.normal(size=(args.forward, 4))])
     reachable(capability, poses[:10], lookup)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     alone = reachable(capability, poses, lookup)
     forward_us = 1e6 * (time.perf_counter() - start) / args.forward
+    forward_cpu = 1e6 * (time.process_time() - cpu) / args.forward
     meta = capability.meta
     solver, why = map_solver(meta)
     if solver is None:
         raise SystemExit(f'cannot verify: {why}')
     some = poses[:args.forward_ik]
     reachable(capability, some[:10], lookup, solver)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with_ik = reachable(capability, some, lookup, solver)
     forward_ik_us = 1e6 * (time.perf_counter() - start) / len(some)
+    forward_ik_cpu = 1e6 * (time.process_time() - cpu) / len(some)
     rows, bins = np.nonzero(capability.reached)
     pick = rng.choice(len(rows), args.tasks, replace=False)
     local = np.hstack([capability.cells[rows[pick]] * capability.voxel_m,
@@ -67,22 +69,23 @@ def main() -> None:
     assert np.allclose(task_in_base(world, hidden)[:, :3], local[:, :3])
     grid = PlacementGrid((-0.7, 1.3, 0.05), (-1.2, 0.8, 0.05), math.radians(10.0))
     base_placement(capability, world[:2], grid, 1)  # load the compiled scan
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     top = base_placement(capability, world, grid, 5)
     placement_s = time.perf_counter() - start
+    placement_cpu = time.process_time() - cpu
     verified = verify_placements(solver, world, top[:1], tool=capability.tool_offset)
     xs, ys, yaws = grid.axes()
-    print('| map | forward, map alone [us/pose] | uncertain | forward with IK [us/pose] | '
-          'by IK | base poses | task poses | placement [s] | top answer | claimed share | '
-          'in mixed cells | IK share |')
+    print('| map | forward, map alone [us/pose wall / CPU] | uncertain | forward with IK '
+          '[us/pose wall / CPU] | by IK | base poses | task poses | placement [s wall / CPU] | '
+          'top answer | claimed share | in mixed cells | IK share |')
     print('|---' * 12 + '|')
     t = top[0]
-    print(f'| {meta["voxel_m"]:g} m x {capability.reached.shape[1]} | {forward_us:.2f} | '
-          f'{100 * alone.uncertain.mean():.1f} % | {forward_ik_us:.1f} | '
-          f'{100 * with_ik.by_ik.mean():.1f} % | '
-          f'{len(xs) * len(ys) * len(yaws):,} | {args.tasks} | {placement_s:.3f} | '
-          f'({t.x:.2f}, {t.y:.2f}, {math.degrees(t.yaw):.0f} deg) | {100 * t.share:.0f} % | '
-          f'{100 * t.mixed:.0f} % | {100 * verified[0]:.0f} % |')
+    print(f'| {meta["voxel_m"]:g} m x {capability.reached.shape[1]} | {forward_us:.2f} / '
+          f'{forward_cpu:.2f} | {100 * alone.uncertain.mean():.1f} % | {forward_ik_us:.1f} / '
+          f'{forward_ik_cpu:.1f} | {100 * with_ik.by_ik.mean():.1f} % | '
+          f'{len(xs) * len(ys) * len(yaws):,} | {args.tasks} | {placement_s:.3f} / '
+          f'{placement_cpu:.3f} | ({t.x:.2f}, {t.y:.2f}, {math.degrees(t.yaw):.0f} deg) | '
+          f'{100 * t.share:.0f} % | {100 * t.mixed:.0f} % | {100 * verified[0]:.0f} % |')
 
 
 if __name__ == '__main__':
