@@ -221,6 +221,17 @@ class PlacementScan(NamedTuple):
         the grid's order)."""
         flat, mixed = self.shares.ravel(), self.mixed.ravel()
         order = np.lexsort((np.arange(len(flat)), -mixed, -flat))[:top]
+        return self._placements(order)
+
+    def most_possible(self, top: int) -> List[Placement]:
+        """The ``top`` base poses with the most task poses possibly reachable (in uniformly
+        reachable or mixed cells), then the most uniformly reachable."""
+        flat, mixed = self.shares.ravel(), self.mixed.ravel()
+        order = np.lexsort((np.arange(len(flat)), -flat, -(flat + mixed)))[:top]
+        return self._placements(order)
+
+    def _placements(self, order: np.ndarray) -> List[Placement]:
+        flat, mixed = self.shares.ravel(), self.mixed.ravel()
         t, i, j = np.unravel_index(order, self.shares.shape)
         return [Placement(float(self.xs[a]), float(self.ys[b]), float(self.yaws[c]),
                           float(flat[k]), float(mixed[k]))
@@ -268,12 +279,30 @@ def placement_scan(capability: CapabilityMap, poses, grid: Optional[PlacementGri
     return PlacementScan(xs, ys, yaws, shares[0].reshape(shape), shares[1].reshape(shape))
 
 
+#: Base poses whose mixed task poses :func:`base_placement` decides by IK (at least ``top``).
+CANDIDATES = 20
+
+
 def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
-                   top: int = 10, compiled: bool = True) -> List[Placement]:
+                   top: int = 10, compiled: bool = True, solver=None) -> List[Placement]:
     """The ``top`` base poses of ``grid`` ranked by the share of ``poses`` (``x y z qx qy qz
     qw`` in the floor's frame) in uniformly reachable cells of the map, then by the share in
-    mixed cells (:func:`placement_scan`)."""
-    return placement_scan(capability, poses, grid, compiled).best(top)
+    mixed cells (:func:`placement_scan`). With ``solver`` (the map's:
+    :func:`ik_node.capability.decide.map_solver`), the :data:`CANDIDATES` base poses with the
+    most task poses possibly reachable have their task poses in mixed cells decided by IK, as a
+    forward query does (:func:`reachable`), and are ranked by the share then reachable."""
+    scan = placement_scan(capability, poses, grid, compiled)
+    if solver is None:
+        return scan.best(top)
+    poses = check_poses(poses)
+    z = (grid or PlacementGrid()).z
+    lookup = CellLookup(capability)
+    decided = []
+    for p in scan.most_possible(max(top, CANDIDATES)):
+        answer = reachable(capability, task_in_base(poses, p, z), lookup, solver)
+        decided.append(p._replace(share=float(answer.reachable.mean()), mixed=0.0))
+    order = sorted(range(len(decided)), key=lambda k: (-decided[k].share, k))
+    return [decided[k] for k in order[:top]]
 
 
 def task_in_base(poses: np.ndarray, placement: Placement, z: float = 0.0) -> np.ndarray:

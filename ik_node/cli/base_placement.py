@@ -5,7 +5,9 @@
 Poses ``x y z qx qy qz qw`` in the floor's frame (:mod:`ik_node.cli.poses_file`); base poses on
 the floor grid ``xmin:xmax:step,ymin:ymax:step,yaw_step_deg`` (default ``-1:1:0.05,-1:1:0.05,
 10``) at ``--height``, ranked by the share of task poses in uniformly reachable cells of the map
-(then the share in mixed cells, which may go either way); the ``--verify`` best
+(then the share in mixed cells, which may go either way); with the robot's description found
+(below) and no ``--no-ik``, the 20 base poses with the most task poses possibly reachable have
+those in mixed cells decided by IK and are ranked by the share then reachable; the ``--verify`` best
 are checked by real IK of every task pose (the robot's description from the map, when the file
 it was built from is found unchanged). Exit status 0, or 2 on bad input.
 """
@@ -56,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--top', type=int, default=5, help='answers shown (default: 5)')
     p.add_argument('--verify', type=int, default=1, metavar='N',
                    help='verify the N best by IK (default: 1; 0: none)')
+    p.add_argument('--no-ik', action='store_true',
+                   help='rank by the map alone: no IK for task poses in mixed cells, none to '
+                        'verify')
     p.add_argument('--json', action='store_true', help='print one JSON object')
     return p
 
@@ -71,14 +76,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         capability = load_map(args.map)
         poses = check_poses(read_poses(args.poses))
         grid = parse_grid(args.grid, args.height)
+        from ik_node.capability.decide import map_solver
+        solver, why = (None, 'no IK asked (--no-ik)') if args.no_ik else \
+            map_solver(capability.meta)
         start = time.perf_counter()
-        ranked = base_placement(capability, poses, grid, args.top)
+        ranked = base_placement(capability, poses, grid, args.top, solver=solver)
         seconds = time.perf_counter() - start
-        verified, note = [None] * len(ranked), ''
+        verified, note = [None] * len(ranked), f'not verified: {why}' if why else ''
         if args.verify:
-            from ik_node.capability.decide import map_solver
-            solver, why = map_solver(capability.meta)
-            note = f'not verified: {why}' if why else ''
             if solver is not None:
                 shares = verify_placements(solver, poses, ranked[:args.verify], args.height,
                                            tool=capability.tool_offset)

@@ -157,6 +157,26 @@ def test_base_placement_finds_a_base_that_real_ik_confirms(ur5e_spec, ur5e_map):
     assert len({p.share for p in everything}) > 3  # a scan that tells bases apart
     verified = verify_placements(solver, world, top[:1])
     assert verified[0] >= top[0].share
+    # Task poses in mixed cells too: the map alone cannot claim them, IK at the candidates can.
+    rows, bins = np.nonzero(ur5e_map.reached & ur5e_map.mixed)
+    pick = np.random.default_rng(3).choice(len(rows), 30, replace=False)
+    local = np.hstack([ur5e_map.cells[rows[pick]] * ur5e_map.voxel_m,
+                       orientations.quats_xyzw[bins[pick]]])
+    world = np.hstack([local[:, :3] @ Rz.T + [0.6, -0.4, 0.0],
+                       quats_from_rotations(Rz @ rotations_from_quats(local[:, 3:]))])
+    scan = base_placement(ur5e_map, world, grid, top=10_000)
+
+    def alone(x, y, yaw):  # the map's shares at a base pose
+        return next(p for p in scan if np.allclose(p[:3], (x, y, yaw), atol=1e-9))
+
+    hidden = alone(0.6, -0.4, math.pi / 2)
+    assert hidden.share < 1.0 and hidden.share + hidden.mixed == 1.0
+    decided = base_placement(ur5e_map, world, grid, top=3, solver=solver)
+    assert [p.mixed for p in decided] == [0.0] * 3
+    assert decided[0].share >= decided[1].share >= decided[2].share
+    best = alone(*decided[0][:3])
+    assert best.share < decided[0].share <= best.share + best.mixed  # IK decided mixed ones
+    assert verify_placements(solver, world, decided[:1])[0] >= decided[0].share
 
 
 @pytest.mark.parametrize('change, words', [
