@@ -4,8 +4,8 @@ capability map (:mod:`ik_node.capability`), with a heat map on the floor for RVi
 A ``geometry_msgs/PoseArray`` on ``~/base_placement/tasks`` (task poses in the floor's frame,
 ``header.frame_id``) is answered, when the ``capability_map`` parameter names a map folder, with
 
-* ``~/base_placement/result`` (``geometry_msgs/PoseArray``, same frame): the best base poses,
-  best first (x, y on the floor, turned by yaw about z);
+* ``~/base_placement/result`` (``geometry_msgs/PoseArray``, same frame, latched): the best
+  base poses, best first (x, y on the floor, turned by yaw about z);
 * ``~/base_placement/answer`` (``std_msgs/String``): JSON with each of them and the share of
   task poses the map calls reachable from it, or ``{"error": ...}`` for a bad request;
 * ``~/base_placement/heat_map`` (``visualization_msgs/MarkerArray``, latched): one floor tile
@@ -44,7 +44,8 @@ class BasePlacement:
     def __init__(self, node: Node, send: Callable, map_folder: Callable[[], str]) -> None:
         self._node, self._send, self._folder = node, send, map_folder
         self._loaded: Tuple[str, Optional[object]] = ('', None)
-        self._result = node.create_publisher(PoseArray, '~/base_placement/result', 10)
+        self._result = node.create_publisher(PoseArray, '~/base_placement/result',
+                                             LATCHED_QOS)
         self._answer = node.create_publisher(String, '~/base_placement/answer', 10)
         self._heat = node.create_publisher(MarkerArray, '~/base_placement/heat_map',
                                            LATCHED_QOS)

@@ -95,9 +95,11 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     view from high above keeps them clear of the handles too; without it, down in z. Where the
     view ends above their bottom, they stand beside the tip and its target instead (towards
     the middle of the view or else the other way, as far out as they hang down otherwise), or,
-    where neither side has room, in the bottom corner of the view away from the tip, in front
-    of the robot; a label that would still run over the view's
-    edge is moved across the screen until all of its text is inside.
+    where neither side has room, above the tip and its target, or, where the view has no room
+    there either, in the bottom corner of the view away from the tip, at the depth of the
+    view's focal point (beside the robot, so a camera near the view RViz opened still shows
+    it); a label that would still run over the view's edge is moved across the screen until all
+    of its text is inside.
     """
     anchor, down = _anchor(p_tip, p_target, view)
     limit_height = max(MIN_TEXT_HEIGHT, 0.85 * sizes.text_height)
@@ -126,6 +128,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         rise = max(float((np.asarray(p, dtype=float) - anchor) @ -down)
                    for p in (p_tip, p_target if p_target is not None else p_tip))
         offset, shift = _beside(view, anchor, drop + rise, width, total)
+        if shift is None:  # no room beside: above the tip and its target
+            anchor, offset, shift = _above(view, p_tip, p_target, drop, total)
         if shift is None:  # no room near the tip: in a bottom corner of the view
             side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # away from the tip
             return _in_corner(frame_id, stamp, blocks, view, side)
@@ -158,6 +162,21 @@ def _fits_across(view: OrbitView, at: np.ndarray, width: float) -> float:
     return min(1.0, 1.9 * FILL / max(width / (depth * t * RENDER_PX[0] / RENDER_PX[1]), 1e-12))
 
 
+def _above(view: OrbitView, p_tip: np.ndarray, p_target: Optional[np.ndarray], drop: float,
+           total: float) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
+    """``(anchor, offset, shift)`` of labels ``total`` [m] high that fit neither below nor
+    beside the tip: stacked upwards from ``drop`` above the one of the tip and its target
+    higher on the screen (beyond the ends of the target's handles), when their top is in the
+    view; ``(that point, 0, None)`` when it is not."""
+    points = [np.asarray(p_tip, dtype=float)] + \
+        ([] if p_target is None else [np.asarray(p_target, dtype=float)])
+    top = points[int(np.argmax(view.project(np.array(points))[:, 1]))].copy()
+    _, _, up = view.basis()
+    if view.project(top + (drop + total) * up)[0, 1] > FILL:
+        return top, 0.0, None
+    return top, -(drop + total), np.zeros(3)
+
+
 def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
             total: float) -> Tuple[float, Optional[np.ndarray]]:
     """``(offset, shift)`` of labels ``width`` x ``total`` [m] that do not fit below the tip:
@@ -173,8 +192,9 @@ def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
 
 
 #: Labels in a corner of the view stand this share of the way from the camera to its focal
-#: point (in front of the robot), as large on the screen as at the focal distance...
-CORNER_DEPTH_SHARE = 0.5
+#: point: at the robot's depth, where a camera moved a little from the view shows them near
+#: the same place on the screen (near the camera they would swing out of it)...
+CORNER_DEPTH_SHARE = 1.0
 #: and this much smaller than beside the tip (about 17 px high in quad12's view: legible).
 CORNER_SCALE = 0.8
 
