@@ -130,6 +130,10 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         offset, shift = _beside(view, anchor, drop + rise, width, total)
         if shift is None:  # no room beside: above the tip and its target
             anchor, offset, shift = _above(view, p_tip, p_target, drop, total)
+            share = _fits_across(view, anchor, width)  # that one may be nearer the camera
+            if shift is not None and share < 1.0:
+                blocks = [(text, mid, rgba, share * height, share * block)
+                          for text, mid, rgba, height, block in blocks]
         if shift is None:  # no room near the tip: in a bottom corner of the view
             side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # away from the tip
             return _in_corner(frame_id, stamp, blocks, view, side)
