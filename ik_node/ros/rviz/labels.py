@@ -119,7 +119,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         share = _fits_across(view, anchor, width)  # too wide near the camera: smaller, or
         if share * min(height for *_, height, _ in blocks) < LEAST_TEXT_HEIGHT:
             side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # in a corner
-            return _in_corner(frame_id, stamp, blocks, view, side)
+            return _in_corner(frame_id, stamp, blocks, view, side,
+                              IN_FRONT_SHARE * sizes.reach_m)
         blocks = [(text, mid, rgba, share * height, share * block)
                   for text, mid, rgba, height, block in blocks]
         width, total = share * width, share * total
@@ -136,7 +137,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
                           for text, mid, rgba, height, block in blocks]
         if shift is None:  # no room near the tip: in a bottom corner of the view
             side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # away from the tip
-            return _in_corner(frame_id, stamp, blocks, view, side)
+            return _in_corner(frame_id, stamp, blocks, view, side,
+                              IN_FRONT_SHARE * sizes.reach_m)
     out = []
     for text, mid, rgba, height, block in blocks:
         if not text:
@@ -148,7 +150,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         centre, offset = offset + 0.5 * block, offset + block
         at = anchor + shift + centre * down
         if view is not None:
-            at = shifted_into_view(view, at, text_width(m.text, height), block)
+            at = _in_front(view, m, shifted_into_view(view, at, text_width(m.text, height),
+                                                      block), IN_FRONT_SHARE * sizes.reach_m)
         place(m, at)
         out.append(m)
     return out
@@ -203,10 +206,31 @@ CORNER_DEPTH_SHARE = 1.0
 CORNER_SCALE = 0.8
 
 
-def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float) -> List[Marker]:
+def _in_front(view: OrbitView, m: Marker, at: np.ndarray, pull: float) -> np.ndarray:
+    """``at`` moved ``pull`` [m] towards the camera along its line of sight (at most half of
+    the way), ``m``'s text made smaller by the same ratio: the same place and size on the
+    screen, in front of the links near it (RViz hides text behind a mesh)."""
+    eye = view.eye()
+    forward, _, _ = view.basis()
+    depth = float((np.asarray(at, dtype=float) - eye) @ forward)
+    if depth <= 0.0:
+        return at
+    ratio = max(0.5, (depth - pull) / depth)
+    m.scale.x = m.scale.y = m.scale.z = m.scale.z * ratio
+    return eye + ratio * (np.asarray(at, dtype=float) - eye)
+
+
+#: Labels stand this share of the robot's reach nearer the camera than where they are drawn
+#: on the screen (:func:`_in_front`): in front of the links around the tip.
+IN_FRONT_SHARE = 0.3
+
+
+def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float,
+               pull: float) -> List[Marker]:
     """The label ``blocks`` as a column in the bottom left (``side`` -1) or right (+1) corner
     of ``view``, the last block at the bottom, each line :data:`CORNER_SCALE` as large on the
-    screen as at the focal distance (where the view has no room for them near the tip)."""
+    screen as at the focal distance (where the view has no room for them near the tip),
+    ``pull`` [m] in front of the focal point's depth (:func:`_in_front`)."""
     depth = CORNER_DEPTH_SHARE * view.distance
     shrink = CORNER_SCALE * depth / view.distance
     t = math.tan(FIELD_OF_VIEW / 2)
@@ -222,7 +246,7 @@ def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float) -> Li
         half_x = 0.5 * text_width(m.text, height * shrink) * to_x
         y = bottom + 0.5 * block * shrink * to_y
         bottom += block * shrink * to_y
-        place(m, on_screen(view, side * (FILL - half_x), y, depth))
+        place(m, _in_front(view, m, on_screen(view, side * (FILL - half_x), y, depth), pull))
         out.append(m)
     return out[::-1]
 
