@@ -82,9 +82,14 @@ def test_task_poses_get_ranked_base_poses_and_a_heat_map(harness, tmp_path):
         sorted((p['map_share'] for p in answer['placements']), reverse=True)
     result = wait_for('a result', lambda: client.results, client.lock)[0]
     assert math.isclose(result.poses[0].position.x, best['x'], abs_tol=1e-9)
-    heat = wait_for('a heat map', lambda: client.heat, client.lock)[0].markers[0]
-    assert len(heat.points) == len(heat.colors) == 41 * 41
-    assert max(c.g for c in heat.colors) > 0.9 and min(c.g for c in heat.colors) < 0.1
+    tiles, tasks, legend = wait_for('a heat map', lambda: client.heat, client.lock)[0].markers
+    assert len(tiles.points) == len(tiles.colors) == 41 * 41
+    assert max(c.g for c in tiles.colors) > 0.9 and min(c.g for c in tiles.colors) < 0.1
+    assert max(p.z for p in tiles.points) + tiles.scale.z / 2 < 0.0  # under the base poses
+    # the task poses drawn where they are; the legend says what the colours mean and the best
+    assert np.allclose([[p.x, p.y, p.z] for p in tasks.points], world[:, :3])
+    assert '12 task poses' in legend.text and 'green all, red none' in legend.text
+    assert f'x {best["x"]:.2f} y {best["y"]:.2f} m' in legend.text and '100 %' in legend.text
     # A bad request (a NaN) is an error answer, and the node answers the next one.
     bad = world.copy()
     bad[0, 0] = np.nan
