@@ -144,3 +144,25 @@ def test_ur5e_with_an_obstacle_labels_the_pair_near_the_robot_in_its_view(harnes
     assert whole_in_view(views.chain_view(chain), m), m.text
     outline = [o for o in array.markers if o.id == 701 and o.action == Marker.ADD]
     assert outline and outline[0].type == Marker.LINE_LIST and outline[0].points
+
+
+def test_a_label_with_no_room_below_or_beside_stays_off_the_robots_body():
+    """leg3's foot stretched towards a target out of reach near the bottom of its view: no
+    room below the foot or beside it; above it is the leg itself, so the label goes
+    elsewhere (a corner of the view), none of the leg behind its text on the screen."""
+    from ik_node import make_solver
+    from ik_node.ros.rviz.marker_output import body_points
+    leg = packaged_chain('leg3')
+    target = np.array([0.515, 0.104, -0.588])
+    q = make_solver('analytic_hip_knee', leg).solve(target).joint_positions
+    view, size = views.chain_view(leg), sizes.sizes_of(leg)
+    body = body_points(leg, q)
+    label = labels.TipLabel('foot missed by 172 mm\n(unreachable)', [], (), body)
+    (m,) = [m for m in labels.tip_label_markers('base_link', Time(), 0, leg.fk(q)[:3, 3], label,
+                                                 size, target, view) if m.action == Marker.ADD]
+    box = view.project(text_corners(view, position(m), text_width(m.text, m.scale.z),
+                                    2 * labels.LINE_PITCH * m.scale.z))
+    low, high = box.min(axis=0), box.max(axis=0)
+    screen = view.project(body)
+    assert not np.any(np.all((screen >= low) & (screen <= high), axis=1))
+    assert whole_in_view(view, m)

@@ -74,11 +74,14 @@ def wrapped(lines: Sequence[str]) -> List[str]:
 
 class TipLabel(NamedTuple):
     """What a tip's labels say: the miss (lines joined by newlines; '' when reached), the
-    warnings, and ``(joint index, text)`` of each of its joints near a limit."""
+    warnings, and ``(joint index, text)`` of each of its joints near a limit; ``body``: points
+    [m] along the robot's links the labels keep clear of on the screen where they stand above
+    the tip (None: not known)."""
 
     miss: str
     warnings: Sequence[str]
     limits: Sequence[Tuple[int, str]] = ()
+    body: Optional[np.ndarray] = None
 
 
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label: TipLabel,
@@ -95,8 +98,9 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     view from high above keeps them clear of the handles too; without it, down in z. Where the
     view ends above their bottom, they stand beside the tip and its target instead (towards
     the middle of the view or else the other way, as far out as they hang down otherwise), or,
-    where neither side has room, above the tip and its target, or, where the view has no room
-    there either, in the bottom corner of the view away from the tip, at the depth of the
+    where neither side has room, above the tip and its target (where none of ``label.body``,
+    points along the robot's links, is behind them on the screen), or, where the view has no
+    room there either, in the bottom corner of the view away from the tip, at the depth of the
     view's focal point (beside the robot, so a camera near the view RViz opened still shows
     it); a label that would still run over the view's edge is moved across the screen until all
     of its text is inside.
@@ -130,7 +134,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
                    for p in (p_tip, p_target if p_target is not None else p_tip))
         offset, shift = _beside(view, anchor, drop + rise, width, total)
         if shift is None:  # no room beside: above the tip and its target
-            anchor, offset, shift = _above(view, p_tip, p_target, drop, total)
+            anchor, offset, shift = _above(view, (p_tip, p_target), drop, (width, total),
+                                           label.body)
             share = _fits_across(view, anchor, width)  # that one may be nearer the camera
             if shift is not None and share < 1.0:
                 blocks = [(text, mid, rgba, share * height, share * block)
@@ -169,19 +174,26 @@ def _fits_across(view: OrbitView, at: np.ndarray, width: float) -> float:
     return min(1.0, 1.9 * FILL / max(width / (depth * t * RENDER_PX[0] / RENDER_PX[1]), 1e-12))
 
 
-def _above(view: OrbitView, p_tip: np.ndarray, p_target: Optional[np.ndarray], drop: float,
-           total: float) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
-    """``(anchor, offset, shift)`` of labels ``total`` [m] high that fit neither below nor
-    beside the tip: stacked upwards from ``drop`` above the one of the tip and its target
-    higher on the screen (beyond the ends of the target's handles), when their top is in the
-    view; ``(that point, 0, None)`` when it is not."""
-    points = [np.asarray(p_tip, dtype=float)] + \
-        ([] if p_target is None else [np.asarray(p_target, dtype=float)])
+def _above(view: OrbitView, tip_and_target, drop: float, size: Tuple[float, float],
+           body: Optional[np.ndarray]) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
+    """``(anchor, offset, shift)`` of labels ``size`` = (width, height) [m] that fit neither
+    below nor beside the tip: stacked upwards from ``drop`` above the one of the tip and its
+    target (``tip_and_target``, the target None when there is none) higher on the screen
+    (beyond the ends of the target's handles), when their top is in the view and no point of
+    ``body`` is behind them on the screen; ``(that point, 0, None)`` when not."""
+    points = [np.asarray(p, dtype=float) for p in tip_and_target if p is not None]
     top = points[int(np.argmax(view.project(np.array(points))[:, 1]))].copy()
-    _, _, up = view.basis()
-    if view.project(top + (drop + total) * up)[0, 1] > FILL:
+    _, right, up = view.basis()
+    width, height = size
+    if view.project(top + (drop + height) * up)[0, 1] > FILL:
         return top, 0.0, None
-    return top, -(drop + total), np.zeros(3)
+    if body is not None and len(body):
+        corners = view.project(np.array([top + sx * 0.5 * width * right + sy * up
+                                         for sx in (-1.0, 1.0) for sy in (drop, drop + height)]))
+        low, high = corners.min(axis=0), corners.max(axis=0)
+        if np.any(np.all((view.project(body) >= low) & (view.project(body) <= high), axis=1)):
+            return top, 0.0, None
+    return top, -(drop + height), np.zeros(3)
 
 
 def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
