@@ -108,14 +108,17 @@ class BasePlacement:
 #: drawn on the floor (RViz's PoseArray display of ``~/base_placement/result``) show over them.
 TILE_THICKNESS_M = 0.005
 #: Task poses: small white spheres [m]; the legend's text height [m].
-TASK_RADIUS_M, LEGEND_HEIGHT_M = 0.03, 0.07
+TASK_RADIUS_M, LEGEND_HEIGHT_M = 0.03, 0.09
+#: The legend stands this far [m] beyond the grid's low y edge, at the middle of its x range:
+#: beside the floor, not over the robot standing at the floor's origin.
+LEGEND_OFFSET_M = 0.4
 TASK_RGBA, LEGEND_RGBA = (1.0, 1.0, 1.0, 0.9), (1.0, 1.0, 1.0, 1.0)
 
 
 def heat_map(scan, header, task_positions=None, best=()):
     """The heat map (namespace ``base_placement``): the scan's best share per floor position as
     a CUBE_LIST of flat tiles just below the floor (id 0), the ``task_positions`` [m] as white
-    spheres (id 1) and a legend beyond the grid's low x, low y corner (id 2): what the colours
+    spheres (id 1) and a legend beyond the middle of the grid's low y edge (id 2): what the colours
     mean and the share of the ``best`` base pose."""
     shares = scan.shares.max(axis=0)  # (X, Y): the best yaw's share
     frame, stamp = header.frame_id, header.stamp
@@ -137,9 +140,9 @@ def heat_map(scan, header, task_positions=None, best=()):
     legend = new_marker(frame, stamp, 2, Marker.TEXT_VIEW_FACING, LEGEND_RGBA, ns=NAMESPACE)
     legend.scale.z = LEGEND_HEIGHT_M
     legend.text = legend_text(len(tasks), best)
-    x, y = float(scan.xs.min()), float(scan.ys.min())
-    legend.pose.position.x, legend.pose.position.y = x - 0.1, y - 0.1
-    legend.pose.position.z = 3.0 * LEGEND_HEIGHT_M
+    legend.pose.position.x = 0.5 * float(scan.xs.min() + scan.xs.max())
+    legend.pose.position.y = float(scan.ys.min()) - LEGEND_OFFSET_M
+    legend.pose.position.z = LEGEND_HEIGHT_M
     out.append(legend)
     return marker_array(out)
 
@@ -147,9 +150,9 @@ def heat_map(scan, header, task_positions=None, best=()):
 def legend_text(tasks: int, best=()) -> str:
     """What the heat map says: the colours, the task poses and the best base pose's share."""
     lines = [f'base placement for {tasks} task poses (white)',
-             'floor: share reachable from there (green all, red none)']
+             'floor: share reachable from there', '(green all, red none)']
     if best:
         top = best[0]
-        lines.append(f'best base (arrows): x {top.x:.2f} y {top.y:.2f} m, '
-                     f'yaw {math.degrees(top.yaw):.0f} deg: {100.0 * top.share:.0f} %')
+        lines += [f'best base (arrows): {100.0 * top.share:.0f} % at',
+                  f'x {top.x:.2f} y {top.y:.2f} m, yaw {math.degrees(top.yaw):.0f} deg']
     return '\n'.join(lines)
