@@ -2,7 +2,7 @@
 
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
 the solvers (:data:`KERNEL_MODULES`: :mod:`ik_node.solvers.damped_jacobian.compiled`,
-:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's passes in
+:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's runs in
 :mod:`ik_node.solvers.fabrik.compiled`...), each with a ``compile()`` that compiles its
 functions, or loads them from numba's cache on disk (``cache=True``), and runs each once. What
 they share is written once in the kernel library beside this loader: forward kinematics and its
