@@ -262,7 +262,7 @@ class DampedJacobianSolver(RestartLoop, Solver):
             floor = bound * bound
             if not orientation:
                 good_enough = bound + tolerance
-        budget = Budget(self._timeout)
+        budget = Budget(self.params['timeout'])
         first = run.descend(DescentStart(q_seed_list, floor, good_enough, near=None, pull=True),
                             budget)
         result = self._from_first((first, run, budget), p_list, R_target, q_seed_list,
@@ -326,7 +326,8 @@ class DampedJacobianSolver(RestartLoop, Solver):
                 position.shape[0] != 3 or not self._first.serves(quat is not _NO_ORIENTATION):
             return None
         start = time.perf_counter()
-        found = self._first_solve(position, quat, seed_vector, start, self._timeout)
+        found = self._first_solve(position, quat, seed_vector, start,
+                                  self.params['timeout'])
         if found is None:
             return None
         result, run = found
