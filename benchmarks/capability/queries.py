@@ -24,7 +24,7 @@ import numpy as np
 from ik_node.capability import (CellLookup, Placement, PlacementGrid, base_placement, load_map,
                                 reachable, verify_placements)
 from ik_node.capability.decide import map_solver
-from ik_node.capability.query import task_in_base
+from ik_node.capability.placement import task_in_base
 from ik_node.solvers import kernels
 
 

@@ -159,14 +159,3 @@ def query_seeds(chain, ik: QueryIk) -> np.ndarray:
     return np.vstack([chain.mid_configuration()[None, :],
                       rng.uniform(low, high, size=(max(ik.attempts, 1) - 1, chain.n))])
 
-
-#: Names of :mod:`.placement` that this module gave before (imported from there on use).
-_PLACEMENT_NAMES = ('CANDIDATES', 'MAX_BASE_POSES', 'Placement', 'PlacementGrid', 'PlacementScan',
-                    'base_placement', 'placement_scan', 'task_in_base', 'verify_placements')
-
-
-def __getattr__(name):
-    if name in _PLACEMENT_NAMES:
-        from ik_node.capability import placement
-        return getattr(placement, name)
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -12,11 +12,11 @@ import pytest
 from ik_node import Chain, ConfigError, TargetError, make_solver
 from ik_node.capability import (REACHABLE, UNREACHABLE, CapabilityMap, MapSpec, PlacementGrid,
                                 base_placement, build_map, load_map, merge, orientation_bins,
-                                orientation_set, reachable, verify_placements)
+                                orientation_set, reachable, save_map, verify_placements)
 from ik_node.capability import storage
 from ik_node.capability.decide import cells_of, decide_shard
 from ik_node.capability.orientations import quats_from_rotations, rotations_from_quats
-from ik_node.capability.query import Placement, task_in_base
+from ik_node.capability.placement import Placement, task_in_base
 from ik_node.capability.ray_backend import check_address
 from ik_node.capability.spec import shard_bounds
 
@@ -382,3 +382,60 @@ def test_the_wrist_bound_changes_no_verdict(ur5e_spec, ur5e_map):
         _cache[ur5e_spec.key()] = (solver, cells, orientations, wrist)
     bounds = shard_bounds(cells, ur5e_spec.shard_cells)
     np.testing.assert_array_equal(np.vstack(unbounded), ur5e_map.reached[:bounds[3]])
+
+
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
+def test_place_base_claims_for_its_top_answer_only_what_ik_reaches(ur5e_spec, ur5e_map):
+    from ik_node.capability import place_base
+    from ik_node.capability.decide import solver_for
+    solver = solver_for(ur5e_spec)
+    chain = solver.chain
+    rng = np.random.default_rng(9)
+    Q = rng.uniform(chain.lower, chain.upper, size=(30, chain.n))
+    T = np.array([chain.fk(q) for q in Q])
+    local = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    local[:4, :3] = [[2.0, 0.0, 0.3], [0.0, 2.0, 0.3], [-2.0, 0.0, 0.3], [0.0, 0.0, 2.0]]
+    world = task_in_base(local, Placement(-0.2, 0.4, 0.0, 1.0))  # the base at (0.2, -0.4)
+    grid = PlacementGrid(x=(0.0, 0.4, 0.2), y=(-0.6, -0.2, 0.2), yaw_step=math.pi / 2)
+    answer = place_base(ur5e_map, world, grid, top=3, solver=solver)
+    assert answer.basis == 'ik' and answer.verified[0]
+    top = answer.placements[0]
+    in_base = task_in_base(world, top)
+    found = np.flatnonzero(np.isfinite(answer.joints[:, 0]))
+    for i in found.tolist():  # each answer reaches its task pose (FK-checked)
+        T = chain.fk(answer.joints[i])
+        assert np.linalg.norm(T[:3, 3] - in_base[i, :3]) <= solver.params['position_tolerance']
+    assert top.share == len(found) / len(world) and 0.5 < top.share <= 26 / 30
+    assert verify_placements(solver, world, [top])[0] >= top.share
+    alone = place_base(ur5e_map, world, grid, top=3, why_not='no robot')
+    assert alone.basis == 'uniformly reachable only: no robot' and alone.joints is None
+    assert not any(alone.verified)
+    assert alone.placements == alone.scan.best(3)
+
+
+def test_a_held_map_loads_in_the_background_and_says_what_it_holds(ur5e_spec, ur5e_map,
+                                                                   tmp_path):
+    import threading
+    from ik_node.capability.loaded_map import BUILDING_SOLVER, FAILED, READY, MapHolder
+    save_map(ur5e_map, tmp_path)
+    seen, done = [], threading.Event()
+
+    def on_status(ready):
+        seen.append(ready)
+        if ready.state in (READY, FAILED):
+            done.set()
+
+    holder = MapHolder(on_status)
+    holder.want(str(tmp_path), 'ur5e', lambda: ur5e_spec.urdf_text)
+    assert done.wait(120)
+    assert [r.state for r in seen][-2:] == [BUILDING_SOLVER, READY]
+    assert holder.current().solver is not None and holder.current().why_not == ''
+    done.clear()
+    holder.want(str(tmp_path), 'other', lambda: ur5e_spec.urdf_text + ' ')
+    assert done.wait(120)
+    ready = holder.current()
+    assert ready.state == READY and ready.solver is None and 'not this robot' in ready.why_not
+    assert ready.capability is not None
+    done.clear()
+    holder.want(str(tmp_path / 'missing'), 'ur5e', lambda: ur5e_spec.urdf_text)
+    assert done.wait(120) and holder.current().state == FAILED
