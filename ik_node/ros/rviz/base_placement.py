@@ -119,6 +119,11 @@ class BasePlacement:
             except IkError as exc:
                 self._send(self._answer, String(data=json.dumps({'error': str(exc)})))
                 continue
+            except Exception as exc:  # a failure answers this request; the next is answered
+                self._node.get_logger().error(f'base placement failed: {exc!r}')
+                self._send(self._answer, String(data=json.dumps(
+                    {'error': f'base placement failed: {exc!r}'})))
+                continue
             self._send(self._result, base_poses)
             self._send(self._heat, heat)
             self._send(self._answer, String(data=json.dumps(answer)))
