@@ -4,8 +4,9 @@ A map covers a grid of voxels over the chain's reach times a set of tool orienta
 directions even on the sphere, rolls about each); each (voxel centre, orientation) is decided by
 IK with the collision model (:mod:`.decide`). It is built in deterministic shards on this
 machine's cores or a Ray cluster (:mod:`.build`), stored as NPZ (:mod:`.storage`) and asked
-forward (is this pose reachable) and inverse (where should the base stand) (:mod:`.query`).
-No ROS here.
+forward (is this pose reachable: :mod:`.query`) and inverse (where should the base stand:
+:mod:`.placement`, answered with the top answer verified by :func:`place_base`); a map held
+for requests loads with its solver in the background (:mod:`.loaded_map`). No ROS here.
 """
 
 from ik_node.capability.build import build_map
