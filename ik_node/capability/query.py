@@ -83,8 +83,9 @@ class Verdicts(NamedTuple):
         verdict: (N,) int8: :data:`REACHABLE`, :data:`UNREACHABLE` or :data:`UNCERTAIN` (a mixed
             cell and no solver to decide it).
         by_ik: (N,) bool: the pose's cell is mixed and it was decided at query time: by IK,
-            or out of reach by the wrist's proven bound
-            (:func:`~ik_node.capability.decide.beyond_wrist_reach`).
+            or out of reach by a proven bound (the wrist's:
+            :func:`~ik_node.capability.decide.beyond_wrist_reach`; the arm's lateral offset:
+            :mod:`~ik_node.capability.axis_offset`).
         joints: (N, n) the IK answer of each pose decided reachable by IK (NaN elsewhere), or
             None where no IK ran.
     """
@@ -136,9 +137,11 @@ def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = N
     ask = np.flatnonzero(mixed)
     positions = np.ascontiguousarray(poses[ask, :3])
     quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
-    # Proven out of reach (the wrist's bound): no IK needed.
+    # Proven out of reach (the wrist's bound, the arm's lateral offset): no IK needed.
+    from ik_node.capability.axis_offset import inside_axis_offset
     ask = ask[~beyond_wrist_reach(solver, wrist_of(solver), positions, quats,
-                                  capability.tool_offset)]
+                                  capability.tool_offset) &
+              ~inside_axis_offset(solver, positions, quats, capability.tool_offset)]
     quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
     verdict[mixed] = UNREACHABLE
     joints = np.full((len(poses), solver.chain.n), np.nan)

@@ -439,3 +439,32 @@ def test_a_held_map_loads_in_the_background_and_says_what_it_holds(ur5e_spec, ur
     done.clear()
     holder.want(str(tmp_path / 'missing'), 'ur5e', lambda: ur5e_spec.urdf_text)
     assert done.wait(120) and holder.current().state == FAILED
+
+
+@pytest.mark.parametrize('tool', [(), (0.02, -0.03, 0.15, 0.3, -0.2, 1.1)])
+def test_the_lateral_offset_bound_never_rules_out_a_reached_pose(ur5e_spec, tool):
+    import dataclasses
+    from ik_node.capability.axis_offset import inside_axis_offset, offset_of
+    from ik_node.capability.decide import _prepared
+    from ik_node.capability.tool import offset_matrix
+    spec = dataclasses.replace(ur5e_spec, tool_offset=tool)
+    solver = _prepared(spec)[0]
+    chain = solver.chain
+    bound = offset_of(solver)
+    assert bound is not None and abs(bound.offset - 0.1333) < 1e-6  # the UR5e's d4
+    Q = np.random.default_rng(8).uniform(chain.lower, chain.upper, size=(5000, chain.n))
+    T = np.array([chain.fk(q) @ offset_matrix(spec.tool_offset) for q in Q])
+    reached = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    assert not inside_axis_offset(solver, reached[:, :3], reached[:, 3:], spec.tool_offset).any()
+    # It does rule out poses: the tool pointing down with its wrist point on the base's axis.
+    down = [[0.0, 0.0, 0.3, 1.0, 0.0, 0.0, 0.0], [0.05, 0.05, 0.5, 1.0, 0.0, 0.0, 0.0]]
+    if not tool:
+        assert inside_axis_offset(solver, np.array(down)[:, :3], np.array(down)[:, 3:]).all()
+
+
+def test_the_lateral_offset_bound_is_none_for_a_chain_without_one():
+    from ik_node.capability.axis_offset import axis_offset
+    from ik_node.capability.decide import wrist_sphere
+    path = Path(__file__).resolve().parents[2] / 'urdf' / 'planar4.urdf'
+    chain = Chain.from_urdf_file(path, 'base_link', 'tip')  # every axis parallel to the first
+    assert axis_offset(chain, wrist_sphere(chain, path.read_text())) is None
