@@ -60,6 +60,11 @@ class MapHolder:
             self._wanted = key
             self._generation += 1
             generation = self._generation
+            held = self._ready.folder
+        if not folder:  # nothing to load: said at once, and only when a map was held
+            if held:
+                self._set(generation, Ready())
+            return
         thread = threading.Thread(target=self._load, args=(generation, folder, urdf_text,
                                                           urdf_path),
                                   name='capability-map', daemon=True)
@@ -74,9 +79,6 @@ class MapHolder:
         return True
 
     def _load(self, generation: int, folder: str, urdf_text, urdf_path: str) -> None:
-        if not folder:
-            self._set(generation, Ready())
-            return
         try:
             from ik_node.capability.storage import load_map
             held = self.current()
