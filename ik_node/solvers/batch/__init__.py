@@ -25,8 +25,7 @@ import numpy as np
 
 import ik_node.solvers.batch.compiled as compiled
 from ik_node.errors import TargetError
-from ik_node.model.chain import nearest_turns
-from ik_node.solvers.input_checks import MAX_COORDINATE_M, rotation_error, rotation_from_input
+from ik_node.solvers.input_checks import MAX_COORDINATE_M, rotation_from_input
 from ik_node.solvers.results import IkStatus
 
 #: ``BatchResult.status`` codes: the index of each status in this tuple.
@@ -163,17 +162,6 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
     answers = compiled.run(solver, positions, quats, seeds)
     out_q, errors = answers.joints, answers.errors
     done = answers.converged.copy()
-    rows = np.flatnonzero(done)
-    turns = solver._turn_joints
-    lower, upper = solver._lower_list, solver._upper_list
-    for i in rows.tolist():
-        q = out_q[i]
-        seed = seeds[i]
-        if any(not -math.pi <= seed[k] - q[k] <= math.pi for k in turns):
-            q_list = nearest_turns(q.tolist(), seed.tolist(), lower, upper, turns)
-            out_q[i] = q_list
-            raw_p, raw_r = _measure(solver, q_list, positions[i], quats, i)
-            errors[i] = raw_p, raw_r
     reachable = errors[:, 0] <= solver._tol_p
     if orientation:
         reachable &= errors[:, 1] <= solver._tol_r
@@ -198,15 +186,6 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
         result.orientation_error[rows] = errors[rows, 1]
     result.compiled[rows] = True
     return done
-
-
-def _measure(solver, q_list, position, quats, i):
-    """The errors [m, rad or NaN] of ``q_list`` by the solver's FK."""
-    T = solver.chain.fk(np.asarray(q_list, dtype=float))
-    position_error = float(np.linalg.norm(T[:3, 3] - position))
-    if quats is None:
-        return position_error, math.nan
-    return position_error, rotation_error(T[:3, :3], rotation_from_input(quats[i]))
 
 
 def _guarded(solver, i: int, targets, answer, result: BatchResult) -> None:
