@@ -26,6 +26,7 @@ import numpy as np
 import ik_node.solvers.batch.compiled as compiled
 from ik_node.errors import TargetError
 from ik_node.solvers.input_checks import MAX_COORDINATE_M, rotation_from_input
+from ik_node.solvers.batch.seed_table import nearest_seeds
 from ik_node.solvers.results import IkStatus
 
 #: ``BatchResult.status`` codes: the index of each status in this tuple.
@@ -34,6 +35,9 @@ _CODE = {status: code for code, status in enumerate(STATUS_ORDER)}
 #: ``BatchResult.collision``: the answer is free, in collision, or was not checked (the solver
 #: checks no collision).
 FREE, COLLIDING, NOT_CHECKED = 1, 0, -1
+#: ``solve_many(..., seeds=NEAREST)``: each target from the nearest of a table of
+#: configurations (:func:`~.seed_table.nearest_seeds`).
+NEAREST = 'nearest'
 
 
 class BatchResult(NamedTuple):
@@ -51,6 +55,8 @@ class BatchResult(NamedTuple):
         collision: (N,) int8: :data:`FREE`, :data:`COLLIDING` or :data:`NOT_CHECKED`.
         compiled: (N,) bool, answered by the batch kernel alone (False: by ``solve()``, or by
             the collision guard after the kernel's answer collided).
+        seeds: (N, n) the start configuration of each target (clipped into the limits): the
+            answer is ``solve()``'s from it.
     """
 
     joints: np.ndarray
@@ -60,6 +66,7 @@ class BatchResult(NamedTuple):
     orientation_error: np.ndarray
     collision: np.ndarray
     compiled: np.ndarray
+    seeds: np.ndarray
 
     def statuses(self) -> List[IkStatus]:
         """The status of each target."""
@@ -73,8 +80,9 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         solver: a :class:`~ik_node.solvers.base.Solver` of a chain with one tip.
         positions: (N, 3) tip positions in the base frame [m].
         orientations: (N, 4) unit quaternions (x, y, z, w), or None for position targets.
-        seeds: (N, n) start configurations, or (n,) for all, or None (the mid configuration);
-            clipped into the limits.
+        seeds: (N, n) start configurations, or (n,) for all, or None (the mid configuration),
+            or :data:`NEAREST` (``'nearest'``: the nearest of a table of configurations,
+            :mod:`.seed_table`; fewer iterations); clipped into the limits.
 
     Returns:
         A :class:`BatchResult`.
@@ -98,6 +106,10 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
                               'usable quaternion (zero or too large)')
     if seeds is None:
         seed_rows = np.broadcast_to(solver._q_mid, (count, n))
+    elif isinstance(seeds, str):
+        if seeds != NEAREST:
+            raise TargetError(f"seeds {seeds!r}: expected an array, None or '{NEAREST}'")
+        seed_rows = nearest_seeds(solver, positions, quats)
     else:
         seed_array = np.asarray(seeds, dtype=float)
         if seed_array.ndim == 1:
@@ -105,7 +117,7 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         seed_rows = _rows(seed_array, n, 'seeds', count)
         _check_finite(seed_rows, 'seeds', math.inf)
     seed_rows = np.ascontiguousarray(np.clip(seed_rows, solver.chain.lower, solver.chain.upper))
-    result = _empty(count, n, solver)
+    result = _empty(count, n, solver, seed_rows)
     if count:
         done = _compiled(solver, positions, quats, seed_rows, result)
         for i in np.flatnonzero(~done).tolist():
@@ -135,12 +147,12 @@ def _check_finite(array: np.ndarray, name: str, limit: float) -> None:
                           f'or out-of-range value (|coordinate| <= {limit:g})')
 
 
-def _empty(count: int, n: int, solver) -> BatchResult:
+def _empty(count: int, n: int, solver, seeds: np.ndarray) -> BatchResult:
     checks = _checker(solver) is not None
     return BatchResult(np.zeros((count, n)), np.zeros(count, np.int8),
                        np.zeros(count, bool), np.full(count, np.nan), np.full(count, np.nan),
                        np.full(count, FREE if checks else NOT_CHECKED, np.int8),
-                       np.zeros(count, bool))
+                       np.zeros(count, bool), seeds)
 
 
 def _checker(solver):
