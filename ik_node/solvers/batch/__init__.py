@@ -10,10 +10,11 @@ call has no wall-time budget, so a target that ``solve()`` would give up on afte
 ``timeout`` may converge here.
 
 With the solver's collision check (``self_collision`` and collision geometry), converged answers
-are checked together (:meth:`CollisionChecker.free_mask
-<ik_node.collision.check.CollisionChecker.free_mask>`); an answer in collision goes on to the
-solver's collision guard, which repairs or re-solves it, as ``solve()`` hands it over after the
-same descents.
+are checked together: the collision kernel on all of them in one compiled call, and
+:meth:`CollisionChecker.is_free <ik_node.collision.check.CollisionChecker.is_free>` (the check
+``solve()`` makes) where its bound is within the padding (:func:`.compiled.free_rows`); an
+answer in collision goes on to the solver's collision guard, which repairs or re-solves it, as
+``solve()`` hands it over after the same descents.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
     checker = _checker(solver)
     if checker is not None and done.any():
         rows = np.flatnonzero(done)
-        free = checker.free_mask(out_q[rows])
+        free = compiled.free_rows(checker, out_q[rows])
         for i in rows[~free].tolist():  # the guard repairs or re-solves them, as in solve()
             _guarded(solver, i, (positions, quats, seeds), (out_q[i], errors[i],
                                                             answers.iterations[i]), result)

@@ -31,7 +31,10 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
+from ik_node.collision import gjk
+from ik_node.collision import kernel as collision_kernel
 from ik_node.solvers.damped_jacobian import compiled as dj
+from ik_node.solvers.kernels import fk
 from ik_node.solvers.out_of_reach import compiled_reach
 
 #: Codes of :func:`_solve_batch` per target.
@@ -49,6 +52,9 @@ BATCHES = CHECK_AFTER
 
 _lock = threading.Lock()
 _kernel: Optional[Callable] = None
+# The compiled _collision_bounds (False: it cannot serve) and the collision kernel it calls.
+_bounds = None
+_check = None
 
 # Bound in kernel() to the compiled functions of the descents' modules.
 _first_pose = None
@@ -203,10 +209,55 @@ def _restarts(chain, search, scratch, seed, gap):
     return code
 
 
-def _sources_stamp() -> str:
-    """A hash of the text of this module and of the kernel modules it calls."""
+def _collision_bounds(Q, floats, ints, work, pad, out):
+    """The collision kernel's smallest bound of each row of ``Q`` into ``out``
+    (:func:`ik_node.collision.kernel.check_kernel`; its arguments the checker's)."""
+    for r in range(Q.shape[0]):
+        out[r] = _check(Q[r], floats, ints, work, pad)
+
+
+def free_rows(checker, Q: np.ndarray) -> np.ndarray:
+    """``checker.is_free`` of each row of ``Q`` (k, n), C-contiguous: the collision kernel
+    on every row in one compiled call, and ``is_free`` itself only for the rows whose smallest
+    bound is within the padding (or all rows where the checker has a world)."""
+    bounds = _bounds_kernel(checker)
+    free = np.zeros(len(Q), bool)
+    if bounds is not None and len(Q) and checker.world.empty:
+        smallest = np.empty(len(Q))
+        with checker._lock:  # the kernel's work arrays are the checker's
+            bounds(Q, *checker._kernel_args, smallest)
+        free = smallest > checker.padding
+    for i in np.flatnonzero(~free).tolist():
+        free[i] = checker.is_free(Q[i])
+    return free
+
+
+def _bounds_kernel(checker) -> Optional[Callable]:
+    """The compiled :func:`_collision_bounds` for ``checker``'s kernel, or None (no kernel,
+    or it would not compile)."""
+    global _bounds, _check
+    if _bounds is None:
+        if getattr(checker, '_kernel', None) is None:
+            return None
+        with _lock:
+            try:
+                import numba
+                _check = checker._kernel
+                bounds = numba.njit(cache=True, nogil=True)(_collision_bounds)
+                _drop_stale_cache([bounds], (collision_kernel, gjk), 'ik_node_batch_collision')
+                with checker._lock:  # compiled (or loaded) and tried once
+                    bounds(np.zeros((1, checker.model.chain.n)), *checker._kernel_args,
+                           np.empty(1))
+                _bounds = bounds
+            except Exception:  # a collision kernel it cannot call: is_free serves
+                _bounds = False
+    return _bounds or None
+
+
+def _sources_stamp(modules) -> str:
+    """A hash of the text of this module and of the kernel ``modules`` it calls."""
     digest = hashlib.sha256()
-    for module in (dj, compiled_reach, inspect.getmodule(_solve_batch)):
+    for module in tuple(modules) + (inspect.getmodule(_solve_batch),):
         with open(module.__file__, 'rb') as handle:
             digest.update(handle.read())
     return digest.hexdigest()
@@ -236,21 +287,22 @@ def kernel() -> Optional[Callable]:
                 namespace[name] = jit(namespace[name])
             jitted = jit(_solve_batch)
             _drop_stale_cache([namespace[name] for name in ('_nearest_turns', '_measure',
-                                                            '_restarts', '_solve_one')] + [jitted])
+                                                            '_restarts', '_solve_one')] + [jitted],
+                              (dj, compiled_reach, fk), 'ik_node_batch')
             _kernel = jitted
     return _kernel
 
 
-def _drop_stale_cache(functions) -> None:
+def _drop_stale_cache(functions, modules, name: str) -> None:
     """Empty numba's on-disk index of each of the jitted ``functions`` (of this module) when
-    the kernels they call changed since they were cached (numba checks only this module's own
-    file); the stamp of those sources is kept beside the cache."""
+    the kernel ``modules`` they call changed since they were cached (numba checks only this
+    module's own file); the stamp of those sources is kept beside the cache as ``name``."""
     caches = [getattr(f, '_cache', None) for f in functions]
     path = getattr(caches[0], 'cache_path', None)
     if path is None:
         return
-    stamp = _sources_stamp()
-    stamp_file = os.path.join(path, 'ik_node_batch.stamp')
+    stamp = _sources_stamp(modules)
+    stamp_file = os.path.join(path, name + '.stamp')
     try:
         with open(stamp_file) as handle:
             if handle.read() == stamp:

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ik_node.model.chain import full_turn_joints
+from ik_node.solvers.batch.compiled import free_rows
 
 #: Configurations in a table.
 TABLE_SIZE = 4096
@@ -117,7 +118,7 @@ def _make(solver) -> SeedTable:
     q = rng.uniform(low, high, size=(TABLE_SIZE if checker is None else 4 * TABLE_SIZE,
                                      chain.n))
     if checker is not None:
-        free = q[checker.free_mask(q)]
+        free = q[free_rows(checker, q)]
         q = free[:TABLE_SIZE] if len(free) >= CANDIDATES else q[:TABLE_SIZE]
     poses = np.array([chain.fk(row) for row in q])
     positions = np.ascontiguousarray(poses[:, :3, 3])
