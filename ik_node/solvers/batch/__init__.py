@@ -27,7 +27,7 @@ import numpy as np
 import ik_node.solvers.batch.compiled as compiled
 from ik_node.errors import TargetError
 from ik_node.solvers.input_checks import MAX_COORDINATE_M, rotation_from_input
-from ik_node.solvers.batch.seed_table import nearest_seeds
+from ik_node.solvers.batch.seed_table import ALTERNATIVES, nearest_seeds
 from ik_node.solvers.results import IkStatus
 
 #: ``BatchResult.status`` codes: the index of each status in this tuple.
@@ -82,8 +82,9 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         positions: (N, 3) tip positions in the base frame [m].
         orientations: (N, 4) unit quaternions (x, y, z, w), or None for position targets.
         seeds: (N, n) start configurations, or (n,) for all, or None (the mid configuration),
-            or :data:`NEAREST` (``'nearest'``: the nearest of a table of configurations,
-            :mod:`.seed_table`; fewer iterations); clipped into the limits.
+            or :data:`NEAREST` (``'nearest'``: the nearest of a table of configurations, and
+            where the kernel does not converge from it the next ones, :mod:`.seed_table`;
+            fewer iterations); clipped into the limits.
 
     Returns:
         A :class:`BatchResult`.
@@ -105,12 +106,14 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         if len(bad):
             raise TargetError(f'orientations row {bad[0]} {quats[bad[0]].tolist()} is not a '
                               'usable quaternion (zero or too large)')
+    alternatives = ()
     if seeds is None:
         seed_rows = np.broadcast_to(solver._q_mid, (count, n))
     elif isinstance(seeds, str):
         if seeds != NEAREST:
             raise TargetError(f"seeds {seeds!r}: expected an array, None or '{NEAREST}'")
-        seed_rows = nearest_seeds(solver, positions, quats)
+        alternatives = nearest_seeds(solver, positions, quats, 1 + ALTERNATIVES)
+        seed_rows, alternatives = alternatives[0], alternatives[1:]
     else:
         seed_array = np.asarray(seeds, dtype=float)
         if seed_array.ndim == 1:
@@ -121,9 +124,27 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
     result = _empty(count, n, solver, seed_rows)
     if count:
         done = _compiled(solver, positions, quats, seed_rows, result)
+        for seeds_next in alternatives:  # the next table seeds, in the kernel
+            _again(solver, (positions, quats, seeds_next), done, result)
         for i in np.flatnonzero(~done).tolist():
             _one(solver, i, positions, quats, seed_rows, result)
     return result
+
+
+def _again(solver, targets, done: np.ndarray, result: BatchResult) -> None:
+    """The targets not ``done`` through the batch kernel again from ``targets``' seeds; those
+    it answers written into ``result`` (their seeds too) and marked ``done``."""
+    positions, quats, seeds = targets
+    rows = np.flatnonzero(~done)
+    if not len(rows):
+        return
+    part = _empty(len(rows), solver.chain.n, solver, np.ascontiguousarray(
+        np.clip(seeds[rows], solver.chain.lower, solver.chain.upper)))
+    answered = _compiled(solver, positions[rows], None if quats is None else quats[rows],
+                         part.seeds, part)
+    for mine, theirs in zip(result, part):
+        mine[rows[answered]] = theirs[answered]
+    done[rows[answered]] = True
 
 
 def _rows(values, width: int, name: str, count: Optional[int] = None) -> np.ndarray:

@@ -7,6 +7,8 @@ collision-free ones where the solver checks collisions) instead of the mid confi
 one of lowest cost by the solver's measure (squared position error plus the orientation
 weight squared times the squared angle; the position alone for a position target). A descent
 from there needs fewer iterations, and with a collision model its answer collides less often.
+Where the batch kernel does not converge from that seed, ``solve_many`` tries the next
+candidates (:data:`ALTERNATIVES`) in the kernel before handing the target to ``solve()``.
 
 The table's tips are binned on a grid over their bounding box (at most :data:`GRID_CELLS`
 cells along its longest side); each cell keeps the indices of the entries nearest its centre,
@@ -30,6 +32,8 @@ from ik_node.solvers.batch.compiled import free_rows
 TABLE_SIZE = 4096
 #: Table entries each grid cell keeps (its nearest by tip position).
 CANDIDATES = 16
+#: Further candidates the batch kernel tries for a target it does not converge on.
+ALTERNATIVES = 2
 #: Cells along the longest side of the table tips' bounding box.
 GRID_CELLS = 20
 #: The random stream the table is drawn from (fixed: the same table in every process).
@@ -61,16 +65,19 @@ def table_for(solver) -> SeedTable:
     return table
 
 
-def nearest_seeds(solver, positions: np.ndarray, quats=None) -> np.ndarray:
-    """For each target the lowest-cost of its grid cell's candidates (the module docstring).
+def nearest_seeds(solver, positions: np.ndarray, quats=None, count: int = 1) -> np.ndarray:
+    """For each target the ``count`` lowest-cost of its grid cell's candidates, lowest first
+    (the module docstring).
 
     Args:
         solver: the solver (its chain, limits, orientation weight, collision check).
         positions: (N, 3) target positions [m], finite.
         quats: (N, 4) target orientations (x, y, z, w; not zero), or None for position targets.
 
+        count: how many per target (at most :data:`CANDIDATES`).
+
     Returns:
-        (N, n) start configurations within the limits.
+        (count, N, n) start configurations within the limits.
     """
     table = table_for(solver)
     cell = np.floor((positions - table.origin) / table.cell).astype(np.int64)
@@ -83,8 +90,9 @@ def nearest_seeds(solver, positions: np.ndarray, quats=None) -> np.ndarray:
         angle = np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
         weight = float(solver.params.get('orientation_weight', 1.0))
         cost += weight * weight * angle * angle
-    best = candidates[np.arange(len(positions)), np.argmin(cost, axis=1)]
-    return table.q[best]
+    order = np.argsort(cost, axis=1, kind='stable')[:, :count]          # (N, count)
+    best = np.take_along_axis(candidates, order, axis=1)
+    return np.ascontiguousarray(table.q[best.T])
 
 
 def _rotations(quats: np.ndarray) -> np.ndarray:
