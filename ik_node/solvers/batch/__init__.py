@@ -84,7 +84,7 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         seeds: (N, n) start configurations, or (n,) for all, or None (the mid configuration),
             or :data:`NEAREST` (``'nearest'``: the nearest of a table of configurations, and
             where the kernel does not converge from it the next ones, :mod:`.seed_table`;
-            fewer iterations); clipped into the limits.
+            fewer iterations; ``BatchResult.seeds`` says which); clipped into the limits.
 
     Returns:
         A :class:`BatchResult`.

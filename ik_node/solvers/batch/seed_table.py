@@ -7,8 +7,9 @@ collision-free ones where the solver checks collisions) instead of the mid confi
 one of lowest cost by the solver's measure (squared position error plus the orientation
 weight squared times the squared angle; the position alone for a position target). A descent
 from there needs fewer iterations, and with a collision model its answer collides less often.
-Where the batch kernel does not converge from that seed, ``solve_many`` tries the next
-candidates (:data:`ALTERNATIVES`) in the kernel before handing the target to ``solve()``.
+Where the batch kernel does not converge from that seed, ``solve_many`` tries the cell's other
+candidates in turn (:data:`ALTERNATIVES`) in the kernel before handing the target to
+``solve()`` from the first.
 
 The table's tips are binned on a grid over their bounding box (at most :data:`GRID_CELLS`
 cells along its longest side); each cell keeps the indices of the entries nearest its centre,
@@ -32,8 +33,9 @@ from ik_node.solvers.batch.compiled import free_rows
 TABLE_SIZE = 4096
 #: Table entries each grid cell keeps (its nearest by tip position).
 CANDIDATES = 16
-#: Further candidates the batch kernel tries for a target it does not converge on.
-ALTERNATIVES = 2
+#: Further candidates the batch kernel tries for a target it does not converge on (all of
+#: the cell's others).
+ALTERNATIVES = CANDIDATES - 1
 #: Cells along the longest side of the table tips' bounding box.
 GRID_CELLS = 20
 #: The random stream the table is drawn from (fixed: the same table in every process).
