@@ -3,7 +3,9 @@
 The services' solvers are their own: built from the node's configuration (solver, parameters,
 collision world) on chains of their own, so a request never shares a solver, a chain or a
 collision checker with the target stream. Each group has two, built on first use: one that
-checks collisions (``avoid_collisions``) and one for kinematics only.
+checks collisions (``avoid_collisions``) and one for kinematics only. A group's solver and
+parameters are the node's, overlaid with the group's own settings (``groups.<group>.solver``,
+``groups.<group>.<param>``: :mod:`ik_node.config.group_overrides`).
 
 A request's answer (:meth:`GroupSolvers.solve`) is ``SUCCESS`` only when the measured answer is
 within the solver's tolerances, within the joint limits, meets the constraints and, with
@@ -20,6 +22,7 @@ from typing import Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ik_node.config.group_overrides import GroupSettings, group_params
 from ik_node.config.node_config import IkConfig
 from ik_node.errors import ChainError, ConfigError
 from ik_node.model.chain import Chain, full_turn_joints, nearest_turns
@@ -130,27 +133,40 @@ class GroupSolvers:
         return chain
 
     def solver(self, group: PlanningGroup, collisions: bool):
-        """The services' solver of ``group``, checking collisions or not (built once)."""
+        """The services' solver of ``group``, checking collisions or not (built once).
+
+        Raises:
+            ServiceError: INVALID_GROUP_NAME: the group's own solver cannot solve its chain.
+        """
         key = (group.name, collisions)
         solver = self._solvers.get(key)
         if solver is None:
-            solver = self._build(self.chain(group), collisions)
+            solver = self._build(group, self.chain(group), collisions)
             self._solvers[key] = solver
         return solver
 
-    def _build(self, chain: Chain, collisions: bool):
-        name = self.config.solver
+    def _build(self, group: PlanningGroup, chain: Chain, collisions: bool):
+        """The group's own solver, else the node's (which gives way to :data:`FALLBACK_SOLVER`
+        where it cannot solve the chain; the group's own is refused instead)."""
+        settings = self.config.group_overrides.get(group.name)
+        own = settings.solver if settings is not None else ''
+        name = own or self.config.solver
         try:
-            solver = make_solver(name, chain, self._params(name, collisions))
-        except (ChainError, ConfigError):
+            solver = make_solver(name, chain, self._params(name, settings, collisions))
+        except (ChainError, ConfigError) as exc:
+            if own:
+                raise ServiceError(MoveItCode.INVALID_GROUP_NAME,
+                                   f'group {group.name!r}: its solver {own!r} '
+                                   f'(groups.{group.name}.solver) cannot solve it: {exc}') from None
             name = FALLBACK_SOLVER
-            solver = make_solver(name, chain, self._params(name, collisions))
+            solver = make_solver(name, chain, self._params(name, settings, collisions))
         if collisions and self.world:
             solver.configure_collision(**self.world)
         return solver
 
-    def _params(self, name: str, collisions: bool) -> Dict:
-        params = self.config.params_of(name)
+    def _params(self, name: str, settings: Optional[GroupSettings], collisions: bool) -> Dict:
+        """Solver ``name``'s parameters for a group: the node's, with the group's overrides."""
+        params = group_params(settings, name, self.config.params_of(name))
         if not collisions:
             params['self_collision'] = False
         return params

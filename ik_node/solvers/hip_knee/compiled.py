@@ -46,16 +46,16 @@ FALL_BACK = 1  # the Python path answers
 
 # Columns of the model array, one row per leg: the three rows of leg coordinates, the kind, the
 # leg's constants (as HipKneeSolver._leg_constants), the planar core's, the joints' indices in
-# the tree, which of them turn whole turns, the tolerance, then the forward kinematics: three
-# joints' rows and the tip's of the kernel library's serial model (kernels.fk: the constant
-# 3 x 4 transforms of SerialKinematics, joint axes along z; every joint revolute).
+# the tree, which of them turn whole turns, the tolerance. The forward kinematics of each leg is
+# a (4, FK_COLUMNS) block of the frames array beside it (leg_frames): the kernel library's
+# serial model (kernels.fk: the constant 3 x 4 transforms of SerialKinematics, joint axes along
+# z, every joint revolute), three joints' rows and the tip's.
 _ROWS = 0
 (_KIND, _LO0, _HI0, _H, _AH, _R_INNER, _R_OUTER, _LO1, _HI1, _LO2, _HI2, _RANK_F, _RANK_B,
  _L1L1_L2L2, _TWO_L1L2, _KNEE_SIGN, _DELTA, _L1, _L2, _ALPHA1, _D, _PREF_F, _PREF_B,
  _J0, _J1, _J2, _TURN0, _TURN1, _TURN2, _TOL_P) = range(12, 42)
-_FK = 42
-_FK_WIDTH = fk.PRISMATIC + 1  # the columns of a row of fk.frames' model
-COLUMNS = _FK + 4 * _FK_WIDTH  # the columns of a leg's row
+COLUMNS = 42  # the columns of a leg's row
+FK_COLUMNS = fk.PRISMATIC + 1  # the columns of a row of a leg's frames (fk.frames' model)
 # Kinds of leg (HipKneeSolver._kind).
 LEG, OFFSET_LEG = 0, 1
 
@@ -186,13 +186,12 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
     return found, b0, b1, b2
 
 
-def _foot_error(leg, angles, target, work):
+def _foot_error(leg_frames, angles, target, work):
     """The distance [m] of the foot at ``angles`` (q0, q1, q2) from ``target`` (x, y, z):
-    :func:`~ik_node.solvers.kernels.fk.frames` of the leg's serial model (its columns from
-    :data:`_FK`); ``work``: ``(F, G, axes, origins, T)``, that function's scratch."""
+    :func:`~ik_node.solvers.kernels.fk.frames` of the leg's serial model ``leg_frames``;
+    ``work``: ``(F, G, axes, origins, T)``, that function's scratch."""
     F, G, axes, origins, T = work
-    fk.frames(leg[_FK:_FK + 4 * _FK_WIDTH].reshape((4, _FK_WIDTH)), 3, angles, F, G, axes,
-              origins, T)
+    fk.frames(leg_frames, 3, angles, F, G, axes, origins, T)
     dx, dy, dz = T[0, 3] - target[0], T[1, 3] - target[1], T[2, 3] - target[2]
     return math.sqrt(dx * dx + dy * dy + dz * dz)
 
@@ -208,13 +207,14 @@ def _clip(value, lower, upper):
     return False, value  # NaN
 
 
-def _solve_legs(model, P, targeted, seed, q, errors):
+def _solve_legs(model, frames, P, targeted, seed, q, errors):
     """Every targeted leg solved from ``seed`` clipped into the limits: leg ``targeted[r]``
-    toward ``P[r]`` (x, y, z [m]). The tree's joints into ``q`` (the clipped seed where no leg
-    is targeted), the measured error [m] of foot ``targeted[r]`` into ``errors[r]``.
-    :data:`OK`, or :data:`FALL_BACK` where the Python path answers."""
+    (its row of ``model``, its block of ``frames``) toward ``P[r]`` (x, y, z [m]). The tree's
+    joints into ``q`` (the clipped seed where no leg is targeted), the measured error [m] of foot
+    ``targeted[r]`` into ``errors[r]``. :data:`OK`, or :data:`FALL_BACK` where the Python path
+    answers."""
     work = (np.empty((3, 4)), np.empty((3, 4)), np.empty((3, 3)), np.empty((3, 3)),
-            np.empty((3, 4)))
+            np.empty((3, 4)))  # fk.frames' scratch
     for k in range(model.shape[0]):  # the seed, within the limits (a NaN or inf: Python)
         leg = model[k]
         for j in range(3):
@@ -253,7 +253,7 @@ def _solve_legs(model, P, targeted, seed, q, errors):
                 (leg[_TURN1] != 0.0 and not -_PI <= s1 - v1 <= _PI) or \
                 (leg[_TURN2] != 0.0 and not -_PI <= s2 - v2 <= _PI):
             return FALL_BACK
-        error = _foot_error(leg, (v0, v1, v2), (tx, ty, tz), work)
+        error = _foot_error(frames[targeted[r]], (v0, v1, v2), (tx, ty, tz), work)
         if not error <= leg[_TOL_P]:
             return FALL_BACK
         q[j0], q[j1], q[j2] = v0, v1, v2
@@ -291,12 +291,12 @@ def _exercise(kernel) -> None:
         leg[_L1L1_L2L2], leg[_TWO_L1L2], leg[_KNEE_SIGN] = 0.08, 0.08, 1.0
         leg[_J0], leg[_J1], leg[_J2] = 3 * k, 3 * k + 1, 3 * k + 2
         leg[_TOL_P] = 1e-5
-        for i in range(4):
-            leg[_FK + _FK_WIDTH * i:_FK + _FK_WIDTH * i + 12] = np.eye(4)[:3].ravel()
+    frames = np.zeros((2, 4, FK_COLUMNS))
+    frames[:, :, 0] = frames[:, :, 5] = frames[:, :, 10] = 1.0  # identity transforms
     P = np.array([[0.3, 0.05, 0.0], [0.3, 0.05, 0.0]])
     targeted = np.arange(2)
     for seed in (np.zeros(6), np.zeros(12)[::2]):  # a seed in one block of memory, or not
-        kernel(model, P, targeted, seed, np.empty(6), np.empty(2))
+        kernel(model, frames, P, targeted, seed, np.empty(6), np.empty(2))
 
 
 def leg_row(leg) -> np.ndarray:
@@ -318,8 +318,14 @@ def leg_row(leg) -> np.ndarray:
     for i in solver._turn_joints:
         row[_TURN0 + i] = 1.0
     row[_TOL_P] = solver._tol_p
-    fast = solver._fast_kinematics
-    for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):
-        row[_FK + _FK_WIDTH * i:_FK + _FK_WIDTH * i + 12] = \
-            np.asarray(C, dtype=float)[:3, :4].ravel()
     return row
+
+
+def leg_frames(leg) -> np.ndarray:
+    """The frames block of one leg, (4, :data:`FK_COLUMNS`): its joints' and its foot's
+    constant transforms as :func:`~ik_node.solvers.kernels.fk.frames` reads them."""
+    fast = leg.solver._fast_kinematics
+    block = np.zeros((4, FK_COLUMNS))
+    for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):
+        block[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+    return block

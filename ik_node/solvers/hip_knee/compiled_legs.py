@@ -46,6 +46,7 @@ class CompiledLegs:
         model = np.zeros((len(legs), compiled.COLUMNS))
         for k, leg in enumerate(legs):
             model[k] = compiled.leg_row(leg)
+        self.frames = np.stack([compiled.leg_frames(leg) for leg in legs])
         self.model = model
         self.legs = len(legs)
         self._shape = (chain.n,)
@@ -110,7 +111,7 @@ class CompiledLegs:
             order = None
         q = np.empty(self.n)
         errors = np.empty(len(targets))
-        if kernel(self.model, P, targeted, seed, q, errors) != compiled.OK:
+        if kernel(self.model, self.frames, P, targeted, seed, q, errors) != compiled.OK:
             return None
         values = errors.tolist()
         if order is None:  # the tips in the order of the chain's tips
