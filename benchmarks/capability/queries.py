@@ -7,8 +7,11 @@ after the lookup is built: microseconds per pose for the map alone (mixed cells 
 on the first ``--forward-ik`` of them, with IK deciding the mixed cells. Base placement:
 ``--tasks`` task poses reachable from a hidden base (drawn from the map's reached targets, the
 seed printed), a 2 m x 2 m floor grid at 5 cm and 10 degrees around it; the time of the
-ranking, by the map alone and with the mixed cells of 20 candidates decided by IK, the share
-the top answer claims, the share in mixed cells, and the share real IK reaches from it.
+ranking, by the map alone and by :func:`ik_node.capability.place_base` (as the command line and
+the node answer: the mixed cells of 20 candidates decided by IK, the top answer verified), the
+share the top answer claims, the share in mixed cells, and the share real IK reaches from it
+(every task pose, dense IK). ``--compare-ik A D`` also times query IK of ``A`` starts x ``D``
+descents, interleaved with the default's over ``--rounds``.
 """
 
 from __future__ import annotations
@@ -21,11 +24,34 @@ from pathlib import Path
 
 import numpy as np
 
-from ik_node.capability import (CellLookup, Placement, PlacementGrid, base_placement, load_map,
-                                reachable, verify_placements)
+from ik_node.capability import (CellLookup, Placement, PlacementGrid, QueryIk, base_placement,
+                                load_map, place_base, reachable, verify_placements)
 from ik_node.capability.decide import map_solver
-from ik_node.capability.query import task_in_base
+from ik_node.capability.placement import task_in_base
 from ik_node.solvers import kernels
+
+
+def forward_with_ik(capability, lookup, solver, poses, args):
+    """``(verdicts, us per pose wall, us per pose CPU)`` of forward queries with IK (best of
+    ``args.rounds``), printing each setting's CPU time (``--compare-ik``: interleaved)."""
+    settings = [QueryIk(), QueryIk(*args.compare_ik)] if args.compare_ik else [QueryIk()]
+    timed = {k: [] for k in range(len(settings))}
+    for _ in range(args.rounds):  # interleaved: the machine's load falls on both alike
+        for k, ik in enumerate(settings):
+            start, cpu = time.perf_counter(), time.process_time()
+            answer = reachable(capability, poses, lookup, solver, ik)
+            timed[k].append((time.perf_counter() - start, time.process_time() - cpu, answer))
+    for k, ik in enumerate(settings):
+        answer = timed[k][0][2]
+        decided = max(int(answer.by_ik.sum()), 1)
+        cpu = min(c for _, c, _ in timed[k])
+        print(f'forward with IK, {ik.attempts} starts x {ik.descents} descents: '
+              f'{1e6 * cpu / len(poses):.1f} us CPU per pose, {1e6 * cpu / decided:.0f} us per '
+              f'pose decided at query time ({decided} of {len(poses)}; reached '
+              f'{int((answer.by_ik & answer.reachable).sum())}); best of {args.rounds}',
+              flush=True)
+    return (timed[0][0][2], 1e6 * min(w for w, _, _ in timed[0]) / len(poses),
+            1e6 * min(c for _, c, _ in timed[0]) / len(poses))
 
 
 def main() -> None:
@@ -35,6 +61,10 @@ def main() -> None:
     p.add_argument('--forward-ik', type=int, default=5000)
     p.add_argument('--tasks', type=int, default=100)
     p.add_argument('--seed', type=int, default=None)
+    p.add_argument('--rounds', type=int, default=1, help='forward queries with IK: rounds')
+    p.add_argument('--compare-ik', type=int, nargs=2, default=None,
+                   metavar=('ATTEMPTS', 'DESCENTS'),
+                   help='also time query IK of these starts and descents (interleaved)')
     args = p.parse_args()
     kernels.wait()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), 'little')
@@ -54,10 +84,8 @@ def main() -> None:
         raise SystemExit(f'cannot verify: {why}')
     some = poses[:args.forward_ik]
     reachable(capability, some[:10], lookup, solver)
-    start, cpu = time.perf_counter(), time.process_time()
-    with_ik = reachable(capability, some, lookup, solver)
-    forward_ik_us = 1e6 * (time.perf_counter() - start) / len(some)
-    forward_ik_cpu = 1e6 * (time.process_time() - cpu) / len(some)
+    with_ik, forward_ik_us, forward_ik_cpu = forward_with_ik(capability, lookup, solver, some,
+                                                             args)
     rows, bins = np.nonzero(capability.reached)
     pick = rng.choice(len(rows), args.tasks, replace=False)
     local = np.hstack([capability.cells[rows[pick]] * capability.voxel_m,
@@ -73,7 +101,7 @@ def main() -> None:
     alone_top = base_placement(capability, world, grid, 5)[0]
     alone_s, alone_cpu = time.perf_counter() - start, time.process_time() - cpu
     start, cpu = time.perf_counter(), time.process_time()
-    top = base_placement(capability, world, grid, 5, solver=solver)
+    top = place_base(capability, world, grid, 5, solver).placements
     placement_s = time.perf_counter() - start
     placement_cpu = time.process_time() - cpu
     verified = verify_placements(solver, world, [alone_top, top[0]], tool=capability.tool_offset)
@@ -90,8 +118,8 @@ def main() -> None:
     print('|---' * 6 + '|')
     for name, seconds, cpu, t, check in (
             ('map alone', alone_s, alone_cpu, alone_top, verified[0]),
-            ('mixed cells of 20 candidates by IK', placement_s, placement_cpu, top[0],
-             verified[1])):
+            ('place_base: mixed cells of 20 candidates by IK, the top verified', placement_s,
+             placement_cpu, top[0], verified[1])):
         print(f'| {name} | {seconds:.3f} / {cpu:.3f} | ({t.x:.2f}, {t.y:.2f}, '
               f'{math.degrees(t.yaw):.0f} deg) | {100 * t.share:.0f} % | {100 * t.mixed:.0f} % | '
               f'{100 * check:.0f} % |')

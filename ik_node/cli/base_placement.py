@@ -7,9 +7,10 @@ the floor grid ``xmin:xmax:step,ymin:ymax:step,yaw_step_deg`` (default ``-1:1:0.
 10``) at ``--height``, ranked by the share of task poses in uniformly reachable cells of the map
 (then the share in mixed cells, which may go either way); with the robot's description found
 (below) and no ``--no-ik``, the 20 base poses with the most task poses possibly reachable have
-those in mixed cells decided by IK and are ranked by the share then reachable; the ``--verify`` best
-are checked by real IK of every task pose (the robot's description from the map, when the file
-it was built from is found unchanged). Exit status 0, or 2 on bad input.
+those in mixed cells decided by IK and are ranked by the share then reachable, the best one's
+share being what IK reaches from it (:func:`ik_node.capability.place_base`, as the node answers);
+the ``--verify`` best are checked by real IK of every task pose (the robot's description from
+the map, when the file it was built from is found unchanged). Exit status 0, or 2 on bad input.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of ``ik-solve base-placement``. Returns the exit status."""
     args = build_parser().parse_args(argv)
-    from ik_node.capability import base_placement, check_poses, load_map, verify_placements
+    from ik_node.capability import check_poses, load_map, place_base, verify_placements
     from ik_node.cli.poses_file import read_poses
     if args.top < 1 or args.verify < 0:
         fail('--top must be >= 1 and --verify >= 0')
@@ -80,7 +81,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         solver, why = (None, 'no IK asked (--no-ik)') if args.no_ik else \
             map_solver(capability.meta)
         start = time.perf_counter()
-        ranked = base_placement(capability, poses, grid, args.top, solver=solver)
+        placed = place_base(capability, poses, grid, args.top, solver, why)
+        ranked = placed.placements
         seconds = time.perf_counter() - start
         verified, note = [None] * len(ranked), f'not verified: {why}' if why else ''
         if args.verify:
@@ -91,10 +93,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except IkError as exc:
         fail(str(exc))
     answers = [{'x': p.x, 'y': p.y, 'yaw_deg': round(math.degrees(p.yaw), 6),
-                'map_share': p.share, 'mixed_share': p.mixed, 'verified_share': v}
-               for p, v in zip(ranked, verified, strict=True)]
+                'map_share': p.share, 'mixed_share': p.mixed, 'share_verified': checked,
+                'verified_share': v}
+               for p, checked, v in zip(ranked, placed.verified, verified, strict=True)]
     if args.json:
-        print(json.dumps({'placements': answers, 'poses': len(poses),
+        print(json.dumps({'placements': answers, 'poses': len(poses), 'basis': placed.basis,
                           'query_seconds': round(seconds, 4), 'note': note}))
     else:
         for a in answers:

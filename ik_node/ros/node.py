@@ -119,6 +119,7 @@ class IkNode(Node):
                           self._reach, self._drag, self._obstacles)
         self._life = ModelLifecycle(self, lock, parts, config, graph, retime=self._retime)
         loop.connect(parts, self._life)
+        self._life.follow(self._placement.on_model)  # the map's solver for this robot
         # MoveIt's services (~/compute_ik...) in a process of their own, following the model
         # (None without moveit_msgs: said once the node has started).
         self._moveit = services.attach(self, graph.tf_timeout)

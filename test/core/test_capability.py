@@ -12,11 +12,11 @@ import pytest
 from ik_node import Chain, ConfigError, TargetError, make_solver
 from ik_node.capability import (REACHABLE, UNREACHABLE, CapabilityMap, MapSpec, PlacementGrid,
                                 base_placement, build_map, load_map, merge, orientation_bins,
-                                orientation_set, reachable, verify_placements)
+                                orientation_set, reachable, save_map, verify_placements)
 from ik_node.capability import storage
 from ik_node.capability.decide import cells_of, decide_shard
 from ik_node.capability.orientations import quats_from_rotations, rotations_from_quats
-from ik_node.capability.query import Placement, task_in_base
+from ik_node.capability.placement import Placement, task_in_base
 from ik_node.capability.ray_backend import check_address
 from ik_node.capability.spec import shard_bounds
 
@@ -382,3 +382,89 @@ def test_the_wrist_bound_changes_no_verdict(ur5e_spec, ur5e_map):
         _cache[ur5e_spec.key()] = (solver, cells, orientations, wrist)
     bounds = shard_bounds(cells, ur5e_spec.shard_cells)
     np.testing.assert_array_equal(np.vstack(unbounded), ur5e_map.reached[:bounds[3]])
+
+
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
+def test_place_base_claims_for_its_top_answer_only_what_ik_reaches(ur5e_spec, ur5e_map):
+    from ik_node.capability import place_base
+    from ik_node.capability.decide import solver_for
+    solver = solver_for(ur5e_spec)
+    chain = solver.chain
+    rng = np.random.default_rng(9)
+    Q = rng.uniform(chain.lower, chain.upper, size=(30, chain.n))
+    T = np.array([chain.fk(q) for q in Q])
+    local = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    local[:4, :3] = [[2.0, 0.0, 0.3], [0.0, 2.0, 0.3], [-2.0, 0.0, 0.3], [0.0, 0.0, 2.0]]
+    world = task_in_base(local, Placement(-0.2, 0.4, 0.0, 1.0))  # the base at (0.2, -0.4)
+    grid = PlacementGrid(x=(0.0, 0.4, 0.2), y=(-0.6, -0.2, 0.2), yaw_step=math.pi / 2)
+    answer = place_base(ur5e_map, world, grid, top=3, solver=solver)
+    assert answer.basis == 'ik' and answer.verified[0]
+    top = answer.placements[0]
+    in_base = task_in_base(world, top)
+    found = np.flatnonzero(np.isfinite(answer.joints[:, 0]))
+    for i in found.tolist():  # each answer reaches its task pose (FK-checked)
+        T = chain.fk(answer.joints[i])
+        assert np.linalg.norm(T[:3, 3] - in_base[i, :3]) <= solver.params['position_tolerance']
+    assert top.share == len(found) / len(world) and 0.5 < top.share <= 26 / 30
+    assert verify_placements(solver, world, [top])[0] >= top.share
+    alone = place_base(ur5e_map, world, grid, top=3, why_not='no robot')
+    assert alone.basis == 'uniformly reachable only: no robot' and alone.joints is None
+    assert not any(alone.verified)
+    assert alone.placements == alone.scan.best(3)
+
+
+def test_a_held_map_loads_in_the_background_and_says_what_it_holds(ur5e_spec, ur5e_map,
+                                                                   tmp_path):
+    import threading
+    from ik_node.capability.loaded_map import BUILDING_SOLVER, FAILED, READY, MapHolder
+    save_map(ur5e_map, tmp_path)
+    seen, done = [], threading.Event()
+
+    def on_status(ready):
+        seen.append(ready)
+        if ready.state in (READY, FAILED):
+            done.set()
+
+    holder = MapHolder(on_status)
+    holder.want(str(tmp_path), 'ur5e', lambda: ur5e_spec.urdf_text)
+    assert done.wait(120)
+    assert [r.state for r in seen][-2:] == [BUILDING_SOLVER, READY]
+    assert holder.current().solver is not None and holder.current().why_not == ''
+    done.clear()
+    holder.want(str(tmp_path), 'other', lambda: ur5e_spec.urdf_text + ' ')
+    assert done.wait(120)
+    ready = holder.current()
+    assert ready.state == READY and ready.solver is None and 'not this robot' in ready.why_not
+    assert ready.capability is not None
+    done.clear()
+    holder.want(str(tmp_path / 'missing'), 'ur5e', lambda: ur5e_spec.urdf_text)
+    assert done.wait(120) and holder.current().state == FAILED
+
+
+@pytest.mark.parametrize('tool', [(), (0.02, -0.03, 0.15, 0.3, -0.2, 1.1)])
+def test_the_lateral_offset_bound_never_rules_out_a_reached_pose(ur5e_spec, tool):
+    import dataclasses
+    from ik_node.capability.axis_offset import inside_axis_offset, offset_of
+    from ik_node.capability.decide import _prepared
+    from ik_node.capability.tool import offset_matrix
+    spec = dataclasses.replace(ur5e_spec, tool_offset=tool)
+    solver = _prepared(spec)[0]
+    chain = solver.chain
+    bound = offset_of(solver)
+    assert bound is not None and abs(bound.offset - 0.1333) < 1e-6  # the UR5e's d4
+    Q = np.random.default_rng(8).uniform(chain.lower, chain.upper, size=(5000, chain.n))
+    T = np.array([chain.fk(q) @ offset_matrix(spec.tool_offset) for q in Q])
+    reached = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    assert not inside_axis_offset(solver, reached[:, :3], reached[:, 3:], spec.tool_offset).any()
+    # It does rule out poses: the tool pointing down with its wrist point on the base's axis.
+    down = [[0.0, 0.0, 0.3, 1.0, 0.0, 0.0, 0.0], [0.05, 0.05, 0.5, 1.0, 0.0, 0.0, 0.0]]
+    if not tool:
+        assert inside_axis_offset(solver, np.array(down)[:, :3], np.array(down)[:, 3:]).all()
+
+
+def test_the_lateral_offset_bound_is_none_for_a_chain_without_one():
+    from ik_node.capability.axis_offset import axis_offset
+    from ik_node.capability.decide import wrist_sphere
+    path = Path(__file__).resolve().parents[2] / 'urdf' / 'planar4.urdf'
+    chain = Chain.from_urdf_file(path, 'base_link', 'tip')  # every axis parallel to the first
+    assert axis_offset(chain, wrist_sphere(chain, path.read_text())) is None

@@ -95,6 +95,35 @@ def test_collision_aware_batch_equals_single_and_reports_free_answers(collision_
             assert verdict == FREE
 
 
+def test_nearest_seeds_answer_as_solve_from_them_and_as_often_as_from_mid(shared_robot):
+    chain, solver = _ur5e(shared_robot, {'self_collision': False})
+    _, single = _ur5e(shared_robot, {'self_collision': False})
+    positions, quats = _targets(chain, 150, seed=13)
+    positions[0] = [3.0, 0.0, 0.0]  # out of reach: a seed still, and solve()'s verdict
+    batch = solve_many(solver, positions, quats, seeds='nearest')
+    assert np.all(chain.lower <= batch.seeds) and np.all(batch.seeds <= chain.upper)
+    assert len(np.unique(batch.seeds, axis=0)) > 100  # a seed per target, not one for all
+    _same_as_single(chain, batch, single, positions, quats, batch.seeds)
+    from_mid = solve_many(solver, positions, quats)
+    assert batch.reachable.sum() >= from_mid.reachable.sum()
+    again = solve_many(solver, positions[:20], quats[:20], seeds='nearest')
+    np.testing.assert_array_equal(again.seeds, batch.seeds[:20])  # the same table each call
+    position_only = solve_many(solver, positions[:30], seeds='nearest')
+    _same_as_single(chain, position_only, single, positions[:30], None, position_only.seeds)
+
+
+def test_nearest_seeds_of_a_collision_aware_solver_are_free(collision_robot):
+    chain = Chain.from_urdf_file(str(collision_robot('ur5e.urdf')), 'base_link', 'tool0')
+    solver = make_solver('damped_jacobian', chain, SLOW_CLOCK)
+    single = make_solver('damped_jacobian', chain, SLOW_CLOCK)
+    checker = solver._collision.checker
+    positions, quats = _targets(chain, 30, seed=14, free=checker.free_mask)
+    batch = solve_many(solver, positions, quats, seeds='nearest')
+    assert checker.free_mask(batch.seeds).all()
+    _same_as_single(chain, batch, single, positions, quats, batch.seeds)
+    assert all(batch.collision[batch.reachable] == FREE)
+
+
 def test_other_solvers_are_answered_by_solve(shared_robot):
     chain = Chain.from_urdf_file(str(shared_robot('ur5e.urdf')), 'base_link', 'tool0')
     solver = make_solver('fabrik', chain, dict(SLOW_CLOCK, self_collision=False))
@@ -113,6 +142,7 @@ def test_other_solvers_are_answered_by_solve(shared_robot):
      'orientations row 0'),
     (dict(positions=[[0.3, 0.1, 0.2]], orientations=[[0.0, 0.0, 1.0]]), 'shape'),
     (dict(positions=[[0.3, 0.1, 0.2]], seeds=[[0.0] * 5 + [np.inf]]), 'seeds row 0'),
+    (dict(positions=[[0.3, 0.1, 0.2]], seeds='closest'), "'nearest'"),
 ])
 def test_bad_inputs_raise_naming_the_row(shared_robot, bad, words):
     _, solver = _ur5e(shared_robot, {'self_collision': False})

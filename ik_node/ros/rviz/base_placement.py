@@ -2,25 +2,37 @@
 capability map (:mod:`ik_node.capability`), with a heat map on the floor for RViz.
 
 A ``geometry_msgs/PoseArray`` on ``~/base_placement/tasks`` (task poses in the floor's frame,
-``header.frame_id``) is answered, when the ``capability_map`` parameter names a map folder, with
+``header.frame_id``) is answered, when the ``capability_map`` parameter names a map folder, by
+:func:`ik_node.capability.place_base` (as ``ik-solve base-placement`` answers) with
 
 * ``~/base_placement/result`` (``geometry_msgs/PoseArray``, same frame, latched): the best
   base poses, best first (x, y on the floor, turned by yaw about z);
-* ``~/base_placement/answer`` (``std_msgs/String``): JSON with each of them and the share of
-  task poses the map calls reachable from it, or ``{"error": ...}`` for a bad request;
+* ``~/base_placement/answer`` (``std_msgs/String``): JSON with each of them, the share of task
+  poses reachable from it and whether IK verified that share, the basis (``ik``, or
+  ``uniformly reachable only: why``), the IK answer to each task pose from the best (``null``:
+  not reached), or ``{"error": ...}`` for a bad request;
 * ``~/base_placement/heat_map`` (``visualization_msgs/MarkerArray``, latched): one floor tile
-  per grid position, coloured red (no task pose) to green (all), by its best yaw; the task
-  poses as white spheres and a legend saying so, with the best base pose's share.
+  per grid position, coloured red (no task pose) to green (all) by the share in uniformly
+  reachable cells at its best yaw; the task poses as white spheres and a legend saying so,
+  with the best base pose's share.
 
-The grid: 2 m x 2 m around the task poses' centre at 5 cm and 10 degrees. The map is loaded on
-the first request and again when the parameter changes.
+``~/base_placement/status`` (``std_msgs/String``, latched JSON) says what is loaded: the map and
+its solver are loaded in the background when the parameter or the robot changes
+(:class:`~ik_node.capability.loaded_map.MapHolder`), never inside a request. The solver is the
+map's chain on the node's robot description, when that is the description the map was built
+from; otherwise, and while it is being built, the answers say ``uniformly reachable only``.
+Requests are answered in a thread of their own, the newest waiting one next.
+
+The grid: 2 m x 2 m around the task poses' centre at 5 cm and 10 degrees.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Callable, Optional, Tuple
+import threading
+import time
+from typing import Callable, Optional
 
 import numpy as np
 from geometry_msgs.msg import Pose, PoseArray
@@ -28,6 +40,7 @@ from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ik_node.capability.loaded_map import FAILED, READY, MapHolder, Ready
 from ik_node.errors import IkError
 from ik_node.ros.rviz.marker_output import LATCHED_QOS
 from ik_node.ros.rviz.marker_shapes import marker_array, new_marker, point_msg, ramp
@@ -40,45 +53,92 @@ NAMESPACE = 'base_placement'
 
 
 class BasePlacement:
-    """Answers task poses with base poses (the module docstring)."""
+    """Answers task poses with base poses (the module docstring).
+
+    Args:
+        node: the node.
+        send: ``send(publisher, msg)``.
+        map_folder: the ``capability_map`` parameter's value now.
+    """
 
     def __init__(self, node: Node, send: Callable, map_folder: Callable[[], str]) -> None:
         self._node, self._send, self._folder = node, send, map_folder
-        self._loaded: Tuple[str, Optional[object]] = ('', None)
         self._result = node.create_publisher(PoseArray, '~/base_placement/result',
                                              LATCHED_QOS)
         self._answer = node.create_publisher(String, '~/base_placement/answer', 10)
         self._heat = node.create_publisher(MarkerArray, '~/base_placement/heat_map',
                                            LATCHED_QOS)
+        self._status = node.create_publisher(String, '~/base_placement/status', LATCHED_QOS)
+        self._holder = MapHolder(self._on_status)
+        self._robot = (None, lambda: '', '')  # (key, description text, its path)
+        self._pending: Optional[PoseArray] = None
+        self._busy = False
+        self._lock = threading.Lock()
         self._sub = node.create_subscription(PoseArray, '~/base_placement/tasks',
                                              self._on_tasks, 10)
+        self._holder.want(map_folder(), *self._robot)
 
-    def _map(self):
-        """The capability map the parameter names (loaded once per folder), or an error."""
-        folder = self._folder()
-        if not folder:
-            raise IkError('no capability_map: set the parameter to a map folder '
-                          '(ik-solve capability-map --out DIR)')
-        if self._loaded[0] != folder:
-            from ik_node.capability import load_map
-            self._loaded = (folder, load_map(folder))
-        return self._loaded[1]
+    def on_model(self, model, world, graph) -> None:
+        """The node's model changed (:meth:`ModelLifecycle.follow
+        <ik_node.ros.model_lifecycle.ModelLifecycle.follow>`): hold the map of the parameter
+        for it."""
+        if model is None:
+            self._robot = (None, lambda: '', '')
+        else:
+            config = model.config
+            self._robot = (config.chain_source(), config.urdf_xml, str(config.urdf_file or ''))
+        self._holder.want(graph.capability_map, *self._robot)
+
+    def _on_status(self, ready: Ready) -> None:
+        status = {'map': ready.folder, 'state': ready.state}
+        if ready.state == READY:
+            status['basis'] = 'ik' if ready.solver is not None else \
+                f'uniformly reachable only: {ready.why_not}'
+        if ready.state == FAILED:
+            status['error'] = ready.error
+        self._send(self._status, String(data=json.dumps(status)))
 
     def _on_tasks(self, msg: PoseArray) -> None:
-        try:
-            answer, base_poses, heat = self.answer(msg)
-        except IkError as exc:
-            self._send(self._answer, String(data=json.dumps({'error': str(exc)})))
-            return
-        self._send(self._result, base_poses)
-        self._send(self._heat, heat)
-        self._send(self._answer, String(data=json.dumps(answer)))
+        self._holder.want(self._folder(), *self._robot)  # the parameter changed: follow it
+        with self._lock:
+            self._pending = msg
+            if self._busy:
+                return
+            self._busy = True
+        threading.Thread(target=self._answer_pending, name='base-placement', daemon=True).start()
+
+    def _answer_pending(self) -> None:
+        while True:
+            with self._lock:
+                msg, self._pending = self._pending, None
+                if msg is None:
+                    self._busy = False
+                    return
+            try:
+                answer, base_poses, heat = self.answer(msg)
+            except IkError as exc:
+                self._send(self._answer, String(data=json.dumps({'error': str(exc)})))
+                continue
+            except Exception as exc:  # a failure answers this request; the next is answered
+                self._node.get_logger().error(f'base placement failed: {exc!r}')
+                self._send(self._answer, String(data=json.dumps(
+                    {'error': f'base placement failed: {exc!r}'})))
+                continue
+            self._send(self._result, base_poses)
+            self._send(self._heat, heat)
+            self._send(self._answer, String(data=json.dumps(answer)))
 
     def answer(self, msg: PoseArray):
         """``(answer dict, result PoseArray, heat map MarkerArray)`` for a request."""
-        from ik_node.capability import PlacementGrid
-        from ik_node.capability.query import check_poses, placement_scan
-        capability = self._map()
+        from ik_node.capability import PlacementGrid, place_base
+        from ik_node.capability.query import check_poses
+        ready = self._holder.current()
+        if not ready.folder:
+            raise IkError('no capability_map: set the parameter to a map folder '
+                          '(ik-solve capability-map --out DIR)')
+        if ready.capability is None:
+            raise IkError(f'the capability map {ready.folder} is not loaded ({ready.state}'
+                          f'{": " + ready.error if ready.error else ""})')
         poses = check_poses([[p.position.x, p.position.y, p.position.z, p.orientation.x,
                               p.orientation.y, p.orientation.z, p.orientation.w]
                              for p in msg.poses] or np.zeros((0, 7)))
@@ -88,20 +148,27 @@ class BasePlacement:
         grid = PlacementGrid((cx - HALF_WIDTH_M, cx + HALF_WIDTH_M, STEP_M),
                              (cy - HALF_WIDTH_M, cy + HALF_WIDTH_M, STEP_M),
                              math.radians(YAW_STEP_DEG))
-        scan = placement_scan(capability, poses, grid)
-        best = scan.best(TOP)
+        why_not = ready.why_not if ready.state == READY else ready.state
+        start = time.perf_counter()
+        placed = place_base(ready.capability, poses, grid, TOP, ready.solver, why_not)
+        seconds = time.perf_counter() - start
         result = PoseArray()
         result.header = msg.header
-        for placement in best:
+        for placement in placed.placements:
             pose = Pose()
             pose.position.x, pose.position.y = placement.x, placement.y
             pose.orientation.z = math.sin(0.5 * placement.yaw)
             pose.orientation.w = math.cos(0.5 * placement.yaw)
             result.poses.append(pose)
-        answer = {'frame_id': msg.header.frame_id, 'poses': len(poses),
+        joints = None if placed.joints is None else \
+            [None if np.isnan(q).any() else q.tolist() for q in placed.joints]
+        answer = {'frame_id': msg.header.frame_id, 'poses': len(poses), 'basis': placed.basis,
+                  'seconds': round(seconds, 4), 'joints': joints,
                   'placements': [{'x': p.x, 'y': p.y, 'yaw_deg': math.degrees(p.yaw),
-                                  'map_share': p.share} for p in best]}
-        return answer, result, heat_map(scan, msg.header, poses[:, :3], best)
+                                  'share': p.share, 'mixed_share': p.mixed, 'verified': v}
+                                 for p, v in zip(placed.placements, placed.verified)]}
+        return answer, result, heat_map(placed.scan, msg.header, poses[:, :3],
+                                        placed.placements)
 
 
 #: The tiles' thickness [m]: their top is just below the floor (z = 0), so the best base poses

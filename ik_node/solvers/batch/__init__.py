@@ -10,10 +10,11 @@ call has no wall-time budget, so a target that ``solve()`` would give up on afte
 ``timeout`` may converge here.
 
 With the solver's collision check (``self_collision`` and collision geometry), converged answers
-are checked together (:meth:`CollisionChecker.free_mask
-<ik_node.collision.check.CollisionChecker.free_mask>`); an answer in collision goes on to the
-solver's collision guard, which repairs or re-solves it, as ``solve()`` hands it over after the
-same descents.
+are checked together: the collision kernel on all of them in one compiled call, and
+:meth:`CollisionChecker.is_free <ik_node.collision.check.CollisionChecker.is_free>` (the check
+``solve()`` makes) where its bound is within the padding (:func:`.compiled.free_rows`); an
+answer in collision goes on to the solver's collision guard, which repairs or re-solves it, as
+``solve()`` hands it over after the same descents.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import numpy as np
 
 import ik_node.solvers.batch.compiled as compiled
 from ik_node.errors import TargetError
-from ik_node.model.chain import nearest_turns
-from ik_node.solvers.input_checks import MAX_COORDINATE_M, rotation_error, rotation_from_input
+from ik_node.solvers.input_checks import MAX_COORDINATE_M, rotation_from_input
+from ik_node.solvers.batch.seed_table import ALTERNATIVES, nearest_seeds
 from ik_node.solvers.results import IkStatus
 
 #: ``BatchResult.status`` codes: the index of each status in this tuple.
@@ -35,6 +36,9 @@ _CODE = {status: code for code, status in enumerate(STATUS_ORDER)}
 #: ``BatchResult.collision``: the answer is free, in collision, or was not checked (the solver
 #: checks no collision).
 FREE, COLLIDING, NOT_CHECKED = 1, 0, -1
+#: ``solve_many(..., seeds=NEAREST)``: each target from the nearest of a table of
+#: configurations (:func:`~.seed_table.nearest_seeds`).
+NEAREST = 'nearest'
 
 
 class BatchResult(NamedTuple):
@@ -52,6 +56,8 @@ class BatchResult(NamedTuple):
         collision: (N,) int8: :data:`FREE`, :data:`COLLIDING` or :data:`NOT_CHECKED`.
         compiled: (N,) bool, answered by the batch kernel alone (False: by ``solve()``, or by
             the collision guard after the kernel's answer collided).
+        seeds: (N, n) the start configuration of each target (clipped into the limits): the
+            answer is ``solve()``'s from it.
     """
 
     joints: np.ndarray
@@ -61,6 +67,7 @@ class BatchResult(NamedTuple):
     orientation_error: np.ndarray
     collision: np.ndarray
     compiled: np.ndarray
+    seeds: np.ndarray
 
     def statuses(self) -> List[IkStatus]:
         """The status of each target."""
@@ -74,8 +81,10 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         solver: a :class:`~ik_node.solvers.base.Solver` of a chain with one tip.
         positions: (N, 3) tip positions in the base frame [m].
         orientations: (N, 4) unit quaternions (x, y, z, w), or None for position targets.
-        seeds: (N, n) start configurations, or (n,) for all, or None (the mid configuration);
-            clipped into the limits.
+        seeds: (N, n) start configurations, or (n,) for all, or None (the mid configuration),
+            or :data:`NEAREST` (``'nearest'``: the nearest of a table of configurations, and
+            where the kernel does not converge from it the next ones, :mod:`.seed_table`;
+            fewer iterations; ``BatchResult.seeds`` says which); clipped into the limits.
 
     Returns:
         A :class:`BatchResult`.
@@ -97,8 +106,14 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         if len(bad):
             raise TargetError(f'orientations row {bad[0]} {quats[bad[0]].tolist()} is not a '
                               'usable quaternion (zero or too large)')
+    alternatives = ()
     if seeds is None:
         seed_rows = np.broadcast_to(solver._q_mid, (count, n))
+    elif isinstance(seeds, str):
+        if seeds != NEAREST:
+            raise TargetError(f"seeds {seeds!r}: expected an array, None or '{NEAREST}'")
+        alternatives = nearest_seeds(solver, positions, quats, 1 + ALTERNATIVES)
+        seed_rows, alternatives = alternatives[0], alternatives[1:]
     else:
         seed_array = np.asarray(seeds, dtype=float)
         if seed_array.ndim == 1:
@@ -106,12 +121,30 @@ def solve_many(solver, positions, orientations=None, seeds=None) -> BatchResult:
         seed_rows = _rows(seed_array, n, 'seeds', count)
         _check_finite(seed_rows, 'seeds', math.inf)
     seed_rows = np.ascontiguousarray(np.clip(seed_rows, solver.chain.lower, solver.chain.upper))
-    result = _empty(count, n, solver)
+    result = _empty(count, n, solver, seed_rows)
     if count:
         done = _compiled(solver, positions, quats, seed_rows, result)
+        for seeds_next in alternatives:  # the next table seeds, in the kernel
+            _again(solver, (positions, quats, seeds_next), done, result)
         for i in np.flatnonzero(~done).tolist():
             _one(solver, i, positions, quats, seed_rows, result)
     return result
+
+
+def _again(solver, targets, done: np.ndarray, result: BatchResult) -> None:
+    """The targets not ``done`` through the batch kernel again from ``targets``' seeds; those
+    it answers written into ``result`` (their seeds too) and marked ``done``."""
+    positions, quats, seeds = targets
+    rows = np.flatnonzero(~done)
+    if not len(rows):
+        return
+    part = _empty(len(rows), solver.chain.n, solver, np.ascontiguousarray(
+        np.clip(seeds[rows], solver.chain.lower, solver.chain.upper)))
+    answered = _compiled(solver, positions[rows], None if quats is None else quats[rows],
+                         part.seeds, part)
+    for mine, theirs in zip(result, part):
+        mine[rows[answered]] = theirs[answered]
+    done[rows[answered]] = True
 
 
 def _rows(values, width: int, name: str, count: Optional[int] = None) -> np.ndarray:
@@ -136,12 +169,12 @@ def _check_finite(array: np.ndarray, name: str, limit: float) -> None:
                           f'or out-of-range value (|coordinate| <= {limit:g})')
 
 
-def _empty(count: int, n: int, solver) -> BatchResult:
+def _empty(count: int, n: int, solver, seeds: np.ndarray) -> BatchResult:
     checks = _checker(solver) is not None
     return BatchResult(np.zeros((count, n)), np.zeros(count, np.int8),
                        np.zeros(count, bool), np.full(count, np.nan), np.full(count, np.nan),
                        np.full(count, FREE if checks else NOT_CHECKED, np.int8),
-                       np.zeros(count, bool))
+                       np.zeros(count, bool), seeds)
 
 
 def _checker(solver):
@@ -163,17 +196,6 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
     answers = compiled.run(solver, positions, quats, seeds)
     out_q, errors = answers.joints, answers.errors
     done = answers.converged.copy()
-    rows = np.flatnonzero(done)
-    turns = solver._turn_joints
-    lower, upper = solver._lower_list, solver._upper_list
-    for i in rows.tolist():
-        q = out_q[i]
-        seed = seeds[i]
-        if any(not -math.pi <= seed[k] - q[k] <= math.pi for k in turns):
-            q_list = nearest_turns(q.tolist(), seed.tolist(), lower, upper, turns)
-            out_q[i] = q_list
-            raw_p, raw_r = _measure(solver, q_list, positions[i], quats, i)
-            errors[i] = raw_p, raw_r
     reachable = errors[:, 0] <= solver._tol_p
     if orientation:
         reachable &= errors[:, 1] <= solver._tol_r
@@ -181,7 +203,7 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
     checker = _checker(solver)
     if checker is not None and done.any():
         rows = np.flatnonzero(done)
-        free = checker.free_mask(out_q[rows])
+        free = compiled.free_rows(checker, out_q[rows])
         for i in rows[~free].tolist():  # the guard repairs or re-solves them, as in solve()
             _guarded(solver, i, (positions, quats, seeds), (out_q[i], errors[i],
                                                             answers.iterations[i]), result)
@@ -198,15 +220,6 @@ def _compiled(solver, positions, quats, seeds, result: BatchResult) -> np.ndarra
         result.orientation_error[rows] = errors[rows, 1]
     result.compiled[rows] = True
     return done
-
-
-def _measure(solver, q_list, position, quats, i):
-    """The errors [m, rad or NaN] of ``q_list`` by the solver's FK."""
-    T = solver.chain.fk(np.asarray(q_list, dtype=float))
-    position_error = float(np.linalg.norm(T[:3, 3] - position))
-    if quats is None:
-        return position_error, math.nan
-    return position_error, rotation_error(T[:3, :3], rotation_from_input(quats[i]))
 
 
 def _guarded(solver, i: int, targets, answer, result: BatchResult) -> None:
