@@ -105,10 +105,11 @@ def test_an_answer_is_not_commanded_and_the_stream_goes_on(harness):
     request.ik_request.avoid_collisions = False
     count = len(probe.joint_states)
     assert call(node, client, request).error_code.val == 1
-    time.sleep(0.3)  # steady re-publishes at 20 Hz come by meanwhile
+    # The steady re-publishes (20 Hz) after the answer: the position commanded before, still.
+    probe.wait_for('three re-publishes', lambda: len(probe.joint_states) >= count + 3)
     with probe.lock:
         after = [positions_of(m, chain.joint_names) for m in probe.joint_states[count:]]
-    assert after and all(np.allclose(q, before) for q in after)
+    assert all(np.allclose(q, before) for q in after)
 
 
 def test_four_clients_calling_beside_a_target_stream_are_all_answered(harness, monkeypatch):
