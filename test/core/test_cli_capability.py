@@ -12,8 +12,10 @@ import pytest
 from ik_node.capability import load_map, reachable
 from ik_node.reachability import load_npz
 
+from reference_robots import SHARED_ROBOTS, skip_reason
+
 REPO = Path(__file__).resolve().parents[2]
-UR5E = REPO.parent / 'shared' / 'robots' / 'ur5e.urdf'
+UR5E = SHARED_ROBOTS / 'ur5e.urdf'
 SMALL = ('--urdf', str(UR5E), '--base', 'base_link', '--tip', 'tool0', '--voxel', '0.25',
          '--orientations', '4', '--workers', '1', '--no-progress')
 
@@ -34,7 +36,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess, *words: str) -> None:
 @pytest.fixture(scope='module')
 def built(tmp_path_factory):
     if not UR5E.is_file():
-        pytest.skip(f'reference robot {UR5E} is not present')
+        pytest.skip(skip_reason(UR5E))
     out = tmp_path_factory.mktemp('capability')
     proc = run('capability-map', *SMALL, '--out', str(out), '--json')
     assert proc.returncode == 0, proc.stderr
@@ -104,7 +106,7 @@ def test_base_placement_ranks_and_verifies(built, poses_file):
 ])
 def test_bad_arguments_are_one_line_errors(args, words, tmp_path):
     if not UR5E.is_file():
-        pytest.skip(f'reference robot {UR5E} is not present')
+        pytest.skip(skip_reason(UR5E))
     fixed = [str(tmp_path / a) if a == 'x' else a for a in args]
     assert_clean_error(run(*fixed), *words)
 
