@@ -113,12 +113,14 @@ def test_an_answer_is_not_commanded_and_the_stream_goes_on(harness):
 
 
 def test_four_clients_calling_beside_a_target_stream_are_all_answered(harness, monkeypatch):
-    # The stream's messages stay fresh (for an hour) and queued deep enough, so the machine's
-    # load cannot make the node skip one: what is tested is that the calls take none away.
+    # The stream's messages stay fresh (for an hour) and the node's queue holds all of them, so
+    # the machine's load cannot make the node skip one (a node that falls 50 messages behind
+    # skips to the newest): what is tested is that the calls take none away.
     from geometry_msgs.msg import PoseStamped
     from ik_node.ros.inputs import target_flow, target_subscriptions
     monkeypatch.setattr(target_flow, 'TARGET_FRESH_S', 3600.0)
     monkeypatch.setattr(target_flow, 'TARGET_MAX_WAIT_S', 3600.0)
+    monkeypatch.setattr(target_subscriptions, 'TARGET_QUEUE_DEPTH', 100_000)
     ik, probe = harness.start('arm6')
     probe.timeout = 120.0
     pub = probe.node.create_publisher(PoseStamped, f'/{probe.ik_name}/target_pose',
