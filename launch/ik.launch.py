@@ -25,7 +25,7 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.logging import get_logger
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
@@ -92,13 +92,13 @@ def _nodes(context):
     actions += [ik_node, RegisterEventHandler(OnProcessExit(target_action=ik_node,
                                                             on_exit=_stop_when_ik_node_fails))]
     if plan.rviz:
+        from ik_node.ros.rviz.views import rviz_config_of  # a view framing any robot's chain
         actions.append(Node(
             package='rviz2',
             executable='rviz2',
             namespace=namespace,
             output='screen',
-            arguments=['-d', PathJoinSubstitution([share, 'rviz', plan.rviz_config]),
-                       '-f', plan.fixed_frame],
+            arguments=['-d', str(rviz_config_of(share, plan)), '-f', plan.fixed_frame],
             remappings=list(plan.rviz_remappings),
         ))
     return actions
@@ -140,8 +140,8 @@ def generate_launch_description():
                     'without description_file, ik_node reads the robot_description topic)'))
     ld.add_action(DeclareLaunchArgument(
         'rviz', default_value='true', choices=BOOLEANS,
-        description='Start RViz with rviz/<robot>.rviz (a view framing the packaged robot) or '
-                    'rviz/ik.rviz'))
+        description='Start RViz with rviz/<robot>.rviz (a view framing the packaged robot), '
+                    "or rviz/ik.rviz with a view framing your robot's chain"))
     ld.add_action(DeclareLaunchArgument(
         'namespace', default_value='',
         description='Namespace of ik_node, robot_state_publisher and RViz, e.g. r1: '

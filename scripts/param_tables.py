@@ -28,7 +28,9 @@ refused with the reason and the old one stays in force). An integer is accepted 
 declared (`ros2 param set /ik_node damped_jacobian.timeout 1`). String values are stored in their
 canonical form: surrounding whitespace removed, and enum-like values (`solver`, `output`,
 `damped_jacobian.method`, ...) lower-cased; link names keep their case. Solver parameters go in a
-`<solver>:` block of the YAML (`<solver>.<param>` as a ROS parameter).
+`<solver>:` block of the YAML (`<solver>.<param>` as a ROS parameter). A planning group of the
+MoveIt services can have its own solver and solver parameters: `groups.<group>.solver`,
+`groups.<group>.<param>` (docs/services.md).
 
 Lists of names (`tip_links`, `command_joints`, `hold_joint_names`): each name is stripped; an
 empty name is refused with the parameter and its index (`command_joints has an empty name at

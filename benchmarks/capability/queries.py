@@ -2,11 +2,13 @@
 
     python -m benchmarks.capability.queries --map /tmp/ik_node_capability_bench/0.05
 
-Forward: ``--forward`` fresh poses (uniform in a 2 m cube, uniform orientations) in batches of
-the whole set, after the lookup is built; microseconds per pose. Base placement: ``--tasks``
-task poses reachable from a hidden base (drawn from the map's reached targets, the seed
-printed), a 2 m x 2 m floor grid at 5 cm and 10 degrees around it; the time of the ranking, the
-map's share of the top answer and the share real IK reaches from it.
+Forward: ``--forward`` fresh poses (uniform in a 2 m cube, uniform orientations) in one batch,
+after the lookup is built: microseconds per pose for the map alone (mixed cells uncertain) and,
+on the first ``--forward-ik`` of them, with IK deciding the mixed cells. Base placement:
+``--tasks`` task poses reachable from a hidden base (drawn from the map's reached targets, the
+seed printed), a 2 m x 2 m floor grid at 5 cm and 10 degrees around it; the time of the
+ranking, by the map alone and with the mixed cells of 20 candidates decided by IK, the share
+the top answer claims, the share in mixed cells, and the share real IK reaches from it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ import numpy as np
 
 from ik_node.capability import (CellLookup, Placement, PlacementGrid, base_placement, load_map,
                                 reachable, verify_placements)
-from ik_node.capability.decide import solver_for
+from ik_node.capability.decide import map_solver
 from ik_node.capability.query import task_in_base
-from ik_node.capability.spec import MapSpec
 from ik_node.solvers import kernels
 
 
@@ -31,6 +32,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--map', type=Path, required=True)
     p.add_argument('--forward', type=int, default=100_000)
+    p.add_argument('--forward-ik', type=int, default=5000)
     p.add_argument('--tasks', type=int, default=100)
     p.add_argument('--seed', type=int, default=None)
     args = p.parse_args()
@@ -42,9 +44,20 @@ def main() -> None:
     lookup = CellLookup(capability)
     poses = np.hstack([rng.uniform(-1, 1, (args.forward, 3)), rng.normal(size=(args.forward, 4))])
     reachable(capability, poses[:10], lookup)
-    start = time.perf_counter()
-    reachable(capability, poses, lookup)
+    start, cpu = time.perf_counter(), time.process_time()
+    alone = reachable(capability, poses, lookup)
     forward_us = 1e6 * (time.perf_counter() - start) / args.forward
+    forward_cpu = 1e6 * (time.process_time() - cpu) / args.forward
+    meta = capability.meta
+    solver, why = map_solver(meta)
+    if solver is None:
+        raise SystemExit(f'cannot verify: {why}')
+    some = poses[:args.forward_ik]
+    reachable(capability, some[:10], lookup, solver)
+    start, cpu = time.perf_counter(), time.process_time()
+    with_ik = reachable(capability, some, lookup, solver)
+    forward_ik_us = 1e6 * (time.perf_counter() - start) / len(some)
+    forward_ik_cpu = 1e6 * (time.process_time() - cpu) / len(some)
     rows, bins = np.nonzero(capability.reached)
     pick = rng.choice(len(rows), args.tasks, replace=False)
     local = np.hstack([capability.cells[rows[pick]] * capability.voxel_m,
@@ -56,24 +69,32 @@ def main() -> None:
     assert np.allclose(task_in_base(world, hidden)[:, :3], local[:, :3])
     grid = PlacementGrid((-0.7, 1.3, 0.05), (-1.2, 0.8, 0.05), math.radians(10.0))
     base_placement(capability, world[:2], grid, 1)  # load the compiled scan
-    start = time.perf_counter()
-    top = base_placement(capability, world, grid, 5)
+    start, cpu = time.perf_counter(), time.process_time()
+    alone_top = base_placement(capability, world, grid, 5)[0]
+    alone_s, alone_cpu = time.perf_counter() - start, time.process_time() - cpu
+    start, cpu = time.perf_counter(), time.process_time()
+    top = base_placement(capability, world, grid, 5, solver=solver)
     placement_s = time.perf_counter() - start
-    meta = capability.meta
-    urdf = Path(meta['urdf_path'])
-    spec = MapSpec(urdf.read_text(), meta['base_link'], meta['tip_link'], meta['voxel_m'],
-                   meta['directions'], meta['rolls'], meta['collisions'], meta['table_z'],
-                   meta['seed'], meta['attempts'], meta['descents'], urdf_path=str(urdf))
-    verified = verify_placements(solver_for(spec), world, top[:1])
+    placement_cpu = time.process_time() - cpu
+    verified = verify_placements(solver, world, [alone_top, top[0]], tool=capability.tool_offset)
     xs, ys, yaws = grid.axes()
-    print('| map | forward [us/pose] | base poses | task poses | placement [s] | top answer | '
-          'map share | IK share |')
-    print('|---|---|---|---|---|---|---|---|')
-    t = top[0]
-    print(f'| {meta["voxel_m"]:g} m x {capability.reached.shape[1]} | {forward_us:.2f} | '
-          f'{len(xs) * len(ys) * len(yaws):,} | {args.tasks} | {placement_s:.3f} | '
-          f'({t.x:.2f}, {t.y:.2f}, {math.degrees(t.yaw):.0f} deg) | {100 * t.share:.0f} % | '
-          f'{100 * verified[0]:.0f} % |')
+    print('| map | forward, map alone [us/pose wall / CPU] | uncertain | forward with IK '
+          '[us/pose wall / CPU] | by IK | base poses | task poses |')
+    print('|---' * 7 + '|')
+    print(f'| {meta["voxel_m"]:g} m x {capability.reached.shape[1]} | {forward_us:.2f} / '
+          f'{forward_cpu:.2f} | {100 * alone.uncertain.mean():.1f} % | {forward_ik_us:.1f} / '
+          f'{forward_ik_cpu:.1f} | {100 * with_ik.by_ik.mean():.1f} % | '
+          f'{len(xs) * len(ys) * len(yaws):,} | {args.tasks} |')
+    print('\n| base placement | time [s wall / CPU] | top answer | claimed share | in mixed cells '
+          '| IK share |')
+    print('|---' * 6 + '|')
+    for name, seconds, cpu, t, check in (
+            ('map alone', alone_s, alone_cpu, alone_top, verified[0]),
+            ('mixed cells of 20 candidates by IK', placement_s, placement_cpu, top[0],
+             verified[1])):
+        print(f'| {name} | {seconds:.3f} / {cpu:.3f} | ({t.x:.2f}, {t.y:.2f}, '
+              f'{math.degrees(t.yaw):.0f} deg) | {100 * t.share:.0f} % | {100 * t.mixed:.0f} % | '
+              f'{100 * check:.0f} % |')
 
 
 if __name__ == '__main__':

@@ -18,12 +18,16 @@ from geometry_msgs.msg import PoseStamped
 from moveit_msgs import srv
 from rclpy.executors import SingleThreadedExecutor
 
+from benchmarks.common.robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / 'shared'
+#: The reference robots (``IK_NODE_ROBOTS_DIR``, by default ``../shared/robots``).
+ROBOTS_DIR = SHARED_ROBOTS
 #: Where the benchmark's node processes write their logs (outside the checkout).
 LOGS = Path(tempfile.gettempdir())
 MOVEIT_PREFIX = SHARED / 'ros_prefix' / 'moveit_msgs'
-COLLISION_PREFIX = SHARED / 'robots' / 'collision_prefix'
+COLLISION_PREFIX = ROBOTS_DIR / 'collision_prefix'
 
 
 def process_env() -> dict:
@@ -151,3 +155,28 @@ def solution_of(response, names):
 
 def diag_value(status, key):
     return next((kv.value for kv in status.values if kv.key == key), '')
+
+
+def cpu_ticks():
+    """``(steal, idle, total)`` jiffies of all CPUs so far, from ``/proc/stat`` ((0, 0, 0)
+    where it cannot be read)."""
+    try:
+        with open('/proc/stat') as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0, 0
+    values += [0] * (8 - len(values))
+    # user nice system idle iowait irq softirq steal (guest, guest_nice: counted in user, nice)
+    return values[7], values[3] + values[4], sum(values[:8])
+
+
+def cpu_shares(before, after):
+    """``(steal, busy)`` between two :func:`cpu_ticks` readings [% of all CPUs' time]: the
+    hypervisor's steal, and the time the CPUs ran anything (this benchmark, its node, other
+    processes)."""
+    total = after[2] - before[2]
+    if total <= 0:
+        return float('nan'), float('nan')
+    steal = after[0] - before[0]
+    idle = after[1] - before[1]
+    return 100.0 * steal / total, 100.0 * (total - idle - steal) / total

@@ -1,20 +1,23 @@
 """ik_node's ``~/compute_ik`` called as MoveIt's srv_kinematics_plugin calls it, on the UR5e and
 the FR3 with their collision meshes; the stream beside four clients; Cartesian paths.
 
-    python -m benchmarks.services.moveit_client [--robots ur5e fr3] [--n 100] [--seed 1]
-        [--stream-s 5] [--lines 20] [--out benchmarks/results/services.md]
+    python -m benchmarks.services.moveit_client [--robots ur5e fr3] [--n 100] [--seed 47]
+        [--stream-s 30] [--lines 20] [--out benchmarks/results/services.md]
 
 Per robot, a node process (``damped_jacobian``, its defaults, collisions on) and a minimal rclpy
 ``GetPositionIK`` echo server in another process; the client is this process. Held-out targets
-(seeded): tips of random configurations that an independent check finds free of collisions
-(raw meshes, its own MoveIt-style table: ``benchmarks.collisions.bench.MeshCheck``), and
+(seeded): tips of random configurations whose raw meshes an independent check finds at least
+the node's ``collision_padding`` (5 mm) apart (its own MoveIt-style table:
+``benchmarks.collisions.bench.MeshCheck``), and
 poses beyond the reach (1.6 x the farthest sampled tip, random orientation). Reported:
 
 * answers: the share of free reachable targets answered SUCCESS; SUCCESS answers that miss the
   target (> 1e-4 m or 1e-3 rad by FK), leave the limits or collide by the independent check;
   the codes of the out-of-reach poses;
 * round trip (request sent to response received), node and echo interleaved call by call, and
-  the median solve of the same requests in this process (the services' own GroupSolvers);
+  the median solve of the same requests in this process (the services' own GroupSolvers) and
+  of the services' whole handler (message in, answer out, no DDS) on them; the
+  hypervisor's steal and the CPUs' busy share (``/proc/stat``) over those calls;
 * a 20 ms timeout on tips of configurations in self-collision (their answers collide, so the
   solve retries until its budget ends): round trip less the echo's median;
 * on the UR5e: a 1 kHz target stream while 4 threads call ``~/compute_ik`` 100 times a second
@@ -38,7 +41,7 @@ import numpy as np
 
 from benchmarks.collisions.bench import MeshCheck
 from benchmarks.services import graph
-from benchmarks.services.paths import cartesian_lines
+from benchmarks.services.paths import PADDING_M, cartesian_lines
 from ik_node import Chain
 from ik_node.config.node_config import config_from_flat
 from ik_node.services.group_solvers import GroupSolvers
@@ -49,16 +52,18 @@ ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp')}
 
 def params_of(robot):
     base, tip = ROBOTS[robot]
-    return {'urdf_file': str(graph.SHARED / 'robots' / f'{robot}.urdf'), 'base_link': base,
+    return {'urdf_file': str(graph.ROBOTS_DIR / f'{robot}.urdf'), 'base_link': base,
             'tip_link': tip, 'solver': 'damped_jacobian', 'reachability_samples': 0}
 
 
 def free_targets(chain, check, n, rng):
+    """Tips of random configurations whose raw meshes keep ``PADDING_M`` apart (the node's
+    ``collision_padding``): free as the node defines free."""
     lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
     out = []
     while len(out) < n:
         q = rng.uniform(lower, upper)
-        if not check.colliding(q):
+        if not check.closer_than(q, PADDING_M):
             out.append(chain.fk(q))
     return out
 
@@ -95,7 +100,7 @@ def percentile(values, p):
 
 def measure_robot(robot, args, rng, lines):
     base, tip = ROBOTS[robot]
-    chain = Chain.from_urdf_file(graph.SHARED / 'robots' / f'{robot}.urdf', base, tip)
+    chain = Chain.from_urdf_file(graph.ROBOTS_DIR / f'{robot}.urdf', base, tip)
     name = f'bench_{robot}_{args.seed}'
     node = graph.start_node(name, params_of(robot), graph.LOGS / f'bench_{robot}.log')
     echo = graph.start_echo(f'/{name}_echo/compute_ik')
@@ -112,6 +117,7 @@ def measure_robot(robot, args, rng, lines):
                     timeout=120)
         r = {'success': 0, 'miss': 0, 'limits': 0, 'collide': 0, 'rt': [], 'echo': [],
              'codes': {}, 'far_codes': {}, 'timeout_rt': []}
+        ticks = graph.cpu_ticks()
         for T in targets:
             request = graph.plugin_request('', chain.joint_names, seed, base, tip, T)
             r['echo'].append(client.call(echo_client, request)[1])
@@ -128,6 +134,7 @@ def measure_robot(robot, args, rng, lines):
             r['miss'] += np.linalg.norm(T_q[:3, 3] - T[:3, 3]) > 1e-4 or angle > 1e-3
             r['limits'] += not chain.within_limits(q)
             r['collide'] += bool(check.colliding(q))
+        r['steal'], r['busy'] = graph.cpu_shares(ticks, graph.cpu_ticks())
         echo_median = float(np.median(r['echo']))
         for T in far:
             request = graph.plugin_request('', chain.joint_names, seed, base, tip, T)
@@ -140,7 +147,7 @@ def measure_robot(robot, args, rng, lines):
             r['timeout_rt'].append(rt - echo_median)
             code = response.error_code.val
             r['timeout_codes'][code] = r['timeout_codes'].get(code, 0) + 1
-        r['solve'] = in_process_solves(robot, chain, targets, seed)
+        r['solve'], r['handler'] = in_process_solves(robot, chain, targets, seed)
         if robot == 'ur5e':
             r['stream_alone'] = stream_beside_clients(client, name, chain, targets, seed, args,
                                                       callers=0)
@@ -153,20 +160,53 @@ def measure_robot(robot, args, rng, lines):
         graph.stop(node)
 
 
+class _Host:
+    """What ``ComputeIk`` asks of the services' process: the solvers, no measured state, no
+    TF, no diagnostics (timed apart from DDS)."""
+
+    measured = None
+
+    def __init__(self, solvers):
+        self._solvers = solvers
+
+    def solvers(self):
+        return self._solvers
+
+    def lookup(self, base_link):
+        return None
+
+    def report(self, *args, **kwargs):
+        pass
+
+    def warn(self, text):
+        pass
+
+
 def in_process_solves(robot, chain, targets, seed):
-    """Wall time [s] of each request's solve by the services' own GroupSolvers, here."""
+    """Wall times [s] of each request's solve by the services' own GroupSolvers here, and of
+    the services' whole ``~/compute_ik`` handler (message in, message out) on the same
+    requests."""
+    from ik_node.ros.services.compute_ik import ComputeIk
     config = config_from_flat(params_of(robot))
     solvers = GroupSolvers(config, config.collision)
-    times = []
+    solvers.near_seeds(solvers.chain(solvers.group('')))  # as the services' warm-up does
+    handler = ComputeIk(_Host(solvers))
+    times, handled = [], []
     for k, T in enumerate(targets):
         from benchmarks.services.graph import quat_xyzw
         request = IkRequest('', dict(zip(chain.joint_names, seed)), (
             PoseGoal('', '', (0, 0), T[:3, 3], np.array(quat_xyzw(T[:3, :3]))),), 0.0, True)
+        message = graph.plugin_request('', chain.joint_names, seed, chain.base_link,
+                                       chain.tip_link, T)
+        response = graph.srv.GetPositionIK.Response()
         start = time.perf_counter()
         solvers.solve(request)
+        middle = time.perf_counter()
+        handler(message, response)
         if k:  # the first builds the solvers
-            times.append(time.perf_counter() - start)
-    return times
+            times.append(middle - start)
+            handled.append(time.perf_counter() - middle)
+    return times, handled
 
 
 def stream_beside_clients(client, name, chain, targets, seed, args, callers=4):
@@ -189,8 +229,12 @@ def stream_beside_clients(client, name, chain, targets, seed, args, callers=4):
             i += 4
             with lock:
                 calls['sent'] += 1
-            client.call(ik, graph.plugin_request('', chain.joint_names, seed, chain.base_link,
-                                                 chain.tip_link, T))
+            try:
+                client.call(ik, graph.plugin_request('', chain.joint_names, seed,
+                                                     chain.base_link, chain.tip_link, T),
+                            timeout=10.0)
+            except RuntimeError:  # not answered within 10 s: counted as unanswered
+                continue
             with lock:
                 calls['answered'] += 1
             next_at += period
@@ -198,6 +242,7 @@ def stream_beside_clients(client, name, chain, targets, seed, args, callers=4):
     threads = [threading.Thread(target=caller, args=(k,)) for k in range(callers)]
     for t in threads:
         t.start()
+    ticks = graph.cpu_ticks()
     sent, start = 0, time.perf_counter()
     msg = PoseStamped()
     msg.header.frame_id = chain.base_link
@@ -209,6 +254,7 @@ def stream_beside_clients(client, name, chain, targets, seed, args, callers=4):
         sent += 1
         time.sleep(max(0.0, start + sent * 0.001 - time.perf_counter()))
     elapsed = time.perf_counter() - start
+    steal, busy = graph.cpu_shares(ticks, graph.cpu_ticks())
     stop.set()
     for t in threads:
         t.join(60)
@@ -220,7 +266,8 @@ def stream_beside_clients(client, name, chain, targets, seed, args, callers=4):
                                     for s in statuses[:first]), default=0)
     return {'targets_sent': sent, 'targets_solved': solved - before, 'skipped': skipped,
             'stream_hz': sent / elapsed, 'calls_sent': calls['sent'],
-            'calls_answered': calls['answered'], 'call_hz': calls['sent'] / elapsed}
+            'calls_answered': calls['answered'], 'call_hz': calls['sent'] / elapsed,
+            'steal': steal, 'busy': busy}
 
 
 def report(results, args) -> str:
@@ -231,16 +278,19 @@ def report(results, args) -> str:
              f'--n {args.n} --seed {args.seed} --stream-s {args.stream_s} --lines {args.lines}`'
              f' at {commit}; {platform.python_version()}, {platform.machine()}.', '',
              '| robot | free reachable | SUCCESS | SUCCESS missing / out of limits / colliding '
-             '| out of reach: codes | rt median node / echo / solve here [ms] | rt p99 node '
-             '[ms] | 20 ms timeout: rt - echo median, median / max [ms] |',
-             '|---|---|---|---|---|---|---|---|']
+             '| out of reach: codes | rt median node / echo / solve here / handler here [ms] '
+             '| rt p99 node [ms] | steal / CPUs busy during the rt calls [%] '
+             '| 20 ms timeout: rt - echo median, median / max [ms] |',
+             '|---|---|---|---|---|---|---|---|---|']
     for robot, r in results.items():
         far = ', '.join(f'{code}: {count}' for code, count in sorted(r['far_codes'].items()))
         lines.append(
             f'| {robot} | {args.n} | {r["success"]} ({100 * r["success"] / args.n:.1f} %) | '
             f'{r["miss"]} / {r["limits"]} / {r["collide"]} | {far} | '
             f'{percentile(r["rt"], 50):.2f} / {percentile(r["echo"], 50):.2f} / '
-            f'{percentile(r["solve"], 50):.2f} | {percentile(r["rt"], 99):.2f} | '
+            f'{percentile(r["solve"], 50):.2f} / {percentile(r["handler"], 50):.2f} | '
+            f'{percentile(r["rt"], 99):.2f} | '
+            f'{r["steal"]:.2f} / {r["busy"]:.0f} | '
             f'{percentile(r["timeout_rt"], 50):.2f} / {percentile(r["timeout_rt"], 100):.2f} |')
     for robot, r in results.items():
         other = {c: n for c, n in r['codes'].items() if c != 1}
@@ -257,7 +307,8 @@ def report(results, args) -> str:
                       f'{s["targets_sent"]} targets sent ({s["stream_hz"]:.0f} Hz), '
                       f'{s["targets_solved"]} solved, skipped_targets {s["skipped"]}; '
                       f'{s["calls_sent"]} calls sent ({s["call_hz"]:.0f} Hz in all), '
-                      f'{s["calls_answered"]} answered.']
+                      f'{s["calls_answered"]} answered; steal {s["steal"]:.2f} %, CPUs busy '
+                      f'{s["busy"]:.0f} %.']
         if 'paths' in r:
             p = r['paths']
             lines += ['', f'Cartesian lines ({robot}, {len(p["diff"])} lines of 0.3 m, max_step '
@@ -273,12 +324,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
     p.add_argument('--n', type=int, default=100)
-    p.add_argument('--seed', type=int, default=1)
-    p.add_argument('--stream-s', type=float, default=5.0)
+    p.add_argument('--seed', type=int, default=47)
+    p.add_argument('--stream-s', type=float, default=30.0)
     p.add_argument('--lines', type=int, default=20)
     p.add_argument('--table-samples', type=int, default=300)
     p.add_argument('--out', default='')
     args = p.parse_args()
+    print(f'seed {args.seed}', flush=True)
     rng = np.random.default_rng(args.seed)
     results = {robot: measure_robot(robot, args, rng, args.lines) for robot in args.robots}
     text = report(results, args)

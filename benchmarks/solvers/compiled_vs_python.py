@@ -37,7 +37,7 @@ import yaml
 from ik_node import Chain, make_solver
 from ik_node.solvers import kernels
 from ik_node.solvers.damped_jacobian import compiled
-from ik_node.solvers.hip_knee import compiled as compiled_legs
+from ik_node.solvers.hip_knee import compiled_legs
 
 from benchmarks.common.robots import SHARED_ROBOTS
 

@@ -11,13 +11,16 @@ No ROS here.
 from ik_node.capability.build import build_map
 from ik_node.capability.orientations import OrientationSet, orientation_bins, orientation_set
 from ik_node.capability.progress import Progress
-from ik_node.capability.query import (CellLookup, Placement, PlacementGrid, PlacementScan,
+from ik_node.capability.query import (REACHABLE, UNCERTAIN, UNREACHABLE, CellLookup, Placement,
+                                      PlacementGrid, PlacementScan, QueryIk, Verdicts,
                                       base_placement, check_poses, placement_scan, reachable,
                                       verify_placements)
 from ik_node.capability.spec import MapSpec
 from ik_node.capability.storage import CapabilityMap, load_map, merge, save_map
+from ik_node.capability.tool import tool_offset
 
-__all__ = ['CapabilityMap', 'CellLookup', 'MapSpec', 'OrientationSet', 'Placement',
-           'PlacementGrid', 'PlacementScan', 'Progress', 'base_placement', 'build_map',
-           'check_poses', 'load_map', 'merge', 'orientation_bins', 'orientation_set',
-           'placement_scan', 'reachable', 'save_map', 'verify_placements']
+__all__ = ['REACHABLE', 'UNCERTAIN', 'UNREACHABLE', 'CapabilityMap', 'CellLookup', 'MapSpec',
+           'OrientationSet', 'Placement', 'PlacementGrid', 'PlacementScan', 'Progress',
+           'QueryIk', 'Verdicts', 'base_placement', 'build_map', 'check_poses', 'load_map',
+           'merge', 'orientation_bins', 'orientation_set', 'placement_scan', 'reachable',
+           'save_map', 'tool_offset', 'verify_placements']

@@ -14,13 +14,14 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ik_node.capability.orientations import OrientationSet, orientation_set
 from ik_node.capability.spec import (MapSpec, column_starts, grid_cells, reach_sphere,
                                      shard_bounds)
+from ik_node.capability.tool import offset_length, tip_targets
 
 _cache: Dict[str, Tuple[object, np.ndarray, OrientationSet]] = {}
 _lock = threading.Lock()
@@ -54,9 +55,80 @@ def _prepared(spec: MapSpec):
                 solver.configure_collision(ground_z=spec.table_z)
             orientations = orientation_set(spec.directions, spec.rolls)
             centre, radius = reach_sphere(chain)
+            radius += offset_length(spec.tool_offset)
             cells = grid_cells(centre, radius, spec.voxel_m, len(orientations))
-            _cache[key] = (solver, cells, orientations)
+            _cache[key] = (solver, cells, orientations, wrist_sphere(chain, spec.urdf_text))
         return _cache[key]
+
+
+class WristSphere(NamedTuple):
+    """A proven bound on pose targets from the chain's wrist.
+
+    The origin of the second-last joint's child link (on that joint's axis: it does not move
+    with that joint) stays within ``radius`` of ``centre``, the bound of the chain up to that
+    link. In the tip frame it lies on a circle about the last joint's axis: centre ``point``,
+    the axis ``axis`` (unit), radius ``circle`` (every angle of the last joint taken, its limits
+    not: a looser bound).
+    """
+
+    centre: np.ndarray
+    radius: float
+    point: np.ndarray
+    axis: np.ndarray
+    circle: float
+
+
+def wrist_sphere(chain, urdf_text: str) -> Optional[WristSphere]:
+    """The :class:`WristSphere` of a chain, or None (a prismatic joint at the wrist, fewer
+    than three joints, a chain not read from a URDF)."""
+    from ik_node.model.chain import Chain
+    if chain.n < 3 or any(j.type == 'prismatic' for j in chain.joints[-2:]):
+        return None
+    last, wrist = chain.joints[-1], chain.joints[-2]
+    try:
+        arm = Chain.from_urdf_string(urdf_text, chain.base_link, wrist.child_link)
+        q = chain.mid_configuration()
+        tip_inv = np.linalg.inv(chain.fk(q))
+        last_frame = tip_inv @ chain.link_transform(last.child_link, q)
+        wrist_point = (tip_inv @ chain.link_transform(wrist.child_link, q))[:3, 3]
+    except Exception:  # the bound is an optimisation: without it every target gets IK
+        return None
+    axis = last_frame[:3, :3] @ np.asarray(last.axis, float)
+    axis /= np.linalg.norm(axis)
+    along = float((wrist_point - last_frame[:3, 3]) @ axis)
+    point = last_frame[:3, 3] + along * axis
+    centre, radius = reach_sphere(arm)
+    return WristSphere(centre, radius, point, axis, float(np.linalg.norm(wrist_point - point)))
+
+
+def wrist_of(solver) -> Optional[WristSphere]:
+    """The :class:`WristSphere` of a solver made by :func:`solver_for` (None for another)."""
+    with _lock:
+        for entry in _cache.values():
+            if entry[0] is solver:
+                return entry[3]
+    return None
+
+
+def beyond_wrist_reach(solver, wrist: Optional[WristSphere], positions: np.ndarray,
+                       quats: np.ndarray, tool: Sequence[float] = ()) -> np.ndarray:
+    """(N,) bool: the pose targets (the tool's, with ``tool``) proven out of reach: every
+    place their wrist point may take is beyond the wrist's reach by more than the solver's
+    tolerances allow."""
+    if wrist is None:
+        return np.zeros(len(positions), bool)
+    from ik_node.capability.orientations import rotations_from_quats
+    p_tip, q_tip = tip_targets(positions, quats, tool)
+    R = rotations_from_quats(q_tip)
+    w = wrist.centre - (p_tip + R @ wrist.point)
+    axis = R @ wrist.axis
+    along = np.sum(w * axis, axis=1)
+    across = np.linalg.norm(w - along[:, None] * axis, axis=1)
+    nearest = np.sqrt(along ** 2 + (across - wrist.circle) ** 2)
+    arm = float(np.linalg.norm(wrist.point)) + wrist.circle
+    margin = solver.params['position_tolerance'] + \
+        solver.params['orientation_tolerance'] * arm + 1e-9
+    return nearest > wrist.radius + margin
 
 
 def attempt_seeds(spec: MapSpec, chain) -> np.ndarray:
@@ -79,7 +151,7 @@ def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
     reached in the same cell, else from the first of the spec's random configurations; the
     others from the spec's random configurations. So a verdict depends on its column only: not
     on the shards' size nor on how many workers build the map."""
-    solver, cells, orientations = _prepared(spec)
+    solver, cells, orientations, wrist = _prepared(spec)
     bounds = shard_bounds(cells, spec.shard_cells)
     rows = cells[bounds[index]:bounds[index + 1]]
     starts = column_starts(cells)[bounds[index]:bounds[index + 1]]
@@ -94,14 +166,20 @@ def decide_shard(spec: MapSpec, index: int) -> np.ndarray:
         if starts[c]:
             first = mid
         positions = np.ascontiguousarray(np.broadcast_to(np.array(cell) * spec.voxel_m, (K, 3)))
-        ok, joints = decide_targets(solver, positions, quats, [first], spec.descents)
-        pending = np.flatnonzero(~ok)
+        hopeless = beyond_wrist_reach(solver, wrist, positions, quats, spec.tool_offset)
+        ok, joints = np.zeros(K, bool), np.zeros((K, n))
+        if not hopeless.all():
+            ask = np.flatnonzero(~hopeless)
+            ok[ask], joints[ask] = decide_targets(solver, positions[ask], quats[ask],
+                                                  [first[ask]], spec.descents, spec.tool_offset)
+        pending = np.flatnonzero(~ok & ~hopeless)
         if len(pending) and spec.attempts > 1:
             near_ok = ok[nearest[pending]]  # (P, K - 1): the nearest orientations reached?
             sibling = nearest[pending, np.argmax(near_ok, axis=1)]
             second = np.where(near_ok.any(axis=1)[:, None], joints[sibling], seeds[1])
             more, more_joints = decide_targets(solver, positions[pending], quats[pending],
-                                               [second, *seeds[2:]], spec.descents)
+                                               [second, *seeds[2:]], spec.descents,
+                                               spec.tool_offset)
             ok[pending], joints[pending] = more, more_joints
         reached[c] = ok
         first = np.where(ok[:, None], joints, seeds[0])
@@ -117,16 +195,18 @@ def _nearest_orientations(orientations: OrientationSet) -> np.ndarray:
 
 
 def decide_targets(solver, positions: np.ndarray, quats: np.ndarray, seeds,
-                   descents: int) -> Tuple[np.ndarray, np.ndarray]:
+                   descents: int, tool: Sequence[float] = ()) -> Tuple[np.ndarray, np.ndarray]:
     """Each pose target decided by IK: reached (within tolerance, and free where ``solver``
     checks collisions) from one of ``seeds`` in turn (each an (n,) start for every target or an
     (N, n) start per target), each attempt cut off after ``descents`` stuck descents. Without
-    the compiled kernels, ``solver.solve`` decides each attempt.
+    the compiled kernels, ``solver.solve`` decides each attempt. With a ``tool`` offset
+    (:mod:`.tool`) the targets are the tool's poses: IK reaches the tip poses that put it there.
 
     Returns:
         ``(reached (N,) bool, joints (N, n))``: the answers of reached targets (else zeros).
     """
     from ik_node.solvers.batch import compiled
+    positions, quats = tip_targets(positions, quats, tool)
     count, n = len(positions), solver.chain.n
     reached = np.zeros(count, bool)
     answers = np.zeros((count, n))
@@ -167,3 +247,17 @@ def shard_task(spec: MapSpec, index: int) -> ShardAnswer:
     start = time.perf_counter()
     reached = decide_shard(spec, index)
     return index, np.packbits(reached, axis=1), reached.shape[1], time.perf_counter() - start
+
+
+def map_solver(meta) -> Tuple[object, str]:
+    """``(solver, '')``: the solver of the map with ``meta`` (its chain, collision world) when
+    the robot description it was built from is found unchanged (its sha256 is in the map), else
+    ``(None, why not)``."""
+    from ik_node.capability.spec import spec_of_map
+    path = Path(meta.get('urdf_path') or '')
+    if not meta.get('urdf_path') or not path.is_file():
+        return None, 'the robot description the map was built from is not found'
+    spec = spec_of_map(meta, path.read_text(), str(path))
+    if spec.description_hash != meta['description_sha256']:
+        return None, f'{path} changed since the map was built'
+    return solver_for(spec), ''

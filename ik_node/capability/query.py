@@ -1,24 +1,25 @@
 """Questions a capability map answers: is this pose reachable (forward, in batches), and where
 may the base stand so that these task poses are (inverse: base placement).
 
-Forward: a pose's verdict is that of its cell (the voxel holding its position) and its
-orientation bin (:func:`~ik_node.capability.orientations.orientation_bins`); a position outside
-the map's cells is beyond the proven reach. Base placement: every base pose of a floor grid
-(x, y, yaw; the base at a fixed height) takes the task poses into its frame and counts the share
-the map calls reachable; the best are ranked, and :func:`verify_placements` checks the top ones
-by real IK of every task pose.
+Forward: a pose's cell is the voxel holding its position and its orientation bin
+(:func:`~ik_node.capability.orientations.orientation_bins`). A uniform cell (:mod:`.uniform`)
+answers for the pose; a mixed one is decided by IK at query time (or is uncertain); a position
+outside the map's cells is beyond the proven reach. Base placement: every base pose of a floor
+grid (x, y, yaw; the base at a fixed height) takes the task poses into its frame and counts the
+share in uniformly reachable cells (what it claims) and in mixed ones; the best are ranked, and
+:func:`verify_placements` checks the top ones by real IK of every task pose.
 """
 
 from __future__ import annotations
 
 import math
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 import ik_node.capability.compiled_placement as compiled_placement
 from ik_node.capability.orientations import orientation_bins, rotations_from_quats
-from ik_node.capability.storage import CapabilityMap
+from ik_node.capability.storage import ALL, MIXED, NONE, CapabilityMap
 from ik_node.errors import ConfigError, TargetError
 
 #: Most base poses a placement grid may have.
@@ -68,17 +69,98 @@ def check_poses(poses) -> np.ndarray:
     return poses
 
 
-def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = None
-              ) -> np.ndarray:
-    """(N,) bool: the map's verdict on each pose ``x y z qx qy qz qw`` (base frame)."""
+class QueryIk(NamedTuple):
+    """How a forward query decides a pose of a mixed cell by IK: from the mid configuration,
+    then ``attempts - 1`` random ones (drawn from ``seed``), each cut off after ``descents``
+    stuck descents."""
+
+    attempts: int = 8
+    descents: int = 4
+    seed: int = 0
+
+
+class Verdicts(NamedTuple):
+    """The forward answer per pose.
+
+    Attributes:
+        verdict: (N,) int8: :data:`REACHABLE`, :data:`UNREACHABLE` or :data:`UNCERTAIN` (a mixed
+            cell and no solver to decide it).
+        by_ik: (N,) bool: the pose's cell is mixed and it was decided at query time: by IK,
+            or out of reach by the wrist's proven bound
+            (:func:`~ik_node.capability.decide.beyond_wrist_reach`).
+        joints: (N, n) the IK answer of each pose decided reachable by IK (NaN elsewhere), or
+            None where no IK ran.
+    """
+
+    verdict: np.ndarray
+    by_ik: np.ndarray
+    joints: Optional[np.ndarray] = None
+
+    @property
+    def reachable(self) -> np.ndarray:
+        """(N,) bool: reachable."""
+        return self.verdict == REACHABLE
+
+    @property
+    def uncertain(self) -> np.ndarray:
+        """(N,) bool: neither verdict (a mixed cell, not decided by IK)."""
+        return self.verdict == UNCERTAIN
+
+
+REACHABLE, UNREACHABLE, UNCERTAIN = 1, 0, -1
+
+
+def reachable(capability: CapabilityMap, poses, lookup: Optional[CellLookup] = None,
+              solver=None, ik: Optional[QueryIk] = None) -> Verdicts:
+    """The verdict on each pose ``x y z qx qy qz qw`` (the tool's, in the base frame).
+
+    A pose in a uniform cell gets the cell's verdict; a position beyond the map's cells is
+    beyond the proven reach; a pose in a mixed cell is decided by IK with ``solver`` (the map's
+    chain and collision world: :func:`ik_node.capability.decide.solver_for`; ``ik`` says how
+    hard it tries) unless the wrist's bound proves it out of reach, or is :data:`UNCERTAIN`
+    without a solver.
+    """
     poses = check_poses(poses)
     lookup = lookup or CellLookup(capability)
     rows = lookup.rows_of(poses[:, :3])
     bins = orientation_bins(capability.orientations, rotations_from_quats(poses[:, 3:]))
-    verdict = np.zeros(len(poses), bool)
-    inside = rows >= 0
+    verdict = np.full(len(poses), UNREACHABLE, np.int8)
+    mixed = np.zeros(len(poses), bool)
+    inside = np.flatnonzero(rows >= 0)
     verdict[inside] = capability.reached[rows[inside], bins[inside]]
-    return verdict
+    mixed[inside] = capability.mixed[rows[inside], bins[inside]]
+    if not mixed.any():
+        return Verdicts(verdict, mixed)
+    if solver is None:
+        verdict[mixed] = UNCERTAIN
+        return Verdicts(verdict, np.zeros(len(poses), bool))
+    from ik_node.capability.decide import beyond_wrist_reach, decide_targets, wrist_of
+    ik = ik or QueryIk()
+    ask = np.flatnonzero(mixed)
+    positions = np.ascontiguousarray(poses[ask, :3])
+    quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
+    # Proven out of reach (the wrist's bound): no IK needed.
+    ask = ask[~beyond_wrist_reach(solver, wrist_of(solver), positions, quats,
+                                  capability.tool_offset)]
+    quats = poses[ask, 3:] / np.linalg.norm(poses[ask, 3:], axis=1, keepdims=True)
+    verdict[mixed] = UNREACHABLE
+    joints = np.full((len(poses), solver.chain.n), np.nan)
+    if len(ask):
+        found, answers = decide_targets(
+            solver, np.ascontiguousarray(poses[ask, :3]), np.ascontiguousarray(quats),
+            query_seeds(solver.chain, ik), ik.descents, capability.tool_offset)
+        verdict[ask] = np.where(found, REACHABLE, UNREACHABLE)
+        joints[ask[found]] = answers[found]
+    return Verdicts(verdict, mixed, joints)
+
+
+def query_seeds(chain, ik: QueryIk) -> np.ndarray:
+    """(attempts, n) the start configurations of query-time IK: mid, then random ones."""
+    rng = np.random.default_rng(ik.seed)
+    low = np.where(np.isfinite(chain.lower), chain.lower, -np.pi)
+    high = np.where(np.isfinite(chain.upper), chain.upper, np.pi)
+    return np.vstack([chain.mid_configuration()[None, :],
+                      rng.uniform(low, high, size=(max(ik.attempts, 1) - 1, chain.n))])
 
 
 class PlacementGrid(NamedTuple):
@@ -113,38 +195,54 @@ class PlacementGrid(NamedTuple):
 
 
 class Placement(NamedTuple):
-    """One base pose and the share of task poses the map says it reaches."""
+    """One base pose: the share of task poses in uniformly reachable cells of the map (what
+    it claims), and the share in mixed cells (reachable or not)."""
 
     x: float
     y: float
     yaw: float
     share: float
+    mixed: float = 0.0
 
 
 class PlacementScan(NamedTuple):
-    """Every base pose of a grid and its share: ``shares[t, i, j]`` for the base at
-    ``(xs[i], ys[j])`` turned by ``yaws[t]``."""
+    """Every base pose of a grid and its shares: ``shares[t, i, j]`` (task poses in uniformly
+    reachable cells) and ``mixed[t, i, j]`` (in mixed cells) for the base at ``(xs[i], ys[j])``
+    turned by ``yaws[t]``."""
 
     xs: np.ndarray
     ys: np.ndarray
     yaws: np.ndarray
     shares: np.ndarray
+    mixed: np.ndarray
 
     def best(self, top: int) -> List[Placement]:
-        """The ``top`` base poses, highest share first (ties: the grid's order)."""
-        flat = self.shares.ravel()
-        order = np.argsort(-flat, kind='stable')[:top]
+        """The ``top`` base poses, highest share first, then the most in mixed cells (ties:
+        the grid's order)."""
+        flat, mixed = self.shares.ravel(), self.mixed.ravel()
+        order = np.lexsort((np.arange(len(flat)), -mixed, -flat))[:top]
+        return self._placements(order)
+
+    def most_possible(self, top: int) -> List[Placement]:
+        """The ``top`` base poses with the most task poses possibly reachable (in uniformly
+        reachable or mixed cells), then the most uniformly reachable."""
+        flat, mixed = self.shares.ravel(), self.mixed.ravel()
+        order = np.lexsort((np.arange(len(flat)), -flat, -(flat + mixed)))[:top]
+        return self._placements(order)
+
+    def _placements(self, order: np.ndarray) -> List[Placement]:
+        flat, mixed = self.shares.ravel(), self.mixed.ravel()
         t, i, j = np.unravel_index(order, self.shares.shape)
         return [Placement(float(self.xs[a]), float(self.ys[b]), float(self.yaws[c]),
-                          float(flat[k]))
+                          float(flat[k]), float(mixed[k]))
                 for a, b, c, k in zip(i.tolist(), j.tolist(), t.tolist(), order.tolist())]
 
 
 def placement_scan(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
                    compiled: bool = True) -> PlacementScan:
-    """The share of ``poses`` (``x y z qx qy qz qw`` in the floor's frame) the map calls
-    reachable from every base pose of ``grid``. ``compiled``: the scan in one numba call where
-    numba serves (False: numpy)."""
+    """The share of ``poses`` (``x y z qx qy qz qw`` in the floor's frame) in uniformly
+    reachable cells of the map, and the share in mixed cells, from every base pose of ``grid``.
+    ``compiled``: the scan in one numba call where numba serves (False: numpy)."""
     poses = check_poses(poses)
     grid = grid or PlacementGrid()
     xs, ys, yaws = grid.axes()
@@ -153,14 +251,14 @@ def placement_scan(capability: CapabilityMap, poses, grid: Optional[PlacementGri
     orientations = capability.orientations
     X, Y = np.meshgrid(xs, ys, indexing='ij')
     bases = np.stack([X.ravel(), Y.ravel()], axis=1)  # (B, 2)
-    verdicts = np.ascontiguousarray(capability.reached).ravel()
+    verdicts = np.ascontiguousarray(capability.verdicts).ravel()
     width = capability.reached.shape[1]
     bins = np.empty((len(yaws), len(poses)), np.int64)
     for t, yaw in enumerate(yaws.tolist()):
         c, s = math.cos(yaw), math.sin(yaw)
         Rz_T = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
         bins[t] = orientation_bins(orientations, Rz_T @ R_world)
-    shares = np.empty((len(yaws), len(bases)))
+    shares = np.empty((2, len(yaws), len(bases)))
     kernel = compiled_placement.kernel() if compiled else None
     if kernel is not None:
         kernel((lookup.rows.ravel(), lookup.low, lookup.shape, 1.0 / lookup.voxel_m),
@@ -174,16 +272,37 @@ def placement_scan(capability: CapabilityMap, poses, grid: Optional[PlacementGri
             local = np.stack([c * dx + s * dy, c * dy - s * dx,
                               np.broadcast_to(poses[None, :, 2] - grid.z, dx.shape)], axis=-1)
             rows = lookup.rows_of(local)  # (B, J)
-            hit = (rows >= 0) & verdicts[np.maximum(rows, 0) * width + bins[t]]
-            shares[t] = hit.mean(axis=1)
-    return PlacementScan(xs, ys, yaws, shares.reshape(len(yaws), len(xs), len(ys)))
+            cell = np.where(rows >= 0, verdicts[np.maximum(rows, 0) * width + bins[t]], NONE)
+            shares[0, t] = (cell == ALL).mean(axis=1) if len(poses) else 0.0
+            shares[1, t] = (cell == MIXED).mean(axis=1) if len(poses) else 0.0
+    shape = (len(yaws), len(xs), len(ys))
+    return PlacementScan(xs, ys, yaws, shares[0].reshape(shape), shares[1].reshape(shape))
+
+
+#: Base poses whose mixed task poses :func:`base_placement` decides by IK (at least ``top``).
+CANDIDATES = 20
 
 
 def base_placement(capability: CapabilityMap, poses, grid: Optional[PlacementGrid] = None,
-                   top: int = 10, compiled: bool = True) -> List[Placement]:
+                   top: int = 10, compiled: bool = True, solver=None) -> List[Placement]:
     """The ``top`` base poses of ``grid`` ranked by the share of ``poses`` (``x y z qx qy qz
-    qw`` in the floor's frame) that the map calls reachable (:func:`placement_scan`)."""
-    return placement_scan(capability, poses, grid, compiled).best(top)
+    qw`` in the floor's frame) in uniformly reachable cells of the map, then by the share in
+    mixed cells (:func:`placement_scan`). With ``solver`` (the map's:
+    :func:`ik_node.capability.decide.map_solver`), the :data:`CANDIDATES` base poses with the
+    most task poses possibly reachable have their task poses in mixed cells decided by IK, as a
+    forward query does (:func:`reachable`), and are ranked by the share then reachable."""
+    scan = placement_scan(capability, poses, grid, compiled)
+    if solver is None:
+        return scan.best(top)
+    poses = check_poses(poses)
+    z = (grid or PlacementGrid()).z
+    lookup = CellLookup(capability)
+    decided = []
+    for p in scan.most_possible(max(top, CANDIDATES)):
+        answer = reachable(capability, task_in_base(poses, p, z), lookup, solver)
+        decided.append(p._replace(share=float(answer.reachable.mean()), mixed=0.0))
+    order = sorted(range(len(decided)), key=lambda k: (-decided[k].share, k))
+    return [decided[k] for k in order[:top]]
 
 
 def task_in_base(poses: np.ndarray, placement: Placement, z: float = 0.0) -> np.ndarray:
@@ -197,10 +316,11 @@ def task_in_base(poses: np.ndarray, placement: Placement, z: float = 0.0) -> np.
 
 
 def verify_placements(solver, poses, placements: List[Placement], z: float = 0.0,
-                      seeds: int = 32) -> List[float]:
+                      seeds: int = 32, tool: Sequence[float] = ()) -> List[float]:
     """The share of ``poses`` real IK reaches from each base pose (``solve_many`` with the
     solver's collision check; each pose from the mid configuration, then from ``seeds - 1``
-    random ones, up to 8 descents each: a denser search than the map's)."""
+    random ones, up to 8 descents each: a denser search than the map's). ``tool``: the map's
+    tool offset (:attr:`CapabilityMap.tool_offset`): the poses are the tool's."""
     from ik_node.capability.decide import decide_targets
     poses = check_poses(poses)
     rng = np.random.default_rng(0)
@@ -213,6 +333,6 @@ def verify_placements(solver, poses, placements: List[Placement], z: float = 0.0
     for placement in placements:
         local = task_in_base(poses, placement, z)
         reached, _ = decide_targets(solver, np.ascontiguousarray(local[:, :3]),
-                                    np.ascontiguousarray(local[:, 3:]), seed_rows, 8)
+                                    np.ascontiguousarray(local[:, 3:]), seed_rows, 8, tool)
         shares.append(float(reached.mean()) if len(reached) else 0.0)
     return shares

@@ -50,6 +50,8 @@ class MapSpec:
             ``attempts - 1`` fixed random configurations.
         descents: stuck descents (the seed's and restarts) per attempt before it gives up.
         shard_cells: cells per shard.
+        tool_offset: the tool's pose in the tip frame, ``(x, y, z, qx, qy, qz, qw)``, or ``()``
+            (:mod:`.tool`): the map is of the tool's poses.
     """
 
     urdf_text: str
@@ -65,8 +67,11 @@ class MapSpec:
     descents: int = 3
     shard_cells: int = 64
     urdf_path: str = ''
+    tool_offset: Tuple[float, ...] = ()
 
     def __post_init__(self):
+        from ik_node.capability.tool import tool_offset
+        object.__setattr__(self, 'tool_offset', tool_offset(self.tool_offset))
         if not (isinstance(self.voxel_m, (int, float)) and math.isfinite(self.voxel_m) and
                 self.voxel_m >= MIN_VOXEL_M):
             raise ConfigError(f'voxel {self.voxel_m!r} m: give a finite edge >= {MIN_VOXEL_M} m')
@@ -88,6 +93,8 @@ class MapSpec:
         values = dataclasses.asdict(self)
         values.pop('urdf_text')
         values.pop('urdf_path')
+        if not self.tool_offset:
+            values.pop('tool_offset')  # the key of a map without a tool as it was before
         values['description'] = self.description_hash
         values['decision'] = DECISION_VERSION
         return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
@@ -152,3 +159,13 @@ def column_starts(cells: np.ndarray) -> np.ndarray:
     starts = np.ones(len(cells), bool)
     starts[1:] = np.any(cells[1:, :2] != cells[:-1, :2], axis=1)
     return starts
+
+
+def spec_of_map(meta, urdf_text: str, urdf_path: str = '') -> MapSpec:
+    """The :class:`MapSpec` a map with ``meta`` was built from, given its description's text
+    (the shard size, which decides no verdict, is the default)."""
+    names = [f.name for f in dataclasses.fields(MapSpec)
+             if f.name not in ('urdf_text', 'urdf_path', 'shard_cells')]
+    values = {name: meta[name] for name in names if name in meta}
+    values['tool_offset'] = tuple(values.get('tool_offset') or ())
+    return MapSpec(urdf_text=urdf_text, urdf_path=urdf_path, **values)

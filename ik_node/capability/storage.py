@@ -1,10 +1,11 @@
 """The capability map as a value, its NPZ file, its shards' files, and the pure merge.
 
-A map folder holds ``capability_map.npz`` (``numpy.load`` reads it: the verdicts packed 8 per
-byte, the cells, the orientations, and a JSON ``meta`` entry with the resolution, the robot and
-its description's sha256, the base and tip links and how the cells were decided) and, while it
-is built, ``shards/<spec key>/shard_<k>.npz``, one per finished shard, each written to a
-temporary name and renamed (a killed build leaves only whole shards, which a new build with the
+A map folder holds ``capability_map.npz`` (``numpy.load`` reads it: the verdicts and which
+cells are mixed (:mod:`.uniform`), each packed 8 per byte, the cells, the orientations, and a
+JSON ``meta`` entry with the resolution, the robot and its description's sha256, the base and
+tip links, the tool offset and how the cells were decided) and, while it is built,
+``shards/<spec key>/shard_<k>.npz``, one per finished shard, each written to a temporary name
+and renamed (a killed build leaves only whole shards, which a new build with the
 same spec reuses).
 """
 
@@ -16,16 +17,21 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ik_node.capability.orientations import OrientationSet, orientation_set
 from ik_node.capability.spec import MapSpec, shard_bounds
+from ik_node.capability.uniform import mixed_cells
 from ik_node.errors import ConfigError
 
 MAP_FILE = 'capability_map.npz'
-FORMAT = 'ik_node capability map 1'
+FORMAT = 'ik_node capability map 2'
+#: Earlier formats :func:`load_map` reads (without ``mixed_bits``: derived on loading).
+READABLE = (FORMAT, 'ik_node capability map 1')
+#: A cell's three values (:attr:`CapabilityMap.verdicts`).
+NONE, ALL, MIXED = 0, 1, 2
 _SHARD = re.compile(r'shard_(\d{6})\.npz$')
 
 
@@ -41,14 +47,21 @@ class CapabilityMap:
             one spec: the same spec gives the same file, byte for byte).
         cells: (M, 3) int64 voxel indices; cell ``m`` is centred on ``cells[m] * voxel_m``.
         reached: (M, K * R) bool: the target (cell centre, orientation bin) reached by IK.
+        mixed: (M, K * R) bool: the cell is mixed, its neighbours' verdicts disagree
+            (:mod:`.uniform`); None: derived from ``reached``.
     """
 
     meta: Mapping[str, Any]
     cells: np.ndarray
     reached: np.ndarray
+    mixed: Optional[np.ndarray] = None
 
     def __post_init__(self):
-        for name in ('cells', 'reached'):
+        if self.mixed is None:
+            object.__setattr__(self, 'mixed', mixed_cells(
+                np.asarray(self.cells), self.reached, orientation_set(
+                    int(self.meta['directions']), int(self.meta['rolls']))))
+        for name in ('cells', 'reached', 'mixed'):
             array = np.array(getattr(self, name))
             array.setflags(write=False)
             object.__setattr__(self, name, array)
@@ -63,6 +76,17 @@ class CapabilityMap:
     def orientations(self) -> OrientationSet:
         """The orientation bins (rebuilt from the directions and rolls)."""
         return orientation_set(int(self.meta['directions']), int(self.meta['rolls']))
+
+    @functools.cached_property
+    def verdicts(self) -> np.ndarray:
+        """(M, K * R) uint8: :data:`NONE` (uniform, unreachable), :data:`ALL` (uniform,
+        reachable) or :data:`MIXED` per cell."""
+        return np.where(self.mixed, MIXED, np.where(self.reached, ALL, NONE)).astype(np.uint8)
+
+    @property
+    def tool_offset(self) -> Tuple[float, ...]:
+        """The tool's pose in the tip frame (``x y z qx qy qz qw``), ``()`` for none."""
+        return tuple(self.meta.get('tool_offset') or ())
 
     @property
     def index(self) -> np.ndarray:
@@ -109,6 +133,7 @@ def save_map(capability: CapabilityMap, folder: Path) -> Path:
     _atomic_savez(path, meta=np.array(json.dumps(capability.meta, sort_keys=True)),
                   cells=capability.cells,
                   reached_bits=np.packbits(capability.reached, axis=1),
+                  mixed_bits=np.packbits(capability.mixed, axis=1),
                   orientations=np.array(capability.reached.shape[1]))
     return path
 
@@ -125,11 +150,14 @@ def load_map(folder: Path) -> CapabilityMap:
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data['meta']))
-            if meta.get('format') != FORMAT:
+            if meta.get('format') not in READABLE:
                 raise ConfigError(f'{path}: not a capability map ({meta.get("format")!r})')
             count = int(data['orientations'])
             reached = np.unpackbits(data['reached_bits'], axis=1, count=count).astype(bool)
-            return CapabilityMap(meta, data['cells'], reached)
+            mixed = (np.unpackbits(data['mixed_bits'], axis=1, count=count).astype(bool)
+                     if 'mixed_bits' in data.files else None)
+            meta['format'] = FORMAT
+            return CapabilityMap(meta, data['cells'], reached, mixed)
     except FileNotFoundError:
         raise ConfigError(f'no capability map at {str(path)!r} (build one with ik-solve '
                           'capability-map --out DIR)') from None

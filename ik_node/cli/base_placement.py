@@ -4,7 +4,10 @@
 
 Poses ``x y z qx qy qz qw`` in the floor's frame (:mod:`ik_node.cli.poses_file`); base poses on
 the floor grid ``xmin:xmax:step,ymin:ymax:step,yaw_step_deg`` (default ``-1:1:0.05,-1:1:0.05,
-10``) at ``--height``, ranked by the share of task poses the map reaches; the ``--verify`` best
+10``) at ``--height``, ranked by the share of task poses in uniformly reachable cells of the map
+(then the share in mixed cells, which may go either way); with the robot's description found
+(below) and no ``--no-ik``, the 20 base poses with the most task poses possibly reachable have
+those in mixed cells decided by IK and are ranked by the share then reachable; the ``--verify`` best
 are checked by real IK of every task pose (the robot's description from the map, when the file
 it was built from is found unchanged). Exit status 0, or 2 on bad input.
 """
@@ -55,24 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--top', type=int, default=5, help='answers shown (default: 5)')
     p.add_argument('--verify', type=int, default=1, metavar='N',
                    help='verify the N best by IK (default: 1; 0: none)')
+    p.add_argument('--no-ik', action='store_true',
+                   help='rank by the map alone: no IK for task poses in mixed cells, none to '
+                        'verify')
     p.add_argument('--json', action='store_true', help='print one JSON object')
     return p
-
-
-def _verifier(capability):
-    """The map's solver when its description is found unchanged, else ``(None, why)``."""
-    from ik_node.capability.decide import solver_for
-    from ik_node.capability.spec import MapSpec
-    meta = capability.meta
-    path = Path(meta.get('urdf_path') or '')
-    if not meta.get('urdf_path') or not path.is_file():
-        return None, 'not verified: the robot description the map was built from is not found'
-    spec = MapSpec(path.read_text(), meta['base_link'], meta['tip_link'], meta['voxel_m'],
-                   meta['directions'], meta['rolls'], meta['collisions'], meta['table_z'],
-                   meta['seed'], meta['attempts'], meta['descents'], urdf_path=str(path))
-    if spec.description_hash != meta['description_sha256']:
-        return None, f'not verified: {path} changed since the map was built'
-    return solver_for(spec), ''
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -86,19 +76,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         capability = load_map(args.map)
         poses = check_poses(read_poses(args.poses))
         grid = parse_grid(args.grid, args.height)
+        from ik_node.capability.decide import map_solver
+        solver, why = (None, 'no IK asked (--no-ik)') if args.no_ik else \
+            map_solver(capability.meta)
         start = time.perf_counter()
-        ranked = base_placement(capability, poses, grid, args.top)
+        ranked = base_placement(capability, poses, grid, args.top, solver=solver)
         seconds = time.perf_counter() - start
-        verified, note = [None] * len(ranked), ''
+        verified, note = [None] * len(ranked), f'not verified: {why}' if why else ''
         if args.verify:
-            solver, note = _verifier(capability)
             if solver is not None:
-                shares = verify_placements(solver, poses, ranked[:args.verify], args.height)
+                shares = verify_placements(solver, poses, ranked[:args.verify], args.height,
+                                           tool=capability.tool_offset)
                 verified[:len(shares)] = shares
     except IkError as exc:
         fail(str(exc))
     answers = [{'x': p.x, 'y': p.y, 'yaw_deg': round(math.degrees(p.yaw), 6),
-                'map_share': p.share, 'verified_share': v}
+                'map_share': p.share, 'mixed_share': p.mixed, 'verified_share': v}
                for p, v in zip(ranked, verified, strict=True)]
     if args.json:
         print(json.dumps({'placements': answers, 'poses': len(poses),
@@ -108,6 +101,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             check = '' if a['verified_share'] is None else \
                 f', IK reaches {100 * a["verified_share"]:.0f} %'
             print(f'x {a["x"]:+.3f} m  y {a["y"]:+.3f} m  yaw {a["yaw_deg"]:6.1f} deg: map '
-                  f'{100 * a["map_share"]:.0f} %{check}')
+                  f'{100 * a["map_share"]:.0f} % (+ {100 * a["mixed_share"]:.0f} % mixed)'
+                  f'{check}')
         print(f'{len(poses)} poses, ranked in {seconds:.3f} s' + (f'; {note}' if note else ''))
     return 0

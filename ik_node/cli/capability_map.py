@@ -4,6 +4,7 @@
         --orientations 50 --collisions --out maps/ur5e
     ik-solve capability-map ... --workers 2                 this machine's process pool
     ik-solve capability-map ... --ray-address 10.0.0.5:6379 the same shards on a Ray cluster
+    ik-solve capability-map ... --tool-offset 0 0 0.15      the poses of a tool 15 cm out
 
 Writes ``DIR/capability_map.npz`` (:mod:`ik_node.capability.storage`), the shards on the way
 (a killed build run again resumes), and ``DIR/reach_map_<tip>.npz``: the reachability index per
@@ -35,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                description='Decide every (voxel, tool orientation) of a chain\'s workspace by IK '
                            '(with the collision model) and write the capability map.',
                epilog='A voxel and orientation marked reachable was reached by IK at its '
-                      'centre; one marked unreachable was not found by the attempts (see '
-                      'docs/capability.md for the measured accuracy). Exit status: 0 written, '
-                      '2 error.')
+                      'centre; one marked unreachable was not found by the attempts or is '
+                      'proven out of reach. A cell whose neighbours disagree is mixed: queries '
+                      'decide its poses by IK (see docs/capability.md for the measured '
+                      'accuracy). Exit status: 0 written, 2 error.')
     p.add_argument('--config', metavar='YAML', help='ik_node parameters file giving the robot')
     p.add_argument('--urdf', metavar='FILE', help='URDF file (a path, or a name in urdf/)')
     p.add_argument('--xacro-args', metavar='"KEY:=VALUE ..."', help='arguments of a .xacro')
@@ -56,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help='IK attempts per target: mid configuration, then random (default: 3)')
     p.add_argument('--descents', type=int, default=3, metavar='D',
                    help='stuck descents per attempt before it gives up (default: 3)')
+    p.add_argument('--tool-offset', type=float, nargs='+', default=[], metavar='V',
+                   help='the tool frame in the tip frame: X Y Z [m], X Y Z ROLL PITCH YAW '
+                        '[rad] or X Y Z QX QY QZ QW; the map is of the tool\'s poses')
     p.add_argument('--seed', type=int, default=0, help='seed of the random attempts')
     p.add_argument('--shard-cells', type=int, default=64, metavar='N',
                    help='voxels per shard (default: 64)')
@@ -101,7 +106,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             path = str(urdf_path(config.urdf_file))
         spec = MapSpec(text, config.base_link, chain.tip_links[0], args.voxel,
                        args.orientations, args.rolls, args.collisions, args.table, args.seed,
-                       args.attempts, args.descents, args.shard_cells, path)
+                       args.attempts, args.descents, args.shard_cells, path,
+                       tuple(args.tool_offset))
         start = time.perf_counter()
         progress = None if args.no_progress else Progress(0, stream=sys.stderr)
         capability = build_map(spec, args.out, args.workers, args.ray_address, progress)
@@ -123,6 +129,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                'orientations': int(capability.reached.shape[1]),
                'targets': int(capability.reached.size),
                'reached_share': round(float(capability.reached.mean()), 4),
+               'mixed_share': round(float(capability.mixed.mean()), 4),
+               'tool_offset': list(spec.tool_offset),
                'collisions': spec.collisions, 'build_seconds': round(seconds, 2),
                'map': str(args.out / 'capability_map.npz'), 'reach_map': str(reach_file)}
     if picture is not None:
@@ -132,7 +140,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         print(f'{spec.base_link} -> {spec.tip_link}: {summary["cells"]} voxels of '
               f'{spec.voxel_m:g} m x {summary["orientations"]} orientations, '
-              f'{100 * summary["reached_share"]:.1f} % reached, {seconds:.1f} s\n'
+              f'{100 * summary["reached_share"]:.1f} % reached, '
+              f'{100 * summary["mixed_share"]:.1f} % mixed, {seconds:.1f} s\n'
               f'  wrote {summary["map"]}\n  wrote {summary["reach_map"]}' +
               (f'\n  wrote {picture}' if picture is not None else ''))
     return 0

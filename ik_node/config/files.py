@@ -103,11 +103,15 @@ def parameters_of_file(data: Any, source: str = 'config',
 
 
 def flatten(params: Mapping[str, Any], source: str = 'config') -> Dict[str, Any]:
-    """Nested solver blocks to dotted names: ``{'fabrik': {'a': 1}}`` -> ``{'fabrik.a': 1}``."""
+    """Nested solver blocks to dotted names: ``{'fabrik': {'a': 1}}`` -> ``{'fabrik.a': 1}``;
+    the ``groups`` block two levels deep: ``{'groups': {'arm': {'timeout': 0.02}}}`` ->
+    ``{'groups.arm.timeout': 0.02}``."""
     flat: Dict[str, Any] = {}
     for key, value in params.items():
         key = str(key)
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key == 'groups':  # groups: {<group>: {<key>: value}}
+            flat.update(_group_blocks(value, source))
+        elif isinstance(value, dict):
             if key not in SOLVERS:
                 raise ConfigError(f'{source}: unknown key {key!r}. Valid keys: '
                                   f'{", ".join(valid_keys())}')
@@ -117,6 +121,21 @@ def flatten(params: Mapping[str, Any], source: str = 'config') -> Dict[str, Any]
                 flat[f'{key}.{sub}'] = sub_value
         else:
             flat[key] = value
+    return flat
+
+
+def _group_blocks(groups: Mapping[str, Any], source: str) -> Dict[str, Any]:
+    """The ``groups`` block of a file as dotted names (``groups.<group>.<key>``)."""
+    flat: Dict[str, Any] = {}
+    for group, block in groups.items():
+        if not isinstance(block, dict):  # a dotted key: groups: {arm.timeout: 0.02}
+            flat[f'groups.{group}'] = block
+            continue
+        for key, value in block.items():
+            if isinstance(value, dict):
+                raise ConfigError(f'{source}: groups.{group}.{key} must be a value, not a '
+                                  'mapping')
+            flat[f'groups.{group}.{key}'] = value
     return flat
 
 

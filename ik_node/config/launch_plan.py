@@ -321,7 +321,12 @@ def plan_from_arguments(arguments: Mapping[str, str], share_dir: Union[str, Path
     if namespace:  # ik.rviz names absolute topics: bring them into the namespace
         rviz_remappings += (('/robot_description', 'robot_description'),
                             (f'/{NODE_NAME}/markers', f'{NODE_NAME}/markers'),
-                            (f'/{NODE_NAME}/reachability', f'{NODE_NAME}/reachability')) + tf
+                            (f'/{NODE_NAME}/reachability', f'{NODE_NAME}/reachability'),
+                            (f'/{NODE_NAME}/collision_world', f'{NODE_NAME}/collision_world'),
+                            (f'/{NODE_NAME}/base_placement/heat_map',
+                             f'{NODE_NAME}/base_placement/heat_map'),
+                            (f'/{NODE_NAME}/base_placement/result',
+                             f'{NODE_NAME}/base_placement/result')) + tf
     start, notes = _helpers_installed({'robot_state_publisher': with_rsp, 'rviz': with_rviz},
                                       installed)
     rviz_config = f'{robot}.rviz' if robot and fixed_frame == defaults.get('base_link') and \

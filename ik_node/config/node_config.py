@@ -19,6 +19,8 @@ leg3.yaml``::
 A plain mapping without the ``ik_node: ros__parameters:`` wrapper, and the ``/**`` wildcard node
 key, are accepted too. Solver parameters are ``<solver>.<param>`` (nested blocks in YAML, dotted
 names as ROS parameters) and are validated with the solver's own :class:`ik_node.ParamSpec`.
+A planning group's own solver and parameters in the MoveIt services are ``groups.<group>.solver``
+and ``groups.<group>.<param>`` (:mod:`ik_node.config.group_overrides`).
 
 Precedence: ``robot_description`` (URDF XML), when not empty, is used instead of ``urdf_file``
 (and its ``xacro_args``);
@@ -54,6 +56,8 @@ from ik_node.config.name_lists import names_from
 from ik_node.config.files import (MAX_CONFIG_DEPTH, MAX_CONFIG_VALUES, check_structure, flatten,
                                  load_yaml, parameters_of_file, parse_scalar)
 from ik_node.config.strings import canonical_updates, canonical_value
+from ik_node.config.group_overrides import (GroupSettings, check_group_names,
+                                            overrides_from_flat)
 from ik_node.config.table import (CHAIN_KEYS, DEFAULT_SOLVER, IGNORED_KEYS, NODE_NAME, NODE_PARAMS,
                                  STRING_PARAMS, TIP_LINKS_DESCRIPTION, valid_keys)
 from ik_node.model.resources import urdf_path
@@ -93,6 +97,8 @@ class IkConfig:
         xacro_args: arguments of a .xacro ``urdf_file`` ('' with ``robot_description``).
         collision: the collision check's SRDF, ground plane and obstacles
             (:func:`ik_node.config.collision_world.collision_world`; {}: the defaults).
+        group_overrides: planning group -> its own solver and parameters in the MoveIt
+            services (:mod:`ik_node.config.group_overrides`; {}: none).
     """
 
     robot_description: str
@@ -106,6 +112,7 @@ class IkConfig:
     solver_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     xacro_args: str = ''
     collision: Mapping[str, Any] = field(default_factory=dict)
+    group_overrides: Mapping[str, GroupSettings] = field(default_factory=dict)
 
     @property
     def tip_link(self) -> str:
@@ -200,6 +207,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
     numbers = {k: spec.default for k, spec in NODE_PARAMS.items()}
     blocks: Dict[str, Dict[str, Any]] = {name: {} for name in SOLVERS}
     tip_links: Sequence[str] = ()
+    group_flat: Dict[str, Any] = {}
     for key, value in flat.items():
         key = str(key)
         value = canonical_value(key, value)
@@ -213,6 +221,8 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
             numbers[key] = _validate(NODE_PARAMS[key], key, value, source)
         elif key in IGNORED_KEYS or key in GRAPH_KEYS:  # the node's (ik_node.config.ros_graph)
             continue
+        elif key.startswith('groups.'):  # checked below, once the node's solver is known
+            group_flat[key] = value
         elif '.' in key and key.split('.', 1)[0] in SOLVERS:
             solver, param = key.split('.', 1)
             specs = solver_class(solver).param_specs()
@@ -233,6 +243,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
             solver_params[name] = solver_class(name).validate_params(block)
         except ConfigError as exc:
             raise ConfigError(f'{source}: solver {name!r}: {exc}') from None
+    overrides = overrides_from_flat(group_flat, strings['solver'], solver_params, source)
     tips = tuple(tip_links) if tip_links else ((strings['tip_link'],) if strings['tip_link']
                                                 else ())
     if not tips:
@@ -251,6 +262,11 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
         xacro_mappings_from(strings['xacro_args'])
     except ConfigError as exc:
         raise ConfigError(f'{source}: xacro_args: {exc}') from None
+    collision = _collision_world({**strings, **numbers}, source)
+    group_name = flat.get('group_name') or ''
+    check_group_names(overrides, collision.get('srdf'),
+                      group_name.strip() if isinstance(group_name, str) else '',
+                      (strings['base_link'], tips), source)
     return IkConfig(robot_description=strings['robot_description'],
                     urdf_file='' if strings['robot_description'] else strings['urdf_file'],
                     base_link=strings['base_link'], tip_links=tips, solver=strings['solver'],
@@ -259,7 +275,7 @@ def config_from_flat(flat: Mapping[str, Any], source: str = 'config',
                     max_description_bytes=numbers['max_description_bytes'],
                     solver_params=solver_params,
                     xacro_args='' if strings['robot_description'] else strings['xacro_args'],
-                    collision=_collision_world({**strings, **numbers}, source))
+                    collision=collision, group_overrides=overrides)
 
 
 def _collision_world(values: Mapping[str, Any], source: str) -> Dict[str, Any]:

@@ -2,13 +2,12 @@
 and in the node.
 
 Surrounding whitespace is removed; names from a fixed set (``solver``, ``output``,
-``jump_guard``, and solver parameters with choices such as ``damped_jacobian.method``) are
-also lower-cased; link names, joint names, topics and paths keep their case (URDF names are
-case sensitive);
+``jump_guard``, solver parameters with choices such as ``damped_jacobian.method``, and the same
+keys of a planning group such as ``groups.<group>.solver``) are also lower-cased; link names,
+joint names, topics and paths keep their case (URDF names are case sensitive);
 ``robot_description`` is kept as given; lists of names (``tip_links``, ``command_joints``,
 ``hold_joint_names``) follow :mod:`ik_node.config.name_lists`. The canonical value is the one in
-force
-and the one the node stores. Parameter *names* (keys) are exact.
+force and the one the node stores. Parameter *names* (keys) are exact.
 
 This module imports no ROS package.
 """
@@ -19,6 +18,7 @@ from typing import Any, Dict, Mapping
 
 from ik_node.config.ros_graph import GRAPH_STRING_PARAMS
 from ik_node.config.name_lists import NAME_LIST_PARAMS, stripped_names
+from ik_node.config.group_overrides import SOLVER_SPEC, key_spec, split_key
 from ik_node.config.table import STRING_PARAMS
 from ik_node.solvers import SOLVERS, solver_class
 
@@ -43,11 +43,15 @@ def canonical_value(key: str, value: Any) -> Any:
         return value.strip()
     if key in STRING_PARAMS:
         return value.strip()
-    solver, _, param = key.partition('.')
-    spec = solver_class(solver).param_specs().get(param) if solver in SOLVERS else None
+    parts = split_key(key)
+    if parts is not None:  # groups.<group>.<key>: as the node's <key> or <solver>.<key>
+        spec = key_spec(parts[1])
+    else:
+        solver, _, param = key.partition('.')
+        spec = solver_class(solver).param_specs().get(param) if solver in SOLVERS else None
     if spec is None or spec.type is not str:
         return value
-    return value.strip().lower() if spec.choices else value.strip()
+    return value.strip().lower() if spec.choices or spec is SOLVER_SPEC else value.strip()
 
 
 def canonical_updates(values: Mapping[str, Any]) -> Dict[str, Any]:

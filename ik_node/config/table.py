@@ -69,6 +69,7 @@ CHAIN_KEYS = ('robot_description', 'urdf_file', 'xacro_args', 'base_link', 'tip_
 
 
 def valid_keys() -> Tuple[str, ...]:
-    """Top-level keys of a configuration, sorted (solver names stand for their blocks)."""
+    """Top-level keys of a configuration, sorted (solver names stand for their blocks,
+    ``groups`` for the per-group settings of :mod:`ik_node.config.group_overrides`)."""
     return tuple(sorted({*STRING_PARAMS, 'tip_links', *NODE_PARAMS, *IGNORED_KEYS, *SOLVERS,
-                         *GRAPH_KEYS}))
+                         *GRAPH_KEYS, 'groups'}))

@@ -142,7 +142,7 @@ class ModelLifecycle:
         if self.started:
             self._parts.markers.prepare_view(chain)
             self._parts.reach.follow(chain, graph.reachability_samples,
-                                     graph.reachability_voxel_size)
+                                     graph.reachability_voxel_size, graph.capability_map)
         else:
             self._deferred = (chain, graph)
 

@@ -4,7 +4,9 @@ in their canonical form, read back as one flat mapping.
 Every parameter comes from a spec in :mod:`ik_node.config.node_config`,
 :mod:`ik_node.config.ros_graph`, a solver's ``param_specs()`` or
 :data:`ik_node.ros.rviz.interactive.INTERACTIVE_PARAMS` or
-:data:`ik_node.ros.solving.planar_targets.PLANAR_PARAMS`; validation happens there, not here.
+:data:`ik_node.ros.solving.planar_targets.PLANAR_PARAMS`, and a planning group's settings
+given at start-up (``groups.<group>.<key>``, :mod:`ik_node.config.group_overrides`); validation
+happens there, not here.
 Changes at run time go through :class:`ik_node.ros.parameter_changes.ParameterChanges`.
 """
 
@@ -18,6 +20,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from ik_node.config.group_overrides import checked_key, override_names
 from ik_node.config.node_config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION,
                                         canonical_updates)
 from ik_node.errors import IkError
@@ -47,6 +50,7 @@ class NodeParameters:
 
     def __init__(self, node: Node) -> None:
         self._node = node
+        self._group_specs: Dict[str, ParamSpec] = {}  # groups.<group>.<key> declared
         self.names = self._declare_parameters()
         for name, spec in {**INTERACTIVE_PARAMS, **PLANAR_PARAMS}.items():
             self._declare_spec(name, spec)
@@ -101,7 +105,27 @@ class NodeParameters:
             for param, spec in SOLVERS[solver_name].param_specs().items():
                 self._declare_spec(f'{solver_name}.{param}', spec)
                 names.append(f'{solver_name}.{param}')
+        for name in sorted(override_names(self._node._parameter_overrides)):
+            self._declare_group_setting(name)
+            names.append(name)
         return names
+
+    def _declare_group_setting(self, name: str) -> None:
+        """Declare a planning group's setting given at start-up (``groups.<group>.<key>``,
+        :mod:`ik_node.config.group_overrides`), typed as the key; its values are checked with
+        the whole configuration (the group's solver decides what is valid)."""
+        group, key, spec = checked_key(name, 'parameters')
+        self._group_specs[name] = spec
+        kinds = {float: ParameterType.PARAMETER_DOUBLE, int: ParameterType.PARAMETER_INTEGER,
+                 bool: ParameterType.PARAMETER_BOOL, str: ParameterType.PARAMETER_STRING}
+        unit = f' [{spec.unit}]' if spec.unit else ''
+        extra = f' One of: {", ".join(sorted(SOLVERS))}' if key == 'solver' else ''
+        d = ParameterDescriptor(description=f'planning group {group!r} in the MoveIt services: '
+                                f'{spec.description}{unit}{extra}',
+                                type=kinds.get(spec.type, ParameterType.PARAMETER_DOUBLE_ARRAY))
+        self._convert_override(name)
+        default = Parameter.Type.DOUBLE_ARRAY if spec.type in (list, tuple) else spec.default
+        self._node.declare_parameter(name, default, d)
 
     def _declare_spec(self, name: str, spec: ParamSpec) -> None:
         """Declare a parameter from a :class:`ParamSpec`: type, range, unit in the description."""
@@ -145,6 +169,11 @@ class NodeParameters:
                     out[f'{solver_name}.{param}'] = Parameter.Type.DOUBLE_ARRAY
         for name, (kind, _) in GRAPH_LIST_PARAMS.items():
             if kind is float:
+                out[name] = Parameter.Type.DOUBLE_ARRAY
+        for name, spec in self._group_specs.items():
+            if spec.type is float:
+                out[name] = Parameter.Type.DOUBLE
+            elif spec.type in (list, tuple):
                 out[name] = Parameter.Type.DOUBLE_ARRAY
         return out
 

@@ -11,6 +11,7 @@ The node serves MoveIt's ``GetPositionIK``, ``GetPositionFK`` and ``GetCartesian
 * :mod:`.constraints`: joint, position and orientation constraints checked on an answer.
 * :mod:`.group_solvers`: one solver per group (and per collision setting) of the node's
   configuration, and the answer to one IK request with its error code.
+* :mod:`.restart_seeds`: seeds near a target for a request solved again within its budget.
 * :mod:`.cartesian`: straight-line paths through waypoints and their timing by the URDF's
   velocity limits.
 """

@@ -15,7 +15,8 @@ violating the path constraints) or whose step moves a joint more than the thresh
 ``fraction`` is MoveIt's: each waypoint's segment counts ``1 / len(waypoints)``, a segment cut
 short counts the share of its steps kept. Points are timed by the URDF's velocity limits: a step
 takes as long as its slowest joint needs at ``velocity_scaling`` of its limit (and at least what
-``max_cartesian_speed`` allows the tip).
+``max_cartesian_speed`` allows the tip); each point's velocities are the central differences of
+its two steps (0 at the ends).
 """
 
 from __future__ import annotations
@@ -182,3 +183,17 @@ def timed(points: Sequence[np.ndarray], velocity: Sequence[float], settings: Pat
         times.append(times[-1] + max(dt, 1e-6))
     return times
 
+
+
+def velocities(points: Sequence[np.ndarray], times: Sequence[float]) -> List[np.ndarray]:
+    """Each point's joint velocities [rad/s, m/s]: 0 at the start and the end, between them
+    the mean of the two steps' velocities weighted by their durations (the central difference
+    over the two steps), so none is faster than the faster of the two steps (within the
+    limits the points were :func:`timed` by)."""
+    q = [np.asarray(p, dtype=float) for p in points]
+    out = [np.zeros_like(q[0])] if q else []
+    for k in range(1, len(q) - 1):
+        out.append((q[k + 1] - q[k - 1]) / (times[k + 1] - times[k - 1]))
+    if len(q) > 1:
+        out.append(np.zeros_like(q[-1]))
+    return out

@@ -39,11 +39,13 @@ class RobotFrames:
     def __init__(self, robot, base_link: str, state: Mapping[str, float],
                  lookup: Optional[FrameLookup] = None) -> None:
         self._robot, self._base, self._state, self._lookup = robot, base_link, state, lookup
-        self._links = {link.name for link in robot.links}
-        self._T_root_base = T_root_link(robot, base_link, dict(state))
+        self._links: Optional[set] = None  # made when first asked (most requests never ask)
+        self._T_root_base: Optional[np.ndarray] = None
 
     def has_link(self, link: str) -> bool:
         """True when ``link`` is a link of the URDF."""
+        if self._links is None:
+            self._links = {link.name for link in self._robot.links}
         return link in self._links
 
     def T_base(self, frame: str) -> np.ndarray:
@@ -54,7 +56,9 @@ class RobotFrames:
         """
         if not frame or frame == self._base:
             return np.eye(4)
-        if frame in self._links:
+        if self.has_link(frame):
+            if self._T_root_base is None:
+                self._T_root_base = T_root_link(self._robot, self._base, dict(self._state))
             return np.linalg.solve(self._T_root_base, T_root_link(self._robot, frame,
                                                                   dict(self._state)))
         if self._lookup is None:

@@ -3,7 +3,9 @@
 The services' solvers are their own: built from the node's configuration (solver, parameters,
 collision world) on chains of their own, so a request never shares a solver, a chain or a
 collision checker with the target stream. Each group has two, built on first use: one that
-checks collisions (``avoid_collisions``) and one for kinematics only.
+checks collisions (``avoid_collisions``) and one for kinematics only. A group's solver and
+parameters are the node's, overlaid with the group's own settings (``groups.<group>.solver``,
+``groups.<group>.<param>``: :mod:`ik_node.config.group_overrides`).
 
 A request's answer (:meth:`GroupSolvers.solve`) is ``SUCCESS`` only when the measured answer is
 within the solver's tolerances, within the joint limits, meets the constraints and, with
@@ -14,14 +16,13 @@ its joint positions are the closest pose found (the solver's answer: see
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
 import time
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ik_node.config.group_overrides import GroupSettings, group_params
 from ik_node.config.node_config import IkConfig
 from ik_node.errors import ChainError, ConfigError
 from ik_node.model.chain import Chain, full_turn_joints, nearest_turns
@@ -30,14 +31,22 @@ from ik_node.services.constraints import (FrameLookup, RobotFrames, check_suppor
 from ik_node.services.error_codes import MoveItCode, ServiceError
 from ik_node.services.groups import PlanningGroup, groups_from_srdf, with_configured_chain
 from ik_node.services.requests import IkRequest
+from ik_node.services.restart_seeds import NearSeeds
 from ik_node.solvers import IkResult, IkStatus, make_solver
 from ik_node.solvers.collision_guard import has_collision_check
 from ik_node.solvers.input_checks import rotation_error, rotation_from_input
 
 #: The solver a group takes when the configured one cannot solve its chain.
 FALLBACK_SOLVER = 'damped_jacobian'
-#: Most solves of one request while its constraints are unmet and time is left.
-MAX_ATTEMPTS = 20
+#: Most solves of one request while it is not answered SUCCESS and time is left.
+MAX_ATTEMPTS = 40
+#: No solve starts with less of the request's budget left than this [s].
+MIN_ATTEMPT_S = 0.0005
+#: The share of what is left of the request's budget a solve may take (the rest: judging the
+#: answer, the reply).
+BUDGET_SHARE = 0.9
+#: The least budget of a request [s] (a closed-form solver has no ``timeout``).
+MIN_BUDGET_S = 0.005
 
 #: ``measured(chain) -> q or None``: the measured joint state of a chain's joints.
 Measured = Callable[[Chain], Optional[np.ndarray]]
@@ -82,6 +91,9 @@ class GroupSolvers:
         self.xml = config.urdf_xml()
         self._chains: Dict[str, Chain] = {}
         self._solvers: Dict[Tuple[str, bool], object] = {}
+        self._near: Dict[Tuple[str, ...], NearSeeds] = {}
+        self._unchecked_of: Dict[int, bool] = {}
+        self._rest: Dict[str, np.ndarray] = {}
         first = Chain.from_urdf_string(self.xml, config.base_link, list(config.tip_links),
                                        config.max_description_bytes)
         self.robot = first.robot
@@ -121,27 +133,40 @@ class GroupSolvers:
         return chain
 
     def solver(self, group: PlanningGroup, collisions: bool):
-        """The services' solver of ``group``, checking collisions or not (built once)."""
+        """The services' solver of ``group``, checking collisions or not (built once).
+
+        Raises:
+            ServiceError: INVALID_GROUP_NAME: the group's own solver cannot solve its chain.
+        """
         key = (group.name, collisions)
         solver = self._solvers.get(key)
         if solver is None:
-            solver = self._build(self.chain(group), collisions)
+            solver = self._build(group, self.chain(group), collisions)
             self._solvers[key] = solver
         return solver
 
-    def _build(self, chain: Chain, collisions: bool):
-        name = self.config.solver
+    def _build(self, group: PlanningGroup, chain: Chain, collisions: bool):
+        """The group's own solver, else the node's (which gives way to :data:`FALLBACK_SOLVER`
+        where it cannot solve the chain; the group's own is refused instead)."""
+        settings = self.config.group_overrides.get(group.name)
+        own = settings.solver if settings is not None else ''
+        name = own or self.config.solver
         try:
-            solver = make_solver(name, chain, self._params(name, collisions))
-        except (ChainError, ConfigError):
+            solver = make_solver(name, chain, self._params(name, settings, collisions))
+        except (ChainError, ConfigError) as exc:
+            if own:
+                raise ServiceError(MoveItCode.INVALID_GROUP_NAME,
+                                   f'group {group.name!r}: its solver {own!r} '
+                                   f'(groups.{group.name}.solver) cannot solve it: {exc}') from None
             name = FALLBACK_SOLVER
-            solver = make_solver(name, chain, self._params(name, collisions))
+            solver = make_solver(name, chain, self._params(name, settings, collisions))
         if collisions and self.world:
             solver.configure_collision(**self.world)
         return solver
 
-    def _params(self, name: str, collisions: bool) -> Dict:
-        params = self.config.params_of(name)
+    def _params(self, name: str, settings: Optional[GroupSettings], collisions: bool) -> Dict:
+        """Solver ``name``'s parameters for a group: the node's, with the group's overrides."""
+        params = group_params(settings, name, self.config.params_of(name))
         if not collisions:
             params['self_collision'] = False
         return params
@@ -153,14 +178,22 @@ class GroupSolvers:
         the rest pose; clipped into the limits. Returns ``(q, note)``; the note names the
         joints that were clipped ('' when none)."""
         chain = self.chain(group)
-        q = None if measured is None else measured(chain)
-        if q is None:
-            q = rest_pose(chain)
-        q = np.array(q, dtype=float)
-        for k, name in enumerate(chain.joint_names):
-            if name in state:
-                q[k] = state[name]
+        given = [state.get(name) for name in chain.joint_names]
+        if None in given:  # the request does not give every joint of the group
+            q = None if measured is None else measured(chain)
+            if q is None:
+                q = self._rest.get(group.name)
+                if q is None:
+                    q = self._rest[group.name] = rest_pose(chain)
+            q = np.array(q, dtype=float)
+            for k, value in enumerate(given):
+                if value is not None:
+                    q[k] = value
+        else:
+            q = np.array(given, dtype=float)
         clipped = chain.clip(q)
+        if np.array_equal(clipped, q):
+            return clipped, ''
         moved = [f'{name} {q[k]:.6g} -> {clipped[k]:.6g}'
                  for k, name in enumerate(chain.joint_names) if clipped[k] != q[k]]
         note = f'seed outside the joint limits, clipped: {", ".join(moved)}' if moved else ''
@@ -210,6 +243,9 @@ class GroupSolvers:
             if link in out:
                 raise ServiceError(MoveItCode.INVALID_LINK_NAME,
                                    f'link {link!r} is given two poses')
+            if not goal.frame or goal.frame == group.base_link:  # most requests: no change
+                out[link] = (goal.position, goal.quat_xyzw)
+                continue
             T = frames.T_base(goal.frame)
             R = T[:3, :3] @ rotation_from_input(goal.quat_xyzw)
             out[link] = (T[:3, :3] @ goal.position + T[:3, 3], quat_xyzw_of(R))
@@ -217,30 +253,44 @@ class GroupSolvers:
 
     def _attempts(self, solver, chain: Chain, request: IkRequest, targets, q_seed: np.ndarray,
                   state: Dict[str, float], lookup) -> IkAnswer:
-        """Solve from the seed, then (constraints unmet, time left) from random seeds within
-        the joint constraints; the first answer that meets them, else the best one."""
+        """Solve from the seed, then, while the answer is not SUCCESS, could be (see
+        :func:`_worth_retrying`) and the budget lasts, from seeds near the target
+        (:mod:`.restart_seeds`, within the joint constraints); the first SUCCESS, else the
+        best answer."""
         budget = request.timeout_s or configured_budget(solver)
-        started = time.monotonic()
-        deadline = started + budget
+        deadline = time.monotonic() + budget
         lower, upper = _narrowed(chain, request)
-        rng = np.random.default_rng(0)
         best: Optional[IkAnswer] = None
+        seeds: Optional[Iterator[np.ndarray]] = None
         seed = np.clip(q_seed, lower, upper)
         for attempt in range(MAX_ATTEMPTS):
             left = deadline - time.monotonic()
-            if attempt and left <= 0.0:
+            if attempt and left < MIN_ATTEMPT_S:
                 break
-            with _budget(solver, left if request.timeout_s else 0.0):
+            with solver.limited_to(max(left, 0.0) * BUDGET_SHARE):
                 result = _solve(solver, chain, targets, seed)
             result = _near_seed(chain, result, q_seed)
             answer = self._judge(solver, chain, request, targets, result, state, lookup)
-            if answer.code == MoveItCode.SUCCESS or not request.constraints:
+            if answer.code == MoveItCode.SUCCESS:
                 return answer
             if best is None or _rank(answer) < _rank(best):
                 best = answer
-            seed = rng.uniform(np.where(np.isfinite(lower), lower, -math.pi),
-                               np.where(np.isfinite(upper), upper, math.pi))
+            if not _worth_retrying(answer, solver):
+                break
+            if seeds is None:
+                seeds = self.near_seeds(chain).seeds(_rotations(targets), lower, upper,
+                                                     np.random.default_rng(0))
+            seed = next(seeds, None)
+            if seed is None:
+                break
         return best
+
+    def near_seeds(self, chain: Chain) -> NearSeeds:
+        """The restart seeds' sample of ``chain`` (made once)."""
+        seeds = self._near.get(tuple(chain.tip_links))
+        if seeds is None:
+            seeds = self._near[tuple(chain.tip_links)] = NearSeeds(chain)
+        return seeds
 
     def _judge(self, solver, chain: Chain, request: IkRequest, targets, result: IkResult,
                state: Dict[str, float], lookup) -> IkAnswer:
@@ -277,12 +327,15 @@ class GroupSolvers:
                           result.message or 'collisions cannot be checked')
         return answer(MoveItCode.SUCCESS, result.message)
 
-    @staticmethod
-    def _unchecked(solver) -> bool:
+    def _unchecked(self, solver) -> bool:
         """True when the solver should check collisions but cannot (a library missing)."""
-        from ik_node import collision
-        return collision.has_collision_geometry(solver.chain) and \
-            not has_collision_check(solver)
+        unchecked = self._unchecked_of.get(id(solver))
+        if unchecked is None:
+            from ik_node import collision
+            unchecked = collision.has_collision_geometry(solver.chain) and \
+                not has_collision_check(solver)
+            self._unchecked_of[id(solver)] = unchecked
+        return unchecked
 
 
 def rest_pose(chain: Chain) -> np.ndarray:
@@ -294,38 +347,23 @@ def rest_pose(chain: Chain) -> np.ndarray:
 
 
 def configured_budget(solver) -> float:
-    """The wall time a solve of ``solver`` may take as configured [s] (its ``timeout`` plus
-    the collision retries' time, where it has them; 5 ms for a closed-form solver)."""
-    params = solver.params
-    budget = params.get('timeout') or 0.005
-    guard = getattr(solver, '_collision', None)
-    if guard is not None and hasattr(guard, 'budget_s'):
-        budget = max(budget, guard.budget_s)
-    return float(budget)
+    """The wall time a request of ``solver`` may take as configured [s]: the solver's whole
+    budget (``timeout``, plus ``collision_retry_time`` where answers are checked for
+    collisions), at least :data:`MIN_BUDGET_S`."""
+    return max(float(solver.budget_s), MIN_BUDGET_S)
 
 
-@contextlib.contextmanager
-def _budget(solver, seconds: float):
-    """The solver's ``timeout`` and its collision guard's budget set so that the whole solve
-    ends within ``seconds`` (0: as configured), restored after."""
-    if seconds <= 0.0:
-        yield
-        return
-    params = solver.params
-    guard = getattr(solver, '_collision', None)
-    guarded = guard is not None and hasattr(guard, 'budget_s')
-    saved = (params.get('timeout'), guard.budget_s if guarded else None)
-    if 'timeout' in params:
-        params['timeout'] = max(seconds * (0.5 if guarded else 0.9), 1e-6)
-    if guarded:
-        guard.budget_s = seconds * 0.9
-    try:
-        yield
-    finally:
-        if 'timeout' in params:
-            params['timeout'] = saved[0]
-        if guarded:
-            guard.budget_s = saved[1]
+def _worth_retrying(answer: IkAnswer, solver) -> bool:
+    """False where another seed cannot help: a target proven out of reach (its lower bound
+    above the tolerance), or collision checking unavailable."""
+    if answer.code == MoveItCode.COLLISION_CHECKING_UNAVAILABLE:
+        return False
+    bound = answer.result.min_residual
+    return bound is None or bound <= solver.params['position_tolerance']
+
+
+def _rotations(targets) -> Dict[str, Tuple[np.ndarray, Optional[np.ndarray]]]:
+    return {tip: (p, rotation_from_input(quat)) for tip, (p, quat) in targets.items()}
 
 
 def _solve(solver, chain: Chain, targets, seed: np.ndarray) -> IkResult:

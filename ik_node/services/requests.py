@@ -131,22 +131,22 @@ def checked_pose(position: Sequence[float], quat_xyzw: Sequence[float], what: st
         quat_xyzw: x, y, z, w.
         what: how the message names the pose ("pose_stamped", "waypoint 3").
     """
-    p = np.asarray(position, dtype=float)
-    q = np.asarray(quat_xyzw, dtype=float)
-    if not np.all(np.isfinite(p)):
+    p_values = [float(v) for v in position]
+    q_values = [float(v) for v in quat_xyzw]
+    if not all(math.isfinite(v) for v in p_values):
         raise ServiceError(MoveItCode.INVALID_GOAL_CONSTRAINTS,
-                           f'{what}: position {p.tolist()} is not finite')
-    if np.any(np.abs(p) > MAX_COORDINATE_M):
+                           f'{what}: position {p_values} is not finite')
+    if any(abs(v) > MAX_COORDINATE_M for v in p_values):
         raise ServiceError(MoveItCode.INVALID_GOAL_CONSTRAINTS,
-                           f'{what}: position {p.tolist()} is beyond {MAX_COORDINATE_M:g} m')
-    if not np.all(np.isfinite(q)):
+                           f'{what}: position {p_values} is beyond {MAX_COORDINATE_M:g} m')
+    if not all(math.isfinite(v) for v in q_values):
         raise ServiceError(MoveItCode.INVALID_GOAL_CONSTRAINTS,
-                           f'{what}: orientation {q.tolist()} is not finite')
-    norm = float(np.linalg.norm(q))
+                           f'{what}: orientation {q_values} is not finite')
+    norm = math.sqrt(sum(v * v for v in q_values))
     if norm < 1e-6:
         raise ServiceError(MoveItCode.INVALID_GOAL_CONSTRAINTS,
-                           f'{what}: orientation {q.tolist()} is a zero quaternion')
-    return p, q / norm
+                           f'{what}: orientation {q_values} is a zero quaternion')
+    return np.array(p_values), np.array([v / norm for v in q_values])
 
 
 def checked_state(names: Sequence[str], positions: Sequence[float]) -> Dict[str, float]:

@@ -32,6 +32,7 @@ the others, with the shared joints named.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import math
 import time
@@ -225,6 +226,36 @@ class Solver(MeasuredAnswer, abc.ABC):
         self.collision_world = {'srdf': srdf, 'ground_z': ground_z,
                                 'obstacles': tuple(obstacles)}
         self._collision = self._collision_check()
+
+    # --------------------------------------------------------------------------- the budget
+    @property
+    def budget_s(self) -> float:
+        """The wall time one solve may take as configured [s]: ``timeout`` (0 for a solver
+        without one) or, where answers are checked for collisions, the check's whole budget
+        (``timeout`` + ``collision_retry_time``)."""
+        timeout = float(self.params.get('timeout') or 0.0)
+        guard_s = getattr(self._collision, 'budget_s', None)
+        return timeout if guard_s is None else max(timeout, float(guard_s))
+
+    @contextlib.contextmanager
+    def limited_to(self, seconds: float, descent_share: float = 0.5):
+        """Within the block, every solve ends within ``seconds`` [s] (collision retries
+        included): ``timeout`` is ``descent_share`` of it where answers are checked for
+        collisions (the rest is left for the retries), all of it otherwise. Restored after."""
+        guard = self._collision
+        guarded = getattr(guard, 'budget_s', None) is not None
+        saved = (self.params.get('timeout'), guard.budget_s if guarded else None)
+        if 'timeout' in self.params:
+            self.params['timeout'] = max(seconds * (descent_share if guarded else 1.0), 1e-6)
+        if guarded:
+            guard.budget_s = float(seconds)
+        try:
+            yield self
+        finally:
+            if 'timeout' in self.params:
+                self.params['timeout'] = saved[0]
+            if guarded:
+                guard.budget_s = saved[1]
 
     # ------------------------------------------------------------------------------ solving
     def solve(self, target_position=None, target_orientation=None, seed=None, *,

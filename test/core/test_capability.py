@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ik_node import Chain, ConfigError, TargetError, make_solver
-from ik_node.capability import (MapSpec, PlacementGrid, base_placement, build_map, load_map,
-                                merge, orientation_bins, orientation_set, reachable,
-                                verify_placements)
+from ik_node.capability import (REACHABLE, UNREACHABLE, CapabilityMap, MapSpec, PlacementGrid,
+                                base_placement, build_map, load_map, merge, orientation_bins,
+                                orientation_set, reachable, verify_placements)
 from ik_node.capability import storage
 from ik_node.capability.decide import cells_of, decide_shard
 from ik_node.capability.orientations import quats_from_rotations, rotations_from_quats
@@ -80,11 +80,17 @@ def test_every_reached_cell_is_reached_by_ik_and_queries_agree(ur5e_spec, ur5e_m
         assert answer.reachable, (m, k)
         T = chain.fk(answer.joint_positions)
         assert np.linalg.norm(T[:3, 3] - p) <= solver.params['position_tolerance']
-    # Forward queries at the cells' centres and orientations read the verdicts back.
+    # Forward queries at the cells' centres and orientations read the verdicts back: uniform
+    # cells answer, mixed ones are uncertain without a solver.
     poses = np.hstack([np.repeat(capability.cells * capability.voxel_m, len(orientations), 0),
                        np.tile(orientations.quats_xyzw, (len(capability.cells), 1))])
-    np.testing.assert_array_equal(reachable(capability, poses), capability.reached.ravel())
-    assert not reachable(capability, [[3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])[0]
+    answer = reachable(capability, poses)
+    mixed = capability.mixed.ravel()
+    np.testing.assert_array_equal(answer.uncertain, mixed)
+    np.testing.assert_array_equal(answer.reachable, capability.reached.ravel() & ~mixed)
+    assert 0 < mixed.mean() < 1 and not answer.by_ik.any()
+    far = reachable(capability, [[3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    assert far.verdict[0] == UNREACHABLE  # beyond the proven reach: no IK, not uncertain
 
 
 @pytest.mark.slow  # builds maps by IK (seconds with numba)
@@ -130,8 +136,8 @@ def test_a_killed_build_resumes_without_recomputing_finished_shards(ur5e_spec, u
 def test_base_placement_finds_a_base_that_real_ik_confirms(ur5e_spec, ur5e_map):
     chain = Chain.from_urdf_file(ur5e_spec.urdf_path, 'base_link', 'tool0')
     solver = make_solver('damped_jacobian', chain, {'self_collision': False})
-    # Task poses the map reaches from a base at (0.6, -0.4) turned by 90 degrees.
-    rows, bins = np.nonzero(ur5e_map.reached)
+    # Task poses in uniformly reachable cells from a base at (0.6, -0.4) turned by 90 degrees.
+    rows, bins = np.nonzero(ur5e_map.reached & ~ur5e_map.mixed)
     pick = np.random.default_rng(2).choice(len(rows), 30, replace=False)
     orientations = ur5e_map.orientations
     local = np.hstack([ur5e_map.cells[rows[pick]] * ur5e_map.voxel_m,
@@ -150,6 +156,26 @@ def test_base_placement_finds_a_base_that_real_ik_confirms(ur5e_spec, ur5e_map):
     assert len({p.share for p in everything}) > 3  # a scan that tells bases apart
     verified = verify_placements(solver, world, top[:1])
     assert verified[0] >= top[0].share
+    # Task poses in mixed cells too: the map alone cannot claim them, IK at the candidates can.
+    rows, bins = np.nonzero(ur5e_map.reached & ur5e_map.mixed)
+    pick = np.random.default_rng(3).choice(len(rows), 30, replace=False)
+    local = np.hstack([ur5e_map.cells[rows[pick]] * ur5e_map.voxel_m,
+                       orientations.quats_xyzw[bins[pick]]])
+    world = np.hstack([local[:, :3] @ Rz.T + [0.6, -0.4, 0.0],
+                       quats_from_rotations(Rz @ rotations_from_quats(local[:, 3:]))])
+    scan = base_placement(ur5e_map, world, grid, top=10_000)
+
+    def alone(x, y, yaw):  # the map's shares at a base pose
+        return next(p for p in scan if np.allclose(p[:3], (x, y, yaw), atol=1e-9))
+
+    hidden = alone(0.6, -0.4, math.pi / 2)
+    assert hidden.share < 1.0 and hidden.share + hidden.mixed == 1.0
+    decided = base_placement(ur5e_map, world, grid, top=3, solver=solver)
+    assert [p.mixed for p in decided] == [0.0] * 3
+    assert decided[0].share >= decided[1].share >= decided[2].share
+    best = alone(*decided[0][:3])
+    assert best.share < decided[0].share <= best.share + best.mixed  # IK decided mixed ones
+    assert verify_placements(solver, world, decided[:1])[0] >= decided[0].share
 
 
 @pytest.mark.parametrize('change, words', [
@@ -169,7 +195,6 @@ def test_a_billion_cell_grid_is_refused_before_any_work(ur5e_spec):
 
 
 def test_nan_poses_and_bad_grids_are_refused():
-    from ik_node.capability import CapabilityMap
     ur5e_map = CapabilityMap({'voxel_m': 0.2, 'directions': 6, 'rolls': 2},
                              np.array([[1, 0, 1], [2, 0, 1]]), np.ones((2, 12), bool))
     with pytest.raises(TargetError, match='pose 1'):
@@ -192,3 +217,167 @@ def test_an_unreachable_ray_address_is_a_clear_error():
         check_address(f'127.0.0.1:{port}')
     with pytest.raises(ConfigError, match='host:port'):
         check_address('nowhere')
+
+
+def test_a_cell_is_mixed_where_its_neighbours_disagree():
+    # A 5 x 5 x 5 block of cells, reached where x <= 2, every orientation alike.
+    cells = np.array(np.meshgrid(*[np.arange(5)] * 3, indexing='ij')).reshape(3, -1).T
+    meta = {'voxel_m': 0.1, 'directions': 6, 'rolls': 1}
+    reached = np.repeat((cells[:, 0] <= 2)[:, None], 6, axis=1)
+    block = CapabilityMap(meta, cells, reached)
+    x, inner = cells[:, 0], np.all((cells[:, 1:] >= 1) & (cells[:, 1:] <= 3), axis=1)
+    uniform_reached = (x == 1) & inner  # every neighbour inside the block and reached
+    uniform_none = x == 4  # no neighbour reached (beyond the block: beyond the reach)
+    np.testing.assert_array_equal(block.mixed[:, 0], ~uniform_reached & ~uniform_none)
+    assert (block.mixed == block.mixed[:, :1]).all()  # every orientation alike
+    verdicts = block.verdicts
+    assert set(np.unique(verdicts[uniform_reached])) == {storage.ALL}
+    assert set(np.unique(verdicts[uniform_none])) == {storage.NONE}
+    # One target not reached in the middle: it, its neighbours in its orientation bin and its
+    # adjacent bins in its voxel turn mixed; a bin not adjacent stays uniform.
+    centre = int(np.flatnonzero((cells == [1, 2, 2]).all(axis=1))[0])
+    holed = reached.copy()
+    holed[centre, 0] = False
+    mixed = CapabilityMap(meta, cells, holed).mixed
+    from ik_node.capability.uniform import adjacent_bins
+    adjacent = adjacent_bins(orientation_set(6, 1))[0]
+    assert mixed[centre, 0] and mixed[centre, adjacent].all()
+    assert not mixed[centre, [k for k in range(1, 6) if k not in adjacent]].any()
+    assert mixed[uniform_reached, 0].all()  # all within one voxel of the hole
+
+
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
+def test_mixed_cells_are_decided_by_ik_at_query_time(ur5e_spec, ur5e_map):
+    from ik_node.capability.decide import solver_for
+    from ik_node.capability.query import query_seeds, QueryIk
+    solver = solver_for(ur5e_spec)
+    chain = solver.chain
+    rng = np.random.default_rng(5)
+    Q = rng.uniform(chain.lower, chain.upper, size=(40, chain.n))
+    T = np.array([chain.fk(q) for q in Q])
+    poses = np.vstack([np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])]),
+                       np.hstack([rng.uniform(-0.8, 0.8, (40, 3)), rng.normal(size=(40, 4))])])
+    without = reachable(ur5e_map, poses)
+    answer = reachable(ur5e_map, poses, solver=solver)
+    mixed = without.uncertain
+    assert mixed.sum() >= 20 and (answer.by_ik == mixed).all()
+    np.testing.assert_array_equal(answer.verdict[~mixed], without.verdict[~mixed])
+    assert not answer.uncertain.any()
+    yes = np.flatnonzero(answer.verdict == REACHABLE)
+    no = np.flatnonzero(mixed & (answer.verdict == UNREACHABLE))
+    assert len(yes) and len(no)
+    for i in yes[mixed[yes]].tolist():  # the answer found at query time reaches the pose
+        T = chain.fk(answer.joints[i])
+        assert np.linalg.norm(T[:3, 3] - poses[i, :3]) <= solver.params['position_tolerance']
+        R = rotations_from_quats(poses[i, 3:])[0]
+        angle = np.arccos(np.clip((np.trace(R.T @ T[:3, :3]) - 1) / 2, -1, 1))
+        assert angle <= solver.params['orientation_tolerance'] + 1e-9
+    assert np.isnan(answer.joints[no]).all()
+    for i in no.tolist():  # solve() from the same starts finds nothing either
+        for seed in query_seeds(chain, QueryIk()):
+            assert not solver.solve(poses[i, :3], poses[i, 3:], seed).reachable, i
+
+
+def test_a_tool_offset_reads_three_six_or_seven_numbers(shared_robot):
+    from ik_node.capability.tool import offset_matrix, tip_targets, tool_offset
+    assert tool_offset([]) == () and tool_offset([0, 0, 0]) == ()
+    assert tool_offset([0.1, 0, 0.2]) == (0.1, 0.0, 0.2, 0.0, 0.0, 0.0, 1.0)
+    rpy = offset_matrix(tool_offset([0.01, -0.02, 0.15, 0.3, -0.2, 1.1]))
+    c, s = np.cos, np.sin
+    Rx = np.array([[1, 0, 0], [0, c(0.3), -s(0.3)], [0, s(0.3), c(0.3)]])
+    Ry = np.array([[c(-0.2), 0, s(-0.2)], [0, 1, 0], [-s(-0.2), 0, c(-0.2)]])
+    Rz = np.array([[c(1.1), -s(1.1), 0], [s(1.1), c(1.1), 0], [0, 0, 1]])
+    np.testing.assert_allclose(rpy[:3, :3], Rz @ Ry @ Rx, atol=1e-9)
+    quat = tool_offset([0.01, -0.02, 0.15, *quats_from_rotations(Rz @ Ry @ Rx)[0]])
+    np.testing.assert_allclose(offset_matrix(quat), rpy, atol=1e-9)
+    # The tip poses that put the tool at a pose: FK of a configuration, then the offset.
+    chain = Chain.from_urdf_file(shared_robot('ur5e.urdf'), 'base_link', 'tool0')
+    Q = np.random.default_rng(3).uniform(chain.lower, chain.upper, size=(5, chain.n))
+    tips = np.array([chain.fk(q) for q in Q])
+    tools = tips @ rpy
+    p, q = tip_targets(tools[:, :3, 3], quats_from_rotations(tools[:, :3, :3]), quat)
+    np.testing.assert_allclose(p, tips[:, :3, 3], atol=1e-12)
+    np.testing.assert_allclose(rotations_from_quats(q), tips[:, :3, :3], atol=1e-12)
+    for bad, words in (([1, 2], 'give x y z'), ([0, 0, np.nan], 'finite'),
+                       ([0, 0, 0, 0, 0, 0, 0], 'zero')):
+        with pytest.raises(ConfigError, match=words):
+            tool_offset(bad)
+
+
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
+def test_a_map_with_a_tool_offset_is_of_the_tools_poses(ur5e_spec, tmp_path):
+    import dataclasses
+    from ik_node.capability.decide import decide_targets, solver_for
+    from ik_node.capability.tool import offset_matrix
+    spec = dataclasses.replace(ur5e_spec, tool_offset=(0.02, -0.03, 0.15, 0.3, -0.2, 1.1))
+    assert len(spec.tool_offset) == 7 and spec.key() != ur5e_spec.key()
+    capability = build_map(spec, tmp_path, workers=1)
+    loaded = load_map(tmp_path)
+    assert loaded.tool_offset == spec.tool_offset
+    np.testing.assert_array_equal(loaded.mixed, capability.mixed)
+    solver = solver_for(spec)
+    chain, offset = solver.chain, offset_matrix(spec.tool_offset)
+    tol = solver.params['position_tolerance'] + 0.2 * solver.params['orientation_tolerance']
+
+    def assert_tool_at(joints, pose):
+        T = chain.fk(joints) @ offset  # the tool's pose, not the tip's
+        assert np.linalg.norm(T[:3, 3] - pose[:3]) <= tol
+        R = rotations_from_quats(pose[3:])[0]
+        assert np.arccos(np.clip((np.trace(R.T @ T[:3, :3]) - 1) / 2, -1, 1)) <= 1e-3
+
+    rows, bins = np.nonzero(capability.reached)
+    pick = np.random.default_rng(4).choice(len(rows), 15, replace=False)
+    targets = np.hstack([capability.cells[rows[pick]] * capability.voxel_m,
+                         capability.orientations.quats_xyzw[bins[pick]]])
+    found, joints = decide_targets(solver, targets[:, :3], targets[:, 3:],
+                                   [chain.mid_configuration()], 8, spec.tool_offset)
+    assert found.sum() >= 10
+    for i in np.flatnonzero(found).tolist():
+        assert_tool_at(joints[i], targets[i])
+    # Forward queries in mixed cells: the answers found put the tool at the pose.
+    Q = np.random.default_rng(6).uniform(chain.lower, chain.upper, size=(60, chain.n))
+    tools = np.array([chain.fk(q) @ offset for q in Q])
+    poses = np.hstack([tools[:, :3, 3], quats_from_rotations(tools[:, :3, :3])])
+    answer = reachable(loaded, poses, solver=solver)
+    decided = np.flatnonzero(answer.by_ik & (answer.verdict == REACHABLE))
+    assert len(decided) >= 5
+    for i in decided.tolist():
+        assert_tool_at(answer.joints[i], poses[i])
+    # Base placement verifies the tool's poses too: from the origin all of these are reached.
+    assert verify_placements(solver, poses, [Placement(0.0, 0.0, 0.0, 1.0)],
+                             tool=loaded.tool_offset) == [1.0]
+
+
+@pytest.mark.parametrize('tool', [(), (0.02, -0.03, 0.15, 0.3, -0.2, 1.1)])
+def test_the_wrist_bound_never_rules_out_a_reached_pose(ur5e_spec, tool):
+    import dataclasses
+    from ik_node.capability.decide import _prepared, beyond_wrist_reach
+    from ik_node.capability.tool import offset_matrix
+    spec = dataclasses.replace(ur5e_spec, tool_offset=tool)
+    solver, _, orientations, wrist = _prepared(spec)
+    chain = solver.chain
+    assert wrist is not None and wrist.radius < 1.0  # the UR5e's wrist reach is < its tip's
+    Q = np.random.default_rng(7).uniform(chain.lower, chain.upper, size=(3000, chain.n))
+    T = np.array([chain.fk(q) @ offset_matrix(spec.tool_offset) for q in Q])
+    reached = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    assert not beyond_wrist_reach(solver, wrist, reached[:, :3], reached[:, 3:],
+                                  spec.tool_offset).any()
+    if tool:
+        return
+    # It does rule out poses: at the rim of the reach, the tool pointing outwards.
+    rim = np.array([[0.0, 1.0, 0.1625]]).repeat(len(orientations), 0)
+    ruled_out = beyond_wrist_reach(solver, wrist, rim, orientations.quats_xyzw)
+    assert 0 < ruled_out.sum() < len(rim)
+
+
+@pytest.mark.slow  # builds maps by IK (seconds with numba)
+def test_the_wrist_bound_changes_no_verdict(ur5e_spec, ur5e_map):
+    from ik_node.capability.decide import _cache, _prepared
+    solver, cells, orientations, wrist = _prepared(ur5e_spec)
+    _cache[ur5e_spec.key()] = (solver, cells, orientations, None)
+    try:
+        unbounded = [decide_shard(ur5e_spec, k) for k in range(3)]
+    finally:
+        _cache[ur5e_spec.key()] = (solver, cells, orientations, wrist)
+    bounds = shard_bounds(cells, ur5e_spec.shard_cells)
+    np.testing.assert_array_equal(np.vstack(unbounded), ur5e_map.reached[:bounds[3]])

@@ -58,7 +58,10 @@ def poses_file(built, tmp_path_factory):
     path = tmp_path_factory.mktemp('poses') / 'poses.csv'
     path.write_text('x,y,z,qx,qy,qz,qw\n' + '\n'.join(','.join(repr(v) for v in row)
                                                        for row in poses.tolist()) + '\n')
-    return path, reachable(capability, poses)
+    from ik_node.capability.decide import map_solver
+    solver, why = map_solver(capability.meta)
+    assert solver is not None, why
+    return path, reachable(capability, poses, solver=solver), reachable(capability, poses)
 
 
 @pytest.mark.slow
@@ -75,18 +78,24 @@ def test_capability_map_writes_a_map_and_a_reach_map_for_the_display(built):
 @pytest.mark.slow
 def test_reachable_gives_one_verdict_per_pose(built, poses_file):
     out, _ = built
-    path, expected = poses_file
+    path, expected, alone = poses_file
     proc = run('reachable', '--map', str(out), '--poses', str(path), '--json')
     assert proc.returncode == 0, proc.stderr
     answer = json.loads(proc.stdout)
-    assert answer['reachable'] == expected.tolist()
-    assert expected[:10].all() and not expected[10:].any()
+    assert answer['reachable'] == expected.reachable.tolist()  # mixed cells decided by IK
+    assert answer['decided_by_ik'] == int(alone.uncertain.sum()) > 0
+    assert answer['uncertain_count'] == 0 and expected.reachable[:10].all()
+    proc = run('reachable', '--map', str(out), '--poses', str(path), '--json', '--no-ik')
+    answer = json.loads(proc.stdout)
+    assert answer['reachable'] == [None if u else bool(r) for r, u in
+                                   zip(alone.reachable, alone.uncertain, strict=True)]
+    assert answer['uncertain_count'] == int(alone.uncertain.sum()) and answer['note']
 
 
 @pytest.mark.slow
 def test_base_placement_ranks_and_verifies(built, poses_file):
     out, _ = built
-    path, _ = poses_file
+    path, _, _ = poses_file
     proc = run('base-placement', '--map', str(out), '--poses', str(path),
                '--grid=-0.2:0.2:0.1,-0.2:0.2:0.1,90', '--top', '3', '--json')
     assert proc.returncode == 0, proc.stderr
@@ -94,6 +103,7 @@ def test_base_placement_ranks_and_verifies(built, poses_file):
     first = answer['placements'][0]
     assert len(answer['placements']) == 3 and first['verified_share'] is not None
     assert first['map_share'] >= answer['placements'][1]['map_share']
+    assert first['verified_share'] >= first['map_share']  # the claim: uniform cells only
 
 
 @pytest.mark.slow
@@ -103,6 +113,8 @@ def test_base_placement_ranks_and_verifies(built, poses_file):
     (('capability-map', *SMALL, '--ray-address', '127.0.0.1:1', '--out', 'x'),
      ('cannot reach the Ray cluster',)),
     (('reachable', '--map', 'no/such/map', '--poses', 'p.csv'), ('no capability map',)),
+    (('capability-map', *SMALL, '--tool-offset', '0', '0.1', '--out', 'x'), ('tool offset',)),
+    (('capability-map', *SMALL, '--tool-offset', '0', '0', 'nan', '--out', 'x'), ('finite',)),
 ])
 def test_bad_arguments_are_one_line_errors(args, words, tmp_path):
     if not UR5E.is_file():
@@ -118,3 +130,32 @@ def test_a_nan_pose_is_a_one_line_error(built, tmp_path):
     bad.write_text('0.3,0.1,nan,0,0,0,1\n')
     assert_clean_error(run('reachable', '--map', str(out), '--poses', str(bad)), 'pose 0')
     assert_clean_error(run('base-placement', '--map', str(out), '--poses', str(bad)), 'pose 0')
+
+
+@pytest.mark.slow
+def test_a_tool_offset_is_stored_and_used_by_the_queries(tmp_path):
+    if not UR5E.is_file():
+        pytest.skip(f'reference robot {UR5E} is not present')
+    from ik_node import Chain
+    from ik_node.capability.decide import map_solver
+    from ik_node.capability.orientations import quats_from_rotations
+    from ik_node.capability.tool import offset_matrix
+    proc = run('capability-map', *SMALL, '--tool-offset', '0', '0', '0.1', '0', '0.5', '0',
+               '--out', str(tmp_path / 'map'), '--json')
+    assert proc.returncode == 0, proc.stderr
+    capability = load_map(tmp_path / 'map')
+    offset = capability.tool_offset
+    assert len(offset) == 7 and json.loads(proc.stdout)['tool_offset'] == list(offset)
+    np.testing.assert_allclose(offset_matrix(offset)[:3, 3], [0, 0, 0.1])
+    # Tool poses of random configurations: the command's verdicts are the library's.
+    chain = Chain.from_urdf_file(UR5E, 'base_link', 'tool0')
+    Q = np.random.default_rng(8).uniform(chain.lower, chain.upper, size=(20, chain.n))
+    T = np.array([chain.fk(q) @ offset_matrix(offset) for q in Q])
+    poses = np.hstack([T[:, :3, 3], quats_from_rotations(T[:, :3, :3])])
+    path = tmp_path / 'tool_poses.csv'
+    path.write_text('\n'.join(','.join(repr(v) for v in row) for row in poses.tolist()) + '\n')
+    proc = run('reachable', '--map', str(tmp_path / 'map'), '--poses', str(path), '--json')
+    assert proc.returncode == 0, proc.stderr
+    expected = reachable(capability, poses, solver=map_solver(capability.meta)[0])
+    assert json.loads(proc.stdout)['reachable'] == expected.reachable.tolist()
+    assert expected.by_ik.any()

@@ -18,7 +18,7 @@ from ik_node import Chain, make_solver
 from ik_node.model.chain import chain_lengths
 from ik_node.solvers import kernels
 from ik_node.solvers.numerics.budget import Budget
-from ik_node.solvers.out_of_reach import closest_pose, compiled_search
+from ik_node.solvers.out_of_reach import closest_descent, compiled_search
 from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
@@ -75,13 +75,13 @@ def cases(chain, count, seed):
 
 
 def test_the_kernels_constants_are_the_python_searchs():
-    assert compiled_search.LAMBDA_START == closest_pose._LAMBDA_START
-    assert compiled_search.LAMBDA_MIN == closest_pose._LAMBDA_MIN
-    assert compiled_search.LAMBDA_MAX == closest_pose._LAMBDA_MAX
-    assert compiled_search.LAMBDA_DOWN == closest_pose._LAMBDA_DOWN
-    assert compiled_search.LAMBDA_UP == closest_pose._LAMBDA_UP
-    assert compiled_search.NEWTON_DECREMENT_M == closest_pose.NEWTON_DECREMENT_M
-    assert compiled_search.MINIMUM_DAMPING == closest_pose._MINIMUM_DAMPING
+    assert compiled_search.LAMBDA_START == closest_descent._LAMBDA_START
+    assert compiled_search.LAMBDA_MIN == closest_descent._LAMBDA_MIN
+    assert compiled_search.LAMBDA_MAX == closest_descent._LAMBDA_MAX
+    assert compiled_search.LAMBDA_DOWN == closest_descent._LAMBDA_DOWN
+    assert compiled_search.LAMBDA_UP == closest_descent._LAMBDA_UP
+    assert compiled_search.NEWTON_DECREMENT_M == closest_descent.NEWTON_DECREMENT_M
+    assert compiled_search.MINIMUM_DAMPING == closest_descent._MINIMUM_DAMPING
 
 
 @pytest.mark.parametrize('name', sorted(CHAINS))

@@ -11,7 +11,7 @@ import pytest
 from closest_reference import newton_system as numpy_newton_system
 from ik_node import Chain
 from ik_node.model.chain import chain_lengths
-from ik_node.solvers.out_of_reach import closest_pose
+from ik_node.solvers.out_of_reach import closest_descent
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach.closest_pose import ClosestPose, SearchLimits
 from ik_node.solvers.out_of_reach.measured_reach import measure_reach
@@ -146,10 +146,10 @@ def test_descent_error_never_rises_and_ends_stationary(name, monkeypatch):
         # Within NEWTON_DECREMENT_M of the stationary point that the same descent reaches when
         # only the strict gradient test may stop it:
         with monkeypatch.context() as m:
-            m.setattr(closest_pose, 'NEWTON_DECREMENT_M', -1.0)
+            m.setattr(closest_descent, 'NEWTON_DECREMENT_M', -1.0)
             polished = search.descend(target.tolist(), d.q, Budget(3600.0), 500, 1e-9)
         assert polished.stationary
-        assert 0.0 <= d.error - polished.error <= 2 * closest_pose.NEWTON_DECREMENT_M
+        assert 0.0 <= d.error - polished.error <= 2 * closest_descent.NEWTON_DECREMENT_M
         q = np.array(polished.q)
         _, _, g = numpy_newton_system(chain, target, q)
         pressed = ((q <= chain.lower) & (g < 0.0)) | ((q >= chain.upper) & (g > 0.0))
@@ -180,7 +180,7 @@ def test_search_stops_as_soon_as_its_rule_allows_and_counts_its_descents():
         assert (found.stop, found.pressed) == ('confirmed', ())
         assert 3 <= found.descents <= 3 + chain.n
     for found in (tight, loose, unproven):
-        assert found.error == pytest.approx(bound, abs=2 * closest_pose.NEWTON_DECREMENT_M)
+        assert found.error == pytest.approx(bound, abs=2 * closest_descent.NEWTON_DECREMENT_M)
 
 
 def test_a_closest_pose_pressed_against_limits_needs_a_random_start_to_confirm_it():

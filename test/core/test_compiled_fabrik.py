@@ -20,7 +20,7 @@ import pytest
 
 from ik_node.model.chain import Chain
 from ik_node.solvers import IkStatus, kernels, make_solver
-from ik_node.solvers.fabrik import compiled
+from ik_node.solvers.fabrik import compiled, compiled_runs
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
 from ik_node.solvers.fabrik.tree import FabrikTree
@@ -30,7 +30,7 @@ REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'
 NO_CLOCK = {'timeout': 60.0}
 JOINT_TOLERANCE = 1e-9
 
-needs_numba = pytest.mark.skipif(not compiled.available(), reason='numba is not installed')
+needs_numba = pytest.mark.skipif(not compiled_runs.available(), reason='numba is not installed')
 
 
 @pytest.fixture(scope='module')
@@ -111,7 +111,7 @@ class _Counted:
 
 def _python_solver(chain, params, monkeypatch):
     with monkeypatch.context() as patch:
-        patch.setattr(compiled, 'available', lambda: False)
+        patch.setattr(compiled_runs, 'available', lambda: False)
         return make_solver('fabrik', chain, params)
 
 
@@ -162,7 +162,7 @@ def _runs_agree(a, b, label):
 def test_compiled_runs_match_the_python_runs_stretched_or_not(shared_robot, settings, loaded):
     for chain in _chains(shared_robot):
         serial = SerialFabrik(FabrikTree(chain))
-        kernel = compiled.CompiledFabrik(serial)
+        kernel = compiled_runs.CompiledFabrik(serial)
         served = 0
         for k, (target, q_seed) in enumerate(_cases(chain, 15, 5)):
             if k % 4 == 3:  # a target beyond the reach: the stretching first pass
@@ -184,7 +184,7 @@ def test_a_run_past_its_deadline_does_no_iteration_as_the_python_run(loaded):
     target, q_seed = _cases(chain, 1, 2)[0]
     problem = FabrikProblem(q_seed, (0,), target[None, :], np.ones(1), deadline=0.0)
     settings = FabrikSettings(1e-5, 100, 1e-9, 5, polish=10)
-    a = compiled.CompiledFabrik(serial).run(problem, settings)
+    a = compiled_runs.CompiledFabrik(serial).run(problem, settings)
     b = serial.run(problem, settings)
     _runs_agree(a, b, 'deadline passed')
     assert a.timed_out and a.iterations == 0

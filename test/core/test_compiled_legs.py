@@ -19,9 +19,8 @@ import pytest
 from ik_node import Chain, make_solver
 from ik_node.solvers import kernels
 from ik_node.solvers.geometry import planar_core
-from ik_node.solvers.hip_knee import compiled
+from ik_node.solvers.hip_knee import compiled, compiled_legs
 from ik_node.solvers.kernels import planar
-from ik_node.solvers.hip_knee.compiled import CompiledLegs
 from tree_models import QUAD_FEET, quad_leg3_urdf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +36,7 @@ OFFSET_LEGS = {'hyq_type': ('0 0 -0.08', '0 0 -0.35'),
 JOINTS_ABS = 1e-12  # [rad] compiled against Python
 FK_ABS = 1e-12      # [m] a reported error against the FK error of the returned joints
 
-needs_numba = pytest.mark.skipif(not compiled.available(), reason='numba is not installed')
+needs_numba = pytest.mark.skipif(not compiled_legs.available(), reason='numba is not installed')
 
 
 @pytest.fixture(scope='module')
@@ -85,7 +84,7 @@ def quadruped(name: str, shared_robot) -> Chain:
 
 def python_solver(chain, monkeypatch, **params):
     with monkeypatch.context() as patch:
-        patch.setattr(compiled, 'available', lambda: False)
+        patch.setattr(compiled_legs, 'available', lambda: False)
         solver = make_solver('analytic_hip_knee', chain, params)
     assert solver._compiled_legs is None
     return solver
@@ -190,11 +189,11 @@ def test_a_foot_out_of_reach_or_unusual_input_goes_to_the_python_path(shared_rob
 def test_the_compiled_legs_wait_for_the_kernels_and_a_history_keeps_the_python_path(
         shared_robot):
     chain = quadruped('quad12', shared_robot)
-    assert CompiledLegs.of(make_solver('analytic_hip_knee', chain,
+    assert compiled_legs.CompiledLegs.of(make_solver('analytic_hip_knee', chain,
                                        {'record_history': True})) is None
     leg = make_solver('analytic_hip_knee', chain.serial_chain(chain.tip_links[0]))
     assert leg._compiled_legs is None  # one leg: the Python path
-    legs = CompiledLegs(make_solver('analytic_hip_knee', chain), compiled_kernels={})
+    legs = compiled_legs.CompiledLegs(make_solver('analytic_hip_knee', chain), compiled_kernels={})
     assert not legs.ready()
     assert legs.solve({chain.tip_links[0]: [0.1, 0.1, -0.3]}, None) is None
 

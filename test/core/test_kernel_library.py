@@ -1,7 +1,8 @@
-"""The compiled path's kernel library (``ik_node.solvers.kernels.fk`` and ``.planar``) computes
-what the Python path computes: forward kinematics and the Jacobian of ``Chain``, and the planar
-angle helpers of ``geometry.planar_core``. The library's functions are plain Python in numba's
-subset: checked as they are, and compiled where numba serves."""
+"""The compiled path's kernel library (``ik_node.solvers.kernels.fk``, ``.planar`` and
+``.linalg``) computes what the Python path computes: forward kinematics and the Jacobian of
+``Chain``, the planar angle helpers of ``geometry.planar_core``, FABRIK's damped step of
+``numerics.small_matrix`` and a linear solve as numpy's. The library's functions are plain
+Python in numba's subset: checked as they are, and compiled where numba serves."""
 
 import math
 from pathlib import Path
@@ -13,7 +14,8 @@ from ik_node.model.chain import Chain
 from ik_node.solvers import kernels
 from ik_node.solvers.damped_jacobian import compiled as dls_kernels
 from ik_node.solvers.geometry import planar_core
-from ik_node.solvers.kernels import fk, planar
+from ik_node.solvers.kernels import fk, linalg, planar
+from ik_node.solvers.numerics import small_matrix
 from ik_node.solvers.out_of_reach import compiled_search
 from reference_robots import SHARED_ROBOTS as SHARED
 from reference_robots import skip_reason
@@ -74,6 +76,42 @@ def test_clamp_on_circle_is_the_planar_cores(compiled):
         angle, seed = rng.uniform(-10.0, 10.0), rng.uniform(lower, upper)
         assert clamp_on_circle(angle, seed, lower, upper) == \
             planar_core.clamp_on_circle(angle, seed, lower, upper)
+
+
+@pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])
+def test_the_damped_step_is_the_python_paths(compiled):
+    """The same floats as ``small_matrix.damped_step`` over the free columns, and False where
+    that raises (a system that is not positive definite)."""
+    _library(compiled)
+    rng = np.random.default_rng(5)
+    for n in (1, 3, 6, 7):
+        for _ in range(200):
+            cols = rng.normal(size=(n, 3))
+            free = (rng.random(n) < 0.8).astype(float)
+            e, damping, out = rng.normal(size=3), 10.0 ** rng.uniform(-12, 0), np.empty(n)
+            assert linalg.damped_step(cols, free, e[0], e[1], e[2], damping, out)
+            expected = small_matrix.damped_step([tuple(c) for c in cols], free.astype(bool),
+                                                tuple(e), damping)
+            assert out.tolist() == expected
+    cols = np.zeros((2, 3))
+    with pytest.raises(ZeroDivisionError):
+        small_matrix.damped_step([(0.0, 0.0, 0.0)] * 2, [True, True], (1.0, 0.0, 0.0), 0.0)
+    assert not linalg.damped_step(cols, np.ones(2), 1.0, 0.0, 0.0, 0.0, np.empty(2))
+
+
+@pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])
+def test_the_linear_solve_is_numpys_and_refuses_a_zero_pivot(compiled):
+    _library(compiled)
+    rng = np.random.default_rng(6)
+    for m in (1, 2, 5, 9):
+        for _ in range(100):
+            A, b = rng.normal(size=(m, m)), rng.normal(size=m)
+            G, g, y = A.copy(), b.copy(), np.empty(m)
+            assert linalg.solve(G, g, m, y)
+            np.testing.assert_allclose(y, np.linalg.solve(A, b), rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(A @ y, b, atol=1e-9)
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert not linalg.solve(singular.copy(), np.ones(2), 2, np.empty(2))
 
 
 def test_every_kernel_module_reads_the_prismatic_flag_where_fk_does():

@@ -23,7 +23,7 @@ from closest_reference import long_search, newton_system
 from ik_node import Chain, IkStatus, make_solver
 from ik_node.model.chain import chain_lengths
 from ik_node.errors import ChainError, ConfigError
-from ik_node.solvers.out_of_reach.closest_pose import NEWTON_DECREMENT_M
+from ik_node.solvers.out_of_reach.closest_descent import NEWTON_DECREMENT_M
 from ik_node.solvers.out_of_reach.outcome import AT_REACH_MESSAGE
 from ik_node.solvers.geometry.reach_bound import reach_bound
 

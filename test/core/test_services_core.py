@@ -11,7 +11,8 @@ import pytest
 
 from ik_node import Chain
 from ik_node.config.node_config import load_config
-from ik_node.services.cartesian import PathSettings, compute_path, segment_poses, timed
+from ik_node.services.cartesian import (PathSettings, compute_path, segment_poses, timed,
+                                        velocities)
 from ik_node.services.constraints import quat_xyzw_of
 from ik_node.services.error_codes import MoveItCode, ServiceError
 from ik_node.services.group_solvers import GroupSolvers
@@ -249,6 +250,20 @@ def test_points_are_timed_within_the_velocity_limits():
         assert np.all(speeds <= np.array([1.0, 2.0]) * 0.5 + 1e-9)
 
 
+def test_point_velocities_stay_within_the_limits_and_rest_at_the_ends():
+    rng = np.random.default_rng(5)
+    points = [np.zeros(3)] + [rng.uniform(-0.3, 0.3, size=3) for _ in range(8)]
+    limits = np.array([1.0, 2.0, 0.5])
+    times = timed(points, limits, PathSettings(max_step=0.1, velocity_scaling=0.5))
+    v = velocities(points, times)
+    assert len(v) == len(points)
+    assert np.all(v[0] == 0.0) and np.all(v[-1] == 0.0)
+    assert all(np.all(np.abs(vk) <= 0.5 * limits + 1e-9) for vk in v)
+    # each inner velocity points the way the joints go over its two steps
+    for k in range(1, len(points) - 1):
+        assert np.allclose(v[k] * (times[k + 1] - times[k - 1]), points[k + 1] - points[k - 1])
+
+
 def test_a_position_only_tree_solver_given_poses_solves_the_positions_and_says_so():
     from ik_node.solvers import make_solver
     chain = Chain.from_urdf_file('twin_arm.urdf', 'base_link', ['left_hand', 'right_hand'])
@@ -281,3 +296,53 @@ def test_an_answer_keeps_full_turn_joints_nearest_the_requests_seed(arm):
     moved = _near_seed(chain, dataclasses.replace(result, joint_positions=far), q_seed)
     assert abs(moved.joint_positions[k] - q_seed[k]) < math.pi
     assert np.allclose(chain.fk(moved.joint_positions), chain.fk(far), atol=1e-9)
+
+
+# ------------------------------------------------------------------- budgets and restarts
+def test_a_solver_limited_to_a_budget_takes_it_and_gets_its_own_back(arm):
+    config, chain = arm
+    solver = GroupSolvers(config, config.collision).solver(
+        GroupSolvers(config, config.collision).group(''), False)
+    configured = solver.budget_s
+    assert configured == pytest.approx(solver.params['timeout'])
+    with solver.limited_to(0.002):
+        assert solver.budget_s == pytest.approx(0.002)
+        q = np.array([0.3, -1.0, 1.2, -0.4, 0.8, 0.2])
+        T = chain.fk(q)
+        result = solver.solve(T[:3, 3], quat_xyzw_of(T[:3, :3]), seed=q + 0.05)
+        assert np.linalg.norm(chain.fk(result.joint_positions)[:3, 3] - T[:3, 3]) < 1e-4
+    assert solver.budget_s == pytest.approx(configured)
+
+
+def test_restart_seeds_start_nearest_the_target_and_stay_within_the_narrowed_limits(arm):
+    from ik_node.services.restart_seeds import NearSeeds
+    _, chain = arm
+    near = NearSeeds(chain, size=300)
+    T = chain.fk(np.array([0.5, -1.2, 1.0, 0.3, -0.6, 0.1]))
+    targets = {chain.tip_link: (T[:3, 3], T[:3, :3])}
+    lower, upper = chain.lower.copy(), chain.upper.copy()
+    lower[0], upper[0] = 0.2, 0.4
+    seeds = near.seeds(targets, lower, upper, np.random.default_rng(0))
+    first = next(seeds)
+    d = near.distances(targets)
+    nearest = near.q[int(np.argmin(d))]
+    assert np.allclose(first[1:], nearest[1:]) and 0.2 <= first[0] <= 0.4
+    rest = [next(seeds) for _ in range(20)]
+    assert all(np.all(s >= lower - 1e-12) and np.all(s <= upper + 1e-12) for s in rest)
+
+
+def test_targets_a_bad_seed_misses_are_answered_success_from_seeds_near_them(arm):
+    config, chain = arm
+    solvers = GroupSolvers(config, config.collision)
+    rng = np.random.default_rng(7)
+    # a seed on the joint limits, folded: a poor start for most targets
+    folded = {name: float(np.clip(3.0, lo, hi)) for name, lo, hi in
+              zip(chain.joint_names, chain.lower, chain.upper)}
+    for _ in range(15):
+        q = rng.uniform(np.maximum(chain.lower, -3), np.minimum(chain.upper, 3))
+        request, T = pose_request(chain, q, state=folded, timeout_s=0.5)
+        answer = solvers.solve(request)
+        assert answer.code == MoveItCode.SUCCESS, answer.message
+        reached = chain.fk(answer.q)
+        assert np.linalg.norm(reached[:3, 3] - T[:3, 3]) < 1e-4
+        assert chain.within_limits(answer.q)

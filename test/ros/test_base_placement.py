@@ -65,9 +65,9 @@ class Client:
 
 def test_task_poses_get_ranked_base_poses_and_a_heat_map(harness, tmp_path):
     capability, folder = _map(tmp_path)
-    name, _ = harness.start_alone('arm6', capability_map=str(folder))
+    name, ik = harness.start_alone('arm6', capability_map=str(folder))
     client = Client(harness, name)
-    rows, bins = np.nonzero(capability.reached)
+    rows, bins = np.nonzero(capability.reached & ~capability.mixed)  # uniformly reachable
     pick = np.random.default_rng(4).choice(len(rows), 12, replace=False)
     local = np.hstack([capability.cells[rows[pick]] * capability.voxel_m,
                        capability.orientations.quats_xyzw[bins[pick]]])
@@ -82,9 +82,14 @@ def test_task_poses_get_ranked_base_poses_and_a_heat_map(harness, tmp_path):
         sorted((p['map_share'] for p in answer['placements']), reverse=True)
     result = wait_for('a result', lambda: client.results, client.lock)[0]
     assert math.isclose(result.poses[0].position.x, best['x'], abs_tol=1e-9)
-    heat = wait_for('a heat map', lambda: client.heat, client.lock)[0].markers[0]
-    assert len(heat.points) == len(heat.colors) == 41 * 41
-    assert max(c.g for c in heat.colors) > 0.9 and min(c.g for c in heat.colors) < 0.1
+    tiles, tasks, legend = wait_for('a heat map', lambda: client.heat, client.lock)[0].markers
+    assert len(tiles.points) == len(tiles.colors) == 41 * 41
+    assert max(c.g for c in tiles.colors) > 0.9 and min(c.g for c in tiles.colors) < 0.1
+    assert max(p.z for p in tiles.points) + tiles.scale.z / 2 < 0.0  # under the base poses
+    # the task poses drawn where they are; the legend says what the colours mean and the best
+    assert np.allclose([[p.x, p.y, p.z] for p in tasks.points], world[:, :3])
+    assert '12 task poses' in legend.text and 'green all, red none' in legend.text
+    assert f'x {best["x"]:.2f} y {best["y"]:.2f} m' in legend.text and '100 %' in legend.text
     # A bad request (a NaN) is an error answer, and the node answers the next one.
     bad = world.copy()
     bad[0, 0] = np.nan
@@ -99,3 +104,35 @@ def test_without_a_map_the_answer_says_so(harness, tmp_path):
     client = Client(harness, name)
     client.send([[0.3, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0]])
     assert 'capability_map' in client.next_answer(0)['error']
+
+
+def test_the_map_display_shows_the_capability_maps_reach_map(harness, tmp_path):
+    """With capability_map naming a folder that holds reach_map_<tip>.npz (as `ik-solve
+    capability-map` writes it), ~/reachability shows that IK-verified map, not a sampled one:
+    the node holds the file's voxels (its distances to the reach come from them) and draws
+    points (means of neighbouring voxel centres where there are many) inside them."""
+    from visualization_msgs.msg import Marker
+
+    from ik_node import Chain
+    from ik_node.cli.capability_map import as_reach_map
+    from ik_node.reachability.files import save_npz
+    capability, folder = _map(tmp_path)
+    reach = as_reach_map(capability, Chain.from_urdf_file(ARM6, 'base_link', 'tool0'))
+    save_npz(reach, folder / 'reach_map_tool0.npz')
+    name, ik = harness.start_alone('arm6', capability_map=str(folder))
+    client = harness.ros.node('map_client')
+    arrays, lock = [], threading.Lock()
+
+    def keep(msg):
+        with lock:
+            arrays.append(msg)
+    client.create_subscription(MarkerArray, f'/{name}/reachability', keep, QoSProfile(
+        depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    points = wait_for('the map', lambda: [p for a in arrays[-1:] for m in a.markers
+                                          if m.type == Marker.POINTS for p in m.points], lock)
+    centres = reach.voxel_indices * reach.voxel_size
+    low, high = centres.min(axis=0) - 1e-9, centres.max(axis=0) + 1e-9
+    assert all(np.all(low <= [p.x, p.y, p.z]) and np.all([p.x, p.y, p.z] <= high)
+               for p in points)
+    held = ik._reach._maps['tool0']
+    assert held.voxel_size == 0.25 and np.array_equal(held.voxel_indices, reach.voxel_indices)

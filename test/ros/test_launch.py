@@ -150,7 +150,10 @@ def test_rviz_config_shows_grid_robot_model_tf_and_ik_markers_and_the_map_one_cl
     markers = {d['Topic']['Value']: d for d in rviz_config()['Visualization Manager']['Displays']
                if d['Class'].endswith('/MarkerArray')}
     assert set(markers) == {'/ik_node/markers', '/ik_node/reachability',
-                            '/ik_node/collision_world'}
+                            '/ik_node/collision_world', '/ik_node/base_placement/heat_map'}
+    # the base placement's answer: its heat map on the floor and the best base poses
+    assert by_name['Base poses']['Class'] == 'rviz_default_plugins/PoseArray'
+    assert by_name['Base poses']['Topic']['Value'] == '/ik_node/base_placement/result'
 
 
 def test_every_latched_topic_has_a_transient_local_subscription_in_rviz():
@@ -159,6 +162,7 @@ def test_every_latched_topic_has_a_transient_local_subscription_in_rviz():
     RViz started after the node would miss the envelope, the map and the obstacles until the
     next update."""
     latched = {'/ik_node/markers', '/ik_node/reachability', '/ik_node/collision_world',
+               '/ik_node/base_placement/heat_map', '/ik_node/base_placement/result',
                '/robot_description'}
     seen = set()
     for display in rviz_config()['Visualization Manager']['Displays']:
@@ -425,6 +429,10 @@ def test_namespace_moves_tf_and_rvizs_absolute_topics_into_it(namespace):
     assert remapped['/clicked_point'] == 'ik_node/target_point'  # relative: /r1/ik_node/...
     assert remapped['/robot_description'] == 'robot_description'
     assert remapped['/ik_node/markers'] == 'ik_node/markers'
+    # every absolute topic of ik.rviz moves into the namespace
+    topics = {d['Topic']['Value'] for d in rviz_config()['Visualization Manager']['Displays']
+              if isinstance(d.get('Topic'), dict)} | {'/robot_description'}
+    assert topics <= set(remapped), topics - set(remapped)
     assert remapped['/tf'] == 'tf' and remapped['/tf_static'] == 'tf_static'
     assert 'namespace /r1' in p.summary()
 
@@ -626,6 +634,31 @@ def test_rviz_starts_only_when_asked(rviz, ik_node_prefix, temporary_params_file
     started, context = evaluate_launch(robot='leg3', rviz=rviz)
     assert ('rviz2' in started) == (rviz == 'true')
     assert {'ik_node', 'robot_state_publisher'} <= set(started)
+
+
+def test_rviz_opens_on_the_view_of_a_robot_that_is_not_packaged(ik_node_prefix,
+                                                                temporary_params_files,
+                                                                tmp_path, monkeypatch):
+    """Your own URDF: RViz gets ik.rviz with the view of its chain, the view the node keeps
+    its far targets and labels in (ik_node.ros.rviz.views.chain_view)."""
+    import tempfile
+
+    from ik_node import Chain
+    from ik_node.ros.rviz import views
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))  # the config is written there
+    urdf = REPO / 'urdf' / 'twin_arm.urdf'
+    started, context = evaluate_launch(description_file=str(urdf), tip_link='left_hand')
+    argv = command_line(started['rviz2'], context)
+    config = Path(argv[argv.index('-d') + 1])
+    assert config.parent == tmp_path / 'ik_node_rviz'
+    text = config.read_text()
+    current = yaml.safe_load(text)['Visualization Manager']['Views']['Current']
+    view = views.chain_view(Chain.from_urdf_file(urdf, 'base_link', ['left_hand']))
+    focal = current['Focal Point']
+    assert (focal['X'], focal['Y'], focal['Z'], current['Distance'], current['Pitch']) == \
+        (*view.focal, view.distance, view.pitch)
+    assert view != views.robot_view(REPO, 'twin_arm')  # one hand's, not the packaged robot's
+    assert text == views.with_view(RVIZ_FILE.read_text(), view)  # else ik.rviz as shipped
 
 
 @pytest.mark.parametrize('robot', ['leg3', 'quad12'])

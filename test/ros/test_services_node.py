@@ -113,14 +113,18 @@ def test_an_answer_is_not_commanded_and_the_stream_goes_on(harness):
 
 
 def test_four_clients_calling_beside_a_target_stream_are_all_answered(harness, monkeypatch):
-    # The stream's messages stay fresh (for an hour) and the node's queue holds all of them, so
-    # the machine's load cannot make the node skip one (a node that falls 50 messages behind
-    # skips to the newest): what is tested is that the calls take none away.
+    # The stream's messages stay fresh (for an hour), and the topic's DDS history and the
+    # node's queue hold all of them, so the machine's load (a stall of the test process, or of
+    # the node, longer than 50 targets) cannot make the node skip one or lose one: what is
+    # tested is that the calls take none away.
     from geometry_msgs.msg import PoseStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
     from ik_node.ros.inputs import target_flow, target_subscriptions
     monkeypatch.setattr(target_flow, 'TARGET_FRESH_S', 3600.0)
     monkeypatch.setattr(target_flow, 'TARGET_MAX_WAIT_S', 3600.0)
-    monkeypatch.setattr(target_subscriptions, 'TARGET_QUEUE_DEPTH', 100_000)
+    monkeypatch.setattr(target_subscriptions, 'TARGET_QOS',
+                        QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
+    monkeypatch.setattr(target_subscriptions, 'TARGET_QUEUE_DEPTH', 5000)
     ik, probe = harness.start('arm6')
     probe.timeout = 120.0
     pub = probe.node.create_publisher(PoseStamped, f'/{probe.ik_name}/target_pose',
@@ -170,10 +174,17 @@ def test_four_clients_calling_beside_a_target_stream_are_all_answered(harness, m
     assert all(code in (1, -31, -6) for code, _ in answers)
     assert all(error < 1e-4 for code, error in answers if code == 1)
     # every target of the stream was solved (none dropped for a newer one)
-    status = probe.wait_for(
-        'the status of the last target',
-        lambda: next((s for s in reversed(probe.diagnostics)
-                      if int(values(s).get('solve_count') or 0) >= count_before + sent), None))
+    try:
+        status = probe.wait_for(
+            'the status of the last target',
+            lambda: next((s for s in reversed(probe.diagnostics)
+                          if int(values(s).get('solve_count') or 0) >= count_before + sent),
+                         None))
+    except AssertionError as exc:
+        with probe.lock:
+            last = values(probe.diagnostics[-1]) if probe.diagnostics else {}
+        raise AssertionError(f'{exc}: {sent} targets sent after solve_count {count_before}; '
+                             f'the last status: {last}') from None
     assert values(status)['skipped_targets'] == '0'
 
 

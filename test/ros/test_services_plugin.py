@@ -164,6 +164,22 @@ def test_bad_requests_get_the_code_of_their_cause_and_the_node_answers_after(ur5
                              [good])
     request.ik_request.constraints.visibility_constraints = [VisibilityConstraint()]
     assert ask(ur5e, 'ik', request).error_code.val == -16  # not supported: refused
+    # a multi-DOF state of a joint of the URDF would move its frames: refused, named
+    request = plugin_request(srv, '', chain.joint_names, np.zeros(6), 'base_link', ['tool0'],
+                             [good])
+    multi = request.ik_request.robot_state.multi_dof_joint_state
+    multi.joint_names = ['shoulder_pan_joint']
+    from geometry_msgs.msg import Transform
+    multi.transforms = [Transform()]
+    response = ask(ur5e, 'ik', request)
+    assert response.error_code.val == -17 and 'shoulder_pan_joint' in response.error_code.message
+    # an SRDF's virtual joint above the URDF: kept as given, the pose solved
+    multi.joint_names = ['virtual_joint']
+    multi.transforms[0].translation.x = 1.5
+    response = ask(ur5e, 'ik', request)
+    assert response.error_code.val == 1, response.error_code.message
+    assert list(response.solution.multi_dof_joint_state.joint_names) == ['virtual_joint']
+    assert response.solution.multi_dof_joint_state.transforms[0].translation.x == 1.5
     assert plugin_call(ur5e, good).error_code.val == 1
 
 
@@ -252,6 +268,10 @@ def test_a_cartesian_line_is_followed_in_small_steps_timed_within_the_velocity_l
     speeds = np.abs(np.diff(qs, axis=0)) / np.diff(times)[:, None]
     velocity = np.array([math.pi] * 6)  # the UR5e's URDF limits are >= pi rad/s
     assert np.all(speeds <= velocity + 1e-6)
+    velocities = np.array([p.velocities for p in points])
+    assert velocities.shape == qs.shape
+    assert np.all(velocities[0] == 0.0) and np.all(velocities[-1] == 0.0)
+    assert np.all(np.abs(velocities) <= velocity + 1e-6)
     # beyond the reach: the path stops short, fraction says how far
     far = T0.copy()
     far[0, 3] += 2.0

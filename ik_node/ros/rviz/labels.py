@@ -74,11 +74,14 @@ def wrapped(lines: Sequence[str]) -> List[str]:
 
 class TipLabel(NamedTuple):
     """What a tip's labels say: the miss (lines joined by newlines; '' when reached), the
-    warnings, and ``(joint index, text)`` of each of its joints near a limit."""
+    warnings, and ``(joint index, text)`` of each of its joints near a limit; ``body``: points
+    [m] along the robot's links the labels keep clear of on the screen where they stand above
+    the tip (None: not known)."""
 
     miss: str
     warnings: Sequence[str]
     limits: Sequence[Tuple[int, str]] = ()
+    body: Optional[np.ndarray] = None
 
 
 def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label: TipLabel,
@@ -95,9 +98,12 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
     view from high above keeps them clear of the handles too; without it, down in z. Where the
     view ends above their bottom, they stand beside the tip and its target instead (towards
     the middle of the view or else the other way, as far out as they hang down otherwise), or,
-    where neither side has room, in the bottom corner of the view away from the tip, in front
-    of the robot; a label that would still run over the view's
-    edge is moved across the screen until all of its text is inside.
+    where neither side has room, above the tip and its target (where none of ``label.body``,
+    points along the robot's links, is behind them on the screen), or, where the view has no
+    room there either, in the bottom corner of the view away from the tip, at the depth of the
+    view's focal point (beside the robot, so a camera near the view RViz opened still shows
+    it); a label that would still run over the view's edge is moved across the screen until all
+    of its text is inside.
     """
     anchor, down = _anchor(p_tip, p_target, view)
     limit_height = max(MIN_TEXT_HEIGHT, 0.85 * sizes.text_height)
@@ -117,7 +123,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         share = _fits_across(view, anchor, width)  # too wide near the camera: smaller, or
         if share * min(height for *_, height, _ in blocks) < LEAST_TEXT_HEIGHT:
             side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # in a corner
-            return _in_corner(frame_id, stamp, blocks, view, side)
+            return _in_corner(frame_id, stamp, blocks, view, side,
+                              IN_FRONT_SHARE * sizes.reach_m)
         blocks = [(text, mid, rgba, share * height, share * block)
                   for text, mid, rgba, height, block in blocks]
         width, total = share * width, share * total
@@ -126,9 +133,17 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         rise = max(float((np.asarray(p, dtype=float) - anchor) @ -down)
                    for p in (p_tip, p_target if p_target is not None else p_tip))
         offset, shift = _beside(view, anchor, drop + rise, width, total)
+        if shift is None:  # no room beside: above the tip and its target
+            anchor, offset, shift = _above(view, (p_tip, p_target), drop, (width, total),
+                                           label.body)
+            share = _fits_across(view, anchor, width)  # that one may be nearer the camera
+            if shift is not None and share < 1.0:
+                blocks = [(text, mid, rgba, share * height, share * block)
+                          for text, mid, rgba, height, block in blocks]
         if shift is None:  # no room near the tip: in a bottom corner of the view
             side = -1.0 if view.project(anchor)[0, 0] > 0.0 else 1.0  # away from the tip
-            return _in_corner(frame_id, stamp, blocks, view, side)
+            return _in_corner(frame_id, stamp, blocks, view, side,
+                              IN_FRONT_SHARE * sizes.reach_m)
     out = []
     for text, mid, rgba, height, block in blocks:
         if not text:
@@ -140,7 +155,8 @@ def tip_label_markers(frame_id: str, stamp, index: int, p_tip: np.ndarray, label
         centre, offset = offset + 0.5 * block, offset + block
         at = anchor + shift + centre * down
         if view is not None:
-            at = shifted_into_view(view, at, text_width(m.text, height), block)
+            at = _in_front(view, m, shifted_into_view(view, at, text_width(m.text, height),
+                                                      block), IN_FRONT_SHARE * sizes.reach_m)
         place(m, at)
         out.append(m)
     return out
@@ -158,6 +174,28 @@ def _fits_across(view: OrbitView, at: np.ndarray, width: float) -> float:
     return min(1.0, 1.9 * FILL / max(width / (depth * t * RENDER_PX[0] / RENDER_PX[1]), 1e-12))
 
 
+def _above(view: OrbitView, tip_and_target, drop: float, size: Tuple[float, float],
+           body: Optional[np.ndarray]) -> Tuple[np.ndarray, float, Optional[np.ndarray]]:
+    """``(anchor, offset, shift)`` of labels ``size`` = (width, height) [m] that fit neither
+    below nor beside the tip: stacked upwards from ``drop`` above the one of the tip and its
+    target (``tip_and_target``, the target None when there is none) higher on the screen
+    (beyond the ends of the target's handles), when their top is in the view and no point of
+    ``body`` is behind them on the screen; ``(that point, 0, None)`` when not."""
+    points = [np.asarray(p, dtype=float) for p in tip_and_target if p is not None]
+    top = points[int(np.argmax(view.project(np.array(points))[:, 1]))].copy()
+    _, right, up = view.basis()
+    width, height = size
+    if view.project(top + (drop + height) * up)[0, 1] > FILL:
+        return top, 0.0, None
+    if body is not None and len(body):
+        corners = view.project(np.array([top + sx * 0.5 * width * right + sy * up
+                                         for sx in (-1.0, 1.0) for sy in (drop, drop + height)]))
+        low, high = corners.min(axis=0), corners.max(axis=0)
+        if np.any(np.all((view.project(body) >= low) & (view.project(body) <= high), axis=1)):
+            return top, 0.0, None
+    return top, -(drop + height), np.zeros(3)
+
+
 def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
             total: float) -> Tuple[float, Optional[np.ndarray]]:
     """``(offset, shift)`` of labels ``width`` x ``total`` [m] that do not fit below the tip:
@@ -173,16 +211,38 @@ def _beside(view: OrbitView, anchor: np.ndarray, drop: float, width: float,
 
 
 #: Labels in a corner of the view stand this share of the way from the camera to its focal
-#: point (in front of the robot), as large on the screen as at the focal distance...
-CORNER_DEPTH_SHARE = 0.5
+#: point: at the robot's depth, where a camera moved a little from the view shows them near
+#: the same place on the screen (near the camera they would swing out of it)...
+CORNER_DEPTH_SHARE = 1.0
 #: and this much smaller than beside the tip (about 17 px high in quad12's view: legible).
 CORNER_SCALE = 0.8
 
 
-def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float) -> List[Marker]:
+def _in_front(view: OrbitView, m: Marker, at: np.ndarray, pull: float) -> np.ndarray:
+    """``at`` moved ``pull`` [m] towards the camera along its line of sight (at most half of
+    the way), ``m``'s text made smaller by the same ratio: the same place and size on the
+    screen, in front of the links near it (RViz hides text behind a mesh)."""
+    eye = view.eye()
+    forward, _, _ = view.basis()
+    depth = float((np.asarray(at, dtype=float) - eye) @ forward)
+    if depth <= 0.0:
+        return at
+    ratio = max(0.5, (depth - pull) / depth)
+    m.scale.x = m.scale.y = m.scale.z = m.scale.z * ratio
+    return eye + ratio * (np.asarray(at, dtype=float) - eye)
+
+
+#: Labels stand this share of the robot's reach nearer the camera than where they are drawn
+#: on the screen (:func:`_in_front`): in front of the links around the tip.
+IN_FRONT_SHARE = 0.3
+
+
+def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float,
+               pull: float) -> List[Marker]:
     """The label ``blocks`` as a column in the bottom left (``side`` -1) or right (+1) corner
     of ``view``, the last block at the bottom, each line :data:`CORNER_SCALE` as large on the
-    screen as at the focal distance (where the view has no room for them near the tip)."""
+    screen as at the focal distance (where the view has no room for them near the tip),
+    ``pull`` [m] in front of the focal point's depth (:func:`_in_front`)."""
     depth = CORNER_DEPTH_SHARE * view.distance
     shrink = CORNER_SCALE * depth / view.distance
     t = math.tan(FIELD_OF_VIEW / 2)
@@ -198,7 +258,7 @@ def _in_corner(frame_id: str, stamp, blocks, view: OrbitView, side: float) -> Li
         half_x = 0.5 * text_width(m.text, height * shrink) * to_x
         y = bottom + 0.5 * block * shrink * to_y
         bottom += block * shrink * to_y
-        place(m, on_screen(view, side * (FILL - half_x), y, depth))
+        place(m, _in_front(view, m, on_screen(view, side * (FILL - half_x), y, depth), pull))
         out.append(m)
     return out[::-1]
 

@@ -134,6 +134,7 @@ class MarkerOutput:
             p, quat = placed[None]
             shown = [(0, chain.tip_link, p, None if result.orientation_ignored else quat)]
         view = self._view_of(chain)
+        body = body_points(chain, q)
         said: Dict[int, str] = {}  # joints near a limit, each on the first of its tips' labels
         for k, tip, p_target, quat in shown:
             tip_result = (result.tips or {}).get(tip)
@@ -162,8 +163,8 @@ class MarkerOutput:
             said.update(limits)
             out.extend(labels.tip_label_markers(
                 frame, stamp, k, p_tip,
-                labels.TipLabel('\n'.join(miss), warnings, sorted(limits.items())), sizes,
-                p_shown, view))
+                labels.TipLabel('\n'.join(miss), warnings, sorted(limits.items()), body),
+                sizes, p_shown, view))
         targeted = {j for _, tip, _, _ in shown for j in chain.joints_of_tip(tip)}
         out.extend(markers.joint_markers(frame, stamp, chain, q, self._thresholds[1], sizes,
                                          flagged=targeted, labelled=set(said)))
@@ -223,6 +224,18 @@ class MarkerOutput:
             return fragility_reasons(quality)[:1] if quality.near_singular else []
         except Exception as exc:  # a picture never fails a solve
             return [f'not measured: {type(exc).__name__}: {exc}']
+
+
+def body_points(chain: Chain, q: np.ndarray, per_link: int = 6) -> np.ndarray:
+    """Points [m] along the robot's links at ``q``: from each joint's origin to the next one's
+    on the way to each tip and on to the tip (labels keep clear of them on the screen)."""
+    origins = chain.joint_frames(q)[:, :3, 3]
+    out = []
+    for tip, T in chain.fk_tips(q).items():
+        path = [origins[j] for j in chain.joints_of_tip(tip)] + [T[:3, 3]]
+        for a, b in zip(path[:-1], path[1:]):
+            out += [a + s * (b - a) for s in np.linspace(0.0, 1.0, per_link)]
+    return np.array(out).reshape(-1, 3)
 
 
 #: A target whose point at the view's edge is nearer to it than this [m] is drawn where it is

@@ -1,4 +1,6 @@
-"""``~/reachability``: the sampled reachability map of every tip, built in the background.
+"""``~/reachability``: the sampled reachability map of every tip, built in the background, or
+the IK-verified maps of a capability map folder (the ``capability_map`` parameter) where it
+holds one for every tip.
 
 The map (:mod:`ik_node.reachability`) is built chunk by chunk in one daemon worker thread that
 yields the interpreter between chunks, so solving goes on while it builds; progress goes to the
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Dict, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Tuple
 
 import numpy as np
 from rclpy.node import Node
@@ -26,6 +29,15 @@ if TYPE_CHECKING:  # the map's modules load with the first map, not at the node'
 
 CHUNK = 2048
 PAUSE_S = 0.002  # between chunks: the solving thread gets the interpreter
+
+
+def map_files(chain: Chain, folder: str) -> Tuple[Path, ...]:
+    """``folder``'s ``reach_map_<tip>.npz`` of every tip of ``chain``, or () where ``folder``
+    is '' or lacks one of them."""
+    if not folder:
+        return ()
+    files = tuple(Path(folder).expanduser() / f'reach_map_{tip}.npz' for tip in chain.tip_links)
+    return files if all(path.is_file() for path in files) else ()
 
 
 class ReachabilityMaps:
@@ -45,19 +57,22 @@ class ReachabilityMaps:
         self._worker: Optional[threading.Thread] = None
         self._key: Optional[tuple] = None
 
-    def follow(self, chain: Chain, samples: int, voxel_size: float) -> None:
-        """The maps of ``chain``: built anew only when the chain or the sampling changed."""
-        key = (id(chain), samples, voxel_size)
+    def follow(self, chain: Chain, samples: int, voxel_size: float, folder: str = '') -> None:
+        """The maps of ``chain``: built anew only when the chain, the sampling or the map
+        ``folder`` changed. ``folder``: a capability map folder (``ik-solve capability-map
+        --out``); where it holds ``reach_map_<tip>.npz`` of every tip of ``chain`` (same base
+        link), those IK-verified maps are shown instead of sampling."""
+        key = (id(chain), samples, voxel_size, folder)
         if key != self._key:
             self._key = key
-            self.start(chain, samples, voxel_size)
+            self.start(chain, samples, voxel_size, folder)
 
     def clear(self, chain: Chain) -> None:
         """No chain: cancel any build and publish an empty map (frame: ``chain``'s base)."""
         self.start(chain, 0, 0.1)
         self._key = None
 
-    def start(self, chain: Chain, samples: int, voxel_size: float) -> None:
+    def start(self, chain: Chain, samples: int, voxel_size: float, folder: str = '') -> None:
         """Cancel any build in progress and build the maps of ``chain`` (nothing if 0 samples).
 
         Does not wait for the cancelled build to end (it stops at its next chunk and never
@@ -72,7 +87,9 @@ class ReachabilityMaps:
             self._cancel.set()
             self._maps = {}
             self._cancel = threading.Event()
-            self._job = (chain, samples, voxel_size, self._cancel) if samples > 0 else None
+            files = map_files(chain, folder)
+            self._job = (chain, samples, voxel_size, self._cancel, files) \
+                if samples > 0 or files else None
             if self._job is not None and self._worker is None and not self._stopped:
                 self._worker = threading.Thread(target=self._work, name='reachability_map',
                                                 daemon=True)
@@ -131,14 +148,21 @@ class ReachabilityMaps:
         return nearest_reachable_distance(reach_map, p_base)
 
     def _build(self, chain: Chain, samples: int, voxel_size: float,
-               cancel: threading.Event) -> None:
+               cancel: threading.Event, files=()) -> None:
         from ik_node.reachability import ReachabilityBuilder  # loaded by start()
         from ik_node.ros.rviz import map_markers
         log = self._node.get_logger()
         start = time.monotonic()
         maps = []
         try:
-            for tip in chain.tip_links:
+            if files:
+                from ik_node.reachability.files import load_npz
+                maps = [load_npz(path) for path in files]
+                if any(m.base_link != chain.base_link for m in maps):
+                    raise ValueError(f'the maps in {files[0].parent} start at '
+                                     f'{maps[0].base_link}, the chain at {chain.base_link}')
+                log.info(f'reachability map: the capability maps {[str(p) for p in files]}')
+            for tip in chain.tip_links if not files else ():
                 builder = ReachabilityBuilder(chain, tip, samples=samples, voxel_size=voxel_size,
                                               chunk_size=CHUNK)
                 reported = 0

@@ -7,18 +7,23 @@ just far enough that all of them are in the 3D view of the shipped window
 (:data:`~ik_node.ros.rviz.camera.RENDER_PX`). :func:`chain_view` is that view for a chain: the
 node keeps a far target's marker and every label inside it. ``rviz/<robot>.rviz`` of each
 packaged robot is ``rviz/ik.rviz`` with its view (``python -m ik_node.ros.rviz.views`` writes
-them; a test checks they match).
+them; a test checks they match); for any other robot ``ik.launch.py`` writes ``rviz/ik.rviz``
+with its chain's view (:func:`rviz_config_of`), so RViz opens on the view the node places its
+labels in.
 
 Imports neither rclpy nor RViz: plain numbers from a chain.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -117,6 +122,41 @@ def with_view(rviz_text: str, view: OrbitView) -> str:
         if n != 1:
             raise ValueError(f'no {key} in the current view of the RViz config')
     return head + sep + current + '\n    Saved:' + rest
+
+
+def config_with_view(template: str, description_xml: str, base_link: str,
+                     tip_links: Sequence[str]) -> str:
+    """``template`` (an RViz config: ``rviz/ik.rviz``) with the view of the chain from
+    ``base_link`` to ``tip_links`` of the URDF ``description_xml``: the view the node keeps its
+    far targets and labels inside (:func:`chain_view`), for a robot without a shipped view."""
+    chain = Chain.from_urdf_string(description_xml, base_link, list(tip_links))
+    return with_view(template, chain_view(chain))
+
+
+def rviz_config_of(share: Path, plan, folder: Optional[Path] = None) -> Path:
+    """The RViz config ``ik.launch.py`` starts RViz with for ``plan``
+    (:class:`~ik_node.config.launch_plan.LaunchPlan`): the shipped ``rviz/<robot>.rviz`` of a
+    packaged robot; for another robot whose description the launch holds, ``rviz/ik.rviz``
+    with the view of its chain, written to ``folder`` (default: ``ik_node_rviz`` in the
+    temporary folder; the file is named by a hash of what it holds); else ``rviz/ik.rviz``.
+
+    Raises:
+        ChainError: the plan's chain is not in its description (ik_node refuses it too).
+    """
+    stock = Path(share) / 'rviz' / plan.rviz_config
+    params = plan.ik_node_parameters
+    tips = params.get('tip_links') or ([params['tip_link']] if params.get('tip_link') else [])
+    if plan.rviz_config != 'ik.rviz' or not plan.robot_description or not tips:
+        return stock
+    text = config_with_view(stock.read_text(), plan.robot_description, plan.fixed_frame, tips)
+    folder = Path(folder) if folder is not None else Path(tempfile.gettempdir()) / 'ik_node_rviz'
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f'ik_{hashlib.sha256(text.encode()).hexdigest()[:12]}.rviz'
+    if not path.is_file():
+        tmp = path.with_suffix(f'.{os.getpid()}.tmp')
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
 
 
 def main(argv=None) -> int:

@@ -16,7 +16,8 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from ik_node.model.chain import rotation_from_quat_xyzw
 from ik_node.model.urdf_joints import moving_joints
 from ik_node.ros.services.messages import refused, constraints_of, error_code, state_of
-from ik_node.services.cartesian import CartesianPath, PathSettings, compute_path, timed
+from ik_node.services.cartesian import (CartesianPath, PathSettings, compute_path, timed,
+                                        velocities)
 from ik_node.services.constraints import RobotFrames, quat_xyzw_of
 from ik_node.services.error_codes import MoveItCode, ServiceError
 from ik_node.services.requests import IkRequest, PoseGoal, checked_pose
@@ -55,9 +56,10 @@ class ComputeCartesianPath:
         trajectory = response.solution.joint_trajectory
         trajectory.header.frame_id = chain.base_link
         trajectory.joint_names = list(chain.joint_names)
-        for q, t in zip(path.points, path.times):
+        for q, t, v in zip(path.points, path.times, velocities(path.points, path.times)):
             point = JointTrajectoryPoint()
-            point.positions = [float(v) for v in q]
+            point.positions = [float(x) for x in q]
+            point.velocities = [float(x) for x in v]
             sec = int(math.floor(t))
             point.time_from_start = Duration(sec=sec, nanosec=int(round((t - sec) * 1e9)))
             trajectory.points.append(point)
@@ -80,7 +82,7 @@ class ComputeCartesianPath:
             raise ServiceError(MoveItCode.INVALID_LINK_NAME,
                                f'link_name {request.link_name!r} is not a tip of group '
                                f'{group.name!r}; its tips: {", ".join(group.tip_links)}')
-        state = state_of(request.start_state)
+        state = state_of(request.start_state, solvers.robot)
         q_start, _ = solvers.seed(group, state, services.measured)
         state.update(zip(chain.joint_names, q_start.tolist()))
         lookup = services.lookup(group.base_link)

@@ -38,7 +38,7 @@ class ComputeFk:
         group = solvers.group('')
         q, _ = solvers.seed(group, {}, self._services.measured)
         state = dict(zip(solvers.chain(group).joint_names, q.tolist()))
-        state.update(state_of(request.robot_state))
+        state.update(state_of(request.robot_state, solvers.robot))
         base = group.base_link
         frames = RobotFrames(solvers.robot, base, state, self._services.lookup(base))
         unknown = [link for link in request.fk_link_names if not frames.has_link(link)]

@@ -15,8 +15,10 @@ from ik_node.services.requests import IkRequest, timeout_seconds
 SERVICE = 'compute_ik'
 
 
-def ik_request_of(ik) -> IkRequest:
-    """A ``moveit_msgs/PositionIKRequest`` as a checked :class:`IkRequest`."""
+def ik_request_of(ik, robot=None) -> IkRequest:
+    """A ``moveit_msgs/PositionIKRequest`` as a checked :class:`IkRequest` (``robot``: the
+    parsed URDF its multi-DOF joint states are checked against, see
+    :func:`~ik_node.ros.services.messages.state_of`)."""
     if ik.pose_stamped_vector or ik.ik_link_names:
         if len(ik.pose_stamped_vector) != len(ik.ik_link_names):
             raise ServiceError(MoveItCode.INVALID_LINK_NAME,
@@ -27,7 +29,7 @@ def ik_request_of(ik) -> IkRequest:
                                                            ik.ik_link_names)))
     else:
         goals = (pose_goal(ik.pose_stamped, ik.ik_link_name, 'pose_stamped'),)
-    return IkRequest(group=ik.group_name, state=state_of(ik.robot_state), goals=goals,
+    return IkRequest(group=ik.group_name, state=state_of(ik.robot_state, robot), goals=goals,
                      timeout_s=timeout_seconds(ik.timeout.sec, ik.timeout.nanosec),
                      avoid_collisions=bool(ik.avoid_collisions),
                      constraints=constraints_of(ik.constraints))
@@ -44,7 +46,7 @@ class ComputeIk:
         response.solution = ik.robot_state
         try:
             solvers = self._services.solvers()
-            query = ik_request_of(ik)
+            query = ik_request_of(ik, solvers.robot)
             group = solvers.group(query.group)
             answer = solvers.solve(query, self._services.measured,
                                    self._services.lookup(group.base_link))

@@ -183,7 +183,8 @@ class ServiceHost:
         self._logger.warning(text, throttle_duration_sec=1.0)
 
     def warm_up(self) -> None:
-        """Build the configured group's solvers once the model has been in force a while."""
+        """Build the configured group's solvers and restart seeds once the model has been in
+        force a while."""
         if self._warm_at is None or time.monotonic() < self._warm_at:
             return
         self._warm_at = None
@@ -192,6 +193,7 @@ class ServiceHost:
             group = solvers.group('')
             solvers.solver(group, False)
             solvers.solver(group, True)
+            solvers.near_seeds(solvers.chain(group))
         except Exception as exc:  # said on the next request
             self._logger.warning(f'the configured group cannot be solved: {exc}')
 

@@ -20,8 +20,21 @@ _KINDS = {SolidPrimitive.BOX: ('box', 3), SolidPrimitive.SPHERE: ('sphere', 1),
           SolidPrimitive.CYLINDER: ('cylinder', 2)}
 
 
-def state_of(robot_state) -> Dict[str, float]:
-    """A ``moveit_msgs/RobotState``'s joint positions by name (ServiceError for bad ones)."""
+def state_of(robot_state, robot=None) -> Dict[str, float]:
+    """A ``moveit_msgs/RobotState``'s joint positions by name (ServiceError for bad ones).
+
+    With ``robot`` (the parsed URDF), ``multi_dof_joint_state`` is checked: a joint it names
+    that is a joint of the URDF (floating, planar) is refused (INVALID_ROBOT_STATE: its state
+    would move the URDF's frames, and the services do not use it); others (an SRDF's virtual
+    joint above the URDF's root) are kept as given and not used."""
+    if robot is not None and robot_state.multi_dof_joint_state.joint_names:
+        urdf_joints = {joint.name for joint in robot.joints}
+        used = [n for n in robot_state.multi_dof_joint_state.joint_names if n in urdf_joints]
+        if used:
+            raise ServiceError(MoveItCode.INVALID_ROBOT_STATE,
+                               f'multi_dof_joint_state gives {", ".join(used)}, multi-DOF '
+                               'joints of the URDF: their states are not used; give a state '
+                               'without them (frames above the URDF come from TF)')
     js = robot_state.joint_state
     return checked_state(list(js.name), list(js.position))
 

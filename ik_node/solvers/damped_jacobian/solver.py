@@ -262,7 +262,7 @@ class DampedJacobianSolver(RestartLoop, Solver):
             floor = bound * bound
             if not orientation:
                 good_enough = bound + tolerance
-        budget = Budget(self._timeout)
+        budget = Budget(self.params['timeout'])
         first = run.descend(DescentStart(q_seed_list, floor, good_enough, near=None, pull=True),
                             budget)
         result = self._from_first((first, run, budget), p_list, R_target, q_seed_list,
@@ -351,7 +351,7 @@ class DampedJacobianSolver(RestartLoop, Solver):
                     return timed(result, start)
                 return guard.repair(self, result, position.tolist(), self._rotation_of(run),
                                     self._seed_values(seed_vector), start)
-        budget = Budget(self._timeout, start)
+        budget = Budget(self.params['timeout'], start)
         R_target = self._rotation_of(run)
         p_list, q_seed_list = position.tolist(), self._seed_values(seed_vector)
         result = self._from_first((run.go_on(code, budget), run, budget), p_list, R_target,

@@ -1,27 +1,18 @@
-"""FABRIK's serial passes compiled: a whole run toward one target in one numba call.
+"""FABRIK's serial run compiled: a whole run toward one target in one numba call.
 
-:class:`CompiledFabrik` runs what :meth:`SerialFabrik.run
+:func:`_run_fabrik` runs what :meth:`SerialFabrik.run
 <ik_node.solvers.fabrik.serial.SerialFabrik.run>` runs (the loop of
 :func:`~ik_node.solvers.fabrik.iteration.iterate` over
-:class:`~ik_node.solvers.fabrik.serial.SerialPasses`) in machine code: the forward pass, the
-backward pass with each joint's 'bones' or 'points' fit and its clamp into the limits, the
-stretching first pass, the rebuild (FK), the extrapolation, the damped least-squares polish with
-its first step's pull along the self-motion, the stall rule and the best configuration kept. The
-same operations in the same order on the same floats as the Python passes, so the same
-iterations and the same joints (``test/core/test_compiled_fabrik.py``).
+:class:`~ik_node.solvers.fabrik.serial.SerialPasses`) in machine code: the passes of
+:mod:`.compiled_passes` (forward, backward, stretch, rebuild), the extrapolation, the damped
+least-squares polish with its first step's pull along the self-motion, the stall rule and the
+best configuration kept. The same operations in the same order on the same floats as the Python
+passes, so the same iterations and the same joints (``test/core/test_compiled_fabrik.py``).
 
-Why one file of this size: numba compiles and caches a kernel with the helpers it calls when
-they live in one module; the kernel reads side by side with ``serial.py`` and
-``iteration.py``. A numba kernel takes arrays and scalars, not the frozen problem objects of the
-Python path, so the chain is an array (:func:`model_of`), the settings another.
-
-The clock stays in Python: the kernel runs at most :data:`CHUNK` iterations per call (polish
-steps count as iterations, as in the Python loop; a polish started in a call finishes in it)
-and :meth:`CompiledFabrik.run` starts the next call only where the iterations fit before the
-deadline, judged by the pace per iteration of the calls so far (the second-slowest,
-:class:`~ik_node.solvers.numerics.budget.StepPace`); the Python loop judges each iteration and
-each polish step alike. A run that records its history, or whose polish meets a system that is
-not positive definite (where the Python polish raises), is left to the Python passes.
+A numba kernel takes arrays and scalars, not the frozen problem objects of the Python path, so
+the chain is an array (:func:`model_of`), the settings a :class:`PassSettings`. The kernel runs
+at most :data:`CHUNK` iterations per call; the clock stays in Python
+(:class:`~ik_node.solvers.fabrik.compiled_runs.CompiledFabrik`).
 
 :mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
 background thread; until then, and where numba cannot serve, the Python passes run.
@@ -30,45 +21,29 @@ background thread; until then, and where numba cannot serve, the Python passes r
 from __future__ import annotations
 
 import math
-import threading
-import time
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple
 
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk
-from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
-                                              EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
-                                              POLISH_DAMPING_MIN, POLISH_RATIO,
-                                              POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS,
-                                              TIP_FIT_WEIGHT, TWO_PI, FabrikProblem, FabrikRun,
-                                              FabrikSettings)
+from ik_node.solvers.kernels import fk, linalg
+from ik_node.solvers.fabrik import compiled_passes as passes
+# The model's layout (compiled_passes), read here by the polish and the pull.
+from ik_node.solvers.fabrik.compiled_passes import (_AAT, _AXIS, _CENTRED, _COLUMNS, _FIT,
+                                                    _I_AAT, _INVERSE_HALF, _K, _LOWER, _MIDDLE,
+                                                    _R_TP, _T_TP, _UPPER, _W_CROSS, _W_PERP,
+                                                    BONES, CHILD_AND_TIP, TIP_ONLY)
+from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLATE_MIN_RATIO,
+                                              POLISH_DAMPING, POLISH_DAMPING_MIN, POLISH_RATIO,
+                                              POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS)
 from ik_node.solvers.fabrik.serial import NULL_SPACE_DAMPING, SerialFabrik
-from ik_node.solvers.numerics.budget import StepPace
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
-from ik_node.solvers.numerics.small_matrix import mat_vec, vec_mat
+from ik_node.solvers.numerics.small_matrix import mat_vec
 
 # What a call of the kernel returns.
 DONE = 0        # the run ended (converged, stalled or out of iterations): see the state
 CHUNK_DONE = 1  # CHUNK iterations done: call again to go on
 FAILED = 2      # a polish system not positive definite: the Python passes run instead
-
-# Columns of the model array, one row per joint; row n holds the tip's offset at _T_TP.
-_R_TP = 0       # 9: the joint's q = 0 rotation in its parent's frame, row-major
-_T_TP = 9       # 3: its origin in the parent's frame [m]
-_AXIS = 12      # 3: its hinge axis (joint frame)
-_AAT = fk.AAT      # 9: Rodrigues' terms: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x
-_I_AAT = fk.I_AAT  # 9
-_K = fk.K          # 9
-(_LOWER, _UPPER, _FIT, _W_PERP) = range(42, 46)  # limits [rad]; the fit; _W_PERP: 3 columns
-_W_CROSS = 48   # 3
-(_CENTRED, _MIDDLE, _INVERSE_HALF) = range(51, 54)  # the pull's terms (centring_terms)
-_COLUMNS = 54
-# How a joint fits its angle in the backward pass (SerialFabrik.align).
-BONES = 0.0         # its child bone's direction
-CHILD_AND_TIP = 1.0  # 'points': its child joint and the tip
-TIP_ONLY = 2.0      # 'points': the tip
 
 # Entries of the state array kept between calls (then the bone lengths, n + 1 of them).
 (_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
@@ -94,207 +69,12 @@ class PassSettings(NamedTuple):
     stuck_ends: float = 0.0         # 1.0: a stuck polish ends the run
 
 
-def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
-    return kernels.available()
-
-
 def _scratch_size(n):
     """The floats of one run's scratch (see :func:`_run_fabrik`)."""
     return 36 * n + 9
 
 
 # ------------------------------------------------------------------------ the kernel (numba)
-def _place_tip(model, n, x, R):
-    """The tip's position x[n] from the last joint's frame."""
-    ox, oy, oz = mat_vec(fk.load9(R, n - 1), (model[n, _T_TP], model[n, _T_TP + 1],
-                                            model[n, _T_TP + 2]))
-    x[n, 0], x[n, 1], x[n, 2] = x[n - 1, 0] + ox, x[n - 1, 1] + oy, x[n - 1, 2] + oz
-
-
-def _rebuild(model, n, q, x, R):
-    """Node positions ``x`` and joint rotations ``R``: FK of ``q`` (SerialFabrik.rebuild)."""
-    for i in range(n):
-        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
-        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
-    _place_tip(model, n, x, R)
-
-
-def _error(x, n, target):
-    """The tip's distance [m] from the target (SerialPasses._error_of)."""
-    dx, dy, dz = x[n, 0] - target[0], x[n, 1] - target[1], x[n, 2] - target[2]
-    return math.sqrt(dx * dx + dy * dy + dz * dz)
-
-
-def _clip(value, lower, upper):
-    """``min(max(value, lower), upper)`` as Python evaluates it."""
-    value = lower if lower > value else value
-    return upper if upper < value else value
-
-
-def _remainder(angle):
-    """``math.remainder(angle, TWO_PI)`` to round-off (numba has no ``math.remainder``)."""
-    return angle - TWO_PI * np.rint(angle / TWO_PI)
-
-
-def _angle_in_limits(theta, q_old, lower, upper):
-    """:func:`~ik_node.solvers.fabrik.iteration.angle_in_limits`."""
-    q = theta + TWO_PI * np.rint((q_old - theta) / TWO_PI)
-    if lower <= q <= upper:
-        return q
-    below, above = q - TWO_PI, q + TWO_PI
-    below_in, above_in = lower <= below <= upper, lower <= above <= upper
-    if below_in and above_in:
-        return above if abs(above - q_old) < abs(below - q_old) else below
-    if below_in:
-        return below
-    if above_in:
-        return above
-    d_lower = abs(_remainder(theta - lower))
-    d_upper = abs(_remainder(theta - upper))
-    return lower if d_lower <= d_upper else upper
-
-
-def _forward(n, x, L, target, P):
-    """The forward pass (SerialFabrik.forward): the tip on the target, every joint but the
-    first pulled after it, into ``P`` (rows 1 .. n)."""
-    P[n, 0], P[n, 1], P[n, 2] = target[0], target[1], target[2]
-    for u in range(n - 1, 0, -1):
-        px, py, pz = P[u + 1, 0], P[u + 1, 1], P[u + 1, 2]
-        dx, dy, dz = x[u, 0] - px, x[u, 1] - py, x[u, 2] - pz
-        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-        length = L[u + 1]
-        if norm < EPS_M:  # the point is on the joint: keep the old bone direction
-            dx, dy, dz = x[u, 0] - x[u + 1, 0], x[u, 1] - x[u + 1, 1], x[u, 2] - x[u + 1, 2]
-            norm = max(length, EPS_M)
-        f = length / max(norm, EPS_M)
-        P[u, 0], P[u, 1], P[u, 2] = px + dx * f, py + dy * f, pz + dz * f
-
-
-def _fit_points(model, n, i, first, every, frame, nodes, P):
-    """Joint i's angle moving nodes (rigidly, at their old ``x``) onto ``P``: every node below
-    it with ``every``, else ``first`` and the tip (SerialFabrik._fit_points); False when they
-    are all on the axis. ``frame``: the joint's ``(R0, x_i)`` (:func:`fk.zero_frame`);
-    ``nodes``: ``(q, x, R)``, the configuration and its node positions and rotations."""
-    R0, xi = frame
-    q, x, R = nodes
-    Ri = fk.load9(R, i)
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
-    for v in range(i + 1, n + 1):
-        if not (every or v == first or v == n):
-            continue
-        w = TIP_FIT_WEIGHT if v == n else 1.0
-        rx, ry, rz = vec_mat((x[v, 0] - x[i, 0], x[v, 1] - x[i, 1], x[v, 2] - x[i, 2]), Ri)
-        bx, by, bz = vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1], P[v, 2] - xi[2]), R0)
-        rx, ry, rz = rx * w, ry * w, rz * w
-        m0 += rx * bx
-        m1 += rx * by
-        m2 += rx * bz
-        m3 += ry * bx
-        m4 += ry * by
-        m5 += ry * bz
-        m6 += rz * bx
-        m7 += rz * by
-        m8 += rz * bz
-    ax, ay, az = model[i, _AXIS], model[i, _AXIS + 1], model[i, _AXIS + 2]
-    s = ax * (m5 - m7) + ay * (m6 - m2) + az * (m1 - m3)
-    aMa = (ax * (m0 * ax + m1 * ay + m2 * az) + ay * (m3 * ax + m4 * ay + m5 * az)
-           + az * (m6 * ax + m7 * ay + m8 * az))
-    c = m0 + m4 + m8 - aMa
-    if s * s + c * c <= EPS_M * EPS_M:
-        return False
-    q[i] = _angle_in_limits(math.atan2(s, c), q[i], model[i, _LOWER], model[i, _UPPER])
-    return True
-
-
-def _backward(model, n, q, x, R, P):
-    """The backward pass (SerialFabrik.backward): from the base, fit each joint's angle,
-    clamp it, rebuild (in place)."""
-    for i in range(n):
-        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
-        fit = model[i, _FIT]
-        if fit == BONES:
-            bx, by, bz = vec_mat((P[i + 1, 0] - xi[0], P[i + 1, 1] - xi[1],
-                                  P[i + 1, 2] - xi[2]), R0)
-            s = model[i, _W_CROSS] * bx + model[i, _W_CROSS + 1] * by + \
-                model[i, _W_CROSS + 2] * bz
-            c = model[i, _W_PERP] * bx + model[i, _W_PERP + 1] * by + model[i, _W_PERP + 2] * bz
-            fitted = s * s + c * c > EPS_M * EPS_M
-            if fitted:
-                q[i] = _angle_in_limits(math.atan2(s, c), q[i], model[i, _LOWER],
-                                        model[i, _UPPER])
-        else:
-            first = i + 1 if fit == CHILD_AND_TIP else n
-            fitted = _fit_points(model, n, i, first, False, (R0, xi), (q, x, R), P)
-        if not fitted:  # every node below
-            _fit_points(model, n, i, i + 1, True, (R0, xi), (q, x, R), P)
-        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
-    _place_tip(model, n, x, R)
-
-
-def _stretch(model, n, q, x, R, L, target, P):
-    """The backward pass with the chain laid straight from its first joint to the target
-    (SerialFabrik.stretch)."""
-    ox, oy, oz = x[0, 0], x[0, 1], x[0, 2]
-    dx, dy, dz = target[0] - ox, target[1] - oy, target[2] - oz
-    norm = max(math.sqrt(dx * dx + dy * dy + dz * dz), EPS_M)
-    dx, dy, dz = dx / norm, dy / norm, dz / norm
-    reach = 0.0
-    for v in range(n + 1):
-        if v:
-            reach += L[v]
-        P[v, 0], P[v, 1], P[v, 2] = ox + reach * dx, oy + reach * dy, oz + reach * dz
-    _backward(model, n, q, x, R, P)
-
-
-def _damped_step(cols, free, ex, ey, ez, damping, out):
-    """:func:`~ik_node.solvers.numerics.small_matrix.damped_step` into ``out``; False where
-    the Python step raises (the system not positive definite)."""
-    n = cols.shape[0]
-    a00 = a01 = a02 = a11 = a12 = a22 = 0.0
-    for k in range(n):
-        if free[k] != 0.0:
-            cx, cy, cz = cols[k, 0], cols[k, 1], cols[k, 2]
-            a00 += cx * cx
-            a01 += cx * cy
-            a02 += cx * cz
-            a11 += cy * cy
-            a12 += cy * cz
-            a22 += cz * cz
-    a00 += damping
-    a11 += damping
-    a22 += damping
-    if a00 < 0.0:
-        return False
-    l00 = math.sqrt(a00)
-    if l00 == 0.0:
-        return False
-    l10, l20 = a01 / l00, a02 / l00
-    square = a11 - l10 * l10
-    if square < 0.0:
-        return False
-    l11 = math.sqrt(square)
-    if l11 == 0.0:
-        return False
-    l21 = (a12 - l20 * l10) / l11
-    square = a22 - l20 * l20 - l21 * l21
-    if square < 0.0:
-        return False
-    l22 = math.sqrt(square)
-    if l22 == 0.0:
-        return False
-    y0 = ex / l00
-    y1 = (ey - l10 * y0) / l11
-    y2 = (ez - l20 * y0 - l21 * y1) / l22
-    z2 = y2 / l22
-    z1 = (y1 - l21 * z2) / l11
-    z0 = (y0 - l10 * z1 - l20 * z2) / l00
-    for k in range(n):
-        out[k] = (cols[k, 0] * z0 + cols[k, 1] * z1 + cols[k, 2] * z2) if free[k] != 0.0 \
-            else 0.0
-    return True
-
-
 def _polish(model, n, nodes, target, step, trial, work):
     """Up to ``steps`` damped least-squares steps on the tip's position Jacobian, the first
     with the pull ``pull`` along the self-motion (SerialPasses.polish); the number taken, or
@@ -322,7 +102,7 @@ def _polish(model, n, nodes, target, step, trial, work):
             free[k] = 1.0
             dq[k] = 0.0
         for _ in range(3):  # freeze joints the step pushes past a limit
-            if not _damped_step(cols, free, ex, ey, ez, damping, dq):
+            if not linalg.damped_step(cols, free, ex, ey, ez, damping, dq):
                 return -1
             pressed = False
             for k in range(n):
@@ -355,14 +135,14 @@ def _polish(model, n, nodes, target, step, trial, work):
                 j2 += cols[k, 2] * d[k]
                 trace += cols[k, 0] * cols[k, 0] + cols[k, 1] * cols[k, 1] + \
                     cols[k, 2] * cols[k, 2]
-            if _damped_step(cols, free, j0, j1, j2,
+            if linalg.damped_step(cols, free, j0, j1, j2,
                             NULL_SPACE_DAMPING * max(trace / 3, 1e-12), r):
                 for k in range(n):
                     dq[k] = dq[k] + d[k] - r[k]
         pull = 0.0
         for k in range(n):
-            q_try[k] = _clip(q[k] + dq[k], model[k, _LOWER], model[k, _UPPER])
-        _rebuild(model, n, q_try, x_try, R_try)
+            q_try[k] = passes.clip(q[k] + dq[k], model[k, _LOWER], model[k, _UPPER])
+        passes.rebuild(model, n, q_try, x_try, R_try)
         dx, dy, dz = tx - x_try[n, 0], ty - x_try[n, 1], tz - x_try[n, 2]
         obj_try = dx * dx + dy * dy + dz * dz
         if obj_try < obj:
@@ -410,13 +190,13 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
     stall_iterations, polish = int(settings.stall_iterations), int(settings.polish)
     extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
     stuck_ends = settings.stuck_ends != 0.0
-    _rebuild(model, n, q, x, R)  # (x and R are always FK of q)
+    passes.rebuild(model, n, q, x, R)  # (x and R are always FK of q)
     if state[_BEGUN] == 0.0:
         L[0] = 0.0
         for v in range(1, n + 1):
             dx, dy, dz = x[v, 0] - x[v - 1, 0], x[v, 1] - x[v - 1, 1], x[v, 2] - x[v - 1, 2]
             L[v] = math.sqrt(dx * dx + dy * dy + dz * dz)
-        obj = _error(x, n, target)
+        obj = passes.error(x, n, target)
         state[_PULL] = settings.null_gain * obj if obj <= STREAM_ERROR_M else 0.0
         best_q[:] = q
         state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
@@ -439,20 +219,20 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
         q_before[:] = q
         obj_before = obj
         if stretching and iterations == 1:
-            _stretch(model, n, q, x, R, L, target, P)
+            passes.stretch(model, n, q, x, R, L, target, P)
         else:
-            _forward(n, x, L, target, P)
-            _backward(model, n, q, x, R, P)
-        obj = _error(x, n, target)
+            passes.forward(n, x, L, target, P)
+            passes.backward(model, n, q, x, R, P)
+        obj = passes.error(x, n, target)
         if extrapolate and 0.0 < obj < obj_before and iterations > 1:
             rho = obj / obj_before
             if rho > EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
                 factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
                 for k in range(n):
-                    q_try[k] = _clip(q[k] + factor * (q[k] - q_before[k]), model[k, _LOWER],
-                                     model[k, _UPPER])
-                _rebuild(model, n, q_try, x_try, R_try)
-                obj_try = _error(x_try, n, target)
+                    q_try[k] = passes.clip(q[k] + factor * (q[k] - q_before[k]),
+                                           model[k, _LOWER], model[k, _UPPER])
+                passes.rebuild(model, n, q_try, x_try, R_try)
+                obj_try = passes.error(x_try, n, target)
                 if obj_try < obj:
                     q[:] = q_try
                     x[:] = x_try
@@ -467,7 +247,7 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
                 return FAILED
             pull = 0.0
             iterations += taken
-            obj_polished = _error(x, n, target)
+            obj_polished = passes.error(x, n, target)
             stuck = obj_polished > POLISH_STUCK_RATIO * obj
             if obj_polished > POLISH_RATIO * obj:  # no help here: let FABRIK work a while
                 polish_after = iterations + stall_iterations
@@ -505,16 +285,15 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('mat_vec', 'vec_mat', '_place_tip', '_rebuild', '_error', '_clip', '_remainder',
-            '_angle_in_limits', '_forward', '_fit_points', '_backward', '_stretch', '_damped_step',
-            '_polish')
+_HELPERS = ('mat_vec', '_polish')
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
-        fk.compile()
+        passes.compile()
+        linalg.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_fabrik',))['_run_fabrik']
         _exercise(kernel)
         _KERNELS['run'] = kernel
@@ -579,85 +358,3 @@ def model_of(fabrik: SerialFabrik) -> np.ndarray:
             1.0, middle, inverse_half
     model[n, _T_TP:_T_TP + 3] = fabrik.t_tip
     return model
-
-
-# ---------------------------------------------------------------------------- the wrap
-class CompiledFabrik:
-    """The compiled passes bound to one serial chain's :class:`SerialFabrik`.
-
-    :meth:`run` answers what ``SerialFabrik.run`` answers, or None where the Python passes
-    run (the kernel not loaded yet, a history to record, a polish the kernel leaves to
-    Python). Built only where numba may serve (:func:`of`); the kernel loads in the
-    background from the first solve on (:meth:`start_loading`).
-    """
-
-    def __init__(self, fabrik: SerialFabrik, compiled_kernels: Optional[Dict[str, Any]] = None):
-        self.n = fabrik.n
-        self.model = model_of(fabrik)
-        self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
-        self._runs = threading.local()  # per thread: its arrays, reused by every run
-
-    @classmethod
-    def of(cls, fabrik: Optional[SerialFabrik]) -> Optional['CompiledFabrik']:
-        """The compiled passes of ``fabrik`` where numba may serve; else None."""
-        if fabrik is None or not available() or fabrik.n == 0:
-            return None
-        return cls(fabrik)
-
-    def ready(self) -> bool:
-        """Whether the kernel is loaded (never blocks)."""
-        return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
-
-    def start_loading(self) -> None:
-        """Start loading the kernels in the background unless they are (a solve calls it
-        before its budget starts; not at construction: importing numba would slow down a
-        node's start-up)."""
-        if not self.ready():
-            kernels.start()
-
-    def run(self, problem: FabrikProblem, settings: FabrikSettings) -> Optional[FabrikRun]:
-        """The :class:`FabrikRun` of ``SerialFabrik.run(problem, settings)`` (one target, no
-        restarts), or None where the Python passes run instead."""
-        if settings.record_history or not self.ready():
-            return None
-        arrays = getattr(self._runs, 'arrays', None)
-        if arrays is None:
-            n = self.n
-            arrays = self._runs.arrays = (np.zeros(3), np.zeros(n), np.zeros(n),
-                                          np.zeros(_STATE + n + 1), np.zeros(_scratch_size(n)))
-        target, q, best_q, state, scratch = arrays
-        values = PassSettings(
-            float(settings.tolerance), float(settings.max_iterations),
-            float(settings.min_improvement), float(settings.stall_iterations),
-            float(settings.extrapolate), float(settings.polish), float(settings.null_space_gain),
-            float(problem.stretch_tip is not None),
-            float(problem.restarts > 0 or problem.stop_when_stuck))
-        target[:] = problem.targets[0]
-        q[:] = problem.q_seed
-        state[_BEGUN] = state[_ITERATIONS] = 0.0
-        kernel, model, deadline = self._kernels['run'], self.model, problem.deadline
-        # As the Python loop, no iteration starts past the deadline, judged by the pace.
-        chunk, pace, timed_out = (CHUNK if time.perf_counter() <= deadline else 0), StepPace(), \
-            False
-        while True:
-            before = state[_ITERATIONS]
-            started = time.perf_counter()
-            code = kernel(model, values, target, q, best_q, state, scratch, chunk)
-            if code != CHUNK_DONE:
-                break
-            now = time.perf_counter()
-            done = state[_ITERATIONS] - before
-            if done > 0.0:
-                pace.add((now - started) / done)
-            expected = pace.expected
-            if expected <= 0.0 or now + expected > deadline:
-                timed_out = True
-                break
-            fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
-            chunk = CHUNK if fits >= CHUNK else int(fits)
-        if code == FAILED:
-            return None
-        converged, stalled = bool(state[_CONVERGED]), bool(state[_STALLED])
-        return FabrikRun(best_q.copy(), np.array([state[_BEST_OBJ]]), int(state[_ITERATIONS]),
-                         converged, stalled and not converged, None,
-                         timed_out and not converged)

@@ -1,20 +1,13 @@
-"""FABRIK's tree passes compiled: a whole run over a tree (tips sharing joints) in numba calls.
+"""FABRIK's tree run compiled: a whole run over a tree (tips sharing joints) in numba calls.
 
 :class:`CompiledTree` runs what :meth:`FabrikTree.run <ik_node.solvers.fabrik.tree.FabrikTree.run>`
 runs (the loop of :func:`~ik_node.solvers.fabrik.iteration.iterate` over
-:class:`~ik_node.solvers.fabrik.tree_passes.TreePasses`) in machine code: the forward pass with
-each pulled joint's weighted proposal, the backward pass with each joint's 'bones' or 'points'
-fit (and the fallback to its targeted descendants) and its clamp into the limits, the stretching
-first pass, the rebuild (FK), the extrapolation, the damped least-squares polish on the tips'
-stacked Jacobian, the stall rule and the best configuration kept. The same operations in the
-same order as the Python passes; numpy's small products (BLAS) and its linear solve may round
-the last bit otherwise, so a run agrees with the Python run to round-off: the same iterations and
-joints within 1e-9 rad (``test/core/test_compiled_fabrik_tree.py``).
-
-Why one file of this size: numba compiles and caches a kernel with the helpers it calls when
-they live in one module (one entry of ``KERNEL_MODULES``); the tree passes here read side by side
-with ``tree_passes.py``, and the arrays they read (:func:`geometry_of`, :func:`plan_of`) beside
-the code that reads them.
+:class:`~ik_node.solvers.fabrik.tree_passes.TreePasses`) in machine code: the passes of
+:mod:`.compiled_tree_passes` (forward, backward, stretch, rebuild, polish), the extrapolation,
+the stall rule and the best configuration kept. The same operations in the same order as the
+Python passes; numpy's small products (BLAS) and its linear solve may round the last bit
+otherwise, so a run agrees with the Python run to round-off: the same iterations and joints
+within 1e-9 rad (``test/core/test_compiled_fabrik_tree.py``).
 
 The kernel is generic: the tree is arrays (:func:`geometry_of`: per joint its frame, axis and
 limits, per node its parent), and so is the plan of a run (:func:`plan_of`, from the Python
@@ -30,8 +23,8 @@ or whose polish meets a singular system (where numpy's solve raises), is left to
 passes.
 
 :mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
-background thread, after the serial kernel (whose helpers this one calls); until then, and where
-numba cannot serve, the Python passes run.
+background thread, after the passes it calls; until then, and where numba cannot serve, the
+Python passes run.
 """
 
 from __future__ import annotations
@@ -44,26 +37,23 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk
 from ik_node.solvers.fabrik import compiled as serial
-from ik_node.solvers.fabrik.iteration import (EPS_M, EXTRAPOLATE_MAX_FACTOR,
-                                              EXTRAPOLATE_MIN_RATIO, POLISH_DAMPING,
-                                              POLISH_DAMPING_MIN, POLISH_RATIO,
-                                              POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS,
-                                              FabrikProblem, FabrikRun, FabrikSettings)
+from ik_node.solvers.fabrik import compiled_passes as serial_passes
+from ik_node.solvers.fabrik import compiled_tree_passes as passes
+# The geometry's layout and the fits (compiled_tree_passes), written by geometry_of and plan_of.
+from ik_node.solvers.fabrik.compiled_tree_passes import (_AAT, _AXIS, _COLUMNS, _I_AAT, _K,
+                                                         _LOWER, _R_TP, _REVOLUTE, _T_TP,
+                                                         _UPPER, BONES, POINTS)
+from ik_node.solvers.fabrik.compiled_tree_passes import NO_FIT  # noqa: F401 - a kind of fit, too
+from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLATE_MIN_RATIO,
+                                              POLISH_RATIO, POLISH_STUCK_RATIO, FabrikProblem,
+                                              FabrikRun, FabrikSettings)
 from ik_node.solvers.fabrik.tree_passes import TreePlan
 from ik_node.solvers.numerics.budget import StepPace
 
 # What a call of the kernel returns.
 DONE, CHUNK_DONE, FAILED = serial.DONE, serial.CHUNK_DONE, serial.FAILED
 RESTART = 3     # the run stalled with a restart left: draw the moving joints and call again
-
-# Columns of the geometry array, one row per joint.
-_R_TP, _T_TP, _AXIS, _AAT, _I_AAT, _K = 0, 9, 12, 15, 24, 33   # as in the serial model
-(_LOWER, _UPPER, _REVOLUTE) = range(42, 45)
-_COLUMNS = 45
-# How a joint fits its angle in the backward pass (TreePlan.align).
-NO_FIT, BONES, POINTS = 0, 1, 2
 
 # Entries of the state array kept between calls.
 (_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
@@ -77,329 +67,6 @@ def available() -> bool:
 
 
 # ------------------------------------------------------------------------ the kernel (numba)
-def _place(geometry, parent, i, q, x, R):
-    """Joint i's rotation and origin at ``q[i]`` (FabrikTree.place)."""
-    R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
-    if geometry[i, _REVOLUTE] != 0.0:
-        fk.place(i, fk.turned(geometry, i, R0, q[i]), xi, x, R)
-    else:
-        ax, ay, az = serial.mat_vec(R0, (geometry[i, _AXIS], geometry[i, _AXIS + 1],
-                                         geometry[i, _AXIS + 2]))
-        fk.place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
-
-
-def _place_tips(parent, t_tip, x, R):
-    """The tips' positions from their joints' frames (FabrikTree.place_tips)."""
-    n = R.shape[0]
-    for k in range(t_tip.shape[0]):
-        p = parent[n + k]
-        t = (t_tip[k, 0], t_tip[k, 1], t_tip[k, 2])
-        if p < 0:
-            x[n + k, 0], x[n + k, 1], x[n + k, 2] = t[0], t[1], t[2]
-        else:
-            ox, oy, oz = serial.mat_vec(fk.load9(R, p), t)
-            x[n + k, 0], x[n + k, 1], x[n + k, 2] = x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz
-
-
-def _rebuild(geometry, parent, t_tip, q, x, R):
-    """Node positions ``x`` and joint rotations ``R``: FK of ``q`` (FabrikTree.rebuild)."""
-    for i in range(R.shape[0]):
-        _place(geometry, parent, i, q, x, R)
-    _place_tips(parent, t_tip, x, R)
-
-
-def _measure(x, tip_nodes, targets, w_norm, err):
-    """Each targeted tip's error into ``err``; returns their weighted RMS (TreePasses.measure)."""
-    total = 0.0
-    for k in range(tip_nodes.shape[0]):
-        v = tip_nodes[k]
-        dx, dy, dz = x[v, 0] - targets[k, 0], x[v, 1] - targets[k, 1], x[v, 2] - targets[k, 2]
-        err[k] = math.sqrt(dx * dx + dy * dy + dz * dz)
-        total += w_norm[k] * (err[k] * err[k])
-    return math.sqrt(total)
-
-
-def _reached(err, tolerance):
-    for k in range(err.shape[0]):
-        if not err[k] <= tolerance:
-            return False
-    return True
-
-
-def _forward(plan_ints, plan_floats, x, L, targets, P):
-    """The forward pass (TreePasses.forward): the targeted tips on their targets, every pulled
-    joint to the weighted mean of its children's proposals."""
-    tip_nodes, fwd_u, fwd_start, fwd_ch = plan_ints[0], plan_ints[1], plan_ints[2], plan_ints[3]
-    fwd_w = plan_floats[1]
-    for k in range(tip_nodes.shape[0]):
-        v = tip_nodes[k]
-        P[v, 0], P[v, 1], P[v, 2] = targets[k, 0], targets[k, 1], targets[k, 2]
-    for f in range(fwd_u.shape[0]):
-        u = fwd_u[f]
-        px = py = pz = 0.0
-        for j in range(fwd_start[f], fwd_start[f + 1]):
-            c = fwd_ch[j]
-            dx, dy, dz = x[u, 0] - P[c, 0], x[u, 1] - P[c, 1], x[u, 2] - P[c, 2]
-            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-            if norm < EPS_M:  # forward point on the joint: keep the old bone direction
-                dx, dy, dz = x[u, 0] - x[c, 0], x[u, 1] - x[c, 1], x[u, 2] - x[c, 2]
-                norm = max(L[c], EPS_M)
-            s = L[c] / max(norm, EPS_M)
-            w = fwd_w[j]
-            px += w * (P[c, 0] + dx * s)
-            py += w * (P[c, 1] + dy * s)
-            pz += w * (P[c, 2] + dz * s)
-        P[u, 0], P[u, 1], P[u, 2] = px, py, pz
-
-
-def _fit_points(geometry, nodes, fit_weight, i, frame, config, P):
-    """Joint i's angle moving ``nodes`` (rigidly, at their old ``x``) onto ``P``
-    (TreePasses.fit_points); False when there are none or all are on the axis. ``frame``: the
-    joint's ``(R0, x_i)``; ``config``: ``(q, x, R)``."""
-    R0, xi = frame
-    q, x, R = config
-    if nodes.shape[0] == 0:
-        return False
-    Ri = fk.load9(R, i)
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
-    for j in range(nodes.shape[0]):
-        v = nodes[j]
-        w = fit_weight[v]
-        rx, ry, rz = serial.vec_mat((x[v, 0] - x[i, 0], x[v, 1] - x[i, 1], x[v, 2] - x[i, 2]),
-                                    Ri)
-        bx, by, bz = serial.vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1], P[v, 2] - xi[2]), R0)
-        rx, ry, rz = rx * w, ry * w, rz * w
-        m0 += rx * bx
-        m1 += rx * by
-        m2 += rx * bz
-        m3 += ry * bx
-        m4 += ry * by
-        m5 += ry * bz
-        m6 += rz * bx
-        m7 += rz * by
-        m8 += rz * bz
-    ax, ay, az = geometry[i, _AXIS], geometry[i, _AXIS + 1], geometry[i, _AXIS + 2]
-    s = ax * (m5 - m7) + ay * (m6 - m2) + az * (m1 - m3)
-    v0, v1, v2 = ax * m0 + ay * m3 + az * m6, ax * m1 + ay * m4 + az * m7, \
-        ax * m2 + ay * m5 + az * m8
-    c = m0 + m4 + m8 - (v0 * ax + v1 * ay + v2 * az)
-    if s * s + c * c <= EPS_M * EPS_M:
-        return False
-    q[i] = serial._angle_in_limits(math.atan2(s, c), q[i], geometry[i, _LOWER],
-                                   geometry[i, _UPPER])
-    return True
-
-
-def _backward(tree, q, x, R, P):
-    """The backward pass (TreePasses.backward): from the base, fit each moving joint's angle,
-    clamp it, rebuild (in place). ``tree``: ``(geometry, parent, t_tip, plan_ints,
-    plan_floats)``, the tree and the plan of its targeted tips."""
-    geometry, parent, t_tip, plan_ints, plan_floats = tree
-    kind, a_start, a_nodes = plan_ints[4], plan_ints[5], plan_ints[6]
-    fb_start, fb_nodes = plan_ints[7], plan_ints[8]
-    fit_weight, perp, cross = plan_floats[0], plan_floats[2], plan_floats[3]
-    for i in range(R.shape[0]):
-        fit = kind[i]
-        if fit != NO_FIT:
-            R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
-            if fit == BONES:
-                s = c = 0.0
-                for j in range(a_start[i], a_start[i + 1]):
-                    v = a_nodes[j]
-                    bx, by, bz = serial.vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1],
-                                                 P[v, 2] - xi[2]), R0)
-                    s += cross[j, 0] * bx
-                    s += cross[j, 1] * by
-                    s += cross[j, 2] * bz
-                    c += perp[j, 0] * bx
-                    c += perp[j, 1] * by
-                    c += perp[j, 2] * bz
-                fitted = s * s + c * c > EPS_M * EPS_M
-                if fitted:
-                    q[i] = serial._angle_in_limits(math.atan2(s, c), q[i],
-                                                   geometry[i, _LOWER], geometry[i, _UPPER])
-            else:
-                fitted = _fit_points(geometry, a_nodes[a_start[i]:a_start[i + 1]], fit_weight,
-                                     i, (R0, xi), (q, x, R), P)
-            if not fitted:
-                _fit_points(geometry, fb_nodes[fb_start[i]:fb_start[i + 1]], fit_weight, i,
-                            (R0, xi), (q, x, R), P)
-        _place(geometry, parent, i, q, x, R)
-    _place_tips(parent, t_tip, x, R)
-
-
-def _stretch(tree, q, x, R, L, target, P):
-    """The backward pass with the first targeted tip's path laid straight from its first
-    joint to ``target`` (TreePasses.stretch); ``tree`` as :func:`_backward`'s."""
-    path = tree[3][13]
-    first = path[0]
-    ox, oy, oz = x[first, 0], x[first, 1], x[first, 2]
-    dx, dy, dz = target[0] - ox, target[1] - oy, target[2] - oz
-    norm = max(math.sqrt(dx * dx + dy * dy + dz * dz), EPS_M)
-    dx, dy, dz = dx / norm, dy / norm, dz / norm
-    total = 0.0
-    for j in range(path.shape[0]):
-        v = path[j]
-        total += L[v]
-        reach = total - L[first]
-        P[v, 0], P[v, 1], P[v, 2] = ox + reach * dx, oy + reach * dy, oz + reach * dz
-    _backward(tree, q, x, R, P)
-
-
-def _solve(G, g, m, out):
-    """``G[:m, :m] y = g[:m]`` by Gaussian elimination with partial pivoting (as LAPACK's
-    getrf/getrs), ``G`` and ``g`` overwritten; False when a pivot is zero (numpy raises)."""
-    for j in range(m):
-        p = j
-        for i in range(j + 1, m):
-            if abs(G[i, j]) > abs(G[p, j]):
-                p = i
-        if G[p, j] == 0.0:
-            return False
-        if p != j:
-            for k in range(m):
-                G[j, k], G[p, k] = G[p, k], G[j, k]
-            g[j], g[p] = g[p], g[j]
-        inverse = 1.0 / G[j, j]
-        for i in range(j + 1, m):
-            G[i, j] *= inverse
-            for k in range(j + 1, m):
-                G[i, k] -= G[i, j] * G[j, k]
-            g[i] -= G[i, j] * g[j]
-    for j in range(m - 1, -1, -1):
-        total = g[j]
-        for k in range(j + 1, m):
-            total -= G[j, k] * out[k]
-        out[j] = total / G[j, j]
-    return True
-
-
-def _polish(tree, config, targets, step, trial):
-    """Up to ``steps`` damped least-squares steps on the targeted tips' stacked position
-    Jacobian (TreePasses.polish); the number taken, or -1 where numpy's solve raises.
-    ``tree`` as :func:`_backward`'s; ``config``: ``(q, x, R)`` (updated in place); ``step``:
-    ``(steps, tolerance)``; ``trial``: ``(x_try, R_try, q_try, err)``."""
-    geometry, parent, t_tip, plan_ints, plan_floats = tree
-    q, x, R = config
-    steps, tolerance = step
-    x_try, R_try, q_try, err = trial
-    tip_nodes, cols, path_start = plan_ints[0], plan_ints[9], plan_ints[10]
-    path_joints, path_cols = plan_ints[11], plan_ints[12]
-    w_norm = plan_floats[4]
-    C, T = cols.shape[0], tip_nodes.shape[0]
-    if steps <= 0 or C == 0:
-        return 0
-    rows = 3 * T
-    sw = np.empty(rows)
-    e = np.empty(rows)
-    obj = 0.0
-    for k in range(T):
-        root = math.sqrt(w_norm[k])
-        for a in range(3):
-            sw[3 * k + a] = root
-            e[3 * k + a] = (targets[k, a] - x[tip_nodes[k], a]) * root
-    for r in range(rows):
-        obj += e[r] * e[r]
-    J = np.zeros((rows, C))
-    Jw = np.empty((rows, C))
-    axes = np.empty((C, 3))
-    G = np.empty((C, C))
-    g = np.empty(C)
-    y = np.empty(C)
-    dq = np.zeros(C)
-    free = np.ones(C, dtype=np.bool_)
-    index = np.empty(C, dtype=np.int64)
-    e_try = np.empty(rows)
-    damping, taken, slow = POLISH_DAMPING, 0, 0
-    while taken < steps:
-        taken += 1
-        for c in range(C):
-            i = cols[c]
-            axes[c, 0], axes[c, 1], axes[c, 2] = serial.mat_vec(
-                fk.load9(R, i), (geometry[i, _AXIS], geometry[i, _AXIS + 1],
-                                      geometry[i, _AXIS + 2]))
-        for k in range(T):
-            v = tip_nodes[k]
-            for j in range(path_start[k], path_start[k + 1]):
-                u, c = path_joints[j], path_cols[j]
-                rx, ry, rz = x[v, 0] - x[u, 0], x[v, 1] - x[u, 1], x[v, 2] - x[u, 2]
-                J[3 * k, c] = axes[c, 1] * rz - axes[c, 2] * ry
-                J[3 * k + 1, c] = axes[c, 2] * rx - axes[c, 0] * rz
-                J[3 * k + 2, c] = axes[c, 0] * ry - axes[c, 1] * rx
-        for r in range(rows):
-            for c in range(C):
-                Jw[r, c] = J[r, c] * sw[r]
-        for c in range(C):
-            free[c] = True
-            dq[c] = 0.0
-        for _ in range(3):  # freeze joints the step pushes past a limit
-            m = 0
-            for c in range(C):
-                if free[c]:
-                    index[m] = c
-                    m += 1
-            for a in range(m):
-                ca = index[a]
-                for b in range(m):
-                    cb = index[b]
-                    total = 0.0
-                    for r in range(rows):
-                        total += Jw[r, ca] * Jw[r, cb]
-                    G[a, b] = total + damping if a == b else total
-                total = 0.0
-                for r in range(rows):
-                    total += Jw[r, ca] * e[r]
-                g[a] = total
-            if not _solve(G, g, m, y):
-                return -1
-            for c in range(C):
-                dq[c] = 0.0
-            for a in range(m):
-                dq[index[a]] = y[a]
-            pressed = False
-            for c in range(C):
-                i = cols[c]
-                if free[c] and ((q[i] <= geometry[i, _LOWER] and dq[c] < 0.0) or
-                                (q[i] >= geometry[i, _UPPER] and dq[c] > 0.0)):
-                    free[c] = False
-                    pressed = True
-            if not pressed:
-                break
-            if not free.any():
-                for c in range(C):
-                    dq[c] = 0.0
-                break
-        q_try[:] = q
-        for c in range(C):
-            i = cols[c]
-            q_try[i] = serial._clip(q[i] + dq[c], geometry[i, _LOWER], geometry[i, _UPPER])
-        _rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
-        obj_try = 0.0
-        for k in range(T):
-            for a in range(3):
-                e_try[3 * k + a] = (targets[k, a] - x_try[tip_nodes[k], a]) * sw[3 * k + a]
-        for r in range(rows):
-            obj_try += e_try[r] * e_try[r]
-        if obj_try < obj:
-            slow = slow + 1 if obj_try > SLOW_STEP_RATIO2 * obj else 0
-            q[:] = q_try
-            x[:] = x_try
-            R[:] = R_try
-            e[:] = e_try
-            obj = obj_try
-            damping = max(damping * 0.1, POLISH_DAMPING_MIN)
-        else:
-            slow += 1
-            damping *= 10.0
-        for k in range(T):
-            v = tip_nodes[k]
-            dx, dy, dz = x[v, 0] - targets[k, 0], x[v, 1] - targets[k, 1], x[v, 2] - targets[k, 2]
-            err[k] = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if _reached(err, tolerance) or slow >= SLOW_STEPS:
-            break
-    return taken
-
-
 def _run_tree(tree, settings, targets, run, work, chunk):
     """FABRIK over the tree toward ``targets`` (one row per targeted tip) from ``q``:
     :func:`~.iteration.iterate` over the tree passes, at most ``chunk`` iterations more in this
@@ -420,7 +87,7 @@ def _run_tree(tree, settings, targets, run, work, chunk):
     extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
     stop_when_stuck = settings.stuck_ends != 0.0
     if state[_BEGUN] == 0.0:
-        _rebuild(geometry, parent, t_tip, q, x, R)
+        passes.rebuild(geometry, parent, t_tip, q, x, R)
         for v in range(x.shape[0]):
             p = parent[v]
             L[v] = 0.0
@@ -428,17 +95,17 @@ def _run_tree(tree, settings, targets, run, work, chunk):
                 dx, dy, dz = x[v, 0] - x[p, 0], x[v, 1] - x[p, 1], x[v, 2] - x[p, 2]
                 L[v] = math.sqrt(dx * dx + dy * dy + dz * dz)
         P[:] = 0.0
-        obj = _measure(x, tip_nodes, targets, w_norm, err)
+        obj = passes.measure(x, tip_nodes, targets, w_norm, err)
         best_q[:] = q
         best_err[:] = err
         state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
         state[_SINCE_PROGRESS] = state[_ITERATIONS] = state[_STALLED] = 0.0
         state[_POLISH_AFTER] = state[_RESTARTED] = 0.0
-        state[_CONVERGED] = 1.0 if _reached(err, tolerance) else 0.0
+        state[_CONVERGED] = 1.0 if passes.reached(err, tolerance) else 0.0
         state[_BEGUN] = 1.0
     elif state[_RESTARTED] != 0.0:  # a fresh start drawn in Python (TreePasses.restart)
-        _rebuild(geometry, parent, t_tip, q, x, R)
-        obj = _measure(x, tip_nodes, targets, w_norm, err)
+        passes.rebuild(geometry, parent, t_tip, q, x, R)
+        obj = passes.measure(x, tip_nodes, targets, w_norm, err)
         state[_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
         state[_SINCE_PROGRESS] = 0.0
         state[_RESTARTS] -= 1.0
@@ -458,20 +125,20 @@ def _run_tree(tree, settings, targets, run, work, chunk):
         q_before[:] = q
         obj_before = obj
         if stretching and iterations == 1:
-            _stretch(tree, q, x, R, L, targets[0], P)
+            passes.stretch(tree, q, x, R, L, targets[0], P)
         else:
-            _forward(plan_ints, plan_floats, x, L, targets, P)
-            _backward(tree, q, x, R, P)
-        obj = _measure(x, tip_nodes, targets, w_norm, err)
+            passes.forward(plan_ints, plan_floats, x, L, targets, P)
+            passes.backward(tree, q, x, R, P)
+        obj = passes.measure(x, tip_nodes, targets, w_norm, err)
         if extrapolate and 0.0 < obj < obj_before and iterations > 1:
             rho = obj / obj_before
             if rho > EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
                 factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
                 for k in range(q.shape[0]):
-                    q_try[k] = serial._clip(q[k] + factor * (q[k] - q_before[k]),
-                                            geometry[k, _LOWER], geometry[k, _UPPER])
-                _rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
-                obj_try = _measure(x_try, tip_nodes, targets, w_norm, err_try)
+                    q_try[k] = serial_passes.clip(q[k] + factor * (q[k] - q_before[k]),
+                                                  geometry[k, _LOWER], geometry[k, _UPPER])
+                passes.rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
+                obj_try = passes.measure(x_try, tip_nodes, targets, w_norm, err_try)
                 if obj_try < obj:
                     q[:] = q_try
                     x[:] = x_try
@@ -480,13 +147,13 @@ def _run_tree(tree, settings, targets, run, work, chunk):
                     obj = obj_try
         if (polish > 0 and iterations >= polish_after and obj > 0.0 and
                 obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
-            taken = _polish(tree, (q, x, R), targets,
-                            (min(polish, max_iterations - iterations), tolerance),
-                            (x_try, R_try, q_try, err_try))
+            taken = passes.polish(tree, (q, x, R), targets,
+                                  (min(polish, max_iterations - iterations), tolerance),
+                                  (x_try, R_try, q_try, err_try))
             if taken < 0:
                 return FAILED
             iterations += taken
-            obj_polished = _measure(x, tip_nodes, targets, w_norm, err)
+            obj_polished = passes.measure(x, tip_nodes, targets, w_norm, err)
             stuck = obj_polished > POLISH_STUCK_RATIO * obj
             if obj_polished > POLISH_RATIO * obj:  # no help here: let FABRIK work a while
                 polish_after = iterations + stall_iterations
@@ -504,7 +171,7 @@ def _run_tree(tree, settings, targets, run, work, chunk):
             best_q[:] = q
             best_err[:] = err
             best_obj = obj
-        converged = _reached(err, tolerance)
+        converged = passes.reached(err, tolerance)
         start_best = min(start_best, obj)
         if start_best < last_progress - min_improvement:
             last_progress, since_progress = start_best, 0
@@ -530,17 +197,14 @@ def _run_tree(tree, settings, targets, run, work, chunk):
 
 
 _KERNELS: Dict[str, Any] = {}
-_HELPERS = ('_place', '_place_tips', '_rebuild', '_measure', '_reached', '_forward',
-            '_fit_points', '_backward', '_stretch', '_solve', '_polish')
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once, after the
-    serial kernel whose helpers it calls; :mod:`ik_node.solvers.kernels` calls it in its
-    loading thread."""
+    passes it calls; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
-        serial.compile()  # and fk.compile()
-        kernel = kernels.jitted(globals(), _HELPERS, ('_run_tree',))['_run_tree']
+        passes.compile()  # and the serial passes, the kernel library
+        kernel = kernels.jitted(globals(), (), ('_run_tree',))['_run_tree']
         _exercise(kernel)
         _KERNELS['run'] = kernel
 

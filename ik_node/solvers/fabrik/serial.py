@@ -67,19 +67,22 @@ class SerialFabrik:
         self.centring = centring_terms(self.lower, self.upper, range(n))
 
     # ---------------------------------------------------------------------------- geometry
-    def _joint(self, i: int, q_i: float, R_parent: Optional[Mat], x_parent: Optional[Vec]
-               ) -> Tuple[Mat, Vec, Mat]:
-        """(R0, x_i, R_i): joint i's q = 0 rotation, its origin and its rotation at ``q_i``."""
+    def _zero_frame(self, i: int, R_parent: Optional[Mat], x_parent: Optional[Vec]
+                    ) -> Tuple[Mat, Vec]:
+        """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent joint's rotation
+        and origin (None: the base); :func:`ik_node.solvers.kernels.fk.zero_frame`."""
         if R_parent is None:
-            R0, xi = self.R_tp[i], self.t_tp[i]
-        else:
-            R0 = mat_mul(R_parent, self.R_tp[i])
-            ox, oy, oz = mat_vec(R_parent, self.t_tp[i])
-            xi = (x_parent[0] + ox, x_parent[1] + oy, x_parent[2] + oz)
+            return self.R_tp[i], self.t_tp[i]
+        ox, oy, oz = mat_vec(R_parent, self.t_tp[i])
+        return mat_mul(R_parent, self.R_tp[i]), (x_parent[0] + ox, x_parent[1] + oy,
+                                                 x_parent[2] + oz)
+
+    def _turned(self, i: int, R0: Mat, q_i: float) -> Mat:
+        """Joint i's rotation at ``q_i`` from its q = 0 rotation (Rodrigues);
+        :func:`ik_node.solvers.kernels.fk.turned`."""
         c, s = math.cos(q_i), math.sin(q_i)
         A, B, K = self.aaT[i], self.I_aaT[i], self.K[i]
-        rot = tuple(A[k] + c * B[k] + s * K[k] for k in range(9))
-        return R0, xi, mat_mul(R0, rot)
+        return mat_mul(R0, tuple(A[k] + c * B[k] + s * K[k] for k in range(9)))
 
     def rebuild(self, q: Sequence[float]) -> Tuple[List[Vec], List[Mat]]:
         """Node positions (joints, then the tip) and joint rotations: FK of ``q``."""
@@ -87,7 +90,8 @@ class SerialFabrik:
         R: List[Mat] = []
         R_parent = x_parent = None
         for i in range(self.n):
-            _, xi, Ri = self._joint(i, q[i], R_parent, x_parent)
+            R0, xi = self._zero_frame(i, R_parent, x_parent)
+            Ri = self._turned(i, R0, q[i])
             x.append(xi)
             R.append(Ri)
             R_parent, x_parent = Ri, xi
@@ -121,12 +125,7 @@ class SerialFabrik:
         """Re-anchor from the base: fit each joint's angle, clamp it, rebuild (in place)."""
         R_parent = x_parent = None
         for i in range(self.n):
-            if R_parent is None:
-                R0, xi = self.R_tp[i], self.t_tp[i]
-            else:
-                R0 = mat_mul(R_parent, self.R_tp[i])
-                ox, oy, oz = mat_vec(R_parent, self.t_tp[i])
-                xi = (x_parent[0] + ox, x_parent[1] + oy, x_parent[2] + oz)
+            R0, xi = self._zero_frame(i, R_parent, x_parent)
             align = self.align[i]
             if align[0] == 'bones':
                 _, w_perp, w_cross = align
@@ -142,9 +141,7 @@ class SerialFabrik:
                 fitted = self._fit_points(align[1], i, R0, xi, q, x, R, P)
             if not fitted:
                 self._fit_points(self.fallback[i], i, R0, xi, q, x, R, P)
-            c, s = math.cos(q[i]), math.sin(q[i])
-            A, B, K = self.aaT[i], self.I_aaT[i], self.K[i]
-            Ri = mat_mul(R0, tuple(A[k] + c * B[k] + s * K[k] for k in range(9)))
+            Ri = self._turned(i, R0, q[i])
             x[i], R[i] = xi, Ri
             R_parent, x_parent = Ri, xi
         x[self.n] = self._tip(R[-1], x[self.n - 1])

@@ -60,7 +60,7 @@ from ik_node.solvers.out_of_reach.outcome import VOUCHED_STOPS, search_outcome
 from ik_node.solvers.out_of_reach.tip_sample import tip_sample
 from ik_node.solvers.geometry.reach_bound import ReachBound, reach_bound
 from ik_node.solvers.out_of_reach.compiled_reach import CompiledReach
-from ik_node.solvers.fabrik.compiled import CompiledFabrik
+from ik_node.solvers.fabrik.compiled_runs import CompiledFabrik
 from ik_node.solvers.fabrik.compiled_tree import CompiledTree
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik

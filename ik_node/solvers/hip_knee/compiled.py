@@ -1,45 +1,41 @@
 """The compiled analytic legs: every leg of a tree of independent legs in one numba call.
 
-:class:`CompiledLegs` answers ``solve(targets={foot: position})`` of
+:func:`_solve_legs` answers ``solve(targets={foot: position})`` of
 :class:`~ik_node.solvers.hip_knee.solver.HipKneeSolver` on a tree of 3-joint legs (a
-quadruped's four legs) in one call of :func:`_solve_legs`: per targeted leg the closed form of
+quadruped's four legs): per targeted leg the closed form of
 :meth:`HipKneeSolver._solve_leg` (a leg whose pitch axis meets the first axis) or of
 :class:`~ik_node.solvers.hip_knee.offset_leg.OffsetLeg` (an axis offset), in reach, with the
 same candidates, ranking and angle choices, then what :meth:`Solver._measured
 <ik_node.solvers.base.Solver._measured>` does to the answer: the clip into the limits, the check
-of whole turns, the foot's position by forward kinematics of the returned joints (the chain's
-own constant transforms, not the leg's geometry) and the error against the target.
+of whole turns, the foot's position by forward kinematics of the returned joints (the kernel
+library's :func:`~ik_node.solvers.kernels.fk.frames` on the chain's own constant transforms,
+not the leg's geometry) and the error against the target.
 
 The kernel answers only the common case: every targeted foot in reach, a limit-respecting
 solution, no degenerate direction, the measured error within tolerance, finite input. Anything
-else (a foot out of reach or behind the limits, a target on an axis, a NaN, an orientation, a
-seed that is not a float array of the tree's size) returns None and the Python path answers, with
-its statuses, messages and errors: the same answers either way
-(``test/core/test_compiled_legs.py``), the last bits of a few angles aside.
+else (a foot out of reach or behind the limits, a target on an axis, a NaN) returns
+:data:`FALL_BACK` and the Python path answers, with its statuses, messages and errors: the same
+answers either way (``test/core/test_compiled_legs.py``), the last bits of a few angles aside.
+Each leg is one row of the model array (:func:`leg_row`, beside the kernel that reads it);
+:class:`~ik_node.solvers.hip_knee.compiled_legs.CompiledLegs` binds the kernel to one tree.
+The offset leg's nearest pose is a kernel module of its own (:mod:`.compiled_nearest`).
 
 :mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
 background thread; until then, and where numba cannot serve, the Python path answers.
-
-Why one file of this size: numba compiles and caches the kernel with the helpers it calls when
-they live in one module (one entry of ``KERNEL_MODULES``), and the leg's row of constants
-(:func:`_leg_row`) is read beside the kernel that reads it. The offset leg's nearest pose is a
-kernel module of its own (:mod:`.compiled_nearest`).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 import numpy as np
 
 import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import planar
+from ik_node.solvers.kernels import fk, planar
 # planar_core's constants (a test keeps them equal), shared with the offset leg's nearest pose.
 from ik_node.solvers.hip_knee.compiled_nearest import DEGENERATE_DISTANCE_M, TIE_M
-from ik_node.solvers.input_checks import FLOAT64, MAX_COORDINATE_M
-from ik_node.solvers.results import IkResult, IkStatus, TipResult
+from ik_node.solvers.input_checks import MAX_COORDINATE_M
 
 _PI = math.pi
 _TWO_PI = 2.0 * math.pi
@@ -50,21 +46,18 @@ FALL_BACK = 1  # the Python path answers
 
 # Columns of the model array, one row per leg: the three rows of leg coordinates, the kind, the
 # leg's constants (as HipKneeSolver._leg_constants), the planar core's, the joints' indices in
-# the tree, which of them turn whole turns, the tolerance, then the forward kinematics: three
-# joints' constant 3 x 4 transforms and the tip's (SerialKinematics, joint axes along z).
+# the tree, which of them turn whole turns, the tolerance. The forward kinematics of each leg is
+# a (4, FK_COLUMNS) block of the frames array beside it (leg_frames): the kernel library's
+# serial model (kernels.fk: the constant 3 x 4 transforms of SerialKinematics, joint axes along
+# z, every joint revolute), three joints' rows and the tip's.
 _ROWS = 0
 (_KIND, _LO0, _HI0, _H, _AH, _R_INNER, _R_OUTER, _LO1, _HI1, _LO2, _HI2, _RANK_F, _RANK_B,
  _L1L1_L2L2, _TWO_L1L2, _KNEE_SIGN, _DELTA, _L1, _L2, _ALPHA1, _D, _PREF_F, _PREF_B,
  _J0, _J1, _J2, _TURN0, _TURN1, _TURN2, _TOL_P) = range(12, 42)
-_FK = 42
-_COLUMNS = _FK + 48
+COLUMNS = 42  # the columns of a leg's row
+FK_COLUMNS = fk.PRISMATIC + 1  # the columns of a row of a leg's frames (fk.frames' model)
 # Kinds of leg (HipKneeSolver._kind).
 LEG, OFFSET_LEG = 0, 1
-
-
-def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
-    return kernels.available()
 
 
 # ------------------------------------------------------------------------- the kernel (numba)
@@ -193,39 +186,13 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
     return found, b0, b1, b2
 
 
-def _foot_error(leg, q0, q1, q2, tx, ty, tz):
-    """The distance [m] of the foot at ``(q0, q1, q2)`` (forward kinematics of the leg's
-    constant transforms) from ``(tx, ty, tz)``."""
-    # Unrolled, not kernels.fk.frames: that takes a 2-D model with a prismatic column and five
-    # scratch arrays, the leg's row here is 1-D and the kernel allocates nothing (same operations).
-    # F: the frame so far (3 x 4, row-major), G: the next joint's frame before its turn.
-    f00, f01, f02, f03 = 1.0, 0.0, 0.0, 0.0
-    f10, f11, f12, f13 = 0.0, 1.0, 0.0, 0.0
-    f20, f21, f22, f23 = 0.0, 0.0, 1.0, 0.0
-    for i in range(3):
-        c = _FK + 12 * i
-        angle = q0 if i == 0 else (q1 if i == 1 else q2)
-        g00 = f00 * leg[c] + f01 * leg[c + 4] + f02 * leg[c + 8]
-        g01 = f00 * leg[c + 1] + f01 * leg[c + 5] + f02 * leg[c + 9]
-        g02 = f00 * leg[c + 2] + f01 * leg[c + 6] + f02 * leg[c + 10]
-        g03 = f00 * leg[c + 3] + f01 * leg[c + 7] + f02 * leg[c + 11] + f03
-        g10 = f10 * leg[c] + f11 * leg[c + 4] + f12 * leg[c + 8]
-        g11 = f10 * leg[c + 1] + f11 * leg[c + 5] + f12 * leg[c + 9]
-        g12 = f10 * leg[c + 2] + f11 * leg[c + 6] + f12 * leg[c + 10]
-        g13 = f10 * leg[c + 3] + f11 * leg[c + 7] + f12 * leg[c + 11] + f13
-        g20 = f20 * leg[c] + f21 * leg[c + 4] + f22 * leg[c + 8]
-        g21 = f20 * leg[c + 1] + f21 * leg[c + 5] + f22 * leg[c + 9]
-        g22 = f20 * leg[c + 2] + f21 * leg[c + 6] + f22 * leg[c + 10]
-        g23 = f20 * leg[c + 3] + f21 * leg[c + 7] + f22 * leg[c + 11] + f23
-        cq, sq = math.cos(angle), math.sin(angle)
-        f00, f01, f02, f03 = g00 * cq + g01 * sq, g01 * cq - g00 * sq, g02, g03
-        f10, f11, f12, f13 = g10 * cq + g11 * sq, g11 * cq - g10 * sq, g12, g13
-        f20, f21, f22, f23 = g20 * cq + g21 * sq, g21 * cq - g20 * sq, g22, g23
-    c = _FK + 36
-    px = f00 * leg[c + 3] + f01 * leg[c + 7] + f02 * leg[c + 11] + f03
-    py = f10 * leg[c + 3] + f11 * leg[c + 7] + f12 * leg[c + 11] + f13
-    pz = f20 * leg[c + 3] + f21 * leg[c + 7] + f22 * leg[c + 11] + f23
-    dx, dy, dz = px - tx, py - ty, pz - tz
+def _foot_error(leg_frames, angles, target, work):
+    """The distance [m] of the foot at ``angles`` (q0, q1, q2) from ``target`` (x, y, z):
+    :func:`~ik_node.solvers.kernels.fk.frames` of the leg's serial model ``leg_frames``;
+    ``work``: ``(F, G, axes, origins, T)``, that function's scratch."""
+    F, G, axes, origins, T = work
+    fk.frames(leg_frames, 3, angles, F, G, axes, origins, T)
+    dx, dy, dz = T[0, 3] - target[0], T[1, 3] - target[1], T[2, 3] - target[2]
     return math.sqrt(dx * dx + dy * dy + dz * dz)
 
 
@@ -240,11 +207,14 @@ def _clip(value, lower, upper):
     return False, value  # NaN
 
 
-def _solve_legs(model, P, targeted, seed, q, errors):
+def _solve_legs(model, frames, P, targeted, seed, q, errors):
     """Every targeted leg solved from ``seed`` clipped into the limits: leg ``targeted[r]``
-    toward ``P[r]`` (x, y, z [m]). The tree's joints into ``q`` (the clipped seed where no leg
-    is targeted), the measured error [m] of foot ``targeted[r]`` into ``errors[r]``.
-    :data:`OK`, or :data:`FALL_BACK` where the Python path answers."""
+    (its row of ``model``, its block of ``frames``) toward ``P[r]`` (x, y, z [m]). The tree's
+    joints into ``q`` (the clipped seed where no leg is targeted), the measured error [m] of foot
+    ``targeted[r]`` into ``errors[r]``. :data:`OK`, or :data:`FALL_BACK` where the Python path
+    answers."""
+    work = (np.empty((3, 4)), np.empty((3, 4)), np.empty((3, 3)), np.empty((3, 3)),
+            np.empty((3, 4)))  # fk.frames' scratch
     for k in range(model.shape[0]):  # the seed, within the limits (a NaN or inf: Python)
         leg = model[k]
         for j in range(3):
@@ -283,7 +253,7 @@ def _solve_legs(model, P, targeted, seed, q, errors):
                 (leg[_TURN1] != 0.0 and not -_PI <= s1 - v1 <= _PI) or \
                 (leg[_TURN2] != 0.0 and not -_PI <= s2 - v2 <= _PI):
             return FALL_BACK
-        error = _foot_error(leg, v0, v1, v2, tx, ty, tz)
+        error = _foot_error(frames[targeted[r]], (v0, v1, v2), (tx, ty, tz), work)
         if not error <= leg[_TOL_P]:
             return FALL_BACK
         q[j0], q[j1], q[j2] = v0, v1, v2
@@ -299,6 +269,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
     if not _KERNELS:
+        fk.compile()
         planar.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_solve_legs',))['_solve_legs']
         _exercise(kernel)
@@ -308,7 +279,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
 def _exercise(kernel) -> None:
     """Run the kernel once on two made-up legs (one of each kind), so that numba compiles (or
     loads) it now, not in a solve."""
-    model = np.zeros((2, _COLUMNS))
+    model = np.zeros((2, COLUMNS))
     for k in range(2):
         leg = model[k]
         leg[0], leg[5], leg[10] = -1.0, 1.0, 1.0  # x down, e1 along y, e2 along z
@@ -320,142 +291,19 @@ def _exercise(kernel) -> None:
         leg[_L1L1_L2L2], leg[_TWO_L1L2], leg[_KNEE_SIGN] = 0.08, 0.08, 1.0
         leg[_J0], leg[_J1], leg[_J2] = 3 * k, 3 * k + 1, 3 * k + 2
         leg[_TOL_P] = 1e-5
-        for i in range(4):
-            leg[_FK + 12 * i:_FK + 12 * i + 12] = np.eye(4)[:3].ravel()
+    frames = np.zeros((2, 4, FK_COLUMNS))
+    frames[:, :, 0] = frames[:, :, 5] = frames[:, :, 10] = 1.0  # identity transforms
     P = np.array([[0.3, 0.05, 0.0], [0.3, 0.05, 0.0]])
     targeted = np.arange(2)
     for seed in (np.zeros(6), np.zeros(12)[::2]):  # a seed in one block of memory, or not
-        kernel(model, P, targeted, seed, np.empty(6), np.empty(2))
+        kernel(model, frames, P, targeted, seed, np.empty(6), np.empty(2))
 
 
-# ---------------------------------------------------------------------------- the wrap
-class CompiledLegs:
-    """The compiled kernel bound to one tree of legs (a ``HipKneeSolver`` with ``legs``).
-
-    :meth:`solve` answers ``solve(targets=..., seed=...)`` in the common case and returns None
-    otherwise (the Python path then answers). Built only where numba may serve
-    (:func:`of`); the kernel loads in the background from the first solve on.
-    """
-
-    def __init__(self, solver, compiled_kernels: Optional[Dict[str, Any]] = None):
-        chain = solver.chain
-        legs = solver.legs.legs
-        self.n = chain.n
-        self.tips = tuple(chain.tip_links)
-        self.tip_index = dict(solver._tip_index)
-        self.joint_names = tuple(chain.joint_names)
-        self.q_mid = chain.mid_configuration()
-        model = np.zeros((len(legs), _COLUMNS))
-        for k, leg in enumerate(legs):
-            model[k] = _leg_row(leg)
-        self.model = model
-        self.legs = len(legs)
-        self._shape = (chain.n,)
-        self._every_leg = np.arange(len(legs), dtype=np.intp)
-        self._kernels = _KERNELS if compiled_kernels is None else compiled_kernels
-        self._kernel = None  # set once loaded
-        self._loading = False
-
-    @classmethod
-    def of(cls, solver) -> Optional['CompiledLegs']:
-        """The compiled legs of ``solver`` (a HipKneeSolver) where numba may serve, the tree's
-        legs are 3-joint legs that cover every joint, and no history is recorded; else None."""
-        legs = getattr(solver, 'legs', None)
-        if legs is None or not available() or solver.params['record_history']:
-            return None
-        covered = sorted(j for leg in legs.legs for j in leg.joints)
-        if covered != list(range(solver.chain.n)) or any(
-                getattr(leg.solver, '_kind', None) not in (LEG, OFFSET_LEG) or
-                leg.solver._n != 3 or leg.solver._fast_kinematics is None
-                for leg in legs.legs):
-            return None
-        return cls(solver)
-
-    def ready(self) -> bool:
-        """Whether the kernel is loaded (never blocks)."""
-        return bool(self._kernels) and (self._kernels is not _KERNELS or kernels.ready())
-
-    def solve(self, targets: Any, seed: Any) -> Optional[IkResult]:
-        """The :class:`~ik_node.solvers.results.IkResult` of ``solve(targets=targets,
-        seed=seed)`` when every targeted foot is reached in the kernel's common case, else None
-        (the Python path answers: unusual input, a foot out of reach, behind the limits, on an
-        axis, or the kernel not loaded yet)."""
-        kernel = self._kernel
-        if kernel is None:
-            kernel = self._kernel = self._loaded_kernel()
-            if kernel is None:
-                return None
-        start = time.perf_counter()
-        if type(targets) is not dict:
-            return None
-        if seed is None:
-            seed = self.q_mid
-        elif type(seed) is not np.ndarray or seed.dtype is not FLOAT64 or \
-                seed.shape != self._shape:
-            return None  # the Python path reads (or refuses) it
-        try:  # the positions as one (targets, 3) array (a quaternion makes it ragged: Python)
-            P = np.array(list(targets.values()), dtype=FLOAT64)
-        except (TypeError, ValueError):
-            return None
-        if P.shape != (len(targets), 3) or not targets:
-            return None
-        tips = self.tips
-        if len(targets) == self.legs and tuple(targets) == tips:  # every foot, in tip order
-            targeted, order = self._every_leg, tips
-        else:
-            index = self.tip_index
-            try:
-                rows = [index[tip] for tip in targets]
-            except (KeyError, TypeError):  # not a tip: the Python path names it
-                return None
-            targeted = np.array(rows, dtype=np.intp)
-            order = None
-        q = np.empty(self.n)
-        errors = np.empty(len(targets))
-        if kernel(self.model, P, targeted, seed, q, errors) != OK:
-            return None
-        values = errors.tolist()
-        if order is None:  # the tips in the order of the chain's tips
-            pairs = sorted(zip(rows, values))
-            order = [tips[k] for k, _ in pairs]
-            values = [e for _, e in pairs]
-        results = {}
-        for tip, error in zip(order, values):
-            result = _new_object(TipResult)
-            _set_attribute(result, '__dict__', {
-                'reachable': True, 'position_error': error, 'min_residual': 0.0,
-                'status': _CONVERGED, 'orientation_error': None, 'message': '',
-                'best_found': False})
-            results[tip] = result
-        result = _new_object(IkResult)  # new_result's dict, without its keyword arguments
-        _set_attribute(result, '__dict__', {
-            'joint_positions': q, 'joint_names': self.joint_names, 'reachable': True,
-            'status': _CONVERGED, 'position_error': max(values), 'orientation_error': None,
-            'min_residual': 0.0, 'iterations': len(values),
-            'solve_time': time.perf_counter() - start, 'message': '', 'orientation_ignored': False,
-            'history': None, 'tips': results, 'best_found': False})
-        return result
-
-    def _loaded_kernel(self):
-        """The kernel once loaded, else None (the first call starts loading it)."""
-        if self.ready():
-            return self._kernels['solve_legs']
-        if not self._loading:
-            self._loading = True
-            kernels.start()  # once, in the background
-        return None
-
-
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-_CONVERGED = IkStatus.CONVERGED
-
-
-def _leg_row(leg) -> np.ndarray:
+def leg_row(leg) -> np.ndarray:
     """The model row of one leg (a :class:`~ik_node.solvers.trees.legs.Leg` whose solver is a
     3-joint HipKneeSolver)."""
     solver = leg.solver
-    row = np.zeros(_COLUMNS)
+    row = np.zeros(COLUMNS)
     row[0:12] = solver._rows
     row[_KIND] = solver._kind
     (row[_LO0], row[_HI0], row[_H], row[_AH], row[_R_INNER], row[_R_OUTER], row[_LO1],
@@ -470,7 +318,14 @@ def _leg_row(leg) -> np.ndarray:
     for i in solver._turn_joints:
         row[_TURN0 + i] = 1.0
     row[_TOL_P] = solver._tol_p
-    fast = solver._fast_kinematics
-    for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):
-        row[_FK + 12 * i:_FK + 12 * i + 12] = np.asarray(C, dtype=float)[:3, :4].ravel()
     return row
+
+
+def leg_frames(leg) -> np.ndarray:
+    """The frames block of one leg, (4, :data:`FK_COLUMNS`): its joints' and its foot's
+    constant transforms as :func:`~ik_node.solvers.kernels.fk.frames` reads them."""
+    fast = leg.solver._fast_kinematics
+    block = np.zeros((4, FK_COLUMNS))
+    for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):
+        block[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+    return block

@@ -35,7 +35,7 @@ import numpy as np
 from ik_node.model.chain import Chain
 from ik_node.solvers.base import (FloatSolver, IkResult, IkStatus, ParamSpec, RawSolution,
                                   SolverParts)
-from ik_node.solvers.hip_knee.compiled import CompiledLegs
+from ik_node.solvers.hip_knee.compiled_legs import CompiledLegs
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg
 from ik_node.solvers.geometry.planar_core import (DEGENERATE_DISTANCE_M, TIE_M, PlanarCore,

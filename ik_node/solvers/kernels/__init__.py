@@ -2,14 +2,17 @@
 
 numba is an install requirement of ik_node (docs/speed.md). The kernels live in modules of
 the solvers (:data:`KERNEL_MODULES`: :mod:`ik_node.solvers.damped_jacobian.compiled`,
-:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's passes in
+:mod:`ik_node.solvers.hip_knee.compiled`, fabrik's runs in
 :mod:`ik_node.solvers.fabrik.compiled`...), each with a ``compile()`` that compiles its
 functions, or loads them from numba's cache on disk (``cache=True``), and runs each once. What
 they share is written once in the kernel library beside this loader: forward kinematics and its
-Jacobian (:mod:`~ik_node.solvers.kernels.fk`) and the planar angle helpers
-(:mod:`~ik_node.solvers.kernels.planar`), compiled in place before the modules that call them.
-numba's cache checks a kernel's own file only: after editing the library, remove the callers'
-cached files (``__pycache__/*.nbi``, ``*.nbc``) or run ``warm`` from a clean checkout.
+Jacobian (:mod:`~ik_node.solvers.kernels.fk`), the planar angle helpers
+(:mod:`~ik_node.solvers.kernels.planar`) and the small linear algebra
+(:mod:`~ik_node.solvers.kernels.linalg`), compiled in place before the modules that call them
+(as a solver's own helper modules are, e.g. :mod:`ik_node.solvers.fabrik.compiled_passes`).
+numba's cache checks a kernel's own file only: after editing the library or a helper module,
+remove the callers' cached files (``__pycache__/*.nbi``, ``*.nbc``) or run ``warm`` from a clean
+checkout.
 
 The first solve that could use a kernel calls :func:`start` before its budget starts (not the
 solver's construction: importing numba would slow down a node's start-up): one daemon thread

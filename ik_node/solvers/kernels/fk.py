@@ -9,13 +9,16 @@ turns about (revolute) or slides along (prismatic) that frame's z axis; column
 it. Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a
 kernel module calling them runs first (numba reads ``fk.frames`` when it compiles the caller).
 
-A FABRIK model (:mod:`ik_node.solvers.fabrik.compiled`, ``compiled_tree``) is one row per
-joint: columns 0-8 the joint's q = 0 rotation in its parent's frame (row-major), 9-11 its origin
-there [m], then at :data:`AAT`, :data:`I_AAT`, :data:`K` the three 9-float terms of Rodrigues'
-formula, ``R(q) = aa^T + cos q (I - aa^T) + sin q [a]x``. Rotations are row-major 9-tuples (the
-small-matrix helpers of :mod:`ik_node.solvers.numerics.small_matrix`, compiled here too).
+A FABRIK model (:mod:`ik_node.solvers.fabrik.compiled_passes`, ``compiled_tree_passes``) is
+one row per joint: columns 0-8 the joint's q = 0 rotation in its parent's frame (row-major),
+9-11 its origin there [m], then at :data:`AAT`, :data:`I_AAT`, :data:`K` the three 9-float terms
+of Rodrigues' formula, ``R(q) = aa^T + cos q (I - aa^T) + sin q [a]x``. Rotations are row-major
+9-tuples (the small-matrix helpers of :mod:`ik_node.solvers.numerics.small_matrix`, compiled
+here too).
 
-The Python path's forward kinematics is :class:`ik_node.model.chain.Chain`'s.
+The Python path's forward kinematics is :class:`ik_node.model.chain.Chain`'s (numpy frames, and
+generated plain-float code for a serial chain); FABRIK's Python passes place their nodes by
+:func:`zero_frame` and :func:`turned`'s formula, in plain floats (serial) or numpy (tree).
 """
 
 from __future__ import annotations
