@@ -1,7 +1,8 @@
 """Shared test set-up for both layers: ``test/core`` (no ROS) and ``test/ros`` (real rclpy, DDS).
 
 Every pytest run talks DDS on its own domain, kept on this machine, so parallel runs (and other
-ROS 2 programs) never see each other's topics. Subprocesses started by tests inherit it.
+ROS 2 programs) never see each other's topics: a random one that no other live run holds (a lock
+file per domain in the temporary folder). Subprocesses started by tests inherit it.
 
 Test modules import shared helpers by their plain names (``closest_reference``, ``harness``,
 another test module's data), so both layer folders and this one are on ``sys.path``; the
@@ -9,12 +10,15 @@ checkout's root too (at the end), for the tests of ``benchmarks``. Slow tests
 carry ``@pytest.mark.slow``: ``pytest -m "not slow" test/core`` is a developer's quick loop.
 """
 
+import fcntl
 import os
 import random
 import signal
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
+from typing import IO, Optional, Tuple
 
 import pytest
 
@@ -29,8 +33,37 @@ from reference_robots import SHARED_ROBOTS, reference_robot  # noqa: E402,F401
 # The vendors' arms with collision meshes, for the collision tests of both layers.
 from collision_robots import collision_cache_dir, collision_robot  # noqa: E402,F401
 
+
+
+def _reserve_domain() -> Tuple[int, Optional[IO]]:
+    """A random ROS domain (1..100) no other live test run of ik_node on this machine holds,
+    and the open lock file that holds it for this process's life (None: every domain was
+    held, the first random one is shared). Two runs on one domain would answer each other's
+    targets (every node of a test is named ``ik_node``)."""
+    domains = list(range(1, 101))
+    random.Random(os.getpid()).shuffle(domains)
+    folder = Path(tempfile.gettempdir()) / 'ik_node_test_domains'
+    try:
+        folder.mkdir(mode=0o777, exist_ok=True)
+    except OSError:
+        return domains[0], None
+    for domain in domains:
+        try:
+            held = open(folder / f'{domain}.lock', 'a')
+        except OSError:
+            continue
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another run's
+            held.close()
+            continue
+        return domain, held
+    return domains[0], None
+
+
 if 'IK_NODE_TEST_KEEP_DOMAIN' not in os.environ:
-    os.environ['ROS_DOMAIN_ID'] = str(random.Random(os.getpid()).randint(1, 100))
+    _DOMAIN, _DOMAIN_LOCK = _reserve_domain()
+    os.environ['ROS_DOMAIN_ID'] = str(_DOMAIN)
 # Jazzy keeps discovery on this machine with this; Humble ignores it (the domain still isolates).
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 

@@ -4,7 +4,6 @@ recomputing, verdicts that real IK confirms, and bad inputs refused with a clear
 
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,8 @@ from ik_node.capability.orientations import quats_from_rotations, rotations_from
 from ik_node.capability.placement import Placement, task_in_base
 from ik_node.capability.ray_backend import check_address
 from ik_node.capability.spec import shard_bounds
+from reference_robots import SHARED_ROBOTS
 
-SHARED_ROBOTS = Path(__file__).resolve().parents[3] / 'shared' / 'robots'
 #: A coarse map: quick to build, enough cells and orientations to test every part.
 COARSE = dict(voxel_m=0.2, directions=6, rolls=2, shard_cells=40)
 

@@ -19,8 +19,10 @@ import pytest
 
 from ik_node.capability import MapSpec, build_map, storage
 
+from reference_robots import SHARED_ROBOTS, skip_reason
+
 REPO = Path(__file__).resolve().parents[2]
-UR5E = REPO.parent / 'shared' / 'robots' / 'ur5e.urdf'
+UR5E = SHARED_ROBOTS / 'ur5e.urdf'
 PORT = 26379
 ARGS = ('--voxel', '0.25', '--orientations', '4', '--rolls', '2', '--shard-cells', '25')
 
@@ -43,7 +45,7 @@ def test_a_two_node_ray_cluster_builds_the_same_map_as_the_local_pool(tmp_path):
     if why:
         pytest.skip(why)
     if not UR5E.is_file():
-        pytest.skip(f'reference robot {UR5E} is not present')
+        pytest.skip(skip_reason(UR5E))
     ray = str(Path(sys.executable).with_name('ray'))
     out = tmp_path / 'ray_map'
     # Ray's sockets live under its temp dir: a short path (AF_UNIX paths hold 107 bytes).

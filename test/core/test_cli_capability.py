@@ -1,6 +1,7 @@
 """``ik-solve capability-map``, ``reachable`` and ``base-placement``: a small map built through the
 command line, read back, queried and placed; bad inputs end with one line on stderr, exit 2."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,8 +13,14 @@ import pytest
 from ik_node.capability import load_map, reachable
 from ik_node.reachability import load_npz
 
+from reference_robots import SHARED_ROBOTS, skip_reason
+
+#: Ray installed (``ik_node[scale]``): a bad cluster address is refused by Ray, else the option
+#: is refused saying how to get Ray.
+HAVE_RAY = importlib.util.find_spec('ray') is not None
+
 REPO = Path(__file__).resolve().parents[2]
-UR5E = REPO.parent / 'shared' / 'robots' / 'ur5e.urdf'
+UR5E = SHARED_ROBOTS / 'ur5e.urdf'
 SMALL = ('--urdf', str(UR5E), '--base', 'base_link', '--tip', 'tool0', '--voxel', '0.25',
          '--orientations', '4', '--workers', '1', '--no-progress')
 
@@ -34,7 +41,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess, *words: str) -> None:
 @pytest.fixture(scope='module')
 def built(tmp_path_factory):
     if not UR5E.is_file():
-        pytest.skip(f'reference robot {UR5E} is not present')
+        pytest.skip(skip_reason(UR5E))
     out = tmp_path_factory.mktemp('capability')
     proc = run('capability-map', *SMALL, '--out', str(out), '--json')
     assert proc.returncode == 0, proc.stderr
@@ -109,14 +116,14 @@ def test_base_placement_ranks_and_verifies(built, poses_file):
     (('capability-map', *SMALL, '--voxel', '0', '--out', 'x'), ('voxel',)),
     (('capability-map', *SMALL, '--voxel', '0.001', '--out', 'x'), ('cells', 'larger voxel')),
     (('capability-map', *SMALL, '--ray-address', '127.0.0.1:1', '--out', 'x'),
-     ('cannot reach the Ray cluster',)),
+     ('cannot reach the Ray cluster',) if HAVE_RAY else ('needs Ray', 'pip install')),
     (('reachable', '--map', 'no/such/map', '--poses', 'p.csv'), ('no capability map',)),
     (('capability-map', *SMALL, '--tool-offset', '0', '0.1', '--out', 'x'), ('tool offset',)),
     (('capability-map', *SMALL, '--tool-offset', '0', '0', 'nan', '--out', 'x'), ('finite',)),
 ])
 def test_bad_arguments_are_one_line_errors(args, words, tmp_path):
     if not UR5E.is_file():
-        pytest.skip(f'reference robot {UR5E} is not present')
+        pytest.skip(skip_reason(UR5E))
     fixed = [str(tmp_path / a) if a == 'x' else a for a in args]
     assert_clean_error(run(*fixed), *words)
 

@@ -2,10 +2,10 @@
 built exactly as MoveIt's ``srv_kinematics_plugin`` builds them.
 
 ``moveit_msgs`` has no PyPI wheel: tests take it from ``../shared/ros_prefix/moveit_msgs`` (next
-to the checkout), its Python packages on ``sys.path`` for this process and on ``PYTHONPATH``
-(with the prefix on ``AMENT_PREFIX_PATH``) for node processes (:func:`moveit_env`). Without
-the prefix (or with an rclpy that cannot load it) :func:`moveit_msgs_on_path` skips, saying
-why.
+to the checkout; beside the folder ``IK_NODE_ROBOTS_DIR`` names, where set), its Python
+packages on ``sys.path`` for this process and on ``PYTHONPATH`` (with the prefix on
+``AMENT_PREFIX_PATH``) for node processes (:func:`moveit_env`). Without the prefix (or with an
+rclpy that cannot load it) :func:`moveit_msgs_on_path` skips, saying why.
 """
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 import pytest
 
+from reference_robots import SHARED_ROBOTS
+
 REPO = Path(__file__).resolve().parents[2]
-MOVEIT_PREFIX = REPO.parent / 'shared' / 'ros_prefix' / 'moveit_msgs'
+#: The prefix beside the reference robots' folder (``IK_NODE_ROBOTS_DIR``, by default
+#: ../shared/robots): ../shared/ros_prefix/moveit_msgs.
+MOVEIT_PREFIX = SHARED_ROBOTS.parent / 'ros_prefix' / 'moveit_msgs'
 MOVEIT_SITE = MOVEIT_PREFIX / 'lib' / f'python{sys.version_info[0]}.{sys.version_info[1]}' / \
     'site-packages'
-COLLISION_PREFIX = REPO.parent / 'shared' / 'robots' / 'collision_prefix'
+COLLISION_PREFIX = SHARED_ROBOTS / 'collision_prefix'
 CALL_TIMEOUT_S = 30.0
 #: The packages of the prefix.
 PREFIX_PACKAGES = ('moveit_msgs', 'octomap_msgs', 'object_recognition_msgs')

@@ -5,7 +5,9 @@ For every packaged robot the launch starts ik_node with the parameters file laun
 that file is read here with ik_node's own loader (so a list launch_ros tags ``!!python/tuple``
 is read as the node reads it), a target made by FK from a configuration inside the limits is sent
 with ``ik-solve target``, the answer's joint positions are checked by FK, and SIGINT to the
-launch ends everything with exit status 0 and no traceback.
+launch ends everything with exit status 0 and no traceback. Where tf2_ros imports, a target
+given in a TF frame outside the URDF (a static transform published beside the launch) is
+answered too.
 
 Skipped where ``launch_ros`` (with its ``launch_ros.actions``) is not importable. ik_node is
 installed for the launch into a throw-away ament prefix: ``share/ik_node`` of symlinks to this
@@ -178,16 +180,41 @@ def reachable_target(chain, tip):
     return chain.fk(q, tip)[:3, 3]
 
 
-def ask(target, tip=None):
+def ask(target, tip=None, frame=None):
     """``ik-solve target`` (a real client process) with one target; its JSON answer."""
     args = ['--point', *(f'{v:.9f}' for v in target), '--json', '--timeout', str(WAIT_S)]
     if tip is not None:
         args += ['--tip', tip]
+    if frame is not None:
+        args += ['--frame', frame]
     proc = subprocess.run([sys.executable, '-m', 'ik_node.cli', 'target', *args],
                           capture_output=True, text=True, timeout=3 * WAIT_S, cwd=REPO)
     assert proc.returncode == 0, f'no reached answer (status {proc.returncode}):\n' \
                                  f'{proc.stdout}\n{proc.stderr}'
     return json.loads(proc.stdout)
+
+
+# A static transform world -> the robot's base (argv[1]), 0.5 m along x, until terminated.
+BROADCASTER = r'''
+import sys
+
+import rclpy
+import tf2_ros
+from geometry_msgs.msg import TransformStamped
+
+rclpy.init()
+node = rclpy.create_node('world_broadcaster')
+t = TransformStamped()
+t.header.frame_id, t.child_frame_id = 'world', sys.argv[1]
+t.header.stamp = node.get_clock().now().to_msg()
+t.transform.translation.x = 0.5
+t.transform.rotation.w = 1.0
+tf2_ros.StaticTransformBroadcaster(node).sendTransform(t)
+try:
+    rclpy.spin(node)
+except BaseException:  # terminated
+    pass
+'''
 
 
 def params_files_of(record):
@@ -225,6 +252,33 @@ def test_the_launch_runs_the_robot_and_the_node_answers_a_target_and_ctrl_c_ends
     log = launch.text()
     assert status == 0, log
     assert 'Traceback' not in log, log
+    assert re.search(r'\[ik_node-\d+\]: process has finished cleanly', log), log
+
+
+def test_a_target_in_a_tf_frame_outside_the_urdf_is_answered_under_the_launch(launches):
+    """With tf2_ros (a ROS 2 install): a static transform world -> base_link published beside
+    the launch, a target given in ``world`` is answered in the base frame, and Ctrl-C still
+    ends everything cleanly."""
+    pytest.importorskip('tf2_ros', reason='tf2_ros comes with a ROS 2 install (not with the '
+                        'PyPI wheels); without it a target in a TF frame is refused, saying so')
+    launch = launches(robot='arm6', rviz='false')
+    record = launch.started('ik_node')
+    (written,) = [f for f in params_files_of(record) if f.parent == launch.temp]
+    config = load_config(written)
+    chain = build_chain(config)
+    broadcaster = subprocess.Popen([sys.executable, '-c', BROADCASTER, config.base_link])
+    try:
+        target = reachable_target(chain, None)
+        answer = ask(target + np.array([0.5, 0.0, 0.0]), frame='world')
+    finally:
+        broadcaster.terminate()
+        broadcaster.wait(WAIT_S)
+    assert answer['diagnostics']['reachable'] == 'true', answer
+    q = np.array([answer['joints'][name] for name in chain.joint_names])
+    assert np.linalg.norm(chain.fk(q)[:3, 3] - target) <= 1e-3, answer
+    status = launch.interrupt()
+    log = launch.text()
+    assert status == 0 and 'Traceback' not in log, log
     assert re.search(r'\[ik_node-\d+\]: process has finished cleanly', log), log
 
 

@@ -97,7 +97,15 @@ def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_
         harness, collision_robot, monkeypatch):
     # The collision values and the colliding links are for a person: measured when a status
     # or a marker array goes out (at their rates), not for every answer of a stream.
+    # The node solves every target it gets however loaded the machine (the messages stay
+    # fresh and all fit its queue; the burst may lose a few on the way), and statuses go out
+    # at 1 Hz: the stream's answers come faster than the statuses and their markers unless
+    # the solves took a quarter of a minute.
     import ik_node.ros.solve_loop as solve_loop
+    from ik_node.ros.inputs import target_flow, target_subscriptions
+    monkeypatch.setattr(target_flow, 'TARGET_FRESH_S', 3600.0)
+    monkeypatch.setattr(target_flow, 'TARGET_MAX_WAIT_S', 3600.0)
+    monkeypatch.setattr(target_subscriptions, 'TARGET_QUEUE_DEPTH', 100_000)
     calls = []
     inner = solve_loop.collision_outputs
 
@@ -105,8 +113,7 @@ def test_a_stream_is_checked_for_collisions_only_where_a_status_or_markers_show_
         calls.append(1)
         return inner(*args, **kwargs)
     monkeypatch.setattr(solve_loop, 'collision_outputs', counted)
-    chain, ik, probe = harness.start_urdf(collision_robot('ur5e.urdf'), 'base_link',
-                                              'tool0', 'damped_jacobian')
+    chain, ik, probe = start_ur5e(harness, collision_robot, diagnostics_rate=1.0)
     q0 = np.array([0.0, -1.57, 0.0, -1.57, 0.0, 0.0])
     mark = probe.mark()
     count_before = probe.last_solve_count()

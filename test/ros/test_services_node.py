@@ -105,17 +105,18 @@ def test_an_answer_is_not_commanded_and_the_stream_goes_on(harness):
     request.ik_request.avoid_collisions = False
     count = len(probe.joint_states)
     assert call(node, client, request).error_code.val == 1
-    time.sleep(0.3)  # steady re-publishes at 20 Hz come by meanwhile
+    # The steady re-publishes (20 Hz) after the answer: the position commanded before, still.
+    probe.wait_for('three re-publishes', lambda: len(probe.joint_states) >= count + 3)
     with probe.lock:
         after = [positions_of(m, chain.joint_names) for m in probe.joint_states[count:]]
-    assert after and all(np.allclose(q, before) for q in after)
+    assert all(np.allclose(q, before) for q in after)
 
 
 def test_four_clients_calling_beside_a_target_stream_are_all_answered(harness, monkeypatch):
-    # The stream's messages stay fresh (for an hour) and the topic's DDS history holds all of
-    # them, so the machine's load (a stall of the test process longer than the node's queue of
-    # 50 targets) cannot make the node skip one or lose one: what is tested is that the calls
-    # take none away.
+    # The stream's messages stay fresh (for an hour), and the topic's DDS history and the
+    # node's queue hold all of them, so the machine's load (a stall of the test process, or of
+    # the node, longer than 50 targets) cannot make the node skip one or lose one: what is
+    # tested is that the calls take none away.
     from geometry_msgs.msg import PoseStamped
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from ik_node.ros.inputs import target_flow, target_subscriptions
@@ -123,6 +124,7 @@ def test_four_clients_calling_beside_a_target_stream_are_all_answered(harness, m
     monkeypatch.setattr(target_flow, 'TARGET_MAX_WAIT_S', 3600.0)
     monkeypatch.setattr(target_subscriptions, 'TARGET_QOS',
                         QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
+    monkeypatch.setattr(target_subscriptions, 'TARGET_QUEUE_DEPTH', 5000)
     ik, probe = harness.start('arm6')
     probe.timeout = 120.0
     pub = probe.node.create_publisher(PoseStamped, f'/{probe.ik_name}/target_pose',

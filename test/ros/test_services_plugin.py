@@ -26,12 +26,13 @@ def moveit_srv():
         srv = module
         yield
 
-from harness import (REPO, Ros, output_tail, start_process, stop_process,  # noqa: E402
+from harness import (Ros, output_tail, start_process, stop_process,  # noqa: E402
                      unique, write_params)
 
 from ik_node import Chain  # noqa: E402
+from reference_robots import SHARED_ROBOTS  # noqa: E402
 
-UR5E = REPO.parent / 'shared' / 'robots' / 'ur5e.urdf'
+UR5E = SHARED_ROBOTS / 'ur5e.urdf'
 JOINTS_OUTSIDE = ['gripper_finger_joint']  # in the request's state, not in the URDF's chain
 
 
@@ -39,7 +40,8 @@ JOINTS_OUTSIDE = ['gripper_finger_joint']  # in the request's state, not in the 
 def ur5e(tmp_path_factory):
     """A node process on the UR5e with its meshes, a client node, and the chain."""
     if not UR5E.is_file() or not COLLISION_PREFIX.is_dir():
-        pytest.skip(f'{UR5E} or its meshes are not present')
+        pytest.skip(f'{UR5E} or its meshes ({COLLISION_PREFIX}) are not present (set '
+                    'IK_NODE_ROBOTS_DIR to the folder of the reference robots)')
     directory = tmp_path_factory.mktemp('services')
     name = unique('ik_srv')
     params = write_params(directory, name, {

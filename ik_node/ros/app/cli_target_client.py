@@ -94,8 +94,29 @@ class TargetClient:
         self.publisher = self.node.create_publisher(self._message, self.target_topic, 1)
         self.statuses: List[Any] = []
         self.joint_states: List[Any] = []
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
-        self.node.create_subscription(JointState, joints_topic, self.joint_states.append, 50)
+        self._subscriptions = (
+            self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics,
+                                          50),
+            self.node.create_subscription(JointState, joints_topic, self.joint_states.append,
+                                          50))
+
+    def connected(self) -> bool:
+        """True once the node subscribes to the target topic and every reliable publisher of
+        the answer's topics known here (the node's diagnostics and joint states among them) is
+        matched: a target sent earlier could be answered before its answer can arrive."""
+        from rclpy.qos import ReliabilityPolicy
+        if self.publisher.get_subscription_count() == 0:
+            return False
+        for subscription in self._subscriptions:
+            matched = getattr(subscription, 'get_publisher_count', None)  # Iron and later
+            if matched is None:
+                continue
+            reliable = sum(  # a best-effort one never matches these reliable subscriptions
+                1 for info in self.node.get_publishers_info_by_topic(subscription.topic_name)
+                if info.qos_profile.reliability == ReliabilityPolicy.RELIABLE)
+            if matched() < reliable:
+                return False
+        return True
 
     def _on_diagnostics(self, msg) -> None:
         self.statuses.extend(s for s in msg.status if s.name == self.status_name)
@@ -154,8 +175,7 @@ def run(args: argparse.Namespace, rclpy) -> Tuple[int, Dict[str, Any]]:
     try:
         client = TargetClient(rclpy, context, args.node, args.tip, args.orientation is not None)
         deadline = time.monotonic() + args.timeout
-        if not client.spin_until(lambda: client.publisher.get_subscription_count() > 0,
-                                 deadline):
+        if not client.spin_until(client.connected, deadline):
             fail(f'no node subscribes to {client.target_topic} within {args.timeout:g} s: is '
                  f'{args.node} running, on this ROS_DOMAIN_ID '
                  f'({os.environ.get("ROS_DOMAIN_ID", "0")})?')

@@ -43,6 +43,10 @@ class Offer:
 
 #: Seconds after the node's construction at which the services' process starts.
 START_DELAY_S = 2.0
+#: Seconds the node's shutdown waits for the services' process to end on its own before it is
+#: killed (it keeps nothing): a process still starting (imports, the first model) acts on the
+#: end only once started, and ``ros2 launch`` sends SIGTERM 5 s after SIGINT.
+CLOSE_WAIT_S = 1.5
 #: The services' names below the node.
 SERVICES = ('compute_ik', 'compute_fk', 'compute_cartesian_path')
 
@@ -103,7 +107,7 @@ class IkServices:
         self._send(self._model)
 
     def close(self) -> None:
-        """End the services' process (its stdin closed), waiting a moment for it."""
+        """End the services' process (its stdin closed), waiting a moment for it (then killed)."""
         if self._timer is not None:
             self._node.destroy_timer(self._timer)
             self._timer = None
@@ -115,7 +119,7 @@ class IkServices:
         except OSError:
             pass
         try:
-            proc.wait(timeout=5.0)
+            proc.wait(timeout=CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
