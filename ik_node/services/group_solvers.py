@@ -257,6 +257,7 @@ class GroupSolvers:
         :func:`_worth_retrying`) and the budget lasts, from seeds near the target
         (:mod:`.restart_seeds`, within the joint constraints); the first SUCCESS, else the
         best answer."""
+        near = self.near_seeds(chain)  # built once, before the request's budget starts
         budget = request.timeout_s or configured_budget(solver)
         deadline = time.monotonic() + budget
         lower, upper = _narrowed(chain, request)
@@ -278,8 +279,7 @@ class GroupSolvers:
             if not _worth_retrying(answer, solver):
                 break
             if seeds is None:
-                seeds = self.near_seeds(chain).seeds(_rotations(targets), lower, upper,
-                                                     np.random.default_rng(0))
+                seeds = near.seeds(_rotations(targets), lower, upper, np.random.default_rng(0))
             seed = next(seeds, None)
             if seed is None:
                 break

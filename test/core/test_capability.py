@@ -4,6 +4,7 @@ recomputing, verdicts that real IK confirms, and bad inputs refused with a clear
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest

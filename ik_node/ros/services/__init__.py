@@ -23,9 +23,12 @@ MISSING = ('MoveIt services off (~/compute_ik, ~/compute_fk, ~/compute_cartesian
 
 
 def moveit_msgs_available() -> Optional[str]:
-    """None when ``moveit_msgs`` (with its services) imports, else why not."""
+    """None when ``moveit_msgs`` (with its services) and the messages the services' process
+    builds answers of import, else why not."""
     try:
         from moveit_msgs.srv import GetCartesianPath, GetPositionFK, GetPositionIK  # noqa: F401
+        from shape_msgs.msg import SolidPrimitive  # noqa: F401
+        from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: F401
     except ImportError as exc:
         return str(exc)
     return None
