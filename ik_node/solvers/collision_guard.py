@@ -84,6 +84,7 @@ class CollisionGuard:
         self._pool: Optional[np.ndarray] = None  # collision-free configurations
         self._pool_tips: Optional[np.ndarray] = None
         self._pool_rotations: Optional[np.ndarray] = None
+        self._pool_norms: Optional[np.ndarray] = None  # squared norms of the pool's tips
         #: The solver's collision term (False: not asked yet; None: it has none).
         self._term = False
         self._pool_seeds(None)  # made now, not in a solve's budget
@@ -105,22 +106,29 @@ class CollisionGuard:
                     tip = chain.tips[0]
                     tips = frames[:, tip.parent] @ tip.T_joint_tip if tip.parent >= 0 else \
                         np.broadcast_to(np.eye(4), (len(pool), 4, 4))
-                    _pools[model] = (pool, np.ascontiguousarray(tips[:, :3, 3]),
-                                     np.ascontiguousarray(tips[:, :3, :3].reshape(-1, 9)))
-                self._pool, self._pool_tips, self._pool_rotations = _pools[model]
+                    points = np.ascontiguousarray(tips[:, :3, 3])
+                    _pools[model] = (pool, points,
+                                     np.ascontiguousarray(tips[:, :3, :3].reshape(-1, 9)),
+                                     np.einsum('ij,ij->i', points, points))
+                self._pool, self._pool_tips, self._pool_rotations, self._pool_norms = \
+                    _pools[model]
         if p_target is None or not len(self._pool):
             return []
         return NearSeeds(self._pool, self._pool_distances(p_target, R_target, weight),
                          min(self.restarts, len(self._pool)))
 
     def _pool_distances(self, p_target, R_target, weight: float) -> np.ndarray:
-        """Each pool configuration's tip distance to the target (see :meth:`_pool_seeds`)."""
-        diff = self._pool_tips - np.asarray(p_target, dtype=float)
-        d = np.sqrt(np.einsum('ij,ij->i', diff, diff))
-        if R_target is not None:
-            # the angle between each tip's rotation and the target's: cos = (tr(R^T R_t) - 1) / 2
-            trace = self._pool_rotations @ np.asarray(R_target, dtype=float).ravel()
-            d += weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
+        """Each pool configuration's tip distance to the target (see :meth:`_pool_seeds`);
+        for a position target its square (the same order, no root taken)."""
+        p = np.asarray(p_target, dtype=float)
+        # |t - p|^2 = |t|^2 - 2 t.p + |p|^2: one matrix-vector product over the pool
+        d2 = self._pool_norms - 2.0 * (self._pool_tips @ p) + float(p @ p)
+        if R_target is None:
+            return d2  # ranks as the distance does
+        d = np.sqrt(np.maximum(d2, 0.0))
+        # the angle between each tip's rotation and the target's: cos = (tr(R^T R_t) - 1) / 2
+        trace = self._pool_rotations @ np.asarray(R_target, dtype=float).ravel()
+        d += weight * np.arccos(np.clip(0.5 * (trace - 1.0), -1.0, 1.0))
         return d
 
     # ------------------------------------------------------------------ the solver's hooks
@@ -167,7 +175,7 @@ class CollisionGuard:
 
         repaired = freed(result, q_seed)
         if repaired is not None:
-            return self._timed(repaired, started)
+            return timed(repaired, started)  # a new result, made by this solve
 
         quick = solve_from
 
@@ -232,7 +240,7 @@ class CollisionGuard:
                 message = f'collision-free answer from restart {attempts}'
                 if retry.message:
                     message = f'{retry.message}; {message}'
-                return self._timed(dataclasses.replace(retry, message=message), started)
+                return timed(dataclasses.replace(retry, message=message), started)
             if best_free is None or _error_key(retry) < _error_key(best_free):
                 best_free = retry
         report = checker.report(result.joint_positions)
@@ -253,13 +261,9 @@ class CollisionGuard:
             tips = {tip: dataclasses.replace(t, reachable=False, status=IkStatus.IN_COLLISION,
                                              message=message)
                     for tip, t in chosen.tips.items()}
-        return self._timed(dataclasses.replace(chosen, reachable=False,
-                                               status=IkStatus.IN_COLLISION, message=message,
-                                               tips=tips), started)
-
-    @staticmethod
-    def _timed(result: IkResult, started: float) -> IkResult:
-        return dataclasses.replace(result, solve_time=time.perf_counter() - started)
+        return timed(dataclasses.replace(chosen, reachable=False,
+                                         status=IkStatus.IN_COLLISION, message=message,
+                                         tips=tips), started)
 
 
 class NearSeeds(Sequence):

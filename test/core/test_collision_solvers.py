@@ -110,6 +110,39 @@ def test_retry_seeds_are_the_free_configurations_nearest_the_target_pose(collisi
         assert distances[0] <= by_position[0] + 1e-9
 
 
+def test_position_retry_seeds_are_the_free_configurations_nearest_the_target(collision_robot):
+    """The guard's retry seeds for a position target: collision-free configurations whose tip
+    is nearest it, nearest first, by FK of the seeds; a FABRIK answer in collision restarted
+    from them is free and meets the target by FK."""
+    chain = chain_of(collision_robot, 'ur5e')
+    solver = make_solver('fabrik', chain, {'collision_restarts': 4, 'timeout': 0.05,
+                                           'collision_retry_time': 0.2})
+    off = make_solver('fabrik', chain, {'self_collision': False})
+    guard, checker = solver._collision, checker_for(chain)
+    rng = np.random.default_rng(29)
+    lower, upper = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
+    pool_tips = np.array([chain.fk(q)[:3, 3] for q in guard._pool])
+    restarted = 0
+    for _q, position, _quat in free_targets(chain, checker, rng, 40):
+        seeds = guard._pool_seeds(position)
+        assert len(seeds) == 4 and all(checker.is_free(np.asarray(q)) for q in seeds)
+        distances = [np.linalg.norm(chain.fk(np.asarray(q))[:3, 3] - position) for q in seeds]
+        assert distances == sorted(distances)
+        assert distances[-1] <= np.sort(np.linalg.norm(pool_tips - position, axis=1))[3] + 1e-9
+        seed = rng.uniform(lower, upper)
+        if checker.is_free(np.asarray(off.solve(position, None, seed).joint_positions)):
+            continue
+        result = solver.solve(position, None, seed)
+        assert result.reachable, result.message
+        assert 'restart' in result.message
+        restarted += 1
+        q = np.asarray(result.joint_positions)
+        assert checker.is_free(q) and chain.within_limits(q)
+        assert np.linalg.norm(chain.fk(q)[:3, 3] - position) <= solver.params['position_tolerance']
+        assert result.solve_time > 0.0
+    assert restarted > 0  # some FABRIK answers collided and were restarted
+
+
 def test_a_target_reachable_only_in_collision_is_answered_in_collision_naming_the_pair(
         collision_robot):
     chain = chain_of(collision_robot, 'ur5e')
