@@ -16,7 +16,7 @@ from ik_node import make_solver
 from ik_node.collision import CollisionSettings, checker_for
 from ik_node.solvers import kernels
 
-from test_collision_solvers import chain_of, free_targets
+from collision_robots import chain_of, free_targets
 
 #: Needs the collision extra (skipped, naming what is missing, without it: test/core/conftest.py).
 pytestmark = pytest.mark.collision

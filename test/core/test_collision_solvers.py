@@ -13,33 +13,14 @@ import numpy as np
 import pytest
 import transforms3d
 
-from ik_node import Chain, make_solver
+from ik_node import make_solver
 from ik_node.collision import checker_for
 from ik_node.solvers.results import IkStatus
 
+from collision_robots import ROBOTS, chain_of, free_targets  # noqa: F401
+
 #: Needs the collision extra (skipped, naming what is missing, without it: test/core/conftest.py).
 pytestmark = pytest.mark.collision
-ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp')}
-
-
-def chain_of(collision_robot, name):
-    base, tip = ROBOTS[name]
-    return Chain.from_urdf_file(collision_robot(f'{name}.urdf'), base, tip)
-
-
-def free_targets(chain, checker, rng, count):
-    """``(q, position, quat_xyzw)`` of random collision-free configurations."""
-    out = []
-    lower = np.maximum(chain.lower, -math.pi)
-    upper = np.minimum(chain.upper, math.pi)
-    while len(out) < count:
-        q = rng.uniform(lower, upper)
-        if not checker.is_free(q):
-            continue
-        T = chain.fk(q)
-        w, x, y, z = transforms3d.quaternions.mat2quat(T[:3, :3])
-        out.append((q, T[:3, 3].copy(), (x, y, z, w)))
-    return out
 
 
 @pytest.mark.slow
