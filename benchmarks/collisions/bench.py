@@ -45,9 +45,10 @@ from pathlib import Path
 import numpy as np
 import transforms3d
 
+from benchmarks.common.robots import SHARED_ROBOTS as SHARED
+from benchmarks.common.robots import add_collision_prefix
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-SHARED = Path(os.environ.get('IK_NODE_ROBOTS_DIR') or REPO.parent / 'shared' / 'robots')
 ROBOTS = {'ur5e': ('base_link', 'tool0'), 'fr3': ('fr3_link0', 'fr3_hand_tcp'),
           'ur5': ('base_link', 'tool0'), 'ur10': ('base_link', 'tool0'),
           'panda': ('panda_link0', 'panda_hand_tcp'), 'iiwa14': ('iiwa_link_0', 'iiwa_link_ee'),
@@ -155,12 +156,11 @@ class MeshCheck:
 
 
 def optik_for(robot, path, base, tip, chain, max_time):
-    """OptIK's adapter (benchmarks/compiled_peers.py) for ``chain``, or why not (text)."""
-    sys.path.insert(0, str(REPO / 'benchmarks'))
+    """OptIK's adapter (benchmarks/solvers/compiled_peers.py) for ``chain``, or why not (text)."""
     try:
-        from adapter import Robot, Skip
-        from compiled_peers import OptikAdapter
-        from peers import parse_urdf, urdf_joint_path
+        from benchmarks.common.adapter import Robot, Skip
+        from benchmarks.solvers.compiled_peers import OptikAdapter
+        from benchmarks.solvers.peers import parse_urdf, urdf_joint_path
         urdf = parse_urdf(path)
         spec = Robot(robot, path, base, tip, chain, urdf, urdf_joint_path(urdf, base, tip))
         return OptikAdapter(spec, '6d', max_time)
@@ -231,7 +231,7 @@ def main():
     ap.add_argument('--no-ground', dest='ground', action='store_false',
                     help='leave out the ground-plane rows')
     args = ap.parse_args()
-    os.environ.setdefault('AMENT_PREFIX_PATH', str(SHARED / 'collision_prefix'))
+    add_collision_prefix()
     from ik_node import Chain, make_solver
     from ik_node.collision import checker_for, has_collision_geometry
     from ik_node.solvers import kernels

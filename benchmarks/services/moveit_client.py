@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from benchmarks.collisions.bench import MeshCheck
+from benchmarks.common.robots import add_collision_prefix
 from benchmarks.services import graph
 from benchmarks.services.paths import PADDING_M, cartesian_lines
 from ik_node import Chain
@@ -330,6 +331,7 @@ def main():
     p.add_argument('--table-samples', type=int, default=300)
     p.add_argument('--out', default='')
     args = p.parse_args()
+    add_collision_prefix()  # the meshes, for this process's own independent check
     print(f'seed {args.seed}', flush=True)
     rng = np.random.default_rng(args.seed)
     results = {robot: measure_robot(robot, args, rng, args.lines) for robot in args.robots}
