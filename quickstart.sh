@@ -50,7 +50,7 @@ setup_env() {
     # An editable install leaves the sources uncompiled: byte-compile them now, not at the
     # node's first start (a pip or colcon install does it itself).
     "$venv/bin/python" -m compileall -q ik_node || true
-    "$venv/bin/python" -m ik_node.solvers.kernels warm || true
+    "$venv/bin/python" -m ik_node.kernels warm || true
     echo "$stamp" > "$venv/.ik_node_stamp"
   fi
 }

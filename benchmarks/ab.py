@@ -131,7 +131,7 @@ def main(argv=None) -> int:
             other = Side('B', REPO, {'IK_NODE_NO_NUMBA': '1'})
         else:
             other = Side('B', other_tree(args.against, workdir), {})
-            subprocess.run([sys.executable, '-m', 'ik_node.solvers.kernels', 'warm'],
+            subprocess.run([sys.executable, '-m', 'ik_node.kernels', 'warm'],
                            cwd=other.root, env=dict(os.environ, PYTHONPATH=str(other.root)),
                            capture_output=True)
         print(f'A: this checkout ({REPO}); B: {args.against} ({other.root}); output in {out}')

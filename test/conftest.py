@@ -85,7 +85,7 @@ def compiled_kernels():
     """The compiled kernels loaded before the first test where numba may serve (the default
     install), so every solve of the suite takes the path a user gets; with
     ``IK_NODE_NO_NUMBA=1`` the pure-Python path serves throughout."""
-    from ik_node.solvers import kernels
+    from ik_node import kernels
     kernels.wait()
 
 

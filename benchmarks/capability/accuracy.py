@@ -33,7 +33,7 @@ from ik_node.capability.decide import decide_targets, solver_for
 from ik_node.capability.orientations import (orientation_bins, quats_from_rotations,
                                              rotations_from_quats)
 from ik_node.capability.spec import reach_sphere
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 
 def fresh_poses(solver, count: int, rng) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 from benchmarks.capability.robots import robot_path
 from ik_node import Chain, make_solver
 from ik_node.capability.orientations import quats_from_rotations
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.batch import solve_many
 
 

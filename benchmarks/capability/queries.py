@@ -28,7 +28,7 @@ from ik_node.capability import (CellLookup, Placement, PlacementGrid, QueryIk, b
                                 load_map, place_base, reachable, verify_placements)
 from ik_node.capability.decide import map_solver
 from ik_node.capability.placement import task_in_base
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 
 def forward_with_ik(capability, lookup, solver, poses, args):

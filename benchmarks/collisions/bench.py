@@ -234,7 +234,7 @@ def main():
     add_collision_prefix()
     from ik_node import Chain, make_solver
     from ik_node.collision import checker_for, has_collision_geometry
-    from ik_node.solvers import kernels
+    from ik_node import kernels
     print(f'seed {args.seed}', flush=True)
     kernels.start()
     kernels.wait(120.0)  # the compiled descents serve from the first solve measured

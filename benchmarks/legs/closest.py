@@ -12,7 +12,7 @@ the limits per chain; a target lies 0.02-0.30 m beyond the sample tip farthest i
 direction; its reference is the best of a bounded Levenberg-Marquardt refinement of the 8
 sample tips nearest it. Every solver is built with its defaults (5 ms budget; ``--timeout``
 overrides it), collision checks off, and solves from the mid configuration, the compiled kernels
-loaded first (:func:`ik_node.solvers.kernels.wait`; ``IK_NODE_NO_NUMBA=1``: the Python path).
+loaded first (:func:`ik_node.kernels.wait`; ``IK_NODE_NO_NUMBA=1``: the Python path).
 The RNG seed is drawn at random unless ``--seed`` is given, and printed.
 
 Per chain and solver: the share of out-of-reach answers *closest* (within 1 mm of the reference
@@ -45,7 +45,7 @@ import numpy as np
 
 from benchmarks.common.from_tests import load_test_helper
 from ik_node import Chain, make_solver
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 from benchmarks.common.robots import SHARED_ROBOTS
 

@@ -8,7 +8,7 @@ from the process start to the moment that status reached the probe (stamped in t
 subscription callback, not when a polling loop noticed it), and which path the node said
 served. Three kinds of start, interleaved (``--rounds`` of each): a cold numba cache (an empty
 ``NUMBA_CACHE_DIR``: the kernels compile in the node's background thread), a warm one (numba's
-cache as ``python -m ik_node.solvers.kernels warm`` leaves it) and the pure-Python path
+cache as ``python -m ik_node.kernels warm`` leaves it) and the pure-Python path
 (``IK_NODE_NO_NUMBA=1``).
 
 What the probe adds, and how it is kept out: the probe's DDS participant runs before the node
@@ -56,7 +56,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from benchmarks.common.from_tests import load_test_helper
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / 'benchmarks' / 'results'
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
             subprocess.run([sys.executable, '-m', 'compileall', '-q', 'ik_node'], cwd=tree,
                            check=True)
             if 'warm' in kinds:
-                subprocess.run([sys.executable, '-m', 'ik_node.solvers.kernels', 'warm'],
+                subprocess.run([sys.executable, '-m', 'ik_node.kernels', 'warm'],
                                cwd=tree, check=True, env=dict(os.environ, PYTHONPATH=str(tree)))
     labels = {tree: describe(tree) for tree in trees}
     rows: Dict[tuple, list] = {(tree, kind): [] for kind in kinds for tree in trees}

@@ -108,7 +108,7 @@ def messages(chain, params, n: int):
 def run(name: str, n: int, profile: bool, sort: str, node_params=(), callers=(),
         rate: float = 1000.0) -> None:
     from ik_node.ros.node import IkNode
-    from ik_node.solvers import kernels
+    from ik_node import kernels
     config_file = REPO / 'config' / f'{name}.yaml'
     params = read_config(config_file)
     extra = [a for p in node_params for a in ('-p', p)]

@@ -49,7 +49,7 @@ from benchmarks.solvers.peers import (ORIENTATION_TOL_RAD, POSITION_TOL_M, Robot
                    rotation_error_rad)
 from benchmarks.common import report
 from benchmarks.common import target_checks
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 from benchmarks.common.robots import SHARED_ROBOTS
 

@@ -35,7 +35,7 @@ import transforms3d
 import yaml
 
 from ik_node import Chain, make_solver
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.damped_jacobian import compiled
 from ik_node.solvers.hip_knee import compiled_legs
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from ik_node import make_solver
 from ik_node.model.chain import Chain
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.fabrik.compiled_runs import CompiledFabrik
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik

@@ -49,7 +49,7 @@ import numpy as np
 
 from ik_node import Chain, make_solver
 from ik_node.errors import IkError
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.trees.several_tips import tip_targets_from_input
 
 from benchmarks.common.robots import SHARED_ROBOTS

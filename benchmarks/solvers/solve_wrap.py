@@ -38,7 +38,7 @@ import transforms3d
 
 from benchmarks.common.paths import read_config, trajectory
 from ik_node import Chain, make_solver
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.damped_jacobian import compiled_runs
 
 REPO = Path(__file__).resolve().parents[2]

@@ -54,7 +54,7 @@ def kernel() -> Optional[Callable]:
     """The compiled :func:`_shares`, or None where numba cannot serve."""
     global _kernel
     if _kernel is None:
-        from ik_node.solvers import kernels
+        from ik_node import kernels
         if not kernels.available():
             return None
         with _lock:

@@ -137,7 +137,7 @@ _WARM_URDF = """<robot name="warm">
 
 def warm() -> bool:
     """Compile the check's kernel into numba's cache (or load it from there) by checking a small
-    robot of boxes once, for ``python -m ik_node.solvers.kernels warm``. Returns False when the
+    robot of boxes once, for ``python -m ik_node.kernels warm``. Returns False when the
     check cannot run here (a library missing)."""
     if not available():
         return False

@@ -59,7 +59,7 @@ from ik_node.ros.solve_loop import SolveLoop
 from ik_node.ros.solving.obstacles import ObstacleInput
 from ik_node.ros.solving.robot_model import RobotModel
 from ik_node.ros.solving.target_pipeline import TargetPipeline
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 __all__ = ['IkNode']
 

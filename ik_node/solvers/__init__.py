@@ -14,9 +14,9 @@
   set, the proven reach bound, a target's residuals).
 * :mod:`~ik_node.solvers.numerics`: numerics the iterative solvers share (generated code,
   small-matrix helpers, the null-space pull, time budgets, the damped least squares' settings).
-* :mod:`~ik_node.solvers.kernels`: the compiled kernels' loader, and the kernel library every
-  compiled solver calls (:mod:`~ik_node.solvers.kernels.fk`: forward kinematics and its
-  Jacobian; :mod:`~ik_node.solvers.kernels.planar`: the planar angle helpers).
+* :mod:`~ik_node.kernels`: the compiled kernels' loader, and the kernel library every
+  compiled solver calls (:mod:`~ik_node.kernels.fk`: forward kinematics and its
+  Jacobian; :mod:`~ik_node.kernels.planar`: the planar angle helpers).
 * :mod:`~ik_node.solvers.input_checks`, :mod:`~ik_node.solvers.params`,
   :mod:`~ik_node.solvers.results`: the contract's input checks, parameter specs and result
   types.

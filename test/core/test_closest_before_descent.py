@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ik_node import Chain, IkStatus, make_solver
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.hip_knee import compiled_nearest as compiled, offset_leg
 from ik_node.solvers.hip_knee.geometry import geometry_from_chain
 from ik_node.solvers.hip_knee.offset_leg import OffsetLeg

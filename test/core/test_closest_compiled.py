@@ -16,7 +16,7 @@ import pytest
 
 from ik_node import Chain, make_solver
 from ik_node.model.chain import chain_lengths
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.numerics.budget import Budget
 from ik_node.solvers.out_of_reach import closest_descent, compiled_search
 from ik_node.solvers.out_of_reach import tip_sample as tip_sample_module

@@ -14,7 +14,7 @@ import transforms3d
 
 from ik_node import make_solver
 from ik_node.collision import CollisionSettings, checker_for
-from ik_node.solvers import kernels
+from ik_node import kernels
 
 from collision_robots import chain_of, free_targets
 

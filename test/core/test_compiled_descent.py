@@ -17,7 +17,8 @@ import transforms3d
 
 from ik_node.errors import TargetError
 from ik_node.model.chain import Chain
-from ik_node.solvers import IkStatus, kernels, make_solver
+from ik_node import kernels
+from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.base import Solver, rotation_error
 from ik_node.solvers.input_checks import rotation_from_input
 from ik_node.solvers.damped_jacobian import compiled, descent

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from ik_node.model.chain import Chain
-from ik_node.solvers import IkStatus, kernels, make_solver
+from ik_node import kernels
+from ik_node.solvers import IkStatus, make_solver
 from ik_node.solvers.fabrik import compiled, compiled_runs
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik

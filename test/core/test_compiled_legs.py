@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from ik_node import Chain, make_solver
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.geometry import planar_core
 from ik_node.solvers.hip_knee import compiled, compiled_legs
-from ik_node.solvers.kernels import planar
+from ik_node.kernels import planar
 from tree_models import QUAD_FEET, quad_leg3_urdf
 
 REPO = Path(__file__).resolve().parents[2]

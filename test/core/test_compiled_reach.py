@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from ik_node.model.chain import Chain
-from ik_node.solvers import kernels, make_solver
+from ik_node import kernels
+from ik_node.solvers import make_solver
 from ik_node.solvers.damped_jacobian import compiled
 
 REPO_URDF = Path(__file__).resolve().parents[2] / 'urdf'

@@ -1,7 +1,7 @@
-"""The compiled path's kernel library (``ik_node.solvers.kernels.fk``, ``.planar`` and
+"""The compiled path's kernel library (``ik_node.kernels.fk``, ``.planar`` and
 ``.linalg``) computes what the Python path computes: forward kinematics and the Jacobian of
 ``Chain``, the planar angle helpers of ``geometry.planar_core``, FABRIK's damped step of
-``numerics.small_matrix`` and a linear solve as numpy's. The library's functions are plain
+``kernels.small_matrix`` and a linear solve as numpy's. The library's functions are plain
 Python in numba's subset: checked as they are, and compiled where numba serves."""
 
 import math
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from ik_node.model.chain import Chain
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.damped_jacobian import compiled as dls_kernels
 from ik_node.solvers.geometry import planar_core
-from ik_node.solvers.kernels import fk, linalg, planar
-from ik_node.solvers.numerics import small_matrix
+from ik_node.kernels import fk, linalg, planar
+from ik_node.kernels import small_matrix
 from ik_node.solvers.out_of_reach import compiled_search
 from reference_robots import SHARED_ROBOTS as SHARED
 from reference_robots import skip_reason

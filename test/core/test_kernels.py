@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from ik_node.model.chain import Chain
-from ik_node.solvers import kernels, make_solver
+from ik_node import kernels
+from ik_node.solvers import make_solver
 from ik_node.solvers.damped_jacobian import compiled
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +100,7 @@ def test_a_numba_that_fails_leaves_the_python_path_serving_for_good(fresh_loader
 
 
 def test_warm_compiles_the_kernels_and_says_which_path_serves():
-    out = subprocess.run([sys.executable, '-m', 'ik_node.solvers.kernels', 'warm'],
+    out = subprocess.run([sys.executable, '-m', 'ik_node.kernels', 'warm'],
                          capture_output=True, text=True, timeout=600, cwd=REPO)
     assert out.returncode == 0, out.stderr
     if compiled.available():
@@ -109,7 +110,7 @@ def test_warm_compiles_the_kernels_and_says_which_path_serves():
 
 
 def test_ik_node_no_numba_says_the_python_path_serves():
-    out = subprocess.run([sys.executable, '-m', 'ik_node.solvers.kernels', 'warm'],
+    out = subprocess.run([sys.executable, '-m', 'ik_node.kernels', 'warm'],
                          capture_output=True, text=True, timeout=120, cwd=REPO,
                          env={**__import__('os').environ, 'IK_NODE_NO_NUMBA': '1'})
     assert out.returncode == 0, out.stderr

@@ -1,7 +1,8 @@
 """The package's layers, read from its imports: no module imports one of a higher layer, and no
 two modules import each other, directly or around a circle (imports inside functions count).
 
-    errors -> model -> collision -> solvers, reachability -> config -> services -> cli, ros
+    errors -> kernels -> model -> collision -> solvers, reachability -> config -> services
+    -> cli, ros
 
 Inside ros: inputs -> outputs -> rviz -> solving -> services -> the node's wiring -> app
 (:data:`ROS_ROOMS`).
@@ -18,8 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / 'ik_node'
 #: Layer of each top-level part of the package (a higher number may import a lower one).
-LAYERS = {'errors': 0, 'model': 1, 'collision': 1.5, 'solvers': 2, 'reachability': 2,
-          'capability': 2.5, 'config': 3, 'services': 3.5, 'cli': 4, 'ros': 4}
+LAYERS = {'errors': 0, 'kernels': 0.5, 'model': 1, 'collision': 1.5, 'solvers': 2,
+          'reachability': 2, 'capability': 2.5, 'config': 3, 'services': 3.5, 'cli': 4, 'ros': 4}
 #: Modules that exist only to start a higher layer (``python -m ik_node.node``), and the package
 #: ``__init__`` that re-exports the public API lazily.
 ENTRY_SHIMS = {'ik_node', 'ik_node.node'}

@@ -6,7 +6,7 @@ import pytest
 import transforms3d
 
 from ik_node import Chain, TargetError, make_solver
-from ik_node.solvers import kernels
+from ik_node import kernels
 from ik_node.solvers.batch import COLLIDING, FREE, NOT_CHECKED, solve_many
 
 #: Budgets large enough that no solve here ends by its wall time (the batch kernel has none).

@@ -30,11 +30,11 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 from ik_node.collision import gjk
 from ik_node.collision import kernel as collision_kernel
 from ik_node.solvers.damped_jacobian import compiled as dj
-from ik_node.solvers.kernels import fk
+from ik_node.kernels import fk
 from ik_node.solvers.out_of_reach import compiled_reach
 
 #: Codes of :func:`_solve_batch` per target.

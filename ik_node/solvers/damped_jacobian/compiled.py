@@ -15,7 +15,7 @@ settings, floats), :class:`Problem` (a chain and one target), :class:`Descent` (
 descent updates in place). One solve's entry is
 ``_first_pose(problem, settings, seed, descent, steps)``: the input checks and up to ``steps``
 iterations of the seed's descent; a numba loop over many targets can call it as it is.
-Forward kinematics and its Jacobian are the kernel library's (:mod:`ik_node.solvers.kernels.fk`).
+Forward kinematics and its Jacobian are the kernel library's (:mod:`ik_node.kernels.fk`).
 
 A descent on a serial chain runs its iterations here, for a pose (6D) and for a position
 target: the same FK, error, normal equations ``J^T W J`` (or, position only with six joints or
@@ -27,7 +27,7 @@ the closest-pose search and the budget stay in Python.
 
 The kernel is generic: a chain is passed as an array (per joint the constant 3 x 4 transform of
 :class:`~ik_node.model.fast_kinematics.SerialKinematics`, its limits, kind and centring terms),
-so one compiled function serves every chain. :mod:`ik_node.solvers.kernels` compiles it (or
+so one compiled function serves every chain. :mod:`ik_node.kernels` compiles it (or
 loads it from numba's cache on disk, ``cache=True``) in a background thread; until then, and
 where numba cannot serve, the Python descent does.
 """
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 
 
-from ik_node.solvers.kernels import fk
+from ik_node.kernels import fk
 from ik_node.solvers.damped_jacobian import compiled_layout as layout
 from ik_node.solvers.damped_jacobian.compiled_layout import (  # noqa: F401 - re-exported
     BAD_INPUT, CHUNK_DONE, CONVERGED, Descent, DescentSettings, GOOD_ENOUGH, ITERATION_CAP,
@@ -75,7 +75,7 @@ _HELPERS = ('_first_descent', '_work_views', '_new_work', '_tip',
 
 def compile() -> None:
     """Compile the kernels (or load them from numba's cache on disk) and run each once on a
-    small chain; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    small chain; :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         fk.compile()
         layout.compile()

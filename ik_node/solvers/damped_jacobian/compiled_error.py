@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ik_node.solvers.kernels import fk
+from ik_node.kernels import fk
 from ik_node.solvers.damped_jacobian import compiled_layout as layout
 
 
@@ -59,7 +59,7 @@ def _work_views(scratch, n):
 
 def _tip(model, n, q, work):
     """The tip's 3 x 4 transform at ``q`` into ``work.T``; each joint's axis and origin (base
-    frame) into ``work.axes`` and ``work.origins`` (:func:`ik_node.solvers.kernels.fk.frames`)."""
+    frame) into ``work.axes`` and ``work.origins`` (:func:`ik_node.kernels.fk.frames`)."""
     return fk.frames(model, n, q, work.F, work.G, work.axes, work.origins, work.T)
 
 

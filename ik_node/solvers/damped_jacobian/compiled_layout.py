@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 
 # Exit codes of a descent (the kernel's, and TIMEOUT and GOOD_ENOUGH of descent.py).
 CONVERGED = 0
@@ -121,7 +121,7 @@ class TreeProblem(NamedTuple):
 
 
 def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    """Whether the compiled path may serve (:func:`ik_node.kernels.available`)."""
     return kernels.available()
 
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     _BEST_COST, _BOUNDED, _CENTRED, _DECIDE_AT, _DRAWS, _FLOOR, _FRESH, _GOOD, _HIGH,
     _IN_DESCENT, _INVERSE_HALF, _ITERATIONS, _KEEP_BEST, _KERNELS, _LAST_BLOCKED, _LOW,

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ik_node.solvers.kernels import fk
+from ik_node.kernels import fk
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     CHUNK_DONE, CONVERGED, GOOD_ENOUGH, ITERATION_CAP, STUCK, _BEST_COST, _FLOOR, _FRESH,
     _ITERATIONS, _LAM, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _TIP_COLUMNS, _TIP_JOINTS,

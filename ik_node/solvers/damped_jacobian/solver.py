@@ -227,7 +227,7 @@ class DampedJacobianSolver(RestartLoop, Solver):
     def _compiled_descent(self, chain: Chain, fast) -> Optional[CompiledDescent]:
         """The compiled descents (:mod:`.compiled`) where numba may serve and the chain is
         serial; else None (the Python descent serves). Their kernels load in the background
-        (:mod:`ik_node.solvers.kernels`): the Python descent serves until then."""
+        (:mod:`ik_node.kernels`): the Python descent serves until then."""
         if not compiled.available() or fast is None or self._descent is None or \
                 self.params['method'] != 'dls':
             return None

@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     _BEST_COST, _BOUNDED, _FLOOR, _FRESH, _HIGH, _ITERATIONS, _KERNELS, _LAST_BLOCKED, _LOW,
     _MODEL_COLUMNS, _PRISMATIC, _STATE, _TIP_COLUMNS, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_ROW,

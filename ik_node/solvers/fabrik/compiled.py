@@ -14,7 +14,7 @@ the chain is an array (:func:`model_of`), the settings a :class:`PassSettings`. 
 at most :data:`CHUNK` iterations per call; the clock stays in Python
 (:class:`~ik_node.solvers.fabrik.compiled_runs.CompiledFabrik`).
 
-:mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
+:mod:`ik_node.kernels` compiles the kernel (or loads it from numba's cache) in its
 background thread; until then, and where numba cannot serve, the Python passes run.
 """
 
@@ -25,8 +25,8 @@ from typing import Any, Dict, NamedTuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk, linalg
+import ik_node.kernels as kernels
+from ik_node.kernels import fk, linalg
 from ik_node.solvers.fabrik import compiled_passes as passes
 # The model's layout (compiled_passes), read here by the polish and the pull.
 from ik_node.solvers.fabrik.compiled_passes import (_AAT, _AXIS, _CENTRED, _COLUMNS, _FIT,
@@ -38,7 +38,7 @@ from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLAT
                                               POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS)
 from ik_node.solvers.fabrik.serial import NULL_SPACE_DAMPING, SerialFabrik
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
-from ik_node.solvers.numerics.small_matrix import mat_vec
+from ik_node.kernels.small_matrix import mat_vec
 
 # What a call of the kernel returns.
 DONE = 0        # the run ended (converged, stalled or out of iterations): see the state
@@ -290,7 +290,7 @@ _HELPERS = ('mat_vec', '_polish')
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
-    :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         passes.compile()
         linalg.compile()

@@ -2,7 +2,7 @@
 
 The forward pass, the backward pass with each joint's 'bones' or 'points' fit and its clamp into
 the limits, the stretching first pass and the rebuild (FK: the kernel library's
-:mod:`~ik_node.solvers.kernels.fk` on FABRIK's model), each the same operations in the same
+:mod:`~ik_node.kernels.fk` on FABRIK's model), each the same operations in the same
 order on the same floats as :class:`~ik_node.solvers.fabrik.serial.SerialFabrik`'s. The run
 that loops over them (extrapolation, polish, stall rule) is the kernel of
 :mod:`ik_node.solvers.fabrik.compiled`; the tree kernel (:mod:`.compiled_tree_passes`) fits and
@@ -10,7 +10,7 @@ clamps its angles with :func:`angle_in_limits` and :func:`clip` too.
 
 Plain Python functions in numba's subset, compiled in place by :func:`compile`, which the kernel
 modules calling them run first (numba reads ``compiled_passes.backward`` when it compiles the
-caller), as :mod:`ik_node.solvers.kernels.fk` does.
+caller), as :mod:`ik_node.kernels.fk` does.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import math
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk
+import ik_node.kernels as kernels
+from ik_node.kernels import fk
 from ik_node.solvers.fabrik.iteration import EPS_M, TIP_FIT_WEIGHT, TWO_PI
-from ik_node.solvers.numerics.small_matrix import mat_vec, vec_mat
+from ik_node.kernels.small_matrix import mat_vec, vec_mat
 
 # Columns of the model array, one row per joint; row n holds the tip's offset at _T_TP.
 _R_TP = 0       # 9: the joint's q = 0 rotation in its parent's frame, row-major

@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 from ik_node.solvers.fabrik import compiled
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikRun, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
@@ -28,7 +28,7 @@ from ik_node.solvers.numerics.budget import StepPace
 
 
 def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    """Whether the compiled path may serve (:func:`ik_node.kernels.available`)."""
     return kernels.available()
 
 

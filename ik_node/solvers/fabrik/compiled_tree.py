@@ -22,7 +22,7 @@ configuration from the Python run's generator (the same draws). A run that recor
 or whose polish meets a singular system (where numpy's solve raises), is left to the Python
 passes.
 
-:mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
+:mod:`ik_node.kernels` compiles the kernel (or loads it from numba's cache) in its
 background thread, after the passes it calls; until then, and where numba cannot serve, the
 Python passes run.
 """
@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 from ik_node.solvers.fabrik import compiled as serial
 from ik_node.solvers.fabrik import compiled_passes as serial_passes
 from ik_node.solvers.fabrik import compiled_tree_passes as passes
@@ -62,7 +62,7 @@ _STATE = 12
 
 
 def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    """Whether the compiled path may serve (:func:`ik_node.kernels.available`)."""
     return kernels.available()
 
 
@@ -201,7 +201,7 @@ _KERNELS: Dict[str, Any] = {}
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once, after the
-    passes it calls; :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    passes it calls; :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         passes.compile()  # and the serial passes, the kernel library
         kernel = kernels.jitted(globals(), (), ('_run_tree',))['_run_tree']

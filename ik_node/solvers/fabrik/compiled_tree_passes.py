@@ -3,14 +3,14 @@
 The forward pass with each pulled joint's weighted proposal, the backward pass with each joint's
 'bones' or 'points' fit (and the fallback to its targeted descendants) and its clamp into the
 limits, the stretching first pass, the rebuild (FK: the kernel library's
-:mod:`~ik_node.solvers.kernels.fk` on the tree's geometry) and the damped least-squares polish on
+:mod:`~ik_node.kernels.fk` on the tree's geometry) and the damped least-squares polish on
 the tips' stacked Jacobian, each as :class:`~ik_node.solvers.fabrik.tree_passes.TreePasses`
 does it. The run that loops over them is the kernel of :mod:`.compiled_tree`; the tree is
 arrays (:func:`~.compiled_tree.geometry_of`: per joint its frame, axis and limits, per node its
 parent) and so is the plan of a run (:func:`~.compiled_tree.plan_of`).
 
 Plain Python functions in numba's subset, compiled in place by :func:`compile`, which the
-kernel module calling them runs first, as :mod:`ik_node.solvers.kernels.fk` does.
+kernel module calling them runs first, as :mod:`ik_node.kernels.fk` does.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk, linalg
+import ik_node.kernels as kernels
+from ik_node.kernels import fk, linalg
 from ik_node.solvers.fabrik import compiled_passes as serial
 from ik_node.solvers.fabrik.iteration import (EPS_M, POLISH_DAMPING, POLISH_DAMPING_MIN,
                                               SLOW_STEP_RATIO2, SLOW_STEPS)

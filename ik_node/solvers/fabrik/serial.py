@@ -11,7 +11,7 @@ tuples of floats an iteration takes 6-7 times less time (``benchmarks/ab_fabrik_
 The results agree with :class:`FabrikTree` to round-off (tested).
 
 Rotations are row-major 9-tuples, vectors 3-tuples
-(:mod:`~ik_node.solvers.numerics.small_matrix`).
+(:mod:`~ik_node.kernels.small_matrix`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ik_node.solvers.fabrik.iteration import (EPS_M, POLISH_DAMPING, POLISH_DAMP
                                               angle_in_limits, iterate)
 from ik_node.solvers.numerics.budget import StepPace
 from ik_node.solvers.numerics.null_space import STREAM_ERROR_M, centring_terms, limit_pull
-from ik_node.solvers.numerics.small_matrix import (Mat, Vec, damped_step, mat_from_array,
+from ik_node.kernels.small_matrix import (Mat, Vec, damped_step, mat_from_array,
                                                    mat_mul, mat_vec, vec_from_array, vec_mat)
 
 # The null-space projector of the polish's pull, mu (A A^T + mu I)^-1 damped by this share of
@@ -70,7 +70,7 @@ class SerialFabrik:
     def _zero_frame(self, i: int, R_parent: Optional[Mat], x_parent: Optional[Vec]
                     ) -> Tuple[Mat, Vec]:
         """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent joint's rotation
-        and origin (None: the base); :func:`ik_node.solvers.kernels.fk.zero_frame`."""
+        and origin (None: the base); :func:`ik_node.kernels.fk.zero_frame`."""
         if R_parent is None:
             return self.R_tp[i], self.t_tp[i]
         ox, oy, oz = mat_vec(R_parent, self.t_tp[i])
@@ -79,7 +79,7 @@ class SerialFabrik:
 
     def _turned(self, i: int, R0: Mat, q_i: float) -> Mat:
         """Joint i's rotation at ``q_i`` from its q = 0 rotation (Rodrigues);
-        :func:`ik_node.solvers.kernels.fk.turned`."""
+        :func:`ik_node.kernels.fk.turned`."""
         c, s = math.cos(q_i), math.sin(q_i)
         A, B, K = self.aaT[i], self.I_aaT[i], self.K[i]
         return mat_mul(R0, tuple(A[k] + c * B[k] + s * K[k] for k in range(9)))

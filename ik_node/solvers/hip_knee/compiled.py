@@ -8,7 +8,7 @@ quadruped's four legs): per targeted leg the closed form of
 same candidates, ranking and angle choices, then what :meth:`Solver._measured
 <ik_node.solvers.base.Solver._measured>` does to the answer: the clip into the limits, the check
 of whole turns, the foot's position by forward kinematics of the returned joints (the kernel
-library's :func:`~ik_node.solvers.kernels.fk.frames` on the chain's own constant transforms,
+library's :func:`~ik_node.kernels.fk.frames` on the chain's own constant transforms,
 not the leg's geometry) and the error against the target.
 
 The kernel answers only the common case: every targeted foot in reach, a limit-respecting
@@ -20,7 +20,7 @@ Each leg is one row of the model array (:func:`leg_row`, beside the kernel that 
 :class:`~ik_node.solvers.hip_knee.compiled_legs.CompiledLegs` binds the kernel to one tree.
 The offset leg's nearest pose is a kernel module of its own (:mod:`.compiled_nearest`).
 
-:mod:`ik_node.solvers.kernels` compiles the kernel (or loads it from numba's cache) in its
+:mod:`ik_node.kernels` compiles the kernel (or loads it from numba's cache) in its
 background thread; until then, and where numba cannot serve, the Python path answers.
 """
 
@@ -31,8 +31,8 @@ from typing import Any, Dict
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk, planar
+import ik_node.kernels as kernels
+from ik_node.kernels import fk, planar
 # planar_core's constants (a test keeps them equal), shared with the offset leg's nearest pose.
 from ik_node.solvers.hip_knee.compiled_nearest import DEGENERATE_DISTANCE_M, TIE_M
 from ik_node.solvers.input_checks import MAX_COORDINATE_M
@@ -188,7 +188,7 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
 
 def _foot_error(leg_frames, angles, target, work):
     """The distance [m] of the foot at ``angles`` (q0, q1, q2) from ``target`` (x, y, z):
-    :func:`~ik_node.solvers.kernels.fk.frames` of the leg's serial model ``leg_frames``;
+    :func:`~ik_node.kernels.fk.frames` of the leg's serial model ``leg_frames``;
     ``work``: ``(F, G, axes, origins, T)``, that function's scratch."""
     F, G, axes, origins, T = work
     fk.frames(leg_frames, 3, angles, F, G, axes, origins, T)
@@ -267,7 +267,7 @@ _HELPERS = ('_bend', '_thigh_offset', '_solve_leg', '_solve_offset_leg', '_foot_
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
-    :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         fk.compile()
         planar.compile()
@@ -323,7 +323,7 @@ def leg_row(leg) -> np.ndarray:
 
 def leg_frames(leg) -> np.ndarray:
     """The frames block of one leg, (4, :data:`FK_COLUMNS`): its joints' and its foot's
-    constant transforms as :func:`~ik_node.solvers.kernels.fk.frames` reads them."""
+    constant transforms as :func:`~ik_node.kernels.fk.frames` reads them."""
     fast = leg.solver._fast_kinematics
     block = np.zeros((4, FK_COLUMNS))
     for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):

@@ -16,14 +16,14 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 from ik_node.solvers.hip_knee import compiled
 from ik_node.solvers.input_checks import FLOAT64
 from ik_node.solvers.results import IkResult, IkStatus, TipResult
 
 
 def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    """Whether the compiled path may serve (:func:`ik_node.kernels.available`)."""
     return kernels.available()
 
 

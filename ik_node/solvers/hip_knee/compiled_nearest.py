@@ -4,7 +4,7 @@
 The same samples of the first joint, the same planar-core candidates per sample, the same
 brackets, refinement and ranking as the Python search (``test/core/test_closest_before_descent.py``
 keeps them equal). An offset leg asks :func:`nearest_offset_leg` for the kernel per solve and
-takes the Python search until :mod:`ik_node.solvers.kernels` has loaded it (one entry of its
+takes the Python search until :mod:`ik_node.kernels` has loaded it (one entry of its
 ``KERNEL_MODULES``).
 """
 
@@ -15,8 +15,8 @@ from typing import Any, Dict
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import planar
+import ik_node.kernels as kernels
+from ik_node.kernels import planar
 
 _PI = math.pi
 _TWO_PI = 2.0 * math.pi
@@ -26,7 +26,7 @@ TIE_M = 1e-10
 
 
 def available() -> bool:
-    """Whether the compiled path may serve (:func:`ik_node.solvers.kernels.available`)."""
+    """Whether the compiled path may serve (:func:`ik_node.kernels.available`)."""
     return kernels.available()
 
 # OffsetLeg.nearest_within_limits, compiled: the same samples of the first joint, the same
@@ -289,7 +289,7 @@ _KERNELS: Dict[str, Any] = {}
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
-    :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         planar.compile()
         kernel = kernels.jitted(globals(), _NEAREST_HELPERS,

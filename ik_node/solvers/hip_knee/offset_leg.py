@@ -14,7 +14,7 @@ of its angles the exact nearest pose of the planar core (:meth:`PlanarCore.neare
 distance off the plane give the error and its slope; the angle is sampled and the best basins
 refined on the slope. Where numba serves, that search runs compiled
 (:func:`~ik_node.solvers.hip_knee.compiled_nearest.nearest_offset_leg`: the same samples,
-candidates and refinement) once the kernels are loaded (:mod:`ik_node.solvers.kernels`).
+candidates and refinement) once the kernels are loaded (:mod:`ik_node.kernels`).
 """
 
 from __future__ import annotations

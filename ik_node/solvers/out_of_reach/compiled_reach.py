@@ -19,8 +19,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import planar
+import ik_node.kernels as kernels
+from ik_node.kernels import planar
 
 _ROUND_OFF = 64.0 * sys.float_info.epsilon
 # Entries of the reach array: a ReachBound's origin, reach, axis, perpendicular part of the
@@ -84,7 +84,7 @@ _HELPERS = ('_lower_bound',)
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
-    :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         planar.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_reach_checks',))['_reach_checks']

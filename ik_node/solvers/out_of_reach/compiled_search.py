@@ -1,7 +1,7 @@
 """The closest-pose search's Newton descents and stretch sweeps, compiled by numba.
 
 :class:`~ik_node.solvers.out_of_reach.closest_pose.ClosestPose` runs its descents and stretch
-sweeps here once the kernels are loaded (:mod:`ik_node.solvers.kernels` loads them in a
+sweeps here once the kernels are loaded (:mod:`ik_node.kernels` loads them in a
 background thread; the Python methods serve until then and where numba cannot serve): the
 same steps as :meth:`~ik_node.solvers.out_of_reach.closest_pose.ClosestPose.descend` and
 :meth:`~ik_node.solvers.out_of_reach.closest_pose.ClosestPose.stretch` (Newton with the exact
@@ -29,8 +29,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.kernels import fk, planar
+import ik_node.kernels as kernels
+from ik_node.kernels import fk, planar
 from ik_node.solvers.numerics.codegen import MAX_STEP
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
@@ -62,14 +62,14 @@ _KERNELS: dict = {}
 
 
 def available() -> bool:
-    """Whether the compiled search may serve (:func:`ik_node.solvers.kernels.available`)."""
+    """Whether the compiled search may serve (:func:`ik_node.kernels.available`)."""
     return kernels.available()
 
 
 # ----------------------------------------------------------------------------- kinematics
 def _tip(model, n, q, axes, origins, p):
     """The tip position at ``q`` into ``p``; each joint's axis and origin (base frame) into
-    ``axes`` and ``origins`` (n x 3) (:func:`ik_node.solvers.kernels.fk.frames`)."""
+    ``axes`` and ``origins`` (n x 3) (:func:`ik_node.kernels.fk.frames`)."""
     T = fk.frames(model, n, q, np.empty((3, 4)), np.empty((3, 4)), axes, origins,
                   np.empty((3, 4)))
     p[0], p[1], p[2] = T[0, 3], T[1, 3], T[2, 3]
@@ -333,7 +333,7 @@ _HELPERS = ('_tip', '_newton', '_pressed', '_solve', '_advance')
 
 def compile() -> None:
     """Compile the kernels (or load them from numba's cache on disk) and run each once;
-    :mod:`ik_node.solvers.kernels` calls it in its loading thread."""
+    :mod:`ik_node.kernels` calls it in its loading thread."""
     if _KERNELS:
         return
     fk.compile()

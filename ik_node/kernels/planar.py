@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 
 _PI = math.pi
 _TWO_PI = 2.0 * math.pi

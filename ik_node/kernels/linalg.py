@@ -1,22 +1,22 @@
 """Small linear algebra for the compiled path, written once: the damped 3-row least-squares
 step of FABRIK's serial polish (the Cholesky factor of a 3 x 3 system, as
-:func:`ik_node.solvers.numerics.small_matrix.damped_step` computes it on the Python path, the
+:func:`ik_node.kernels.small_matrix.damped_step` computes it on the Python path, the
 same operations in the same order) and the linear solve of its tree polish (as LAPACK's).
 
 Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a kernel
 module calling them runs first (numba reads ``linalg.damped_step`` when it compiles the
-caller), as :mod:`~ik_node.solvers.kernels.fk` does.
+caller), as :mod:`~ik_node.kernels.fk` does.
 """
 
 from __future__ import annotations
 
 import math
 
-import ik_node.solvers.kernels as kernels
+import ik_node.kernels as kernels
 
 
 def damped_step(cols, free, ex, ey, ez, damping, out):
-    """:func:`~ik_node.solvers.numerics.small_matrix.damped_step` into ``out``: the damped
+    """:func:`~ik_node.kernels.small_matrix.damped_step` into ``out``: the damped
     least-squares step over the free columns (``free[k]`` not 0.0) of a 3-row matrix
     (``cols``: n x 3, its columns) toward ``(ex, ey, ez)``; False where the Python step raises
     (the system not positive definite)."""

@@ -13,7 +13,7 @@ A FABRIK model (:mod:`ik_node.solvers.fabrik.compiled_passes`, ``compiled_tree_p
 one row per joint: columns 0-8 the joint's q = 0 rotation in its parent's frame (row-major),
 9-11 its origin there [m], then at :data:`AAT`, :data:`I_AAT`, :data:`K` the three 9-float terms
 of Rodrigues' formula, ``R(q) = aa^T + cos q (I - aa^T) + sin q [a]x``. Rotations are row-major
-9-tuples (the small-matrix helpers of :mod:`ik_node.solvers.numerics.small_matrix`, compiled
+9-tuples (the small-matrix helpers of :mod:`ik_node.kernels.small_matrix`, compiled
 here too).
 
 The Python path's forward kinematics is :class:`ik_node.model.chain.Chain`'s (numpy frames, and
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 
-import ik_node.solvers.kernels as kernels
-from ik_node.solvers.numerics.small_matrix import mat_mul, mat_vec
+import ik_node.kernels as kernels
+from ik_node.kernels.small_matrix import mat_mul, mat_vec
 
 #: The model column flagging a prismatic joint (after the 12 of the transform, the limits).
 PRISMATIC = 14

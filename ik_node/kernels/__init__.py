@@ -6,9 +6,9 @@ the solvers (:data:`KERNEL_MODULES`: :mod:`ik_node.solvers.damped_jacobian.compi
 :mod:`ik_node.solvers.fabrik.compiled`...), each with a ``compile()`` that compiles its
 functions, or loads them from numba's cache on disk (``cache=True``), and runs each once. What
 they share is written once in the kernel library beside this loader: forward kinematics and its
-Jacobian (:mod:`~ik_node.solvers.kernels.fk`), the planar angle helpers
-(:mod:`~ik_node.solvers.kernels.planar`) and the small linear algebra
-(:mod:`~ik_node.solvers.kernels.linalg`), compiled in place before the modules that call them
+Jacobian (:mod:`~ik_node.kernels.fk`), the planar angle helpers
+(:mod:`~ik_node.kernels.planar`) and the small linear algebra
+(:mod:`~ik_node.kernels.linalg`), compiled in place before the modules that call them
 (as a solver's own helper modules are, e.g. :mod:`ik_node.solvers.fabrik.compiled_passes`).
 numba's cache checks a kernel's own file only: after editing the library or a helper module,
 remove the callers' cached files (``__pycache__/*.nbi``, ``*.nbc``) or run ``warm`` from a clean
@@ -27,7 +27,7 @@ The pure-Python path serves for good where ``IK_NODE_NO_NUMBA`` is set (to anyth
 ``0``), numba is not installed, or it fails to import or to compile; :func:`serving` says which
 path serves and why, in one line (the node logs it: :func:`report`).
 
-``python -m ik_node.solvers.kernels warm`` compiles every kernel into numba's cache (a pip or
+``python -m ik_node.kernels warm`` compiles every kernel into numba's cache (a pip or
 colcon install, or the Quick start, runs it once), so a node start only loads them (about
 0.2-1 s of CPU time in the background thread).
 """
@@ -50,6 +50,10 @@ KERNEL_MODULES = ('ik_node.solvers.damped_jacobian.compiled',
                   'ik_node.solvers.fabrik.compiled',
                   'ik_node.solvers.fabrik.compiled_tree',
                   'ik_node.solvers.out_of_reach.compiled_search')
+#: Packages whose kernels load with a model of theirs, not in the background (the collision
+#: check's, with a checker): ``warm`` runs their ``warm()`` too. Named, not imported: this
+#: library sits below them.
+WARMED_WITH_A_MODEL = ('ik_node.collision',)
 #: The interpreter's switch interval [s] while the kernels load: importing numba and compiling
 #: hold the GIL, and a solve on the Python path waits up to this for it each time it asks
 #: (Python's default, 5 ms, is a whole solve's budget: damped_jacobian's default timeout).
@@ -185,17 +189,17 @@ def _numba_version() -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ik_node.solvers.kernels warm``: compile every kernel into numba's cache and
+    """``python -m ik_node.kernels warm``: compile every kernel into numba's cache and
     say which path serves; ``status``: only say it. Exit status 0 either way (the pure-Python
     path is complete)."""
     args = sys.argv[1:] if argv is None else argv
     if args not in (['warm'], ['status']):
-        print('usage: python -m ik_node.solvers.kernels warm|status', file=sys.stderr)
+        print('usage: python -m ik_node.kernels warm|status', file=sys.stderr)
         return 2
     if args == ['warm']:
         wait()
         if ready():  # the collision check's kernel too (it loads with a checker, not here)
-            from ik_node.collision import warm as warm_collision_kernel
-            warm_collision_kernel()
+            for name in WARMED_WITH_A_MODEL:
+                importlib.import_module(name).warm()
     print(serving())
     return 0
