@@ -24,14 +24,19 @@ generated plain-float code for a serial chain); FABRIK's Python passes place the
 from __future__ import annotations
 
 import math
+import types
+from typing import Callable, NamedTuple
+
+import numpy as np
 
 import ik_node.kernels as kernels
 from ik_node.kernels.small_matrix import mat_mul, mat_vec
 
 #: The model column flagging a prismatic joint (after the 12 of the transform, the limits).
 PRISMATIC = 14
-#: The FABRIK model's columns of Rodrigues' terms (9 floats each).
-AAT, I_AAT, K = 15, 24, 33
+#: The FABRIK model's column of the joint's axis (3 floats), of Rodrigues' terms (9 each), and
+#: the number of columns :func:`fabrik_row` fills.
+AXIS, AAT, I_AAT, K, COLUMNS = 12, 15, 24, 33, 42
 
 
 def frames(model, n, q, F, G, axes, origins, T):
@@ -91,38 +96,77 @@ def jacobian(model, n, p, axes, origins, J, orientation):
                 J[3, i], J[4, i], J[5, i] = zx, zy, zz
 
 
+def fabrik_row(R_tp, t_tp, axis) -> tuple:
+    """A joint's FABRIK model row, columns 0 to :data:`COLUMNS` - 1 (see above), as a tuple of
+    floats: its q = 0 rotation ``R_tp`` (3 x 3) and origin ``t_tp`` [m] in its parent's frame,
+    its unit ``axis`` (joint frame) and Rodrigues' terms of that axis."""
+    a = np.asarray(axis, dtype=float).reshape(3)
+    aaT = np.outer(a, a)
+    skew = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    return tuple(float(v) for v in np.concatenate([
+        np.asarray(R_tp, dtype=float).reshape(9), np.asarray(t_tp, dtype=float).reshape(3), a,
+        aaT.reshape(9), (np.eye(3) - aaT).reshape(9), skew.reshape(9)]))
+
+
+def point_in(R, x, t):
+    """``x + R t``: the point at offset ``t`` [m] in the frame of rotation ``R`` and origin
+    ``x`` (a child joint's origin, a tip)."""
+    ox, oy, oz = mat_vec(R, t)
+    return (x[0] + ox, x[1] + oy, x[2] + oz)
+
+
+def base_frame(row):
+    """``(R0, x_i)``: the q = 0 rotation and origin of a joint hanging from the base, from its
+    model ``row``."""
+    return ((row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8]),
+            (row[9], row[10], row[11]))
+
+
+def zero_frame(row, R_parent, x_parent):
+    """``(R0, x_i)``: a joint's q = 0 rotation and its origin, from its model ``row`` and its
+    parent joint's rotation ``R_parent`` (9-tuple) and origin ``x_parent`` (3-tuple)."""
+    R_tp, t = base_frame(row)
+    x_i = point_in(R_parent, x_parent, t)
+    return mat_mul(R_parent, R_tp), x_i
+
+
+def turned(row, R0, q_i):
+    """A revolute joint's rotation at ``q_i`` [rad] from its q = 0 rotation ``R0`` (Rodrigues;
+    ``row``: its model row)."""
+    c, s = math.cos(q_i), math.sin(q_i)
+    # The columns AAT, I_AAT and K written out: a global's lookup per term would cost the
+    # plain-Python callers a tenth of their pass.
+    return mat_mul(R0, (
+        row[15] + c * row[24] + s * row[33], row[16] + c * row[25] + s * row[34],
+        row[17] + c * row[26] + s * row[35], row[18] + c * row[27] + s * row[36],
+        row[19] + c * row[28] + s * row[37], row[20] + c * row[29] + s * row[38],
+        row[21] + c * row[30] + s * row[39], row[22] + c * row[31] + s * row[40],
+        row[23] + c * row[32] + s * row[41]))
+
+
+def slid(row, R0, x0, q_i):
+    """A prismatic joint's origin at ``q_i`` [m] from its q = 0 rotation ``R0`` and origin
+    ``x0`` (its rotation stays ``R0``; ``row``: its model row)."""
+    ax, ay, az = mat_vec(R0, (row[12], row[13], row[14]))
+    return (x0[0] + ax * q_i, x0[1] + ay * q_i, x0[2] + az * q_i)
+
+
 def load9(M, i):
     """Row ``i`` of ``M`` as a 9-tuple."""
     return (M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5], M[i, 6], M[i, 7], M[i, 8])
 
 
-def zero_frame(model, p, i, x, R):
-    """``(R0, x_i)``: joint i's q = 0 rotation and its origin, from the frame of its parent
-    joint ``p`` (its rotation ``R[p]``, origin ``x[p]``; ``p < 0``: the base)."""
-    m = model[i]
-    R_tp = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
-    t = (m[9], m[10], m[11])
+def load3(M, i):
+    """Row ``i`` of ``M`` as a 3-tuple."""
+    return (M[i, 0], M[i, 1], M[i, 2])
+
+
+def frame_of(model, p, i, x, R):
+    """:func:`zero_frame` of joint i of a model array, its parent joint ``p``'s rotation and
+    origin read from rows of ``R`` (n x 9) and ``x`` (``p < 0``: :func:`base_frame`)."""
     if p < 0:
-        return R_tp, t
-    R_parent = load9(R, p)
-    ox, oy, oz = mat_vec(R_parent, t)
-    return mat_mul(R_parent, R_tp), (x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz)
-
-
-def turned(model, i, R0, q_i):
-    """Joint i's rotation at ``q_i`` from its q = 0 rotation ``R0`` (Rodrigues)."""
-    m = model[i]
-    c, s = math.cos(q_i), math.sin(q_i)
-    return mat_mul(R0, (
-        m[AAT] + c * m[I_AAT] + s * m[K],
-        m[AAT + 1] + c * m[I_AAT + 1] + s * m[K + 1],
-        m[AAT + 2] + c * m[I_AAT + 2] + s * m[K + 2],
-        m[AAT + 3] + c * m[I_AAT + 3] + s * m[K + 3],
-        m[AAT + 4] + c * m[I_AAT + 4] + s * m[K + 4],
-        m[AAT + 5] + c * m[I_AAT + 5] + s * m[K + 5],
-        m[AAT + 6] + c * m[I_AAT + 6] + s * m[K + 6],
-        m[AAT + 7] + c * m[I_AAT + 7] + s * m[K + 7],
-        m[AAT + 8] + c * m[I_AAT + 8] + s * m[K + 8]))
+        return base_frame(model[i])
+    return zero_frame(model[i], load9(R, p), load3(x, p))
 
 
 def place(i, Ri, xi, x, R):
@@ -132,12 +176,40 @@ def place(i, Ri, xi, x, R):
     x[i, 0], x[i, 1], x[i, 2] = xi[0], xi[1], xi[2]
 
 
+class _Plain(NamedTuple):
+    """The FABRIK-form functions as plain Python, for the Python passes (:data:`plain`)."""
+
+    point_in: Callable
+    base_frame: Callable
+    zero_frame: Callable
+    turned: Callable
+    slid: Callable
+
+
+def _plain() -> _Plain:
+    """The FABRIK-form functions bound to a copy of this module's globals as they are at
+    import (plain Python): :func:`compile` replaces the globals with numba's dispatchers, which
+    a Python caller must not reach (each call a typed dispatch) and the functions here would
+    otherwise call."""
+    namespace = dict(globals())
+    for name in _Plain._fields:
+        f = namespace[name]
+        namespace[name] = types.FunctionType(f.__code__, namespace, f.__name__, f.__defaults__,
+                                             f.__closure__)
+    return _Plain(*(namespace[name] for name in _Plain._fields))
+
+
+#: :func:`point_in`, :func:`base_frame`, :func:`zero_frame`, :func:`turned` and :func:`slid` in
+#: plain Python whether or not :func:`compile` ran: the Python passes call these.
+plain = _plain()
+
 _COMPILED = []
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile these functions in place (or load them from numba's cache on disk), once."""
     if not _COMPILED:
-        kernels.jitted(globals(), ('mat_mul', 'mat_vec', 'load9', 'zero_frame', 'turned', 'place',
+        kernels.jitted(globals(), ('mat_mul', 'mat_vec', 'point_in', 'base_frame', 'zero_frame',
+                                    'turned', 'slid', 'load9', 'load3', 'frame_of', 'place',
                                     'frames', 'jacobian'), ())
         _COMPILED.append(True)

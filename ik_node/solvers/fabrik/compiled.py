@@ -29,10 +29,10 @@ import ik_node.kernels as kernels
 from ik_node.kernels import fk, linalg
 from ik_node.solvers.fabrik import compiled_passes as passes
 # The model's layout (compiled_passes), read here by the polish and the pull.
-from ik_node.solvers.fabrik.compiled_passes import (_AAT, _AXIS, _CENTRED, _COLUMNS, _FIT,
-                                                    _I_AAT, _INVERSE_HALF, _K, _LOWER, _MIDDLE,
-                                                    _R_TP, _T_TP, _UPPER, _W_CROSS, _W_PERP,
-                                                    BONES, CHILD_AND_TIP, TIP_ONLY)
+from ik_node.solvers.fabrik.compiled_passes import (_AXIS, _CENTRED, _COLUMNS, _FIT,
+                                                    _INVERSE_HALF, _LOWER, _MIDDLE, _T_TP,
+                                                    _UPPER, _W_CROSS, _W_PERP, BONES,
+                                                    CHILD_AND_TIP, TIP_ONLY)
 from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLATE_MIN_RATIO,
                                               POLISH_DAMPING, POLISH_DAMPING_MIN, POLISH_RATIO,
                                               POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS)
@@ -304,17 +304,11 @@ def _exercise(kernel) -> None:
     and its pull), so that numba compiles (or loads) it now, not in a solve."""
     n = 4
     model = np.zeros((n + 1, _COLUMNS))
-    for i in range(n + 1):
-        model[i, _R_TP:_R_TP + 9] = np.eye(3).ravel()
-        model[i, _T_TP] = 0.0 if i == 0 else 0.2
+    model[n, _T_TP] = 0.2
     for i in range(n):
-        axis = np.array([0.0, 0.0, 1.0]) if i != 1 else np.array([0.0, 1.0, 0.0])
-        model[i, _AXIS:_AXIS + 3] = axis
-        aaT = np.outer(axis, axis)
-        model[i, _AAT:_AAT + 9] = aaT.ravel()
-        model[i, _I_AAT:_I_AAT + 9] = (np.eye(3) - aaT).ravel()
-        model[i, _K:_K + 9] = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]],
-                                        [-axis[1], axis[0], 0.0]]).ravel()
+        axis = (0.0, 0.0, 1.0) if i != 1 else (0.0, 1.0, 0.0)
+        model[i, :fk.COLUMNS] = fk.fabrik_row(np.eye(3), (0.0 if i == 0 else 0.2, 0.0, 0.0),
+                                              axis)
         model[i, _LOWER], model[i, _UPPER] = -2.0, 2.0
         model[i, _FIT] = (CHILD_AND_TIP, TIP_ONLY, BONES, BONES)[i]
         model[i, _W_PERP], model[i, _W_CROSS + 1] = 0.2, 0.2
@@ -337,12 +331,7 @@ def model_of(fabrik: SerialFabrik) -> np.ndarray:
     model = np.zeros((n + 1, _COLUMNS))
     for i in range(n):
         row = model[i]
-        row[_R_TP:_R_TP + 9] = fabrik.R_tp[i]
-        row[_T_TP:_T_TP + 3] = fabrik.t_tp[i]
-        row[_AXIS:_AXIS + 3] = fabrik.axes[i]
-        row[_AAT:_AAT + 9] = fabrik.aaT[i]
-        row[_I_AAT:_I_AAT + 9] = fabrik.I_aaT[i]
-        row[_K:_K + 9] = fabrik.K[i]
+        row[:fk.COLUMNS] = fabrik.rows[i]
         row[_LOWER], row[_UPPER] = fabrik.lower[i], fabrik.upper[i]
         align = fabrik.align[i]
         if align[0] == 'bones':

@@ -22,16 +22,15 @@ import numpy as np
 import ik_node.kernels as kernels
 from ik_node.kernels import fk
 from ik_node.solvers.fabrik.iteration import EPS_M, TIP_FIT_WEIGHT, TWO_PI
-from ik_node.kernels.small_matrix import mat_vec, vec_mat
+from ik_node.kernels.small_matrix import mat_vec, vec_mat  # noqa: F401 - compiled here (mat_vec for the callers)
 
-# Columns of the model array, one row per joint; row n holds the tip's offset at _T_TP.
-_R_TP = 0       # 9: the joint's q = 0 rotation in its parent's frame, row-major
-_T_TP = 9       # 3: its origin in the parent's frame [m]
-_AXIS = 12      # 3: its hinge axis (joint frame)
-_AAT = fk.AAT      # 9: Rodrigues' terms: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x
-_I_AAT = fk.I_AAT  # 9
-_K = fk.K          # 9
-(_LOWER, _UPPER, _FIT, _W_PERP) = range(42, 46)  # limits [rad]; the fit; _W_PERP: 3 columns
+# Columns of the model array, one row per joint: the joint's FABRIK row (fk.fabrik_row: its q = 0
+# rotation and origin _T_TP in its parent's frame, its axis _AXIS, Rodrigues' terms), then the
+# columns below; row n holds the tip's offset at _T_TP.
+_T_TP = 9       # 3: the origin in the parent's frame [m]
+_AXIS = fk.AXIS  # 3: the hinge axis (joint frame)
+# The limits [rad]; the fit; _W_PERP: 3 columns.
+(_LOWER, _UPPER, _FIT, _W_PERP) = range(fk.COLUMNS, fk.COLUMNS + 4)
 _W_CROSS = 48   # 3
 (_CENTRED, _MIDDLE, _INVERSE_HALF) = range(51, 54)  # the pull's terms (centring_terms)
 _COLUMNS = 54
@@ -43,16 +42,16 @@ TIP_ONLY = 2.0      # 'points': the tip
 
 def place_tip(model, n, x, R):
     """The tip's position x[n] from the last joint's frame."""
-    ox, oy, oz = mat_vec(fk.load9(R, n - 1), (model[n, _T_TP], model[n, _T_TP + 1],
-                                            model[n, _T_TP + 2]))
-    x[n, 0], x[n, 1], x[n, 2] = x[n - 1, 0] + ox, x[n - 1, 1] + oy, x[n - 1, 2] + oz
+    tip = fk.point_in(fk.load9(R, n - 1), fk.load3(x, n - 1),
+                      (model[n, _T_TP], model[n, _T_TP + 1], model[n, _T_TP + 2]))
+    x[n, 0], x[n, 1], x[n, 2] = tip[0], tip[1], tip[2]
 
 
 def rebuild(model, n, q, x, R):
     """Node positions ``x`` and joint rotations ``R``: FK of ``q`` (SerialFabrik.rebuild)."""
     for i in range(n):
-        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
-        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
+        R0, xi = fk.frame_of(model, i - 1, i, x, R)
+        fk.place(i, fk.turned(model[i], R0, q[i]), xi, x, R)
     place_tip(model, n, x, R)
 
 
@@ -110,7 +109,7 @@ def forward(n, x, L, target, P):
 def fit_points(model, n, i, first, every, frame, nodes, P):
     """Joint i's angle moving nodes (rigidly, at their old ``x``) onto ``P``: every node below
     it with ``every``, else ``first`` and the tip (SerialFabrik._fit_points); False when they
-    are all on the axis. ``frame``: the joint's ``(R0, x_i)`` (:func:`fk.zero_frame`);
+    are all on the axis. ``frame``: the joint's ``(R0, x_i)`` (:func:`fk.frame_of`);
     ``nodes``: ``(q, x, R)``, the configuration and its node positions and rotations."""
     R0, xi = frame
     q, x, R = nodes
@@ -147,7 +146,7 @@ def backward(model, n, q, x, R, P):
     """The backward pass (SerialFabrik.backward): from the base, fit each joint's angle,
     clamp it, rebuild (in place)."""
     for i in range(n):
-        R0, xi = fk.zero_frame(model, i - 1, i, x, R)
+        R0, xi = fk.frame_of(model, i - 1, i, x, R)
         fit = model[i, _FIT]
         if fit == BONES:
             bx, by, bz = vec_mat((P[i + 1, 0] - xi[0], P[i + 1, 1] - xi[1],
@@ -164,7 +163,7 @@ def backward(model, n, q, x, R, P):
             fitted = fit_points(model, n, i, first, False, (R0, xi), (q, x, R), P)
         if not fitted:  # every node below
             fit_points(model, n, i, i + 1, True, (R0, xi), (q, x, R), P)
-        fk.place(i, fk.turned(model, i, R0, q[i]), xi, x, R)
+        fk.place(i, fk.turned(model[i], R0, q[i]), xi, x, R)
     place_tip(model, n, x, R)
 
 

@@ -37,13 +37,13 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.kernels as kernels
+from ik_node.kernels import fk
 from ik_node.solvers.fabrik import compiled as serial
 from ik_node.solvers.fabrik import compiled_passes as serial_passes
 from ik_node.solvers.fabrik import compiled_tree_passes as passes
 # The geometry's layout and the fits (compiled_tree_passes), written by geometry_of and plan_of.
-from ik_node.solvers.fabrik.compiled_tree_passes import (_AAT, _AXIS, _COLUMNS, _I_AAT, _K,
-                                                         _LOWER, _R_TP, _REVOLUTE, _T_TP,
-                                                         _UPPER, BONES, POINTS)
+from ik_node.solvers.fabrik.compiled_tree_passes import (_COLUMNS, _LOWER, _REVOLUTE, _UPPER,
+                                                         BONES, POINTS)
 from ik_node.solvers.fabrik.compiled_tree_passes import NO_FIT  # noqa: F401 - a kind of fit, too
 from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLATE_MIN_RATIO,
                                               POLISH_RATIO, POLISH_STUCK_RATIO, FabrikProblem,
@@ -218,12 +218,7 @@ def geometry_of(tree) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     geometry = np.zeros((n, _COLUMNS))
     for i in range(n):
         row = geometry[i]
-        row[_R_TP:_R_TP + 9] = tree.R_tp[i].ravel()
-        row[_T_TP:_T_TP + 3] = tree.t_tp[i]
-        row[_AXIS:_AXIS + 3] = tree.axes[i]
-        row[_AAT:_AAT + 9] = tree.aaT[i].ravel()
-        row[_I_AAT:_I_AAT + 9] = tree.I_aaT[i].ravel()
-        row[_K:_K + 9] = tree.K[i].ravel()
+        row[:fk.COLUMNS] = tree.rows[i]
         row[_LOWER], row[_UPPER] = tree.lower[i], tree.upper[i]
         row[_REVOLUTE] = float(tree.revolute[i])
     parent = np.array(tree.node_parent, dtype=np.int64)

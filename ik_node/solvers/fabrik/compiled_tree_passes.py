@@ -25,9 +25,10 @@ from ik_node.solvers.fabrik import compiled_passes as serial
 from ik_node.solvers.fabrik.iteration import (EPS_M, POLISH_DAMPING, POLISH_DAMPING_MIN,
                                               SLOW_STEP_RATIO2, SLOW_STEPS)
 
-# Columns of the geometry array, one row per joint.
-_R_TP, _T_TP, _AXIS, _AAT, _I_AAT, _K = 0, 9, 12, 15, 24, 33   # as in the serial model
-(_LOWER, _UPPER, _REVOLUTE) = range(42, 45)
+# Columns of the geometry array, one row per joint: the joint's FABRIK row (fk.fabrik_row: its
+# frame, axis at _AXIS and Rodrigues' terms), then its limits and kind.
+_AXIS = fk.AXIS
+(_LOWER, _UPPER, _REVOLUTE) = range(fk.COLUMNS, fk.COLUMNS + 3)
 _COLUMNS = 45
 # How a joint fits its angle in the backward pass (TreePlan.align).
 NO_FIT, BONES, POINTS = 0, 1, 2
@@ -35,13 +36,11 @@ NO_FIT, BONES, POINTS = 0, 1, 2
 
 def place(geometry, parent, i, q, x, R):
     """Joint i's rotation and origin at ``q[i]`` (FabrikTree.place)."""
-    R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
+    R0, xi = fk.frame_of(geometry, parent[i], i, x, R)
     if geometry[i, _REVOLUTE] != 0.0:
-        fk.place(i, fk.turned(geometry, i, R0, q[i]), xi, x, R)
+        fk.place(i, fk.turned(geometry[i], R0, q[i]), xi, x, R)
     else:
-        ax, ay, az = serial.mat_vec(R0, (geometry[i, _AXIS], geometry[i, _AXIS + 1],
-                                         geometry[i, _AXIS + 2]))
-        fk.place(i, R0, (xi[0] + ax * q[i], xi[1] + ay * q[i], xi[2] + az * q[i]), x, R)
+        fk.place(i, R0, fk.slid(geometry[i], R0, xi, q[i]), x, R)
 
 
 def place_tips(parent, t_tip, x, R):
@@ -53,8 +52,8 @@ def place_tips(parent, t_tip, x, R):
         if p < 0:
             x[n + k, 0], x[n + k, 1], x[n + k, 2] = t[0], t[1], t[2]
         else:
-            ox, oy, oz = serial.mat_vec(fk.load9(R, p), t)
-            x[n + k, 0], x[n + k, 1], x[n + k, 2] = x[p, 0] + ox, x[p, 1] + oy, x[p, 2] + oz
+            tip = fk.point_in(fk.load9(R, p), fk.load3(x, p), t)
+            x[n + k, 0], x[n + k, 1], x[n + k, 2] = tip[0], tip[1], tip[2]
 
 
 def rebuild(geometry, parent, t_tip, q, x, R):
@@ -157,7 +156,7 @@ def backward(tree, q, x, R, P):
     for i in range(R.shape[0]):
         fit = kind[i]
         if fit != NO_FIT:
-            R0, xi = fk.zero_frame(geometry, parent[i], i, x, R)
+            R0, xi = fk.frame_of(geometry, parent[i], i, x, R)
             if fit == BONES:
                 s = c = 0.0
                 for j in range(a_start[i], a_start[i + 1]):

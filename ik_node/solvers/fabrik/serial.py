@@ -28,8 +28,11 @@ from ik_node.solvers.fabrik.iteration import (EPS_M, POLISH_DAMPING, POLISH_DAMP
                                               angle_in_limits, iterate)
 from ik_node.solvers.numerics.budget import StepPace
 from ik_node.solvers.numerics.null_space import STREAM_ERROR_M, centring_terms, limit_pull
-from ik_node.kernels.small_matrix import (Mat, Vec, damped_step, mat_from_array,
-                                                   mat_mul, mat_vec, vec_from_array, vec_mat)
+from ik_node.kernels import fk
+from ik_node.kernels.small_matrix import Mat, Vec, damped_step, mat_vec, vec_from_array, vec_mat
+
+_base_frame, _zero_frame, _turned, _point_in = (
+    fk.plain.base_frame, fk.plain.zero_frame, fk.plain.turned, fk.plain.point_in)
 
 # The null-space projector of the polish's pull, mu (A A^T + mu I)^-1 damped by this share of
 # trace(A A^T) / 3: exact on the null space, about mu / sigma^2 on the row space.
@@ -43,13 +46,11 @@ class SerialFabrik:
         n = tree.n
         self.n = n
         self.lower, self.upper = list(tree.lower), list(tree.upper)
-        self.R_tp = [mat_from_array(tree.R_tp[i]) for i in range(n)]
-        self.t_tp = [vec_from_array(tree.t_tp[i]) for i in range(n)]
-        self.t_tip = vec_from_array(tree.t_tip[0])
+        #: Each joint's FABRIK model row (:func:`~ik_node.kernels.fk.fabrik_row`), the tip's
+        #: offset from the last joint [m].
+        self.rows = list(tree.rows)
+        self.t_tip = tree.tip_offsets[0]
         self.axes = [vec_from_array(tree.axes[i]) for i in range(n)]
-        self.aaT = [mat_from_array(tree.aaT[i]) for i in range(n)]
-        self.I_aaT = [mat_from_array(tree.I_aaT[i]) for i in range(n)]
-        self.K = [mat_from_array(tree.K[i]) for i in range(n)]
         # How each joint fits its angle (as TreePlan decides for one targeted tip of weight 1):
         # ('bones', w_perp, w_cross) or ('points', nodes); fallback: every node below.
         self.align: List[tuple] = []
@@ -67,40 +68,20 @@ class SerialFabrik:
         self.centring = centring_terms(self.lower, self.upper, range(n))
 
     # ---------------------------------------------------------------------------- geometry
-    def _zero_frame(self, i: int, R_parent: Optional[Mat], x_parent: Optional[Vec]
-                    ) -> Tuple[Mat, Vec]:
-        """(R0, x_i): joint i's q = 0 rotation and its origin, from its parent joint's rotation
-        and origin (None: the base); :func:`ik_node.kernels.fk.zero_frame`."""
-        if R_parent is None:
-            return self.R_tp[i], self.t_tp[i]
-        ox, oy, oz = mat_vec(R_parent, self.t_tp[i])
-        return mat_mul(R_parent, self.R_tp[i]), (x_parent[0] + ox, x_parent[1] + oy,
-                                                 x_parent[2] + oz)
-
-    def _turned(self, i: int, R0: Mat, q_i: float) -> Mat:
-        """Joint i's rotation at ``q_i`` from its q = 0 rotation (Rodrigues);
-        :func:`ik_node.kernels.fk.turned`."""
-        c, s = math.cos(q_i), math.sin(q_i)
-        A, B, K = self.aaT[i], self.I_aaT[i], self.K[i]
-        return mat_mul(R0, tuple(A[k] + c * B[k] + s * K[k] for k in range(9)))
-
     def rebuild(self, q: Sequence[float]) -> Tuple[List[Vec], List[Mat]]:
         """Node positions (joints, then the tip) and joint rotations: FK of ``q``."""
-        x: List[Vec] = []
-        R: List[Mat] = []
-        R_parent = x_parent = None
-        for i in range(self.n):
-            R0, xi = self._zero_frame(i, R_parent, x_parent)
-            Ri = self._turned(i, R0, q[i])
+        rows = self.rows
+        R0, xi = _base_frame(rows[0])
+        Ri = _turned(rows[0], R0, q[0])
+        x: List[Vec] = [xi]
+        R: List[Mat] = [Ri]
+        for i in range(1, self.n):
+            R0, xi = _zero_frame(rows[i], Ri, xi)
+            Ri = _turned(rows[i], R0, q[i])
             x.append(xi)
             R.append(Ri)
-            R_parent, x_parent = Ri, xi
-        x.append(self._tip(R[-1], x[-1]))
+        x.append(_point_in(Ri, xi, self.t_tip))
         return x, R
-
-    def _tip(self, R_last: Mat, x_last: Vec) -> Vec:
-        ox, oy, oz = mat_vec(R_last, self.t_tip)
-        return (x_last[0] + ox, x_last[1] + oy, x_last[2] + oz)
 
     # ------------------------------------------------------------------------------ passes
     def forward(self, x: List[Vec], L: List[float], target: Vec) -> List[Vec]:
@@ -123,9 +104,9 @@ class SerialFabrik:
 
     def backward(self, q: List[float], x: List[Vec], R: List[Mat], P: List[Vec]) -> None:
         """Re-anchor from the base: fit each joint's angle, clamp it, rebuild (in place)."""
-        R_parent = x_parent = None
+        rows = self.rows
         for i in range(self.n):
-            R0, xi = self._zero_frame(i, R_parent, x_parent)
+            R0, xi = _zero_frame(rows[i], R[i - 1], x[i - 1]) if i else _base_frame(rows[0])
             align = self.align[i]
             if align[0] == 'bones':
                 _, w_perp, w_cross = align
@@ -141,10 +122,8 @@ class SerialFabrik:
                 fitted = self._fit_points(align[1], i, R0, xi, q, x, R, P)
             if not fitted:
                 self._fit_points(self.fallback[i], i, R0, xi, q, x, R, P)
-            Ri = self._turned(i, R0, q[i])
-            x[i], R[i] = xi, Ri
-            R_parent, x_parent = Ri, xi
-        x[self.n] = self._tip(R[-1], x[self.n - 1])
+            x[i], R[i] = xi, _turned(rows[i], R0, q[i])
+        x[self.n] = _point_in(R[-1], x[self.n - 1], self.t_tip)
 
     def _fit_points(self, nodes, i, R0, xi, q, x, R, P) -> bool:
         """Joint ``i``'s angle moving ``nodes`` (rigidly, at their old ``x``) onto ``P``;

@@ -40,15 +40,19 @@ relative to its branch). Chains with prismatic joints never get here: the solver
 
 from __future__ import annotations
 
-import math
-from typing import List
+from typing import List, Tuple
 
 import numpy as np
 
+from ik_node.kernels import fk
+from ik_node.kernels.small_matrix import Mat, Vec
 from ik_node.model.chain import Chain
 from ik_node.solvers.fabrik.iteration import (EPS_M, PARALLEL_COS, FabrikProblem, FabrikRun,
                                               FabrikSettings, iterate)
 from ik_node.solvers.fabrik.tree_passes import TreePasses
+
+_base_frame, _zero_frame, _turned, _slid, _point_in = (
+    fk.plain.base_frame, fk.plain.zero_frame, fk.plain.turned, fk.plain.slid, fk.plain.point_in)
 
 class FabrikTree:
     """FABRIK on a :class:`Chain` (tree or serial), geometry precomputed in ``__init__``."""
@@ -76,11 +80,10 @@ class FabrikTree:
         self.R_tp = T_parent[:, :3, :3].copy()
         self.t_tp = T_parent[:, :3, 3].copy()
         self.t_tip = np.array([t.T_joint_tip[:3, 3] for t in chain.tips]).reshape(T, 3)
-        # Rodrigues: R(q) = aa^T + cos q (I - aa^T) + sin q [a]x.
-        self.aaT = np.einsum('ni,nj->nij', self.axes, self.axes)
-        self.I_aaT = np.eye(3) - self.aaT
-        self.K = np.array([[[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]]
-                           for a in self.axes]).reshape(n, 3, 3)
+        #: Each joint's FABRIK model row (:func:`~ik_node.kernels.fk.fabrik_row`: its frame,
+        #: axis and Rodrigues' terms), each tip's offset: tuples of floats for the FK.
+        self.rows = [fk.fabrik_row(self.R_tp[i], self.t_tp[i], self.axes[i]) for i in range(n)]
+        self.tip_offsets = [tuple(float(v) for v in t) for t in self.t_tip]
         # Each child's offset in its parent joint's frame, projected off the axis (r_perp), and
         # axis x offset (r_cross): with b the target direction in the joint's q = 0 frame, the
         # best angle is atan2(r_cross . b, r_perp . b).
@@ -124,26 +127,37 @@ class FabrikTree:
             self.place(i, q, x, R)
         self.place_tips(x, R)
 
-    def place(self, i: int, q: np.ndarray, x: np.ndarray, R: np.ndarray) -> None:
+    def frame(self, i: int, x: np.ndarray, R: np.ndarray) -> Tuple[Mat, Vec]:
+        """``(R0, x_i)``: joint i's q = 0 rotation (row-major 9-tuple) and origin (3-tuple) in
+        the frame of its parent joint as placed in ``x`` and ``R``
+        (:func:`~ik_node.kernels.fk.zero_frame`)."""
         p = self.node_parent[i]
         if p < 0:
-            R0, xi = self.R_tp[i], self.t_tp[i].copy()
-        else:
-            R0 = R[p] @ self.R_tp[i]
-            xi = x[p] + R[p] @ self.t_tp[i]
+            return _base_frame(self.rows[i])
+        return _zero_frame(self.rows[i], R[p].ravel().tolist(), x[p].tolist())
+
+    def place(self, i: int, q: np.ndarray, x: np.ndarray, R: np.ndarray) -> None:
+        """Joint i's rotation and origin at ``q[i]`` into ``R`` and ``x``, its parent placed."""
+        R0, xi = self.frame(i, x, R)
+        self.place_from(i, float(q[i]), R0, xi, x, R)
+
+    def place_from(self, i: int, q_i: float, R0: Mat, xi: Vec, x: np.ndarray, R: np.ndarray
+                   ) -> None:
+        """Joint i's rotation and origin at ``q_i`` from its :meth:`frame` ``(R0, xi)``."""
+        row = self.rows[i]
         if self.revolute[i]:
-            R[i] = R0 @ (self.aaT[i] + math.cos(q[i]) * self.I_aaT[i]
-                         + math.sin(q[i]) * self.K[i])
+            R.reshape(-1, 9)[i] = _turned(row, R0, q_i)
         else:
-            R[i] = R0
-            xi += (R0 @ self.axes[i]) * q[i]
+            R.reshape(-1, 9)[i] = R0
+            xi = _slid(row, R0, xi, q_i)
         x[i] = xi
 
     def place_tips(self, x: np.ndarray, R: np.ndarray) -> None:
+        """Every tip's position from its joint's placed frame."""
         n = self.n
-        for k in range(self.n_tips):
+        for k, t in enumerate(self.tip_offsets):
             p = self.node_parent[n + k]
-            x[n + k] = self.t_tip[k] if p < 0 else x[p] + R[p] @ self.t_tip[k]
+            x[n + k] = t if p < 0 else _point_in(R[p].ravel().tolist(), x[p].tolist(), t)
 
     def bone_lengths(self, x: np.ndarray) -> np.ndarray:
         """Length [m] of every node's bone (0 for nodes hanging from the base)."""

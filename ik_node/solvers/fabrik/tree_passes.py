@@ -176,13 +176,9 @@ class TreePasses(Passes):
         tree, plan, q, x, R, P = self.tree, self.plan, self.q, self.x, self.R, self.P
         for i in range(tree.n):
             align = plan.align[i]
+            frame = tree.frame(i, x, R)
             if align is not None:
-                p = tree.node_parent[i]
-                if p < 0:
-                    R0, xi = tree.R_tp[i], tree.t_tp[i]
-                else:
-                    R0 = R[p] @ tree.R_tp[i]
-                    xi = x[p] + R[p] @ tree.t_tp[i]
+                R0, xi = np.array(frame[0]).reshape(3, 3), np.array(frame[1])
                 if align[0] == 'bones':
                     _, ch, w_perp, w_cross = align
                     b = (P[ch] - xi) @ R0      # forward-pass directions in the q = 0 frame
@@ -195,7 +191,7 @@ class TreePasses(Passes):
                     fitted = self.fit_points(align[1], i, R0, xi)
                 if not fitted:
                     self.fit_points(plan.fallback[i], i, R0, xi)
-            tree.place(i, q, x, R)
+            tree.place_from(i, float(q[i]), frame[0], frame[1], x, R)
         tree.place_tips(x, R)
 
     def fit_points(self, nodes: np.ndarray, i: int, R0: np.ndarray, xi: np.ndarray) -> bool:
