@@ -23,6 +23,7 @@ import transforms3d
 
 from ik_node.errors import ChainError
 from ik_node.model.fast_kinematics import SerialKinematics
+from ik_node.model.joint_motion import JointMotions
 from ik_node.model.urdf_reading import (MOVING_JOINT_TYPES, Joint, T_root_link, Tip,
                                 chain_parts_from_xml, transform_from_xyz_rpy, urdf_xml_from_file)
 from ik_node.model.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
@@ -57,10 +58,6 @@ def rotation_from_quat_xyzw(quat_xyzw: Sequence[float]) -> np.ndarray:
     return transforms3d.quaternions.quat2mat(quat_wxyz_from_xyzw(quat_xyzw))
 
 
-def _skew(v: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
 class Chain:
     """Moving joints from a base link to one or more tip links of a URDF.
 
@@ -90,9 +87,7 @@ class Chain:
         self._prismatic = np.array([j.is_prismatic for j in self.joints], dtype=bool)
         self._axes = np.array([j.axis for j in self.joints], dtype=float).reshape(n, 3)
         self._T_parent = np.array([j.T_parent_joint for j in self.joints]).reshape(n, 4, 4)
-        # Rodrigues terms per joint, precomputed: R(q) = I cos q + K sin q + a a^T (1 - cos q).
-        self._K = np.array([_skew(a) for a in self._axes]).reshape(n, 3, 3)
-        self._aaT = np.einsum('ni,nj->nij', self._axes, self._axes)
+        self._motions = JointMotions(self._axes, self._prismatic)
         self._tip_index = {t.link: k for k, t in enumerate(self.tips)}
         # ancestors[k]: the joints that move tip k, in order from the base.
         self._tip_joints = [np.array(self._ancestors(t.parent), dtype=int) for t in self.tips]
@@ -218,18 +213,7 @@ class Chain:
 
     def local_transforms(self, q: np.ndarray) -> np.ndarray:
         """Per-joint transforms ``T_parent_joint @ motion(q_i)``, shape ``(..., n, 4, 4)``."""
-        q = np.asarray(q, dtype=float)
-        c, s = np.cos(q)[..., None, None], np.sin(q)[..., None, None]
-        R = c * np.eye(3) + s * self._K + (1.0 - c) * self._aaT
-        pris = self._prismatic
-        if pris.any():
-            R = np.where(pris[:, None, None], np.eye(3), R)
-        M = np.zeros(q.shape + (4, 4))
-        M[..., :3, :3] = R
-        M[..., 3, 3] = 1.0
-        if pris.any():
-            M[..., :3, 3] = np.where(pris[:, None], self._axes * q[..., None], 0.0)
-        return self._T_parent @ M
+        return self._T_parent @ self._motions(q)
 
     def joint_frames(self, q: np.ndarray) -> np.ndarray:
         """World (base-frame) transform of every joint after its motion, ``(..., n, 4, 4)``.

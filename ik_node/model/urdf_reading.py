@@ -23,6 +23,7 @@ import transforms3d
 
 from ik_node.model import urdf_checks
 from ik_node.errors import ChainError, ConfigError
+from ik_node.model.joint_motion import JointMotions
 from ik_node.model.urdf_checks import DEFAULT_MAX_DESCRIPTION_BYTES
 
 MOVING_JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
@@ -205,13 +206,11 @@ def _axis(uj) -> np.ndarray:
 
 
 def motion_transform(uj, value: float) -> np.ndarray:
-    """The motion of a URDF joint at ``value`` [rad or m] (identity for other joint types)."""
-    T = np.eye(4)
-    if uj.type in ('revolute', 'continuous'):
-        T[:3, :3] = transforms3d.axangles.axangle2mat(_axis(uj), value)
-    elif uj.type == 'prismatic':
-        T[:3, 3] = _axis(uj) * value
-    return T
+    """The motion of a URDF joint at ``value`` [rad or m] (identity for other joint types):
+    :class:`~ik_node.model.joint_motion.JointMotions`, as a chain's joints move."""
+    if uj.type not in MOVING_JOINT_TYPES:
+        return np.eye(4)
+    return JointMotions(_axis(uj), [uj.type == 'prismatic'])([value])[0]
 
 
 def _moving_joint(uj, T_parent_joint: np.ndarray, parent: int) -> Joint:
