@@ -7,7 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import transforms3d
+
 from ik_node.model.chain import Chain
+from ik_node.model.joint_motion import JointMotions
+from ik_node.model.urdf_reading import motion_transform
 from ik_node.errors import ChainError
 
 from reference_robots import SHARED_ROBOTS  # noqa: E402
@@ -338,6 +342,39 @@ def test_link_transform_of_an_intermediate_link_sits_at_its_joint():
     chain = Chain.from_urdf_string(PLANAR3, 'base', 'tip')
     T = chain.link_transform('l3', np.array([math.pi / 2, 0.0, 0.0]))
     np.testing.assert_allclose(T[:3, 3], [0.0, 0.7, 0.0], atol=1e-12)
+
+
+def test_a_joints_motion_is_the_axis_angle_rotation_or_the_slide_along_its_axis():
+    # One formula (JointMotions) for a chain's joints and for any URDF joint's motion, checked
+    # against transforms3d's axis-angle rotation and by hand for the slide.
+    rng = np.random.default_rng(2)
+    axes = rng.normal(size=(4, 3))
+    axes /= np.linalg.norm(axes, axis=1)[:, None]
+    motions = JointMotions(axes, [False, True, False, True])
+    q = rng.uniform(-3.0, 3.0, (6, 4))
+    M = motions(q)
+    assert M.shape == (6, 4, 4, 4)
+    for k in range(6):
+        for i in range(4):
+            expected = np.eye(4)
+            if i % 2:
+                expected[:3, 3] = axes[i] * q[k, i]
+            else:
+                expected[:3, :3] = transforms3d.axangles.axangle2mat(axes[i], q[k, i])
+            np.testing.assert_allclose(M[k, i], expected, atol=1e-12)
+
+
+def test_a_urdf_joints_motion_is_the_chains():
+    chain = Chain.from_urdf_string(MIXED, 'base', 'tool')
+    joints = {uj.name: uj for uj in chain._robot.joints}
+    q = np.array([0.2, -1.1, 0.7, 0.15])
+    local = chain.local_transforms(q)
+    for i, joint in enumerate(chain.joints):
+        np.testing.assert_array_equal(motion_transform(joints[joint.name], q[i]),
+                                      JointMotions(joint.axis, [joint.is_prismatic])([q[i]])[0])
+        assert np.allclose(local[i], joint.T_parent_joint @ motion_transform(joints[joint.name],
+                                                                              q[i]), atol=1e-15)
+    np.testing.assert_array_equal(motion_transform(joints['fixed_mid'], 0.3), np.eye(4))
 
 
 def test_link_transform_of_an_unknown_frame_lists_the_links():

@@ -116,3 +116,93 @@ def test_the_linear_solve_is_numpys_and_refuses_a_zero_pivot(compiled):
 
 def test_every_kernel_module_reads_the_prismatic_flag_where_fk_does():
     assert dls_kernels._PRISMATIC == compiled_search._PRISMATIC == fk.PRISMATIC
+
+
+# A tree with an oblique axis, rpy origins and a prismatic branch, for FABRIK's placement.
+_TREE_URDF = '''<?xml version="1.0"?><robot name="r">
+<link name="base"/><link name="trunk"/><link name="l1"/><link name="l2"/><link name="tip_l"/>
+<link name="r1"/><link name="r2"/><link name="tip_r"/>
+<joint name="waist" type="revolute"><parent link="base"/><child link="trunk"/>
+ <origin xyz="0 0 0.3" rpy="0.1 0 0.2"/><axis xyz="0 0.3 1"/>
+ <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
+<joint name="l_shoulder" type="revolute"><parent link="trunk"/><child link="l1"/>
+ <origin xyz="0 0.2 0" rpy="0 0.4 -0.3"/><axis xyz="0 1 0"/>
+ <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
+<joint name="l_elbow" type="revolute"><parent link="l1"/><child link="l2"/>
+ <origin xyz="0.3 0 0.05"/><axis xyz="1 1 0"/>
+ <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
+<joint name="l_tip" type="fixed"><parent link="l2"/><child link="tip_l"/>
+ <origin xyz="0.25 0 0" rpy="0 0 0.5"/></joint>
+<joint name="r_shoulder" type="revolute"><parent link="trunk"/><child link="r1"/>
+ <origin xyz="0 -0.2 0"/><axis xyz="1 0 0"/>
+ <limit lower="-2.5" upper="2.5" effort="1" velocity="1"/></joint>
+<joint name="r_slide" type="prismatic"><parent link="r1"/><child link="r2"/>
+ <origin xyz="0 0 -0.2" rpy="0.3 0 0"/><axis xyz="0.2 0 -1"/>
+ <limit lower="0" upper="0.3" effort="1" velocity="1"/></joint>
+<joint name="r_tip" type="fixed"><parent link="r2"/><child link="tip_r"/>
+ <origin xyz="0 0 -0.1"/></joint>
+</robot>'''
+
+
+def _placed(chain, q, rebuild):
+    """Node positions and joint rotations (n, 3, 3) by ``rebuild(q, x, R9)``."""
+    x, R9 = np.zeros((chain.n + len(chain.tips), 3)), np.zeros((chain.n, 9))
+    rebuild(q, x, R9)
+    return x, R9.reshape(chain.n, 3, 3)
+
+
+@pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])
+def test_fabrik_placement_is_the_chains_fk(compiled):
+    from ik_node.solvers.fabrik import compiled_tree, compiled_tree_passes
+    from ik_node.solvers.fabrik.tree import FabrikTree
+    chain = Chain.from_urdf_string(_TREE_URDF, 'base', ['tip_l', 'tip_r'])
+    tree = FabrikTree(chain)
+    if compiled:
+        if not kernels.wait(120.0):
+            pytest.skip(kernels.serving())
+        geometry, parent, t_tip = compiled_tree.geometry_of(tree)
+
+        def rebuild(q, x, R9):
+            compiled_tree_passes.rebuild(geometry, parent, t_tip, q, x, R9)
+    else:
+        def rebuild(q, x, R9):
+            tree.rebuild(q, x, R9.reshape(chain.n, 3, 3))
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        q = rng.uniform(chain.lower, chain.upper)
+        x, R = _placed(chain, q, rebuild)
+        frames = chain.joint_frames(q)
+        np.testing.assert_allclose(x[:chain.n], frames[:, :3, 3], atol=1e-12)
+        np.testing.assert_allclose(R, frames[:, :3, :3], atol=1e-12)
+        tips = chain.fk_tips(q)
+        for k, tip in enumerate(chain.tip_links):
+            np.testing.assert_allclose(x[chain.n + k], tips[tip][:3, 3], atol=1e-12)
+
+
+def test_the_python_passes_place_by_the_kernels_source_in_plain_python():
+    # fk.plain: the same functions, still plain Python once compile() replaced the module's
+    # globals by numba's, and their answers the compiled ones to the bit.
+    if not kernels.wait(120.0):
+        pytest.skip(kernels.serving())
+    import types
+    rng = np.random.default_rng(5)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    R_tp = Chain.from_urdf_string(_TREE_URDF, 'base', 'tip_l').joints[1].T_parent_joint[:3, :3]
+    row = fk.fabrik_row(R_tp, rng.normal(size=3), axis)
+    R_parent = tuple(float(v) for v in np.linalg.qr(rng.normal(size=(3, 3)))[0].ravel())
+    x_parent = tuple(float(v) for v in rng.normal(size=3))
+    row_array = np.array(row)
+    for name in fk.plain._fields:
+        plain = getattr(fk.plain, name)
+        assert isinstance(plain, types.FunctionType)
+        assert plain.__code__ is getattr(fk, name).py_func.__code__  # fk's: numba's dispatcher
+        assert all(isinstance(plain.__globals__[helper], types.FunctionType)
+                   for helper in ('mat_mul', 'mat_vec', 'point_in', 'base_frame'))
+    for q_i in rng.uniform(-3.0, 3.0, 5):
+        R0, x0 = fk.plain.zero_frame(row, R_parent, x_parent)
+        assert (R0, x0) == fk.zero_frame(row_array, R_parent, x_parent)
+        assert fk.plain.turned(row, R0, q_i) == fk.turned(row_array, R0, q_i)
+        assert fk.plain.slid(row, R0, x0, q_i) == fk.slid(row_array, R0, x0, q_i)
+        assert fk.plain.base_frame(row) == fk.base_frame(row_array)
+        assert fk.plain.point_in(R0, x0, x_parent) == fk.point_in(R0, x0, x_parent)
