@@ -9,16 +9,24 @@ turns about (revolute) or slides along (prismatic) that frame's z axis; column
 it. Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a
 kernel module calling them runs first (numba reads ``fk.frames`` when it compiles the caller).
 
-A FABRIK model (:mod:`ik_node.solvers.fabrik.compiled_passes`, ``compiled_tree_passes``) is
-one row per joint: columns 0-8 the joint's q = 0 rotation in its parent's frame (row-major),
-9-11 its origin there [m], then at :data:`AAT`, :data:`I_AAT`, :data:`K` the three 9-float terms
-of Rodrigues' formula, ``R(q) = aa^T + cos q (I - aa^T) + sin q [a]x``. Rotations are row-major
-9-tuples (the small-matrix helpers of :mod:`ik_node.kernels.small_matrix`, compiled
-here too).
+A FABRIK model row (:func:`fabrik_row`; the compiled passes,
+:mod:`ik_node.solvers.fabrik.compiled_passes` and ``compiled_tree_passes``, add columns after
+it) holds one joint: columns 0-8 its q = 0 rotation in its parent's frame (row-major), 9-11 its
+origin there [m], :data:`AXIS` its unit axis (joint frame), then at :data:`AAT`, :data:`I_AAT`,
+:data:`K` the three 9-float terms of Rodrigues' formula,
+``R(q) = aa^T + cos q (I - aa^T) + sin q [a]x``. FABRIK places its nodes by :func:`base_frame`
+or :func:`zero_frame` (a joint's q = 0 rotation and origin from its parent's), :func:`turned`
+(a revolute joint's rotation), :func:`slid` (a prismatic joint's origin) and :func:`point_in`
+(a tip), written once for both paths: compiled, on rows of a model array (:func:`frame_of`
+reads the parent's frame from the arrays, :func:`place` stores a joint's), and in plain Python,
+on rows that are tuples of floats, through :data:`plain` (FABRIK's Python passes,
+:class:`~ik_node.solvers.fabrik.serial.SerialFabrik` and
+:class:`~ik_node.solvers.fabrik.tree.FabrikTree`). Rotations are row-major 9-tuples, points
+3-tuples (the small-matrix helpers of :mod:`ik_node.kernels.small_matrix`, compiled here too).
 
-The Python path's forward kinematics is :class:`ik_node.model.chain.Chain`'s (numpy frames, and
-generated plain-float code for a serial chain); FABRIK's Python passes place their nodes by
-:func:`zero_frame` and :func:`turned`'s formula, in plain floats (serial) or numpy (tree).
+The Python path's other forward kinematics is :class:`ik_node.model.chain.Chain`'s (numpy
+frames with the joint motions of :mod:`ik_node.model.joint_motion`, and generated plain-float
+code for a serial chain).
 """
 
 from __future__ import annotations

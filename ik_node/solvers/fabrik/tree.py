@@ -1,9 +1,12 @@
 """The FABRIK passes over a kinematic tree (a serial chain is the one-tip case).
 
-Numpy only. :class:`FabrikTree` precomputes the geometry of a
-:class:`~ik_node.model.chain.Chain` once; :meth:`FabrikTree.run` iterates forward and backward
-passes for one set of targets (the passes: :mod:`~ik_node.solvers.fabrik.tree_passes`; the loop
-and its stall rule, shared with the serial passes: :mod:`~ik_node.solvers.fabrik.iteration`).
+:class:`FabrikTree` precomputes the geometry of a :class:`~ik_node.model.chain.Chain` once;
+:meth:`FabrikTree.run` iterates forward and backward passes for one set of targets (the passes,
+in numpy: :mod:`~ik_node.solvers.fabrik.tree_passes`; the loop and its stall rule, shared with
+the serial passes: :mod:`~ik_node.solvers.fabrik.iteration`). A joint's frame and the tips are
+placed by the kernel library's FABRIK forward kinematics in plain Python
+(:data:`ik_node.kernels.fk.plain`, on each joint's row as a tuple of floats), the functions the
+compiled tree passes run; the passes keep their numpy arrays and convert at that boundary.
 
 Nodes are the chain's joints ``0 .. n-1`` (depth-first, parents first) followed by its tips
 ``n .. n+T-1``. A node's position is its joint frame origin (a tip: the tip frame origin); a
