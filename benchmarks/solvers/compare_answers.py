@@ -114,7 +114,7 @@ def fabrik_tree_answers(n: int) -> List[Answer]:
                                 params['tip_links'])
     twin_solver = make_solver('fabrik', twin, {**params.get('fabrik', {}), 'timeout': TIMEOUT_S})
     cases: List[Tuple[Chain, Callable]] = [
-        (quad, fabrik_tree_solver(quad)),
+        (quad, fabrik_tree_solver(quad, {'timeout': TIMEOUT_S})),
         (twin, lambda targets, seed: twin_solver.solve(targets=targets, seed=seed))]
     out = []
     for chain, solve in cases:

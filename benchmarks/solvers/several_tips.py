@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -80,10 +80,11 @@ def steal_jiffies() -> tuple:
     return (values[7] if len(values) > 7 else 0), sum(values)
 
 
-def fabrik_tree_solver(chain: Chain) -> Callable:
+def fabrik_tree_solver(chain: Chain, params: Optional[dict] = None) -> Callable:
     """``solve(targets, seed)`` by the FABRIK passes over the whole tree (the tree path of
-    :class:`FabrikSolver`, called directly: the solver itself splits independent legs)."""
-    solver = make_solver('fabrik', chain)
+    :class:`FabrikSolver`, called directly: the solver itself splits independent legs), the
+    solver built with ``params`` (default: its defaults)."""
+    solver = make_solver('fabrik', chain, params or {})
 
     def solve(targets, seed):
         parsed = tip_targets_from_input(targets, chain.tip_links)
