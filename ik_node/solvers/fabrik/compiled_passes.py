@@ -22,7 +22,7 @@ import numpy as np
 import ik_node.kernels as kernels
 from ik_node.kernels import fk
 from ik_node.solvers.fabrik.iteration import EPS_M, TIP_FIT_WEIGHT, TWO_PI
-from ik_node.kernels.small_matrix import mat_vec, vec_mat  # noqa: F401 - compiled here (mat_vec for the callers)
+from ik_node.kernels.small_matrix import mat_vec, vec_mat  # noqa: F401 - compiled here, for callers too
 
 # Columns of the model array, one row per joint: the joint's FABRIK row (fk.fabrik_row: its q = 0
 # rotation and origin _T_TP in its parent's frame, its axis _AXIS, Rodrigues' terms), then the

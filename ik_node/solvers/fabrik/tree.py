@@ -57,6 +57,7 @@ from ik_node.solvers.fabrik.tree_passes import TreePasses
 _base_frame, _zero_frame, _turned, _slid, _point_in = (
     fk.plain.base_frame, fk.plain.zero_frame, fk.plain.turned, fk.plain.slid, fk.plain.point_in)
 
+
 class FabrikTree:
     """FABRIK on a :class:`Chain` (tree or serial), geometry precomputed in ``__init__``."""
 
@@ -149,9 +150,9 @@ class FabrikTree:
         """Joint i's rotation and origin at ``q_i`` from its :meth:`frame` ``(R0, xi)``."""
         row = self.rows[i]
         if self.revolute[i]:
-            R.reshape(-1, 9)[i] = _turned(row, R0, q_i)
+            R[i].flat = _turned(row, R0, q_i)
         else:
-            R.reshape(-1, 9)[i] = R0
+            R[i].flat = R0
             xi = _slid(row, R0, xi, q_i)
         x[i] = xi
 
