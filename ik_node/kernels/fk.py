@@ -142,8 +142,8 @@ def turned(row, R0, q_i):
     """A revolute joint's rotation at ``q_i`` [rad] from its q = 0 rotation ``R0`` (Rodrigues;
     ``row``: its model row)."""
     c, s = math.cos(q_i), math.sin(q_i)
-    # The columns AAT, I_AAT and K written out: a global's lookup per term would cost the
-    # plain-Python callers a tenth of their pass.
+    # The columns AAT, I_AAT and K written out: in plain Python, looking the globals up per
+    # term makes a call a quarter slower.
     return mat_mul(R0, (
         row[15] + c * row[24] + s * row[33], row[16] + c * row[25] + s * row[34],
         row[17] + c * row[26] + s * row[35], row[18] + c * row[27] + s * row[36],

@@ -6,8 +6,8 @@ without restarts (the caller's closest-pose search restarts instead): forward pa
 pass with the 'bones' or 'points' fit of each joint (see :mod:`ik_node.solvers.fabrik.tree`), the
 stretching first pass toward a target out of reach, the extrapolation and the damped
 least-squares polish. For 3-7 joints numpy's per-call overhead dominates arrays this small: in
-tuples of floats an iteration takes 6-7 times less time (``benchmarks/ab_fabrik_passes.py``,
-``benchmarks/results/fabrik_passes.md``).
+tuples of floats an iteration takes 6-7 times less time (``python -m
+benchmarks.solvers.fabrik_paths``, ``benchmarks/results/fabrik_passes.md``).
 The results agree with :class:`FabrikTree` to round-off (tested).
 
 Rotations are row-major 9-tuples, vectors 3-tuples
