@@ -129,13 +129,19 @@ def _load() -> None:
             pass
 
 
-def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, ...]) -> dict:
+def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, ...],
+           inlined: Tuple[str, ...] = ()) -> dict:
     """A kernel module's functions compiled by ``numba.njit(cache=True, nogil=True)``: its
     helpers first, replaced in ``namespace`` (the module's globals) so that the functions
     calling them see the compiled ones, then its kernels, returned by name. For a module's
-    ``compile()``, in the loading thread."""
+    ``compile()``, in the loading thread. The ``inlined`` helpers numba inlines into each
+    caller (``inline='always'``): small functions taking an array's row, whose call costs more
+    than their body."""
     import numba
     jit = numba.njit(cache=True, nogil=True)
+    inline = numba.njit(cache=True, nogil=True, inline='always')
+    for name in inlined:
+        namespace[name] = inline(namespace[name])
     for name in helpers:
         namespace[name] = jit(namespace[name])
     return {name: jit(namespace[name]) for name in kernel_names}

@@ -217,7 +217,7 @@ _COMPILED = []
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile these functions in place (or load them from numba's cache on disk), once."""
     if not _COMPILED:
-        kernels.jitted(globals(), ('mat_mul', 'mat_vec', 'point_in', 'base_frame', 'zero_frame',
-                                    'turned', 'slid', 'load9', 'load3', 'frame_of', 'place',
-                                    'frames', 'jacobian'), ())
+        kernels.jitted(globals(), ('mat_mul', 'mat_vec', 'frames', 'jacobian'), (),
+                       inlined=('point_in', 'base_frame', 'zero_frame', 'turned', 'slid',
+                                'load9', 'load3', 'frame_of', 'place'))
         _COMPILED.append(True)
