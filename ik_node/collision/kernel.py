@@ -43,14 +43,19 @@ from typing import NamedTuple
 import numpy as np
 
 from ik_node.collision.gjk import Hulls, _gjk, _turn, _unit
+from ik_node.kernels import fk
 
 #: Pieces' capsules are measured for pairs whose links' capsules are within the padding plus
 #: this [m]; beyond, the links' capsules bound the pair (and the pair is not near enough for
 #: the collision term's witnesses: :data:`ik_node.solvers.damped_jacobian.collision_term.REACH_M`).
 FINE_SCREEN_M = 0.05
 
-FLOATS = ('T_parent', 'axes', 'T_frame_link', 'seg_a', 'seg_b', 'radius', 'link_cap', 'points')
-INTS = ('prismatic', 'parents', 'link_frame', 'cap_link', 'pair_caps', 'cap_pairs',
+#: The columns of a joint's row in :data:`Geometry` ``joints``: fk's frames form (its 12, the
+#: limits' two, unused here, and :data:`ik_node.kernels.fk.PRISMATIC`).
+JOINT_COLUMNS = fk.PRISMATIC + 1
+
+FLOATS = ('joints', 'T_frame_link', 'seg_a', 'seg_b', 'radius', 'link_cap', 'points')
+INTS = ('parents', 'link_frame', 'cap_link', 'pair_caps', 'cap_pairs',
         'link_pairs', 'adj_start', 'adj', 'seeds')
 WORK = ('frames', 'links', 'gaps', 'quats', 'witness', 'upper', 'ends', 'link_ends', 'simplex')
 
@@ -59,12 +64,10 @@ class Geometry(NamedTuple):
     """The constants of a checker, flat (n joints, L links, C capsules, P pairs, V hull
     vertices, S seeds per link; ``(k, m)`` arrays stored row after row)."""
 
-    T_parent: np.ndarray      # (n, 4, 4) each joint's fixed transform from its parent's frame
-    axes: np.ndarray          # (n, 3) joint axes
-    prismatic: np.ndarray     # (n,) 1 for a prismatic joint
+    joints: np.ndarray        # (n, JOINT_COLUMNS) the joints' rows of fk's frames form
     parents: np.ndarray       # (n,) parent joint, -1: the base
     link_frame: np.ndarray    # (L,) the joint each link moves with, -1: none
-    T_frame_link: np.ndarray  # (L, 4, 4) the link in that joint's frame
+    T_frame_link: np.ndarray  # (L, 4, 4) the link in that joint's frame (fk's, axis along z)
     cap_link: np.ndarray      # (C,) each piece capsule's link
     seg_a: np.ndarray         # (C, 3) its segment's ends, link frame
     seg_b: np.ndarray         # (C, 3)
@@ -82,7 +85,7 @@ class Geometry(NamedTuple):
 class Work(NamedTuple):
     """What the kernel writes (and the checker reads, as shaped views), flat."""
 
-    frames: np.ndarray     # (n, 4, 4) joint frames
+    frames: np.ndarray     # (n, 3, 4) joint frames (fk's, axis along z), base frame
     links: np.ndarray      # (L, 4, 4) link transforms, base frame
     gaps: np.ndarray       # (P,) lower bounds of the pairs' hull distances [m]
     quats: np.ndarray      # (L, 4) link rotations (w, x, y, z), which python-fcl takes fastest
@@ -102,12 +105,12 @@ def _field(buffer, ints, k):
 def _unpack(floats, ints, work):
     """:class:`Geometry` and :class:`Work` views of the three arrays."""
     f, w = len(FLOATS), len(FLOATS) + len(INTS)  # the first int and work fields
-    g = Geometry(_field(floats, ints, 0), _field(floats, ints, 1), _field(ints, ints, f),
-                 _field(ints, ints, f + 1), _field(ints, ints, f + 2), _field(floats, ints, 2),
-                 _field(ints, ints, f + 3), _field(floats, ints, 3), _field(floats, ints, 4),
-                 _field(floats, ints, 5), _field(floats, ints, 6), _field(ints, ints, f + 4),
-                 _field(ints, ints, f + 5), _field(ints, ints, f + 6), _field(floats, ints, 7),
-                 _field(ints, ints, f + 7), _field(ints, ints, f + 8), _field(ints, ints, f + 9))
+    g = Geometry(_field(floats, ints, 0), _field(ints, ints, f), _field(ints, ints, f + 1),
+                 _field(floats, ints, 1), _field(ints, ints, f + 2), _field(floats, ints, 2),
+                 _field(floats, ints, 3), _field(floats, ints, 4), _field(floats, ints, 5),
+                 _field(ints, ints, f + 3), _field(ints, ints, f + 4), _field(ints, ints, f + 5),
+                 _field(floats, ints, 6), _field(ints, ints, f + 6), _field(ints, ints, f + 7),
+                 _field(ints, ints, f + 8))
     out = Work(_field(work, ints, w), _field(work, ints, w + 1), _field(work, ints, w + 2),
                _field(work, ints, w + 3), _field(work, ints, w + 4), _field(work, ints, w + 5),
                _field(work, ints, w + 6), _field(work, ints, w + 7), _field(work, ints, w + 8))
@@ -123,7 +126,8 @@ def check_kernel(q, floats, ints, work, pad):
     compiled call counts the references of every array it is passed, and theirs would cost
     more than the pair's test."""
     g, w = _unpack(floats, ints, work)
-    _place_joints(q, g.T_parent, g.axes, g.prismatic, g.parents, w.frames)
+    n = q.shape[0]
+    fk.joint_frames(g.joints.reshape((n, JOINT_COLUMNS)), g.parents, n, q, w.frames)
     _place_links(g.link_frame, g.T_frame_link, w.frames, w.links, w.quats)
     _place_capsules(w.links, g.link_cap, g.cap_link, (g.seg_a, g.seg_b), w.link_ends, w.ends)
     hulls = Hulls(g.points, g.adj_start, g.adj, g.seeds)
@@ -146,20 +150,6 @@ def check_kernel(q, floats, ints, work, pad):
     return smallest
 
 
-def _place_joints(q, T_parent, axes, prismatic, parents, frames):
-    """The joint frames at ``q`` into ``frames``."""
-    M = np.empty(16)
-    local = np.empty(16)
-    for i in range(q.shape[0]):
-        _joint_motion((axes[3 * i], axes[3 * i + 1], axes[3 * i + 2]), prismatic[i], q[i], M)
-        p = parents[i]
-        if p < 0:
-            _rigid_product(T_parent, 16 * i, M, 0, frames, 16 * i)
-        else:
-            _rigid_product(T_parent, 16 * i, M, 0, local, 0)
-            _rigid_product(frames, 16 * p, local, 0, frames, 16 * i)
-
-
 def _place_links(link_frame, T_frame_link, frames, links, quats):
     """The link transforms (from the joint frames) and their quaternions."""
     for k in range(link_frame.shape[0]):
@@ -168,7 +158,7 @@ def _place_links(link_frame, T_frame_link, frames, links, quats):
             for e in range(16):
                 links[16 * k + e] = T_frame_link[16 * k + e]
         else:
-            _rigid_product(frames, 16 * j, T_frame_link, 16 * k, links, 16 * k)
+            _rigid_product(frames, 12 * j, T_frame_link, 16 * k, links, 16 * k)
         _quaternion(links, 16 * k, quats, 4 * k)
 
 
@@ -182,23 +172,6 @@ def _place_capsules(links, link_cap, cap_link, segments, link_ends, ends):
     for c in range(cap_link.shape[0]):
         _place_point(links, cap_link[c], seg_a, 3 * c, ends, 6 * c)
         _place_point(links, cap_link[c], seg_b, 3 * c, ends, 6 * c + 3)
-
-
-def _joint_motion(axis, prismatic, value, M):
-    """``M`` (4x4, flat): the motion of a joint of unit ``axis`` by ``value`` [rad or m]."""
-    ax, ay, az = axis
-    for r in range(12):
-        M[r] = 0.0
-    M[15] = 1.0
-    if prismatic:
-        M[0] = M[5] = M[10] = 1.0
-        M[3], M[7], M[11] = ax * value, ay * value, az * value
-        return
-    c, s = math.cos(value), math.sin(value)
-    v = 1.0 - c
-    M[0], M[1], M[2] = c + ax * ax * v, ax * ay * v - az * s, ax * az * v + ay * s
-    M[4], M[5], M[6] = ay * ax * v + az * s, c + ay * ay * v, ay * az * v - ax * s
-    M[8], M[9], M[10] = az * ax * v - ay * s, az * ay * v + ax * s, c + az * az * v
 
 
 def _place_point(links, k, points, p, out, o):
@@ -238,11 +211,11 @@ def _separate(hulls, w, pair, closest, pad):
     if witness[0] ** 2 + witness[1] ** 2 + witness[2] ** 2 > 1e-18:  # kept in joint f's frame
         n = _unit(witness[0], witness[1], witness[2])
         if f >= 0:
-            n = _turn(w.frames, 16 * f, n, False)
+            n = _turn(w.frames, 12 * f, n, False)
     bound, upper, n = _gjk(hulls, w.links, w.simplex, (i, j), n, pad)
     w.upper[m] = upper
     if f >= 0:  # the normal that bounds it, kept in joint f's frame for the next check
-        n = _turn(w.frames, 16 * f, n, True)
+        n = _turn(w.frames, 12 * f, n, True)
     w.witness[3 * m], w.witness[3 * m + 1], w.witness[3 * m + 2] = n
     return bound
 
@@ -288,8 +261,9 @@ def _segment_closest(A, i, B, j):
 
 # ------------------------------------------------------------------------ small products
 def _rigid_product(A, a, B, b, out, o):
-    """``out[o:o + 16] = A[a:a + 16] @ B[b:b + 16]`` for rigid transforms (4x4 flat, last row
-    0 0 0 1), in loops (a compiled matrix product goes through BLAS, slower at this size)."""
+    """``out[o:o + 16] = A[a:a + 12] @ B[b:b + 16]`` for rigid transforms (``A`` 3 x 4, ``B``
+    and ``out`` 4 x 4, flat, row-major; the last row 0 0 0 1), in loops (a compiled matrix
+    product goes through BLAS, slower at this size)."""
     for r in range(3):
         a0, a1, a2, a3 = A[a + 4 * r], A[a + 4 * r + 1], A[a + 4 * r + 2], A[a + 4 * r + 3]
         for col in range(4):
@@ -322,9 +296,8 @@ def _quaternion(T, t, out, o):
 
 _COMPILED = None
 #: The functions the kernel calls, compiled with it.
-_HELPERS = ('_field', '_unpack', '_place_joints', '_place_links', '_place_capsules',
-            '_joint_motion', '_place_point', '_fine_gap', '_separate', '_segment_closest',
-            '_rigid_product', '_quaternion')
+_HELPERS = ('_field', '_unpack', '_place_links', '_place_capsules', '_place_point',
+            '_fine_gap', '_separate', '_segment_closest', '_rigid_product', '_quaternion')
 #: Those of :mod:`ik_node.collision.gjk`.
 _GJK_HELPERS = ('_unit', '_turn', '_support', '_gjk', '_closest', '_keep', '_point',
                 '_origin_beyond', '_on_segment', '_on_triangle')
@@ -340,6 +313,7 @@ def compiled_kernel():
                 importlib.util.find_spec('numba') is not None:
             try:
                 import numba
+                fk.compile()  # the library's frames, which the kernel calls compiled
                 jit = numba.njit(cache=True, nogil=True)
                 inline = numba.njit(nogil=True, inline='always')
                 namespace = {**_gjk.__globals__, **check_kernel.__globals__}
