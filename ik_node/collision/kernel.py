@@ -35,13 +35,12 @@ remove ``__pycache__/kernel.*.nb*`` beside it.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 from typing import NamedTuple
 
 import numpy as np
 
+import ik_node.kernels as kernels
 from ik_node.collision.gjk import Hulls, _gjk, _turn, _unit
 from ik_node.kernels import fk
 
@@ -304,28 +303,28 @@ _GJK_HELPERS = ('_unit', '_turn', '_support', '_gjk', '_closest', '_keep', '_poi
 
 
 def compiled_kernel():
-    """The numba-compiled :func:`check_kernel`, or None without numba (or with
-    ``IK_NODE_NO_NUMBA`` set). Compiled once per process (cached on disk by numba)."""
+    """The numba-compiled :func:`check_kernel`, or None where the compiled path cannot serve
+    (:func:`ik_node.kernels.available`: numba missing, ``IK_NODE_NO_NUMBA`` set, or failed).
+    Compiled once per process, with its checker (cached on disk by numba), by the kernel
+    library's loader (:func:`ik_node.kernels.jitted`) after the library's frames
+    (:func:`ik_node.kernels.fk.compile`)."""
     global _COMPILED
     if _COMPILED is None:
         _COMPILED = False
-        if os.environ.get('IK_NODE_NO_NUMBA', '') in ('', '0') and \
-                importlib.util.find_spec('numba') is not None:
+        if kernels.available():
             try:
-                import numba
-                fk.compile()  # the library's frames, which the kernel calls compiled
-                jit = numba.njit(cache=True, nogil=True)
-                inline = numba.njit(nogil=True, inline='always')
+                fk.compile()
                 namespace = {**_gjk.__globals__, **check_kernel.__globals__}
-                for name in _HELPERS + _GJK_HELPERS:  # each a compiled copy calling the
-                    # compiled others, the small ones inlined (a call counts the references
-                    # of every array it passes), GJK called (inlined, its size slows the
-                    # kernel's every pair)
+                for name in _HELPERS + _GJK_HELPERS + ('check_kernel',):  # copies: this
+                    # module's own functions stay Python (the tests run them so)
                     fn = namespace[name]
-                    namespace[name] = (jit if name == '_gjk' else inline)(
-                        type(fn)(fn.__code__, namespace, name))
-                kernel = type(check_kernel)(check_kernel.__code__, namespace, 'check_kernel')
-                _COMPILED = jit(kernel)
+                    namespace[name] = type(fn)(fn.__code__, namespace, name)
+                # the small helpers inlined (a call counts the references of every array it
+                # passes), GJK called (inlined, its size slows the kernel's every pair)
+                _COMPILED = kernels.jitted(
+                    namespace, _HELPERS + _GJK_HELPERS, ('check_kernel',),
+                    inlined=tuple(n for n in _HELPERS + _GJK_HELPERS if n != '_gjk'),
+                )['check_kernel']
             except Exception:  # an unsupported numba: the numpy path serves
                 _COMPILED = False
     return _COMPILED or None

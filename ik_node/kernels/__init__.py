@@ -129,15 +129,20 @@ def _load() -> None:
             pass
 
 
-def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, ...]) -> dict:
+def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, ...],
+           inlined: Tuple[str, ...] = ()) -> dict:
     """A kernel module's functions compiled by ``numba.njit(cache=True, nogil=True)``: its
     helpers first, replaced in ``namespace`` (the module's globals) so that the functions
-    calling them see the compiled ones, then its kernels, returned by name. For a module's
-    ``compile()``, in the loading thread."""
+    calling them see the compiled ones, then its kernels, returned by name. The helpers named
+    in ``inlined`` are replaced by ``numba.njit(nogil=True, inline='always')`` instead: numba
+    writes them into each caller (no call, whose arguments' reference counts cost more than a
+    small helper's work). For a module's ``compile()``, in the loading thread, and the collision
+    check's kernel (with its checker)."""
     import numba
     jit = numba.njit(cache=True, nogil=True)
+    inline = numba.njit(nogil=True, inline='always')
     for name in helpers:
-        namespace[name] = jit(namespace[name])
+        namespace[name] = (inline if name in inlined else jit)(namespace[name])
     return {name: jit(namespace[name]) for name in kernel_names}
 
 
