@@ -1,6 +1,11 @@
 """The compiled check of one configuration: joint frames, link transforms, and a lower bound of
 the distance between the hulls of every checked link pair, in one numba call.
 
+The joint frames are the kernel library's (:func:`ik_node.kernels.fk.joint_frames`, on the
+joints' rows of its frames form: each joint frame chosen so that the joint's axis is its z
+axis, :func:`ik_node.model.fast_kinematics.axis_frames`); each link's constant transform from
+its joint's frame is packed for that frame (:mod:`ik_node.collision.packing`).
+
 Each link stands for the convex hull of its pieces' hull vertices. Per checked pair, bounds of
 that hull distance in turn, from the cheapest; the first that exceeds the padding ends it:
 
@@ -14,8 +19,8 @@ that hull distance in turn, from the cheapest; the first that exceeds the paddin
    stops once that exceeds the padding, once the distance of its simplex (an upper bound: a
    point of the hulls' difference) is within it, or when it converges. It starts from the
    normal that held the pair apart last (``witness``, kept in the frame of the first joint
-   that moves one link against the other, where it changes least), else from the capsules'
-   closest points.
+   that moves one link against the other, where it changes least: that joint's frame above),
+   else from the capsules' closest points.
 
 So a pair is called apart only across a plane that separates its hulls by more than the
 padding; GJK picks the plane, it never decides alone. The pairs still within the padding go to
@@ -27,10 +32,11 @@ every field's place first; the workspace ``work``): numba unboxes each argument 
 and one array costs about what a whole check of a free configuration does. The fields are
 named by :data:`FLOATS`, :data:`INTS` and :data:`WORK` (packed by
 :mod:`ik_node.collision.packing`); :func:`_unpack` views them as :class:`Geometry` and
-:class:`Work`. Plain loops: compiled by numba (:func:`compiled_kernel`, GJK's functions from
-:mod:`ik_node.collision.gjk` compiled into it), or run as Python by the tests that compare them
-with numpy and python-fcl. numba's cache checks this file only: after editing ``gjk.py``,
-remove ``__pycache__/kernel.*.nb*`` beside it.
+:class:`Work`. Plain loops: compiled by numba through the kernel library's loader
+(:func:`compiled_kernel`, GJK's functions from :mod:`ik_node.collision.gjk` compiled into it,
+the library's compiled frames called), or run as Python by the tests that compare them with
+numpy and python-fcl. numba's cache checks this file only: after editing ``gjk.py`` or
+``ik_node/kernels/fk.py``, remove ``__pycache__/kernel.*.nb*`` beside it.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ Jacobian (:mod:`~ik_node.kernels.fk`), the planar angle helpers
 (:mod:`~ik_node.kernels.planar`) and the small linear algebra
 (:mod:`~ik_node.kernels.linalg`), compiled in place before the modules that call them
 (as a solver's own helper modules are, e.g. :mod:`ik_node.solvers.fabrik.compiled_passes`).
+The collision check's kernel (:mod:`ik_node.collision.kernel`) places its joints by the same
+:mod:`~ik_node.kernels.fk` and is compiled by this loader's :func:`jitted` too, but when a
+checker is made, not in the background (:data:`WARMED_WITH_A_MODEL`).
 numba's cache checks a kernel's own file only: after editing the library or a helper module,
 remove the callers' cached files (``__pycache__/*.nbi``, ``*.nbc``) or run ``warm`` from a clean
 checkout.

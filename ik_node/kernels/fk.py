@@ -1,13 +1,19 @@
 """Forward kinematics and its Jacobian for the compiled path, written once, in the two forms the
-kernels keep: frames (3 x 4 transforms, joint motion along z: the descents) and FABRIK's
-joint rotations and node positions (Rodrigues' formula per joint).
+kernels keep: frames (3 x 4 transforms, joint motion along z: the descents, the analytic legs'
+check, the out-of-reach search and the collision check) and FABRIK's joint rotations and node
+positions (Rodrigues' formula per joint).
 
-A serial model is one row per joint, then one for the tip: columns 0-11 the constant 3 x 4
-transform (row-major) from the previous frame to the joint's frame before its motion, which
-turns about (revolute) or slides along (prismatic) that frame's z axis; column
+A model of the frames form is one row per joint (:func:`model_rows` builds it, from
+:func:`ik_node.model.fast_kinematics.axis_frames`' transforms): columns 0-11 the constant 3 x 4
+transform (row-major) from the frame the joint hangs from to the joint's frame before its
+motion, which turns about (revolute) or slides along (prismatic) that frame's z axis; column
 :data:`PRISMATIC` 1.0 for a prismatic joint. A kernel module may add columns of its own after
-it. Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a
-kernel module calling them runs first (numba reads ``fk.frames`` when it compiles the caller).
+it. A joint's frame is written once, :func:`placed` then :func:`moved`: :func:`frames` chains
+them along a serial model (whose last row is its tip's) and measures the tip, axes and origins
+for :func:`jacobian`; :func:`joint_frames` places every joint of a serial chain or a tree (each
+from its parent's frame) for the collision check (:mod:`ik_node.collision.kernel`). Plain
+Python functions in numba's subset, compiled in place by :func:`compile`, which a kernel module
+calling them runs first (numba reads ``fk.frames`` when it compiles the caller).
 
 A FABRIK model (:mod:`ik_node.solvers.fabrik.compiled_passes`, ``compiled_tree_passes``) is
 one row per joint: columns 0-8 the joint's q = 0 rotation in its parent's frame (row-major),
