@@ -1,6 +1,11 @@
 """The compiled check of one configuration: joint frames, link transforms, and a lower bound of
 the distance between the hulls of every checked link pair, in one numba call.
 
+The joint frames are the kernel library's (:func:`ik_node.kernels.fk.joint_frames`, on the
+joints' rows of its frames form: each joint frame chosen so that the joint's axis is its z
+axis, :func:`ik_node.model.fast_kinematics.axis_frames`); each link's constant transform from
+its joint's frame is packed for that frame (:mod:`ik_node.collision.packing`).
+
 Each link stands for the convex hull of its pieces' hull vertices. Per checked pair, bounds of
 that hull distance in turn, from the cheapest; the first that exceeds the padding ends it:
 
@@ -14,8 +19,8 @@ that hull distance in turn, from the cheapest; the first that exceeds the paddin
    stops once that exceeds the padding, once the distance of its simplex (an upper bound: a
    point of the hulls' difference) is within it, or when it converges. It starts from the
    normal that held the pair apart last (``witness``, kept in the frame of the first joint
-   that moves one link against the other, where it changes least), else from the capsules'
-   closest points.
+   that moves one link against the other, where it changes least: that joint's frame above),
+   else from the capsules' closest points.
 
 So a pair is called apart only across a plane that separates its hulls by more than the
 padding; GJK picks the plane, it never decides alone. The pairs still within the padding go to
@@ -27,30 +32,35 @@ every field's place first; the workspace ``work``): numba unboxes each argument 
 and one array costs about what a whole check of a free configuration does. The fields are
 named by :data:`FLOATS`, :data:`INTS` and :data:`WORK` (packed by
 :mod:`ik_node.collision.packing`); :func:`_unpack` views them as :class:`Geometry` and
-:class:`Work`. Plain loops: compiled by numba (:func:`compiled_kernel`, GJK's functions from
-:mod:`ik_node.collision.gjk` compiled into it), or run as Python by the tests that compare them
-with numpy and python-fcl. numba's cache checks this file only: after editing ``gjk.py``,
-remove ``__pycache__/kernel.*.nb*`` beside it.
+:class:`Work`. Plain loops: compiled by numba through the kernel library's loader
+(:func:`compiled_kernel`, GJK's functions from :mod:`ik_node.collision.gjk` compiled into it,
+the library's compiled frames called), or run as Python by the tests that compare them with
+numpy and python-fcl. numba's cache checks this file only: after editing ``gjk.py`` or
+``ik_node/kernels/fk.py``, remove ``__pycache__/kernel.*.nb*`` beside it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 from typing import NamedTuple
 
 import numpy as np
 
+import ik_node.kernels as kernels
 from ik_node.collision.gjk import Hulls, _gjk, _turn, _unit
+from ik_node.kernels import fk
 
 #: Pieces' capsules are measured for pairs whose links' capsules are within the padding plus
 #: this [m]; beyond, the links' capsules bound the pair (and the pair is not near enough for
 #: the collision term's witnesses: :data:`ik_node.solvers.damped_jacobian.collision_term.REACH_M`).
 FINE_SCREEN_M = 0.05
 
-FLOATS = ('T_parent', 'axes', 'T_frame_link', 'seg_a', 'seg_b', 'radius', 'link_cap', 'points')
-INTS = ('prismatic', 'parents', 'link_frame', 'cap_link', 'pair_caps', 'cap_pairs',
+#: The columns of a joint's row in :data:`Geometry` ``joints``: fk's frames form (its 12, the
+#: limits' two, unused here, and :data:`ik_node.kernels.fk.PRISMATIC`).
+JOINT_COLUMNS = fk.PRISMATIC + 1
+
+FLOATS = ('joints', 'T_frame_link', 'seg_a', 'seg_b', 'radius', 'link_cap', 'points')
+INTS = ('parents', 'link_frame', 'cap_link', 'pair_caps', 'cap_pairs',
         'link_pairs', 'adj_start', 'adj', 'seeds')
 WORK = ('frames', 'links', 'gaps', 'quats', 'witness', 'upper', 'ends', 'link_ends', 'simplex')
 
@@ -59,12 +69,10 @@ class Geometry(NamedTuple):
     """The constants of a checker, flat (n joints, L links, C capsules, P pairs, V hull
     vertices, S seeds per link; ``(k, m)`` arrays stored row after row)."""
 
-    T_parent: np.ndarray      # (n, 4, 4) each joint's fixed transform from its parent's frame
-    axes: np.ndarray          # (n, 3) joint axes
-    prismatic: np.ndarray     # (n,) 1 for a prismatic joint
+    joints: np.ndarray        # (n, JOINT_COLUMNS) the joints' rows of fk's frames form
     parents: np.ndarray       # (n,) parent joint, -1: the base
     link_frame: np.ndarray    # (L,) the joint each link moves with, -1: none
-    T_frame_link: np.ndarray  # (L, 4, 4) the link in that joint's frame
+    T_frame_link: np.ndarray  # (L, 4, 4) the link in that joint's frame (fk's, axis along z)
     cap_link: np.ndarray      # (C,) each piece capsule's link
     seg_a: np.ndarray         # (C, 3) its segment's ends, link frame
     seg_b: np.ndarray         # (C, 3)
@@ -82,7 +90,7 @@ class Geometry(NamedTuple):
 class Work(NamedTuple):
     """What the kernel writes (and the checker reads, as shaped views), flat."""
 
-    frames: np.ndarray     # (n, 4, 4) joint frames
+    frames: np.ndarray     # (n, 3, 4) joint frames (fk's, axis along z), base frame
     links: np.ndarray      # (L, 4, 4) link transforms, base frame
     gaps: np.ndarray       # (P,) lower bounds of the pairs' hull distances [m]
     quats: np.ndarray      # (L, 4) link rotations (w, x, y, z), which python-fcl takes fastest
@@ -102,12 +110,12 @@ def _field(buffer, ints, k):
 def _unpack(floats, ints, work):
     """:class:`Geometry` and :class:`Work` views of the three arrays."""
     f, w = len(FLOATS), len(FLOATS) + len(INTS)  # the first int and work fields
-    g = Geometry(_field(floats, ints, 0), _field(floats, ints, 1), _field(ints, ints, f),
-                 _field(ints, ints, f + 1), _field(ints, ints, f + 2), _field(floats, ints, 2),
-                 _field(ints, ints, f + 3), _field(floats, ints, 3), _field(floats, ints, 4),
-                 _field(floats, ints, 5), _field(floats, ints, 6), _field(ints, ints, f + 4),
-                 _field(ints, ints, f + 5), _field(ints, ints, f + 6), _field(floats, ints, 7),
-                 _field(ints, ints, f + 7), _field(ints, ints, f + 8), _field(ints, ints, f + 9))
+    g = Geometry(_field(floats, ints, 0), _field(ints, ints, f), _field(ints, ints, f + 1),
+                 _field(floats, ints, 1), _field(ints, ints, f + 2), _field(floats, ints, 2),
+                 _field(floats, ints, 3), _field(floats, ints, 4), _field(floats, ints, 5),
+                 _field(ints, ints, f + 3), _field(ints, ints, f + 4), _field(ints, ints, f + 5),
+                 _field(floats, ints, 6), _field(ints, ints, f + 6), _field(ints, ints, f + 7),
+                 _field(ints, ints, f + 8))
     out = Work(_field(work, ints, w), _field(work, ints, w + 1), _field(work, ints, w + 2),
                _field(work, ints, w + 3), _field(work, ints, w + 4), _field(work, ints, w + 5),
                _field(work, ints, w + 6), _field(work, ints, w + 7), _field(work, ints, w + 8))
@@ -123,7 +131,8 @@ def check_kernel(q, floats, ints, work, pad):
     compiled call counts the references of every array it is passed, and theirs would cost
     more than the pair's test."""
     g, w = _unpack(floats, ints, work)
-    _place_joints(q, g.T_parent, g.axes, g.prismatic, g.parents, w.frames)
+    n = q.shape[0]
+    fk.joint_frames(g.joints.reshape((n, JOINT_COLUMNS)), g.parents, n, q, w.frames)
     _place_links(g.link_frame, g.T_frame_link, w.frames, w.links, w.quats)
     _place_capsules(w.links, g.link_cap, g.cap_link, (g.seg_a, g.seg_b), w.link_ends, w.ends)
     hulls = Hulls(g.points, g.adj_start, g.adj, g.seeds)
@@ -146,20 +155,6 @@ def check_kernel(q, floats, ints, work, pad):
     return smallest
 
 
-def _place_joints(q, T_parent, axes, prismatic, parents, frames):
-    """The joint frames at ``q`` into ``frames``."""
-    M = np.empty(16)
-    local = np.empty(16)
-    for i in range(q.shape[0]):
-        _joint_motion((axes[3 * i], axes[3 * i + 1], axes[3 * i + 2]), prismatic[i], q[i], M)
-        p = parents[i]
-        if p < 0:
-            _rigid_product(T_parent, 16 * i, M, 0, frames, 16 * i)
-        else:
-            _rigid_product(T_parent, 16 * i, M, 0, local, 0)
-            _rigid_product(frames, 16 * p, local, 0, frames, 16 * i)
-
-
 def _place_links(link_frame, T_frame_link, frames, links, quats):
     """The link transforms (from the joint frames) and their quaternions."""
     for k in range(link_frame.shape[0]):
@@ -168,7 +163,7 @@ def _place_links(link_frame, T_frame_link, frames, links, quats):
             for e in range(16):
                 links[16 * k + e] = T_frame_link[16 * k + e]
         else:
-            _rigid_product(frames, 16 * j, T_frame_link, 16 * k, links, 16 * k)
+            _rigid_product(frames, 12 * j, T_frame_link, 16 * k, links, 16 * k)
         _quaternion(links, 16 * k, quats, 4 * k)
 
 
@@ -182,23 +177,6 @@ def _place_capsules(links, link_cap, cap_link, segments, link_ends, ends):
     for c in range(cap_link.shape[0]):
         _place_point(links, cap_link[c], seg_a, 3 * c, ends, 6 * c)
         _place_point(links, cap_link[c], seg_b, 3 * c, ends, 6 * c + 3)
-
-
-def _joint_motion(axis, prismatic, value, M):
-    """``M`` (4x4, flat): the motion of a joint of unit ``axis`` by ``value`` [rad or m]."""
-    ax, ay, az = axis
-    for r in range(12):
-        M[r] = 0.0
-    M[15] = 1.0
-    if prismatic:
-        M[0] = M[5] = M[10] = 1.0
-        M[3], M[7], M[11] = ax * value, ay * value, az * value
-        return
-    c, s = math.cos(value), math.sin(value)
-    v = 1.0 - c
-    M[0], M[1], M[2] = c + ax * ax * v, ax * ay * v - az * s, ax * az * v + ay * s
-    M[4], M[5], M[6] = ay * ax * v + az * s, c + ay * ay * v, ay * az * v - ax * s
-    M[8], M[9], M[10] = az * ax * v - ay * s, az * ay * v + ax * s, c + az * az * v
 
 
 def _place_point(links, k, points, p, out, o):
@@ -238,11 +216,11 @@ def _separate(hulls, w, pair, closest, pad):
     if witness[0] ** 2 + witness[1] ** 2 + witness[2] ** 2 > 1e-18:  # kept in joint f's frame
         n = _unit(witness[0], witness[1], witness[2])
         if f >= 0:
-            n = _turn(w.frames, 16 * f, n, False)
+            n = _turn(w.frames, 12 * f, n, False)
     bound, upper, n = _gjk(hulls, w.links, w.simplex, (i, j), n, pad)
     w.upper[m] = upper
     if f >= 0:  # the normal that bounds it, kept in joint f's frame for the next check
-        n = _turn(w.frames, 16 * f, n, True)
+        n = _turn(w.frames, 12 * f, n, True)
     w.witness[3 * m], w.witness[3 * m + 1], w.witness[3 * m + 2] = n
     return bound
 
@@ -288,8 +266,9 @@ def _segment_closest(A, i, B, j):
 
 # ------------------------------------------------------------------------ small products
 def _rigid_product(A, a, B, b, out, o):
-    """``out[o:o + 16] = A[a:a + 16] @ B[b:b + 16]`` for rigid transforms (4x4 flat, last row
-    0 0 0 1), in loops (a compiled matrix product goes through BLAS, slower at this size)."""
+    """``out[o:o + 16] = A[a:a + 12] @ B[b:b + 16]`` for rigid transforms (``A`` 3 x 4, ``B``
+    and ``out`` 4 x 4, flat, row-major; the last row 0 0 0 1), in loops (a compiled matrix
+    product goes through BLAS, slower at this size)."""
     for r in range(3):
         a0, a1, a2, a3 = A[a + 4 * r], A[a + 4 * r + 1], A[a + 4 * r + 2], A[a + 4 * r + 3]
         for col in range(4):
@@ -322,36 +301,36 @@ def _quaternion(T, t, out, o):
 
 _COMPILED = None
 #: The functions the kernel calls, compiled with it.
-_HELPERS = ('_field', '_unpack', '_place_joints', '_place_links', '_place_capsules',
-            '_joint_motion', '_place_point', '_fine_gap', '_separate', '_segment_closest',
-            '_rigid_product', '_quaternion')
+_HELPERS = ('_field', '_unpack', '_place_links', '_place_capsules', '_place_point',
+            '_fine_gap', '_separate', '_segment_closest', '_rigid_product', '_quaternion')
 #: Those of :mod:`ik_node.collision.gjk`.
 _GJK_HELPERS = ('_unit', '_turn', '_support', '_gjk', '_closest', '_keep', '_point',
                 '_origin_beyond', '_on_segment', '_on_triangle')
 
 
 def compiled_kernel():
-    """The numba-compiled :func:`check_kernel`, or None without numba (or with
-    ``IK_NODE_NO_NUMBA`` set). Compiled once per process (cached on disk by numba)."""
+    """The numba-compiled :func:`check_kernel`, or None where the compiled path cannot serve
+    (:func:`ik_node.kernels.available`: numba missing, ``IK_NODE_NO_NUMBA`` set, or failed).
+    Compiled once per process, with its checker (cached on disk by numba), by the kernel
+    library's loader (:func:`ik_node.kernels.jitted`) after the library's frames
+    (:func:`ik_node.kernels.fk.compile`)."""
     global _COMPILED
     if _COMPILED is None:
         _COMPILED = False
-        if os.environ.get('IK_NODE_NO_NUMBA', '') in ('', '0') and \
-                importlib.util.find_spec('numba') is not None:
+        if kernels.available():
             try:
-                import numba
-                jit = numba.njit(cache=True, nogil=True)
-                inline = numba.njit(nogil=True, inline='always')
+                fk.compile()
                 namespace = {**_gjk.__globals__, **check_kernel.__globals__}
-                for name in _HELPERS + _GJK_HELPERS:  # each a compiled copy calling the
-                    # compiled others, the small ones inlined (a call counts the references
-                    # of every array it passes), GJK called (inlined, its size slows the
-                    # kernel's every pair)
+                for name in _HELPERS + _GJK_HELPERS + ('check_kernel',):  # copies: this
+                    # module's own functions stay Python (the tests run them so)
                     fn = namespace[name]
-                    namespace[name] = (jit if name == '_gjk' else inline)(
-                        type(fn)(fn.__code__, namespace, name))
-                kernel = type(check_kernel)(check_kernel.__code__, namespace, 'check_kernel')
-                _COMPILED = jit(kernel)
+                    namespace[name] = type(fn)(fn.__code__, namespace, name)
+                # the small helpers inlined (a call counts the references of every array it
+                # passes), GJK called (inlined, its size slows the kernel's every pair)
+                _COMPILED = kernels.jitted(
+                    namespace, _HELPERS + _GJK_HELPERS, ('check_kernel',),
+                    inlined=tuple(n for n in _HELPERS + _GJK_HELPERS if n != '_gjk'),
+                )['check_kernel']
             except Exception:  # an unsupported numba: the numpy path serves
                 _COMPILED = False
     return _COMPILED or None

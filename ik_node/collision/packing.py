@@ -15,7 +15,9 @@ import numpy as np
 
 from ik_node.collision.capsules import fit_capsule
 from ik_node.collision.hulls import convex_hull
-from ik_node.collision.kernel import FLOATS, INTS, WORK
+from ik_node.collision.kernel import FLOATS, INTS, JOINT_COLUMNS, WORK
+from ik_node.kernels import fk
+from ik_node.model.fast_kinematics import axis_frames
 
 #: Directions whose farthest hull vertex seeds the hill climbing: the axes and the diagonals.
 SEED_DIRECTIONS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]] +
@@ -72,10 +74,12 @@ def pack(chain, model, pair_rows: np.ndarray, hulls: Sequence[LinkHull]) -> Pack
             link_cap[k] = [*a, *b, r]
     offset = np.cumsum([0] + [len(h.vertices) for h in hulls])[:-1]
     edge_offset = np.cumsum([0] + [len(h.adj) for h in hulls])
-    floats = {'T_parent': chain._T_parent, 'axes': chain._axes, 'T_frame_link': model.T_frame_link,
+    frames = axis_frames(chain)
+    floats = {'joints': fk.model_rows(frames.joint_transforms, chain._prismatic, JOINT_COLUMNS),
+              'T_frame_link': _from_axis_frames(model, frames.rotations),
               'seg_a': model.seg_a, 'seg_b': model.seg_b, 'radius': model.radius,
               'link_cap': link_cap, 'points': np.vstack([h.vertices for h in hulls])}
-    ints = {'prismatic': chain._prismatic, 'parents': chain.parents,
+    ints = {'parents': chain.parents,
             'link_frame': model.link_frame, 'cap_link': model.cap_link,
             'pair_caps': np.append(starts, len(cap_pairs)), 'cap_pairs': cap_pairs,
             'link_pairs': pair_rows,
@@ -84,7 +88,7 @@ def pack(chain, model, pair_rows: np.ndarray, hulls: Sequence[LinkHull]) -> Pack
             'adj': np.concatenate([h.adj + o for h, o in zip(hulls, offset)]),
             'seeds': np.concatenate([h.seeds + o for h, o in zip(hulls, offset)])}
     P = len(pair_rows)
-    shapes = {'frames': (n, 4, 4), 'links': (L, 4, 4), 'gaps': (P,), 'quats': (L, 4),
+    shapes = {'frames': (n, 3, 4), 'links': (L, 4, 4), 'gaps': (P,), 'quats': (L, 4),
               'witness': (P, 3), 'upper': (P,), 'ends': (len(model.cap_link), 6),
               'link_ends': (L, 6), 'simplex': (4, 3)}
     head = 2 * (len(FLOATS) + len(INTS) + len(WORK))
@@ -96,6 +100,17 @@ def pack(chain, model, pair_rows: np.ndarray, hulls: Sequence[LinkHull]) -> Pack
     views = {name: work_array[a:b].reshape(shapes[name])
              for name, a, b in zip(WORK, work_places[::2], work_places[1::2])}
     return Packed(float_array, ints_array, work_array, views)
+
+
+def _from_axis_frames(model, rotations) -> np.ndarray:
+    """Each link's constant transform from the frame of the joint it moves with as the kernel's
+    joint frames are chosen (axis along z: ``F'_j = F_j diag(A_j, 1)``), ``diag(A_j^T, 1)
+    T_frame_link``; a link no joint moves keeps its own (L, 4, 4)."""
+    out = np.array(model.T_frame_link, dtype=float)
+    for k, j in enumerate(model.link_frame.tolist()):
+        if j >= 0:
+            out[k, :3, :] = rotations[j].T @ out[k, :3, :]
+    return out
 
 
 def _lay_out(parts, dtype, at: int):

@@ -10,6 +10,9 @@ Jacobian (:mod:`~ik_node.kernels.fk`), the planar angle helpers
 (:mod:`~ik_node.kernels.planar`) and the small linear algebra
 (:mod:`~ik_node.kernels.linalg`), compiled in place before the modules that call them
 (as a solver's own helper modules are, e.g. :mod:`ik_node.solvers.fabrik.compiled_passes`).
+The collision check's kernel (:mod:`ik_node.collision.kernel`) places its joints by the same
+:mod:`~ik_node.kernels.fk` and is compiled by this loader's :func:`jitted` too, but when a
+checker is made, not in the background (:data:`WARMED_WITH_A_MODEL`).
 numba's cache checks a kernel's own file only: after editing the library or a helper module,
 remove the callers' cached files (``__pycache__/*.nbi``, ``*.nbc``) or run ``warm`` from a clean
 checkout.
@@ -133,17 +136,16 @@ def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, .
            inlined: Tuple[str, ...] = ()) -> dict:
     """A kernel module's functions compiled by ``numba.njit(cache=True, nogil=True)``: its
     helpers first, replaced in ``namespace`` (the module's globals) so that the functions
-    calling them see the compiled ones, then its kernels, returned by name. For a module's
-    ``compile()``, in the loading thread. The ``inlined`` helpers numba inlines into each
-    caller (``inline='always'``): small functions taking an array's row, whose call costs more
-    than their body."""
+    calling them see the compiled ones, then its kernels, returned by name. The helpers named
+    in ``inlined`` are replaced by ``numba.njit(nogil=True, inline='always')`` instead: numba
+    writes them into each caller (no call, whose arguments' reference counts cost more than a
+    small helper's work). For a module's ``compile()``, in the loading thread, and the collision
+    check's kernel (with its checker)."""
     import numba
     jit = numba.njit(cache=True, nogil=True)
-    inline = numba.njit(cache=True, nogil=True, inline='always')
-    for name in inlined:
-        namespace[name] = inline(namespace[name])
+    inline = numba.njit(nogil=True, inline='always')
     for name in helpers:
-        namespace[name] = jit(namespace[name])
+        namespace[name] = (inline if name in inlined else jit)(namespace[name])
     return {name: jit(namespace[name]) for name in kernel_names}
 
 

@@ -1,13 +1,19 @@
 """Forward kinematics and its Jacobian for the compiled path, written once, in the two forms the
-kernels keep: frames (3 x 4 transforms, joint motion along z: the descents) and FABRIK's
-joint rotations and node positions (Rodrigues' formula per joint).
+kernels keep: frames (3 x 4 transforms, joint motion along z: the descents, the analytic legs'
+check, the out-of-reach search and the collision check) and FABRIK's joint rotations and node
+positions (Rodrigues' formula per joint).
 
-A serial model is one row per joint, then one for the tip: columns 0-11 the constant 3 x 4
-transform (row-major) from the previous frame to the joint's frame before its motion, which
-turns about (revolute) or slides along (prismatic) that frame's z axis; column
+A model of the frames form is one row per joint (:func:`model_rows` builds it, from
+:func:`ik_node.model.fast_kinematics.axis_frames`' transforms): columns 0-11 the constant 3 x 4
+transform (row-major) from the frame the joint hangs from to the joint's frame before its
+motion, which turns about (revolute) or slides along (prismatic) that frame's z axis; column
 :data:`PRISMATIC` 1.0 for a prismatic joint. A kernel module may add columns of its own after
-it. Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a
-kernel module calling them runs first (numba reads ``fk.frames`` when it compiles the caller).
+it. A joint's frame is written once, :func:`placed` then :func:`moved`: :func:`frames` chains
+them along a serial model (whose last row is its tip's) and measures the tip, axes and origins
+for :func:`jacobian`; :func:`joint_frames` places every joint of a serial chain or a tree (each
+from its parent's frame) for the collision check (:mod:`ik_node.collision.kernel`). Plain
+Python functions in numba's subset, compiled in place by :func:`compile`, which a kernel module
+calling them runs first (numba reads ``fk.frames`` when it compiles the caller).
 
 A FABRIK model row (:func:`fabrik_row`; the compiled passes,
 :mod:`ik_node.solvers.fabrik.compiled_passes` and ``compiled_tree_passes``, add columns after
@@ -45,40 +51,73 @@ PRISMATIC = 14
 #: The FABRIK model's column of the joint's axis (3 floats), of Rodrigues' terms (9 each), and
 #: the number of columns :func:`fabrik_row` fills.
 AXIS, AAT, I_AAT, K, COLUMNS = 12, 15, 24, 33, 42
+#: The base frame as :func:`placed` takes a frame (3 x 4, row-major).
+IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 
-def frames(model, n, q, F, G, axes, origins, T):
-    """The tip's 3 x 4 transform at ``q`` into ``T`` (returned); each joint's axis and origin
-    (base frame) into ``axes`` and ``origins`` (n x 3). ``F`` and ``G`` (3 x 4) are scratch."""
-    for r in range(3):
-        for c in range(4):
-            F[r, c] = 1.0 if r == c else 0.0
+def placed(model, i, F):
+    """Joint ``i``'s frame before its motion, ``F @ model_i``: ``F`` the frame it hangs from
+    (its parent's, moved; the base: identity) and the result as 12-tuples (3 x 4, row-major).
+    Row ``i`` may also be a tip's (its frame: the tip's transform)."""
+    return (F[0] * model[i, 0] + F[1] * model[i, 4] + F[2] * model[i, 8],
+            F[0] * model[i, 1] + F[1] * model[i, 5] + F[2] * model[i, 9],
+            F[0] * model[i, 2] + F[1] * model[i, 6] + F[2] * model[i, 10],
+            F[0] * model[i, 3] + F[1] * model[i, 7] + F[2] * model[i, 11] + F[3],
+            F[4] * model[i, 0] + F[5] * model[i, 4] + F[6] * model[i, 8],
+            F[4] * model[i, 1] + F[5] * model[i, 5] + F[6] * model[i, 9],
+            F[4] * model[i, 2] + F[5] * model[i, 6] + F[6] * model[i, 10],
+            F[4] * model[i, 3] + F[5] * model[i, 7] + F[6] * model[i, 11] + F[7],
+            F[8] * model[i, 0] + F[9] * model[i, 4] + F[10] * model[i, 8],
+            F[8] * model[i, 1] + F[9] * model[i, 5] + F[10] * model[i, 9],
+            F[8] * model[i, 2] + F[9] * model[i, 6] + F[10] * model[i, 10],
+            F[8] * model[i, 3] + F[9] * model[i, 7] + F[10] * model[i, 11] + F[11])
+
+
+def moved(model, i, G, q_i):
+    """Joint ``i``'s frame ``G`` (12-tuple, :func:`placed`) after its motion ``q_i`` [rad or
+    m]: turned about its z axis, or slid along it (:data:`PRISMATIC`)."""
+    if model[i, PRISMATIC] != 0.0:
+        return (G[0], G[1], G[2], G[3] + G[2] * q_i, G[4], G[5], G[6], G[7] + G[6] * q_i,
+                G[8], G[9], G[10], G[11] + G[10] * q_i)
+    cq = math.cos(q_i)
+    sq = math.sin(q_i)
+    return (G[0] * cq + G[1] * sq, G[1] * cq - G[0] * sq, G[2], G[3],
+            G[4] * cq + G[5] * sq, G[5] * cq - G[4] * sq, G[6], G[7],
+            G[8] * cq + G[9] * sq, G[9] * cq - G[8] * sq, G[10], G[11])
+
+
+def joint_frames(model, parents, n, q, out):
+    """Every joint's frame at ``q`` (base frame, after its motion) into ``out``, joint ``i``'s
+    3 x 4 transform (row-major) at ``out[12 i:12 i + 12]``; ``parents[i]`` the joint it hangs
+    from (-1: the base, any joint before ``i``): a serial chain or a tree."""
     for i in range(n):
-        for r in range(3):
-            for c in range(4):
-                G[r, c] = F[r, 0] * model[i, c] + F[r, 1] * model[i, 4 + c] + \
-                    F[r, 2] * model[i, 8 + c]
-            G[r, 3] += F[r, 3]
-            axes[i, r] = G[r, 2]
-            origins[i, r] = G[r, 3]
-        if model[i, PRISMATIC] != 0.0:
-            for r in range(3):
-                F[r, 0] = G[r, 0]
-                F[r, 1] = G[r, 1]
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3] + G[r, 2] * q[i]
+        p = parents[i]
+        if p < 0:
+            F = IDENTITY
         else:
-            cq = math.cos(q[i])
-            sq = math.sin(q[i])
-            for r in range(3):
-                F[r, 0] = G[r, 0] * cq + G[r, 1] * sq
-                F[r, 1] = G[r, 1] * cq - G[r, 0] * sq
-                F[r, 2] = G[r, 2]
-                F[r, 3] = G[r, 3]
+            o = 12 * p
+            F = (out[o], out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5],
+                 out[o + 6], out[o + 7], out[o + 8], out[o + 9], out[o + 10], out[o + 11])
+        F = moved(model, i, placed(model, i, F), q[i])
+        o = 12 * i
+        for k in range(12):
+            out[o + k] = F[k]
+
+
+def frames(model, n, q, axes, origins, T):
+    """The tip's 3 x 4 transform at ``q`` into ``T`` (returned) for a serial model (row ``n``
+    the tip's); each joint's axis and origin (base frame) into ``axes`` and ``origins``
+    (n x 3)."""
+    F = IDENTITY
+    for i in range(n):
+        G = placed(model, i, F)
+        axes[i, 0], axes[i, 1], axes[i, 2] = G[2], G[6], G[10]
+        origins[i, 0], origins[i, 1], origins[i, 2] = G[3], G[7], G[11]
+        F = moved(model, i, G, q[i])
+    F = placed(model, n, F)
     for r in range(3):
         for c in range(4):
-            T[r, c] = F[r, 0] * model[n, c] + F[r, 1] * model[n, 4 + c] + F[r, 2] * model[n, 8 + c]
-        T[r, 3] += F[r, 3]
+            T[r, c] = F[4 * r + c]
     return T
 
 
@@ -159,6 +198,20 @@ def slid(row, R0, x0, q_i):
     return (x0[0] + ax * q_i, x0[1] + ay * q_i, x0[2] + az * q_i)
 
 
+def model_rows(transforms, prismatic, columns=PRISMATIC + 1) -> np.ndarray:
+    """A model of the frames form (numpy, not compiled): per constant transform (3 x 4 or
+    4 x 4, e.g. :func:`ik_node.model.fast_kinematics.axis_frames`') one row of ``columns``
+    floats, its first 12 the transform, column :data:`PRISMATIC` 1.0 where ``prismatic`` (one
+    flag per joint row; rows past them, a tip's, have none); zeros elsewhere, for the caller's
+    own columns."""
+    rows = np.zeros((len(transforms), columns))
+    for i, C in enumerate(transforms):
+        rows[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+    for i, flag in enumerate(prismatic):
+        rows[i, PRISMATIC] = float(flag)
+    return rows
+
+
 def load9(M, i):
     """Row ``i`` of ``M`` as a 9-tuple."""
     return (M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5], M[i, 6], M[i, 7], M[i, 8])
@@ -217,7 +270,10 @@ _COMPILED = []
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile these functions in place (or load them from numba's cache on disk), once."""
     if not _COMPILED:
-        kernels.jitted(globals(), ('mat_mul', 'mat_vec', 'frames', 'jacobian'), (),
-                       inlined=('point_in', 'base_frame', 'zero_frame', 'turned', 'slid',
-                                'load9', 'load3', 'frame_of', 'place'))
+        kernels.jitted(globals(), ('mat_mul', 'mat_vec', 'load9', 'load3', 'point_in',
+                                    'base_frame', 'zero_frame', 'turned', 'slid', 'frame_of',
+                                    'place', 'placed', 'moved', 'joint_frames', 'frames',
+                                    'jacobian'), (),
+                       inlined=('load9', 'load3', 'point_in', 'base_frame', 'zero_frame',
+                                'turned', 'slid', 'frame_of', 'place'))
         _COMPILED.append(True)

@@ -9,8 +9,8 @@ one Python function per query, with the chain's constants written into the code,
 the zeros and ones of typical URDF origins (rotations by multiples of pi/2) disappear:
 
 * every joint frame is re-chosen so that its axis is z (``R(axis, q) = A Rz(q) A^T``, ``A``
-  folded into the constant transforms), leaving 4 multiplications per revolute joint for the
-  motion itself;
+  folded into the constant transforms: :func:`axis_frames`, which the compiled kernels' models
+  are built from too), leaving 4 multiplications per revolute joint for the motion itself;
 * ``T_parent_joint`` (with ``A^T`` of the previous joint) is one constant 3x4 transform per joint;
 * an expression is assigned once and its variable reused (joints sharing an origin), and values
   used once (the entries of ``J^T W J``, ``J^T W e``; the position-only Jacobian) are written
@@ -27,7 +27,7 @@ arrays for its public ``fk`` and ``jacobian``.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Tuple, Union
 
 import numpy as np
 
@@ -47,6 +47,45 @@ def _axis_frame(axis: np.ndarray) -> np.ndarray:
     u /= np.linalg.norm(u)
     v = np.cross(e, u)
     return _snap(np.column_stack([u, v, e]))
+
+
+class AxisFrames(NamedTuple):
+    """A chain's joint frames re-chosen so that each joint's axis is their z axis (the frames
+    form of :mod:`ik_node.kernels.fk`), for a serial chain or a tree.
+
+    Attributes:
+        joint_transforms: per joint the constant 4 x 4 transform from its parent joint's
+            re-chosen frame, moved (the base frame for a joint on the base), to its own:
+            ``F'_i(q) = F'_parent(q) C_i Rz(q_i)`` (a prismatic joint translates along z).
+        tip_transforms: per tip the constant 4 x 4 transform from its joint's re-chosen
+            frame (the base frame for a tip on the base) to the tip.
+        rotations: per joint ``A_i`` (3 x 3): the re-chosen frame is the chain's joint frame
+            turned by it, ``F'_i = F_i diag(A_i, 1)``; a transform from the chain's joint frame
+            (a link's) is ``diag(A_i^T, 1)`` times it from the re-chosen one.
+    """
+
+    joint_transforms: List[np.ndarray]
+    tip_transforms: List[np.ndarray]
+    rotations: List[np.ndarray]
+
+
+def axis_frames(chain) -> AxisFrames:
+    """The :class:`AxisFrames` of ``chain`` (a :class:`~ik_node.model.chain.Chain`)."""
+    rotations = [_axis_frame(joint.axis) for joint in chain.joints]
+    eye = np.eye(3)
+    joint_transforms = []
+    for joint, A in zip(chain.joints, rotations):
+        A_parent = rotations[joint.parent] if joint.parent >= 0 else eye
+        C = np.eye(4)
+        C[:3, :] = A_parent.T @ joint.T_parent_joint[:3, :]
+        C[:3, :3] = C[:3, :3] @ A
+        joint_transforms.append(C)
+    tip_transforms = []
+    for tip in chain.tips:
+        D = np.eye(4)
+        D[:3, :] = (rotations[tip.parent] if tip.parent >= 0 else eye).T @ tip.T_joint_tip[:3, :]
+        tip_transforms.append(D)
+    return AxisFrames(joint_transforms, tip_transforms, rotations)
 
 
 def _snap(M: np.ndarray) -> np.ndarray:
@@ -173,17 +212,8 @@ class SerialKinematics:
                 chain.tips[0].parent != chain.n - 1:
             raise ValueError(f'{chain!r} is not a serial chain with one tip')
         n = chain.n
-        A_prev = np.eye(3)
-        consts: List[np.ndarray] = []
-        for joint in chain.joints:
-            A = _axis_frame(joint.axis)
-            C = np.eye(4)
-            C[:3, :] = A_prev.T @ joint.T_parent_joint[:3, :]
-            C[:3, :3] = C[:3, :3] @ A
-            consts.append(C)
-            A_prev = A
-        D = np.eye(4)
-        D[:3, :] = A_prev.T @ chain.tips[0].T_joint_tip[:3, :]
+        frames = axis_frames(chain)
+        consts, D = frames.joint_transforms, frames.tip_transforms[0]
         self.joint_transforms = consts
         self.tip_transform = D
 

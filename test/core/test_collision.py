@@ -281,6 +281,64 @@ def test_ground_and_obstacles_are_checked_against_moving_links_only():
     assert checker.report(np.array([math.pi / 2])).colliding[0].link_b == 'ball'
 
 
+# A tree: a trunk turning about z, a branch sliding along an oblique axis, another turning
+# about an oblique axis from an rpy origin; boxes on every link.
+BRANCHED = """<robot name="branched">
+  <link name="base"><collision><geometry><box size="0.3 0.3 0.1"/></geometry></collision></link>
+  <link name="trunk"><collision><origin xyz="0 0 0.25"/><geometry><box size="0.1 0.1 0.4"/>
+    </geometry></collision></link>
+  <link name="slider"><collision><origin xyz="0.1 0 0"/><geometry><box size="0.2 0.05 0.05"/>
+    </geometry></collision></link>
+  <link name="arm"><collision><origin xyz="0 0 0.15" rpy="0.3 0 0"/><geometry>
+    <box size="0.05 0.06 0.3"/></geometry></collision></link>
+  <link name="hand"><collision><origin xyz="0 0.05 0"/><geometry><box size="0.08 0.1 0.04"/>
+    </geometry></collision></link>
+  <joint name="waist" type="revolute"><parent link="base"/><child link="trunk"/>
+    <origin xyz="0 0 0.05"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="slide" type="prismatic"><parent link="trunk"/><child link="slider"/>
+    <origin xyz="0.05 0 0.3" rpy="0 0.2 0"/><axis xyz="0.6 0 -0.8"/>
+    <limit lower="-0.2" upper="0.3" effort="1" velocity="1"/></joint>
+  <joint name="shoulder" type="revolute"><parent link="trunk"/><child link="arm"/>
+    <origin xyz="-0.05 0 0.35" rpy="0.4 -0.3 1.2"/><axis xyz="1 1 0"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <joint name="wrist" type="fixed"><parent link="arm"/><child link="hand"/>
+    <origin xyz="0 0 0.3" rpy="0 1.5707963267948966 0"/></joint>
+</robot>"""
+
+
+def test_the_kernel_places_a_tree_s_links_where_the_urdf_does_and_decides_as_numpy():
+    """On a tree with a prismatic joint and oblique axes: the kernel's link transforms (run as
+    Python and compiled) are the chain's, its joint frames turn about the joints' axes, and
+    its verdicts are those of the numpy screen (:meth:`free_mask`)."""
+    chain = Chain.from_urdf_string(BRANCHED, 'base', ['slider', 'hand'])
+    srdf = '<robot name="branched">' + ''.join(
+        f'<disable_collisions link1="{a}" link2="{b}"/>'
+        for a, b in (('base', 'trunk'), ('trunk', 'slider'), ('trunk', 'arm'),
+                     ('arm', 'hand'))) + '</robot>'  # the touching neighbours
+    checker = checker_for(chain, CollisionSettings(srdf=srdf))
+    model = checker.model
+    floats, ints, work, pad = checker._kernel_args
+    Q = random_q(chain, np.random.default_rng(3), 300)
+    verdicts = np.array([checker.is_free(q) for q in Q])
+    assert 20 < verdicts.sum() < len(Q) - 20  # both verdicts met
+    np.testing.assert_array_equal(verdicts, checker.free_mask(Q))
+    for q in Q[:40]:
+        mine = work.copy()
+        check_kernel(q, floats, ints, mine, pad)  # as Python
+        _, w = _unpack(floats, ints, mine)
+        np.testing.assert_allclose(w.links.reshape(-1, 4, 4), model.link_transforms(q),
+                                   atol=1e-12)
+        axes = chain.joint_frames(q)[:, :3, :3] @ chain._axes[:, :, None]
+        np.testing.assert_allclose(w.frames.reshape(-1, 3, 4)[:, :, 2], axes[:, :, 0],
+                                   atol=1e-12)
+        if compiled_kernel() is not None:
+            compiled = work.copy()
+            compiled_kernel()(q, floats, ints, compiled, pad)
+            np.testing.assert_allclose(_unpack(floats, ints, compiled)[1].links, w.links,
+                                       atol=1e-12)
+
+
 def ring_and_ball(tmp_path):
     """A ring (a closed mesh: inner radius 0.1, outer 0.2, 0.1 high, axis z) 0.5 m above the
     base, and a ball of radius 0.02 swinging on the arm through the ring's hole (at q = 0) and

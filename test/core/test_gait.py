@@ -59,7 +59,7 @@ def test_a_few_footholds_are_out_of_reach_and_every_other_target_is_reached(quad
 @pytest.mark.slow
 def test_the_gait_picture_is_a_png_and_refuses_mismatched_inputs(quad12, steps, tmp_path):
     pytest.importorskip('matplotlib')
-    import pictures
+    from demo import pictures
     targets = [s.targets for s in steps[:10]]
     q_list = [quad12.mid_configuration()] * 10
     reached = [{f: not s.far[f] for f in FEET} for s in steps[:10]]

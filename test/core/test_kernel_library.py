@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ik_node.model.chain import Chain
+from ik_node.model.fast_kinematics import axis_frames
 from ik_node import kernels
 from ik_node.solvers.damped_jacobian import compiled as dls_kernels
 from ik_node.solvers.geometry import planar_core
@@ -29,13 +30,8 @@ CHAINS = [(REPO / 'urdf' / 'arm6.urdf', 'base_link', 'tool0'),
 
 def _model(chain):
     fast = chain.fast_kinematics
-    n = chain.n
-    model = np.zeros((n + 1, fk.PRISMATIC + 1))
-    for i, C in enumerate(fast.joint_transforms):
-        model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
-        model[i, fk.PRISMATIC] = float(chain.joints[i].is_prismatic)
-    model[n, :12] = np.asarray(fast.tip_transform, dtype=float)[:3, :4].ravel()
-    return model
+    return fk.model_rows(list(fast.joint_transforms) + [fast.tip_transform],
+                         [j.is_prismatic for j in chain.joints])
 
 
 def _library(compiled):
@@ -58,12 +54,70 @@ def test_fk_and_its_jacobian_are_the_chains(urdf, base, tip, compiled):
     lo, hi = np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi)
     for _ in range(20):
         q = rng.uniform(lo, hi)
-        F, G, T = np.empty((3, 4)), np.empty((3, 4)), np.empty((3, 4))
+        T = np.empty((3, 4))
         axes, origins, J = np.empty((n, 3)), np.empty((n, 3)), np.empty((6, n))
-        frames(model, n, q, F, G, axes, origins, T)
+        frames(model, n, q, axes, origins, T)
         np.testing.assert_allclose(T, chain.fk(q)[:3], atol=1e-12)
         jacobian(model, n, (T[0, 3], T[1, 3], T[2, 3]), axes, origins, J, True)
         np.testing.assert_allclose(J, chain.jacobian(q), atol=1e-12)
+
+
+# A tree with a prismatic joint, oblique axes and rpy origins: two branches on a shared joint.
+TREE = """<?xml version="1.0"?><robot name="tree">
+  <link name="base"/><link name="a"/><link name="b"/><link name="c"/><link name="d"/>
+  <link name="e"/><link name="f"/><link name="tip_l"/><link name="tip_r"/>
+  <joint name="waist" type="revolute"><parent link="base"/><child link="a"/>
+    <origin xyz="0 0 0.3" rpy="0.2 0 0"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="l_spin" type="continuous"><parent link="a"/><child link="b"/>
+    <origin xyz="0 0.2 0" rpy="0.3 -0.2 0.5"/><axis xyz="1 1 0"/></joint>
+  <joint name="l_slide" type="prismatic"><parent link="b"/><child link="c"/>
+    <origin xyz="0.25 0 0"/><axis xyz="0.2 -0.5 1"/>
+    <limit lower="0" upper="0.3" effort="1" velocity="1"/></joint>
+  <joint name="l_tip" type="fixed"><parent link="c"/><child link="tip_l"/>
+    <origin xyz="0.1 0 0" rpy="0 0.4 0"/></joint>
+  <joint name="r_bend" type="revolute"><parent link="a"/><child link="d"/>
+    <origin xyz="0 -0.2 0" rpy="1.5707963267948966 0 0"/><axis xyz="0 -1 0"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="r_fixed" type="fixed"><parent link="d"/><child link="e"/>
+    <origin xyz="0 0 -0.2"/></joint>
+  <joint name="r_elbow" type="revolute"><parent link="e"/><child link="f"/>
+    <origin xyz="0.3 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="r_tip" type="fixed"><parent link="f"/><child link="tip_r"/>
+    <origin xyz="0 0 -0.1"/></joint>
+</robot>"""
+
+
+@pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])
+def test_joint_frames_place_every_joint_of_a_tree_where_the_chain_does(compiled):
+    """``fk.joint_frames`` on ``axis_frames``' rows: each joint's frame is the chain's turned by
+    its ``A_i`` (its z the joint axis), for a tree with a prismatic joint and oblique axes; and
+    the tip through ``frames`` on a branch's serial model is the chain's."""
+    chain = Chain.from_urdf_string(TREE, 'base', ['tip_l', 'tip_r'])
+    if compiled and not kernels.wait(120.0):
+        pytest.skip(kernels.serving())
+    frames = axis_frames(chain)
+    model = fk.model_rows(frames.joint_transforms, [j.is_prismatic for j in chain.joints])
+    n = chain.n
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        q = rng.uniform(np.maximum(chain.lower, -math.pi), np.minimum(chain.upper, math.pi))
+        out = np.full(12 * n, np.nan)
+        fk.joint_frames(model, chain.parents, n, q, out)
+        expected = chain.joint_frames(q)
+        for i in range(n):
+            A = np.eye(4)
+            A[:3, :3] = frames.rotations[i]
+            np.testing.assert_allclose(out[12 * i:12 * i + 12].reshape(3, 4),
+                                       (expected[i] @ A)[:3], atol=1e-12)
+            np.testing.assert_allclose((expected[i] @ A)[:3, 2],
+                                       expected[i][:3, :3] @ chain.joints[i].axis, atol=1e-12)
+        for k, tip in enumerate(chain.tips):  # a tip's transform from its joint's frame
+            F = np.vstack([out[12 * tip.parent:12 * tip.parent + 12].reshape(3, 4),
+                           [0, 0, 0, 1]])
+            np.testing.assert_allclose(F @ frames.tip_transforms[k],
+                                       chain.fk(q, tip.link), atol=1e-12)
 
 
 @pytest.mark.parametrize('compiled', [False, True], ids=['python', 'compiled'])

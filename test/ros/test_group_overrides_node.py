@@ -5,9 +5,10 @@ changed and refused by ``ros2 param set`` at run time, refused at start-up when 
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
+from moveit_client import call, moveit_msgs_on_path, plugin_request, solution_of
 
-from moveit_client import call, moveit_msgs_on_path, plugin_request, solution_of  # noqa: E402
+from harness import REPO, start_process, wait_for
+from ik_node import Chain
 
 srv = None  # moveit_msgs.srv, while this module's tests run (the fixture below)
 
@@ -19,10 +20,6 @@ def moveit_srv():
         srv = module
         yield
 
-
-from harness import REPO, start_process, wait_for  # noqa: E402
-
-from ik_node import Chain  # noqa: E402
 
 TWIN_SRDF = """<robot name="twin_arm">
   <group name="left_arm"><chain base_link="base_link" tip_link="left_hand"/></group>

@@ -6,13 +6,11 @@ node's ``set_parameters`` service with the value so typed. Here the same: the te
 
 from __future__ import annotations
 
-import pytest
 import yaml
 
-rclpy = pytest.importorskip('rclpy')
 
-from rclpy.parameter import Parameter  # noqa: E402
-from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rclpy.parameter import Parameter
+from rcl_interfaces.srv import SetParameters
 
 
 def typed_as_ros2_param_set(name: str, text: str) -> Parameter:

@@ -9,10 +9,12 @@ import time
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
-
-from moveit_client import (call, plugin_request, quat_xyzw,  # noqa: E402
+from moveit_client import (call, plugin_request, quat_xyzw,
                            moveit_msgs_on_path, solution_of)
+
+from harness import (REPO, chain_of, positions_of, random_reachable_q,
+                     start_process, stop_process, unique, values, wait_for)
+from ik_node import Chain
 
 srv = None  # moveit_msgs.srv, while this module's tests run (the fixture below)
 
@@ -24,10 +26,6 @@ def moveit_srv():
         srv = module
         yield
 
-from harness import (REPO, chain_of, positions_of, random_reachable_q,  # noqa: E402
-                     start_process, stop_process, unique, values, wait_for)
-
-from ik_node import Chain  # noqa: E402
 
 ARM_SRDF = """<robot name="arm6">
   <group name="arm"><chain base_link="base_link" tip_link="tool0"/></group>

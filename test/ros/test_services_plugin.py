@@ -11,10 +11,13 @@ import threading
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip('rclpy')
-
-from moveit_client import (COLLISION_PREFIX, call, moveit_env, plugin_request,  # noqa: E402
+from moveit_client import (COLLISION_PREFIX, call, moveit_env, plugin_request,
                            pose_error, moveit_msgs_on_path, set_pose, solution_of)
+
+from harness import (Ros, output_tail, start_process, stop_process,
+                     unique, write_params)
+from ik_node import Chain
+from reference_robots import SHARED_ROBOTS
 
 srv = None  # moveit_msgs.srv, while this module's tests run (the fixture below)
 
@@ -26,11 +29,6 @@ def moveit_srv():
         srv = module
         yield
 
-from harness import (Ros, output_tail, start_process, stop_process,  # noqa: E402
-                     unique, write_params)
-
-from ik_node import Chain  # noqa: E402
-from reference_robots import SHARED_ROBOTS  # noqa: E402
 
 UR5E = SHARED_ROBOTS / 'ur5e.urdf'
 JOINTS_OUTSIDE = ['gripper_finger_joint']  # in the request's state, not in the URDF's chain

@@ -18,8 +18,6 @@ from ik_node.solvers.damped_jacobian import compiled_layout as layout
 class _Work(NamedTuple):
     """Scratch arrays of one kernel call, made once and reused by every evaluation."""
 
-    F: np.ndarray        # 3 x 4: the frame so far
-    G: np.ndarray        # 3 x 4: the joint's frame before its motion
     axes: np.ndarray     # n x 3: joint axes (base frame)
     origins: np.ndarray  # n x 3: joint origins (base frame)
     T: np.ndarray        # 3 x 4: the tip
@@ -44,23 +42,22 @@ def _new_work(n):
 def _work_views(scratch, n):
     """The :class:`_Work` of a descent as views of ``scratch``
     (:func:`~.compiled_layout.scratch_size` floats): no allocation per kernel call."""
-    sizes = (12, 12, 3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n * n, n, n * n, n, 3, 3, n, n, n)
+    sizes = (3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n * n, n, n * n, n, 3, 3, n, n, n)
     views = []
     start = 0
     for size in sizes:
         views.append(scratch[start:start + size])
         start += size
-    return _Work(views[0].reshape((3, 4)), views[1].reshape((3, 4)), views[2].reshape((n, 3)),
-                 views[3].reshape((n, 3)), views[4].reshape((3, 4)), views[5].reshape((3, 3)),
-                 views[6].reshape((6, n)), views[7].reshape((3, n)), views[8].reshape((n, n)),
-                 views[9], views[10].reshape((n, n)), views[11], views[12], views[13],
-                 views[14], views[15], views[16])
+    return _Work(views[0].reshape((n, 3)), views[1].reshape((n, 3)), views[2].reshape((3, 4)),
+                 views[3].reshape((3, 3)), views[4].reshape((6, n)), views[5].reshape((3, n)),
+                 views[6].reshape((n, n)), views[7], views[8].reshape((n, n)), views[9],
+                 views[10], views[11], views[12], views[13], views[14])
 
 
 def _tip(model, n, q, work):
     """The tip's 3 x 4 transform at ``q`` into ``work.T``; each joint's axis and origin (base
     frame) into ``work.axes`` and ``work.origins`` (:func:`ik_node.kernels.fk.frames`)."""
-    return fk.frames(model, n, q, work.F, work.G, work.axes, work.origins, work.T)
+    return fk.frames(model, n, q, work.axes, work.origins, work.T)
 
 
 def _pose_cost(model, n, target, settings, q, work):

@@ -19,10 +19,11 @@ from typing import Any, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.kernels as kernels
+from ik_node.kernels import fk
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     _BEST_COST, _BOUNDED, _CENTRED, _DECIDE_AT, _DRAWS, _FLOOR, _FRESH, _GOOD, _HIGH,
     _IN_DESCENT, _INVERSE_HALF, _ITERATIONS, _KEEP_BEST, _KERNELS, _LAST_BLOCKED, _LOW,
-    _MIDDLE, _MODEL_COLUMNS, _NEAR, _POSITION_ERROR, _ANGLE_ERROR, _PRISMATIC, _PULL, _RESTARTS,
+    _MIDDLE, _MODEL_COLUMNS, _NEAR, _POSITION_ERROR, _ANGLE_ERROR, _PULL, _RESTARTS,
     _STATE, _TURNS, _WRAPS,
     CHUNK_DONE, NEED_DRAWS, NULL_SPACE_DAMPING, STREAM_STALL_FACTOR, STUCK, TIMEOUT, Descent,
     DescentSettings, Problem, Restarts, TreeProblem, scratch_size)
@@ -183,17 +184,15 @@ class CompiledDescent:
                  compiled_kernels: Optional[dict] = None):
         joint_transforms, tip_transform, prismatic, wraps, bounded, low, high, centring = joints
         n = len(joint_transforms)
-        model = np.zeros((n + 1, _MODEL_COLUMNS))
-        for i, C in enumerate(joint_transforms):
-            model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+        model = fk.model_rows(list(joint_transforms) + [tip_transform], prismatic,
+                              _MODEL_COLUMNS)
+        for i in range(n):
             model[i, _LOW], model[i, _HIGH] = low[i], high[i]
-            model[i, _PRISMATIC] = float(prismatic[i])
             model[i, _WRAPS] = float(wraps[i])
             model[i, _BOUNDED] = float(i in bounded)
         for k, middle, inverse_half in centring:
             model[k, _CENTRED], model[k, _MIDDLE], model[k, _INVERSE_HALF] = \
                 1.0, middle, inverse_half
-        model[n, :12] = np.asarray(tip_transform, dtype=float)[:3, :4].ravel()
         self.model = model
         self.n = n
         gain = params['null_space_gain']

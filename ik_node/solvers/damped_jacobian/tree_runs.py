@@ -12,9 +12,10 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.kernels as kernels
+from ik_node.kernels import fk
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     _BEST_COST, _BOUNDED, _FLOOR, _FRESH, _HIGH, _ITERATIONS, _KERNELS, _LAST_BLOCKED, _LOW,
-    _MODEL_COLUMNS, _PRISMATIC, _STATE, _TIP_COLUMNS, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_ROW,
+    _MODEL_COLUMNS, _STATE, _TIP_COLUMNS, _TIP_JOINTS, _TIP_ORIENTATION, _TIP_ROW,
     _TIP_WEIGHT, _WRAPS, CHUNK_DONE, TIMEOUT, TreeProblem)
 from ik_node.solvers.damped_jacobian.compiled_runs import CompiledDescent, descent_settings
 
@@ -48,11 +49,8 @@ class TreeKernel:
             if fast is None:
                 raise ValueError(f'tip {tip!r}: no generated kinematics for its path')
             joints = chain.joints_of_tip(tip)
-            model = np.zeros((len(joints) + 1, _MODEL_COLUMNS))
-            for i, C in enumerate(fast.joint_transforms):
-                model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
-                model[i, _PRISMATIC] = float(chain.joints[joints[i]].is_prismatic)
-            model[len(joints), :12] = np.asarray(fast.tip_transform, dtype=float)[:3, :4].ravel()
+            model = fk.model_rows(list(fast.joint_transforms) + [fast.tip_transform],
+                                  [chain.joints[j].is_prismatic for j in joints], _MODEL_COLUMNS)
             self._paths.append((joints, model))
         self._low, self._high = chain.lower.tolist(), chain.upper.tolist()
         self._wraps = list(wraps)

@@ -189,9 +189,9 @@ def _solve_offset_leg(leg, x, e1, e2, s0, s1, s2):
 def _foot_error(leg_frames, angles, target, work):
     """The distance [m] of the foot at ``angles`` (q0, q1, q2) from ``target`` (x, y, z):
     :func:`~ik_node.kernels.fk.frames` of the leg's serial model ``leg_frames``;
-    ``work``: ``(F, G, axes, origins, T)``, that function's scratch."""
-    F, G, axes, origins, T = work
-    fk.frames(leg_frames, 3, angles, F, G, axes, origins, T)
+    ``work``: ``(axes, origins, T)``, that function's scratch."""
+    axes, origins, T = work
+    fk.frames(leg_frames, 3, angles, axes, origins, T)
     dx, dy, dz = T[0, 3] - target[0], T[1, 3] - target[1], T[2, 3] - target[2]
     return math.sqrt(dx * dx + dy * dy + dz * dz)
 
@@ -213,8 +213,7 @@ def _solve_legs(model, frames, P, targeted, seed, q, errors):
     joints into ``q`` (the clipped seed where no leg is targeted), the measured error [m] of foot
     ``targeted[r]`` into ``errors[r]``. :data:`OK`, or :data:`FALL_BACK` where the Python path
     answers."""
-    work = (np.empty((3, 4)), np.empty((3, 4)), np.empty((3, 3)), np.empty((3, 3)),
-            np.empty((3, 4)))  # fk.frames' scratch
+    work = (np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 4)))  # fk.frames' scratch
     for k in range(model.shape[0]):  # the seed, within the limits (a NaN or inf: Python)
         leg = model[k]
         for j in range(3):
@@ -325,7 +324,4 @@ def leg_frames(leg) -> np.ndarray:
     """The frames block of one leg, (4, :data:`FK_COLUMNS`): its joints' and its foot's
     constant transforms as :func:`~ik_node.kernels.fk.frames` reads them."""
     fast = leg.solver._fast_kinematics
-    block = np.zeros((4, FK_COLUMNS))
-    for i, C in enumerate(list(fast.joint_transforms) + [fast.tip_transform]):
-        block[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
-    return block
+    return fk.model_rows(list(fast.joint_transforms) + [fast.tip_transform], (), FK_COLUMNS)

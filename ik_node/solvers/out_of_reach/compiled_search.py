@@ -70,8 +70,7 @@ def available() -> bool:
 def _tip(model, n, q, axes, origins, p):
     """The tip position at ``q`` into ``p``; each joint's axis and origin (base frame) into
     ``axes`` and ``origins`` (n x 3) (:func:`ik_node.kernels.fk.frames`)."""
-    T = fk.frames(model, n, q, np.empty((3, 4)), np.empty((3, 4)), axes, origins,
-                  np.empty((3, 4)))
+    T = fk.frames(model, n, q, axes, origins, np.empty((3, 4)))
     p[0], p[1], p[2] = T[0, 3], T[1, 3], T[2, 3]
 
 
@@ -373,14 +372,11 @@ class CompiledSearch:
                  low: Sequence[float], high: Sequence[float], wraps: Sequence[bool],
                  prismatic: Sequence[bool], bounded: Sequence[int]):
         n = len(joint_transforms)
-        model = np.zeros((n + 1, _COLUMNS))
-        for i, C in enumerate(joint_transforms):
-            model[i, :12] = np.asarray(C, dtype=float)[:3, :4].ravel()
+        model = fk.model_rows(list(joint_transforms) + [tip_transform], prismatic, _COLUMNS)
+        for i in range(n):
             model[i, _LOW], model[i, _HIGH] = low[i], high[i]
-            model[i, _PRISMATIC] = float(prismatic[i])
             model[i, _WRAPS] = float(wraps[i])
             model[i, _BOUNDED] = float(i in bounded)
-        model[n, :12] = np.asarray(tip_transform, dtype=float)[:3, :4].ravel()
         self.model = model
         self.n = n
 
