@@ -12,8 +12,9 @@ are warmed before the first round (numba compiles them once per tree: minutes).
 
 Suites:
 
-* ``answers``: :mod:`benchmarks.solvers.compare_answers` on both sides (damped_jacobian's
-  answers with the clock lifted), then the count of solves whose answers differ; the exit
+* ``answers``: :mod:`benchmarks.solvers.compare_answers` on both sides (damped_jacobian's and
+  fabrik's answers with the clock lifted), then, per group, the count of solves whose answers
+  differ; the exit
   status is 1 when any differs (a change meant to keep the answers bit-identical);
 * any benchmark module, dotted below ``benchmarks`` (``solvers.bench``, ``node.latency``,
   ``solvers.solve_wrap``, ``node.profile_answer`` ...), with its own arguments after ``--``.
