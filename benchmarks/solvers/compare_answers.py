@@ -168,6 +168,13 @@ def compare(before: Dict[str, List[Answer]], after: Dict[str, List[Answer]]) -> 
     return same
 
 
+def _modules_outside(root: Path) -> List[str]:
+    """The loaded ``ik_node`` modules whose file is not below ``root``."""
+    return sorted(name for name, module in list(sys.modules.items())
+                  if name.split('.')[0] == 'ik_node' and getattr(module, '__file__', None)
+                  and root not in Path(module.__file__).resolve().parents)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('out', nargs='?', type=Path, help='write the answers to this .npy')
@@ -182,6 +189,12 @@ def main(argv=None) -> int:
         parser.error('give OUT.npy or --compare BEFORE AFTER')
     result = np.empty((), dtype=object)
     result[()] = answers(args.n, args.groups)
+    foreign = _modules_outside(REPO)
+    if foreign:  # an editable install elsewhere fills in modules this tree lacks
+        print(f'compare_answers: these ik_node modules come from outside {REPO}: '
+              f'{", ".join(foreign)}; the answers are not this tree\'s (a revision older than a '
+              'module this script imports cannot be compared by it)', file=sys.stderr)
+        return 2
     np.save(args.out, result, allow_pickle=True)
     return 0
 
