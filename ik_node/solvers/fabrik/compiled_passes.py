@@ -31,9 +31,10 @@ _T_TP = 9       # 3: the origin in the parent's frame [m]
 _AXIS = fk.AXIS  # 3: the hinge axis (joint frame)
 # The limits [rad]; the fit; _W_PERP: 3 columns.
 (_LOWER, _UPPER, _FIT, _W_PERP) = range(fk.COLUMNS, fk.COLUMNS + 4)
-_W_CROSS = 48   # 3
-(_CENTRED, _MIDDLE, _INVERSE_HALF) = range(51, 54)  # the pull's terms (centring_terms)
-_COLUMNS = 54
+_W_CROSS = _W_PERP + 3   # 3
+# The pull's terms (centring_terms).
+(_CENTRED, _MIDDLE, _INVERSE_HALF) = range(_W_CROSS + 3, _W_CROSS + 6)
+_COLUMNS = _INVERSE_HALF + 1
 # How a joint fits its angle in the backward pass (SerialFabrik.align).
 BONES = 0.0         # its child bone's direction
 CHILD_AND_TIP = 1.0  # 'points': its child joint and the tip
