@@ -66,6 +66,7 @@ LOADING_SWITCH_INTERVAL_S = 0.0005
 LOADING_DELAY_S = 0.1
 
 _lock = threading.Lock()
+_jit_lock = threading.RLock()
 _done = threading.Event()
 _thread: Optional[threading.Thread] = None
 _failure = ''  # why numba cannot serve, once it failed
@@ -140,13 +141,22 @@ def jitted(namespace: dict, helpers: Tuple[str, ...], kernel_names: Tuple[str, .
     in ``inlined`` are replaced by ``numba.njit(nogil=True, inline='always')`` instead: numba
     writes them into each caller (no call, whose arguments' reference counts cost more than a
     small helper's work). For a module's ``compile()``, in the loading thread, and the collision
-    check's kernel (with its checker)."""
+    check's kernel (with its checker). Calling it again on the same namespace (two threads
+    compiling one library module) keeps what is compiled."""
     import numba
     jit = numba.njit(cache=True, nogil=True)
     inline = numba.njit(nogil=True, inline='always')
-    for name in helpers:
-        namespace[name] = (inline if name in inlined else jit)(namespace[name])
-    return {name: jit(namespace[name]) for name in kernel_names}
+    with _jit_lock:  # the loading thread and a collision checker's may compile fk at once
+        for name in helpers:
+            if not _is_jitted(namespace[name]):
+                namespace[name] = (inline if name in inlined else jit)(namespace[name])
+        return {name: namespace[name] if _is_jitted(namespace[name]) else jit(namespace[name])
+                for name in kernel_names}
+
+
+def _is_jitted(function) -> bool:
+    """Whether ``function`` is numba's already (a dispatcher keeps the Python one)."""
+    return hasattr(function, 'py_func')
 
 
 def serving() -> str:

@@ -119,3 +119,37 @@ def test_ik_node_no_numba_says_the_python_path_serves():
 
 def test_a_bad_command_is_refused_with_its_usage():
     assert kernels.main(['compile']) == 2
+
+
+def _helper(x):
+    return x + 1.0
+
+
+def _kernel_of(x):
+    return _helper(x) * 2.0
+
+
+def test_jitted_twice_on_one_namespace_from_two_threads_keeps_what_is_compiled():
+    """The loading thread and a collision checker's thread may compile the kernel library at
+    once: numba refuses to jit a function twice, so the second call keeps the first's."""
+    pytest.importorskip('numba')
+    namespace = {'_helper': _helper, '_kernel_of': _kernel_of}
+    namespace['_kernel_of'] = type(_kernel_of)(_kernel_of.__code__, namespace, '_kernel_of')
+    results, errors = [], []
+
+    def compile_it():
+        try:
+            results.append(kernels.jitted(namespace, ('_helper',), ('_kernel_of',)))
+        except Exception as exc:  # the failure this test is about
+            errors.append(exc)
+
+    threads = [threading.Thread(target=compile_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert hasattr(namespace['_helper'], 'py_func')
+    again = kernels.jitted(namespace, ('_helper',), ('_kernel_of',))
+    assert again['_kernel_of'](1.0) == 4.0
+    assert all(r['_kernel_of'](2.0) == 6.0 for r in results)
