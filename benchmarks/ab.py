@@ -5,7 +5,8 @@ The other version ("B") is a git revision, checked out in a temporary ``git work
 ``benchmarks/`` is replaced by a copy of this checkout's: both sides run the same benchmark code
 and differ only in ``ik_node`` (and the ``config/`` and ``urdf/`` of their revision). ``B`` may
 also be ``no-numba``: this checkout on the pure-Python path (``IK_NODE_NO_NUMBA=1``). Each side
-runs as its own process, ``python -m benchmarks.<suite> ...`` from its tree's root, in
+runs as its own process, ``python -m benchmarks.<suite> ...`` from its tree's root (on that
+tree's ik_node alone: :mod:`benchmarks.common.isolated`), in
 ``--rounds`` rounds that alternate which side goes first; every run's output is kept in
 ``--out`` (``<round>_<side>.txt``) and its last lines printed. The revision's compiled kernels
 are warmed before the first round (numba compiles them once per tree: minutes).
@@ -73,12 +74,16 @@ def other_tree(rev: str, workdir: Path) -> Path:
     return tree
 
 
+#: Runs a module on its working directory's ik_node alone (no editable install's finder).
+ISOLATED = 'benchmarks.common.isolated'
+
+
 def run(side: Side, module: str, args: List[str], log: Path) -> int:
     """``python -m benchmarks.<module> args`` on ``side``, its output (both streams) in ``log``."""
     env = dict(os.environ, **side.env)
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(side.root), env.get('PYTHONPATH')]))
     with open(log, 'w') as out:
-        proc = subprocess.run([sys.executable, '-m', f'benchmarks.{module}', *args],
+        proc = subprocess.run([sys.executable, '-m', ISOLATED, f'benchmarks.{module}', *args],
                               cwd=side.root, env=env, stdout=out, stderr=subprocess.STDOUT)
     return proc.returncode
 
@@ -132,7 +137,9 @@ def main(argv=None) -> int:
             other = Side('B', REPO, {'IK_NODE_NO_NUMBA': '1'})
         else:
             other = Side('B', other_tree(args.against, workdir), {})
-            subprocess.run([sys.executable, '-m', 'ik_node.kernels', 'warm'],
+            loader = 'ik_node.kernels' if (other.root / 'ik_node' / 'kernels').is_dir() else \
+                'ik_node.solvers.kernels'  # where revisions before the library's move keep it
+            subprocess.run([sys.executable, '-m', ISOLATED, loader, 'warm'],
                            cwd=other.root, env=dict(os.environ, PYTHONPATH=str(other.root)),
                            capture_output=True)
         print(f'A: this checkout ({REPO}); B: {args.against} ({other.root}); output in {out}')
