@@ -28,30 +28,25 @@ import numpy as np
 import ik_node.kernels as kernels
 from ik_node.kernels import fk, linalg
 from ik_node.solvers.fabrik import compiled_passes as passes
+from ik_node.solvers.fabrik import compiled_steps as steps
 # The model's layout (compiled_passes), read here by the polish and the pull.
 from ik_node.solvers.fabrik.compiled_passes import (_AXIS, _CENTRED, _COLUMNS, _FIT,
                                                     _INVERSE_HALF, _LOWER, _MIDDLE, _T_TP,
                                                     _UPPER, _W_CROSS, _W_PERP, BONES,
                                                     CHILD_AND_TIP, TIP_ONLY)
-from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLATE_MIN_RATIO,
-                                              POLISH_DAMPING, POLISH_DAMPING_MIN, POLISH_RATIO,
-                                              POLISH_STUCK_RATIO, SLOW_STEP_RATIO2, SLOW_STEPS)
+from ik_node.solvers.fabrik.iteration import (POLISH_DAMPING, POLISH_DAMPING_MIN,
+                                              SLOW_STEP_RATIO2, SLOW_STEPS)
 from ik_node.solvers.fabrik.serial import NULL_SPACE_DAMPING, SerialFabrik
 from ik_node.solvers.numerics.null_space import FACTOR_MAX, STREAM_ERROR_M
 from ik_node.kernels.small_matrix import mat_vec
 
-# What a call of the kernel returns.
-DONE = 0        # the run ended (converged, stalled or out of iterations): see the state
-CHUNK_DONE = 1  # CHUNK iterations done: call again to go on
-FAILED = 2      # a polish system not positive definite: the Python passes run instead
+# What a call of the kernel returns (compiled_steps): DONE, CHUNK_DONE or FAILED.
+DONE, CHUNK_DONE, FAILED, CHUNK = steps.DONE, steps.CHUNK_DONE, steps.FAILED, steps.CHUNK
 
-# Entries of the state array kept between calls (then the bone lengths, n + 1 of them).
-(_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
- _STALLED, _CONVERGED, _POLISH_AFTER, _PULL) = range(11)
-_STATE = 11
-
-#: Iterations per kernel call between two looks at the clock.
-CHUNK = 16
+# Entries of the state array kept between calls: compiled_steps's, the pull, then the bone
+# lengths (n + 1 of them).
+_PULL = steps.LOOP_STATE
+_STATE = _PULL + 1
 
 
 class PassSettings(NamedTuple):
@@ -163,7 +158,7 @@ def _polish(model, n, nodes, target, step, trial, work):
 def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
     """FABRIK toward ``target`` (x, y, z [m]) from ``q``: :func:`~.iteration.iterate` over
     the serial passes, at most ``chunk`` iterations more in this call. A first call (state
-    ``_BEGUN`` 0) starts from ``q``; a later one goes on from the state it left. ``q`` is the
+    ``BEGUN`` 0) starts from ``q``; a later one goes on from the state it left. ``q`` is the
     iterate, ``best_q`` the best configuration (the run's answer, once DONE). Returns DONE,
     CHUNK_DONE or FAILED."""
     n = q.shape[0]
@@ -191,7 +186,7 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
     extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
     stuck_ends = settings.stuck_ends != 0.0
     passes.rebuild(model, n, q, x, R)  # (x and R are always FK of q)
-    if state[_BEGUN] == 0.0:
+    if state[steps.BEGUN] == 0.0:
         L[0] = 0.0
         for v in range(1, n + 1):
             dx, dy, dz = x[v, 0] - x[v - 1, 0], x[v, 1] - x[v - 1, 1], x[v, 2] - x[v - 1, 2]
@@ -199,16 +194,10 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
         obj = passes.error(x, n, target)
         state[_PULL] = settings.null_gain * obj if obj <= STREAM_ERROR_M else 0.0
         best_q[:] = q
-        state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
-        state[_SINCE_PROGRESS] = state[_ITERATIONS] = state[_STALLED] = 0.0
-        state[_POLISH_AFTER] = 0.0
-        state[_CONVERGED] = 1.0 if obj <= tolerance else 0.0
-        state[_BEGUN] = 1.0
-    obj, best_obj, start_best = state[_OBJ], state[_BEST_OBJ], state[_START_BEST]
-    last_progress, pull = state[_LAST_PROGRESS], state[_PULL]
-    since_progress, iterations = int(state[_SINCE_PROGRESS]), int(state[_ITERATIONS])
-    polish_after = int(state[_POLISH_AFTER])
-    converged, stalled = state[_CONVERGED] != 0.0, False
+        steps.begin(state, obj, obj <= tolerance)
+    obj, best_obj, start_best, last_progress, since_progress, iterations, polish_after, \
+        converged, stalled = steps.resume(state)
+    pull = state[_PULL]
     stop_at = iterations + chunk
     code = DONE
     while not converged and iterations < max_iterations:
@@ -224,22 +213,17 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
             passes.forward(n, x, L, target, P)
             passes.backward(model, n, q, x, R, P)
         obj = passes.error(x, n, target)
-        if extrapolate and 0.0 < obj < obj_before and iterations > 1:
-            rho = obj / obj_before
-            if rho > EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
-                factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
-                for k in range(n):
-                    q_try[k] = passes.clip(q[k] + factor * (q[k] - q_before[k]),
-                                           model[k, _LOWER], model[k, _UPPER])
-                passes.rebuild(model, n, q_try, x_try, R_try)
-                obj_try = passes.error(x_try, n, target)
-                if obj_try < obj:
-                    q[:] = q_try
-                    x[:] = x_try
-                    R[:] = R_try
-                    obj = obj_try
-        if (polish > 0 and iterations >= polish_after and obj > 0.0 and
-                obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
+        factor = steps.extrapolation(obj, obj_before, iterations) if extrapolate else 0.0
+        if factor > 0.0:
+            steps.extrapolate(model, q, q_before, factor, q_try)
+            passes.rebuild(model, n, q_try, x_try, R_try)
+            obj_try = passes.error(x_try, n, target)
+            if obj_try < obj:
+                q[:] = q_try
+                x[:] = x_try
+                R[:] = R_try
+                obj = obj_try
+        if steps.polish_due(polish, iterations, polish_after, obj, obj_before, max_iterations):
             taken = _polish(model, n, (q, x, R), target,
                             (min(polish, max_iterations - iterations), pull, tolerance),
                             (x_try, R_try, q_try), (cols, dq, free, d, r))
@@ -248,9 +232,8 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
             pull = 0.0
             iterations += taken
             obj_polished = passes.error(x, n, target)
-            stuck = obj_polished > POLISH_STUCK_RATIO * obj
-            if obj_polished > POLISH_RATIO * obj:  # no help here: let FABRIK work a while
-                polish_after = iterations + stall_iterations
+            stuck, polish_after = steps.polished(obj_polished, obj, iterations, polish_after,
+                                                 stall_iterations)
             obj = obj_polished
             if stuck and min_improvement > 0.0 and stuck_ends and not stretching:
                 if obj < best_obj:
@@ -263,24 +246,18 @@ def _run_fabrik(model, settings, target, q, best_q, state, scratch, chunk):
             best_q[:] = q
             best_obj = obj
         converged = obj <= tolerance
-        start_best = min(start_best, obj)
-        if start_best < last_progress - min_improvement:
-            last_progress, since_progress = start_best, 0
-            continue
-        since_progress += 1
-        if since_progress < stall_iterations or converged:
-            continue
-        stalled = True  # a serial run does not restart: the caller's search takes over
-        break
+        start_best, last_progress, since_progress, stall = steps.progress(
+            obj, converged, (start_best, last_progress, since_progress),
+            (min_improvement, stall_iterations))
+        if stall:  # a serial run does not restart: the caller's search takes over
+            stalled = True
+            break
     if converged:
         best_q[:] = q
         best_obj = obj
-    state[_OBJ], state[_BEST_OBJ], state[_START_BEST] = obj, best_obj, start_best
-    state[_LAST_PROGRESS], state[_PULL] = last_progress, pull
-    state[_SINCE_PROGRESS], state[_ITERATIONS] = since_progress, iterations
-    state[_POLISH_AFTER] = polish_after
-    state[_CONVERGED] = 1.0 if converged else 0.0
-    state[_STALLED] = 1.0 if stalled else 0.0
+    state[_PULL] = pull
+    steps.keep(state, (obj, best_obj, start_best, last_progress, since_progress, iterations,
+                       polish_after, converged, stalled))
     return code
 
 
@@ -292,7 +269,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     """Compile the kernel (or load it from numba's cache on disk) and run it once;
     :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
-        passes.compile()
+        steps.compile()  # and the serial passes
         linalg.compile()
         kernel = kernels.jitted(globals(), _HELPERS, ('_run_fabrik',))['_run_fabrik']
         _exercise(kernel)
@@ -319,7 +296,7 @@ def _exercise(kernel) -> None:
     state = np.zeros(_STATE + n + 1)
     scratch = np.zeros(_scratch_size(n))
     for stretch, target in ((0.0, (0.5, 0.3, 0.1)), (1.0, (2.0, 0.0, 0.0))):
-        state[_BEGUN] = 0.0
+        state[steps.BEGUN] = 0.0
         kernel(model, settings._replace(stretch=stretch), np.array(target), np.full(n, 0.1),
                np.zeros(n), state, scratch, CHUNK)
 

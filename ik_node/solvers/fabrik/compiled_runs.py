@@ -4,27 +4,26 @@ It runs the kernel of :mod:`ik_node.solvers.fabrik.compiled` toward one target a
 :meth:`SerialFabrik.run <ik_node.solvers.fabrik.serial.SerialFabrik.run>` answers. The clock
 stays here, in Python: the kernel runs at most :data:`~ik_node.solvers.fabrik.compiled.CHUNK`
 iterations per call (polish steps count as iterations, as in the Python loop; a polish started
-in a call finishes in it) and :meth:`CompiledFabrik.run` starts the next call only where the
-iterations fit before the deadline, judged by the pace per iteration of the calls so far (the
-second-slowest, :class:`~ik_node.solvers.numerics.budget.StepPace`); the Python loop judges
-each iteration and each polish step alike. A run that records its history, or whose polish
-meets a system that is not positive definite (where the Python polish raises), is left to the
-Python passes.
+in a call finishes in it) and :meth:`CompiledFabrik.run` starts the next call
+(:func:`~ik_node.solvers.fabrik.compiled_steps.run_chunks`) only where the iterations fit
+before the deadline, judged by the pace per iteration of the calls so far (the second-slowest,
+:class:`~ik_node.solvers.numerics.budget.StepPace`); the Python loop judges each iteration and
+each polish step alike. A run that records its history, or whose polish meets a system that is
+not positive definite (where the Python polish raises), is left to the Python passes.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Dict, Optional
 
 import numpy as np
 
 import ik_node.kernels as kernels
 from ik_node.solvers.fabrik import compiled
+from ik_node.solvers.fabrik import compiled_steps as steps
 from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikRun, FabrikSettings
 from ik_node.solvers.fabrik.serial import SerialFabrik
-from ik_node.solvers.numerics.budget import StepPace
 
 
 def available() -> bool:
@@ -85,31 +84,15 @@ class CompiledFabrik:
             float(problem.restarts > 0 or problem.stop_when_stuck))
         target[:] = problem.targets[0]
         q[:] = problem.q_seed
-        state[compiled._BEGUN] = state[compiled._ITERATIONS] = 0.0
-        kernel, model, deadline = self._kernels['run'], self.model, problem.deadline
-        # As the Python loop, no iteration starts past the deadline, judged by the pace.
-        chunk = compiled.CHUNK if time.perf_counter() <= deadline else 0
-        pace, timed_out = StepPace(), False
-        while True:
-            before = state[compiled._ITERATIONS]
-            started = time.perf_counter()
-            code = kernel(model, values, target, q, best_q, state, scratch, chunk)
-            if code != compiled.CHUNK_DONE:
-                break
-            now = time.perf_counter()
-            done = state[compiled._ITERATIONS] - before
-            if done > 0.0:
-                pace.add((now - started) / done)
-            expected = pace.expected
-            if expected <= 0.0 or now + expected > deadline:
-                timed_out = True
-                break
-            fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
-            chunk = compiled.CHUNK if fits >= compiled.CHUNK else int(fits)
-        if code == compiled.FAILED:
+        state[steps.BEGUN] = state[steps.ITERATIONS] = 0.0
+        kernel, model = self._kernels['run'], self.model
+        code, timed_out = steps.run_chunks(
+            lambda chunk: kernel(model, values, target, q, best_q, state, scratch, chunk),
+            state, problem.deadline)
+        if code == steps.FAILED:
             return None
-        converged, stalled = bool(state[compiled._CONVERGED]), bool(state[compiled._STALLED])
-        return FabrikRun(best_q.copy(), np.array([state[compiled._BEST_OBJ]]),
-                         int(state[compiled._ITERATIONS]), converged,
+        converged, stalled = bool(state[steps.CONVERGED]), bool(state[steps.STALLED])
+        return FabrikRun(best_q.copy(), np.array([state[steps.BEST_OBJ]]),
+                         int(state[steps.ITERATIONS]), converged,
                          stalled and not converged, None,
                          timed_out and not converged)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -39,26 +38,22 @@ import numpy as np
 import ik_node.kernels as kernels
 from ik_node.kernels import fk
 from ik_node.solvers.fabrik import compiled as serial
-from ik_node.solvers.fabrik import compiled_passes as serial_passes
+from ik_node.solvers.fabrik import compiled_steps as steps
 from ik_node.solvers.fabrik import compiled_tree_passes as passes
 # The geometry's layout and the fits (compiled_tree_passes), written by geometry_of and plan_of.
 from ik_node.solvers.fabrik.compiled_tree_passes import (_COLUMNS, _LOWER, _REVOLUTE, _UPPER,
                                                          BONES, POINTS)
 from ik_node.solvers.fabrik.compiled_tree_passes import NO_FIT  # noqa: F401 - a kind of fit, too
-from ik_node.solvers.fabrik.iteration import (EXTRAPOLATE_MAX_FACTOR, EXTRAPOLATE_MIN_RATIO,
-                                              POLISH_RATIO, POLISH_STUCK_RATIO, FabrikProblem,
-                                              FabrikRun, FabrikSettings)
+from ik_node.solvers.fabrik.iteration import FabrikProblem, FabrikRun, FabrikSettings
 from ik_node.solvers.fabrik.tree_passes import TreePlan
-from ik_node.solvers.numerics.budget import StepPace
 
-# What a call of the kernel returns.
-DONE, CHUNK_DONE, FAILED = serial.DONE, serial.CHUNK_DONE, serial.FAILED
-RESTART = 3     # the run stalled with a restart left: draw the moving joints and call again
+# What a call of the kernel returns (compiled_steps).
+DONE, CHUNK_DONE, FAILED, RESTART = steps.DONE, steps.CHUNK_DONE, steps.FAILED, steps.RESTART
 
-# Entries of the state array kept between calls.
-(_BEGUN, _OBJ, _BEST_OBJ, _START_BEST, _LAST_PROGRESS, _SINCE_PROGRESS, _ITERATIONS,
- _STALLED, _CONVERGED, _POLISH_AFTER, _RESTARTS, _RESTARTED) = range(12)
-_STATE = 12
+# Entries of the state array kept between calls: compiled_steps's, then the restarts left and
+# whether Python drew a fresh start.
+(_RESTARTS, _RESTARTED) = range(steps.LOOP_STATE, steps.LOOP_STATE + 2)
+_STATE = steps.LOOP_STATE + 2
 
 
 def available() -> bool:
@@ -70,7 +65,7 @@ def available() -> bool:
 def _run_tree(tree, settings, targets, run, work, chunk):
     """FABRIK over the tree toward ``targets`` (one row per targeted tip) from ``q``:
     :func:`~.iteration.iterate` over the tree passes, at most ``chunk`` iterations more in this
-    call. A first call (state ``_BEGUN`` 0) starts from ``q``; a later one goes on from the
+    call. A first call (state ``BEGUN`` 0) starts from ``q``; a later one goes on from the
     state it left (after RESTART, with ``_RESTARTED`` set: from the new ``q``). ``best_q`` and
     ``best_err`` are the best configuration and its tip errors (the run's answer, once DONE).
     Returns DONE, CHUNK_DONE, RESTART or FAILED. ``tree`` as :func:`_backward`'s;
@@ -86,7 +81,7 @@ def _run_tree(tree, settings, targets, run, work, chunk):
     stall_iterations, polish = int(settings.stall_iterations), int(settings.polish)
     extrapolate, stretching = settings.extrapolate != 0.0, settings.stretch != 0.0
     stop_when_stuck = settings.stuck_ends != 0.0
-    if state[_BEGUN] == 0.0:
+    if state[steps.BEGUN] == 0.0:
         passes.rebuild(geometry, parent, t_tip, q, x, R)
         for v in range(x.shape[0]):
             p = parent[v]
@@ -98,23 +93,18 @@ def _run_tree(tree, settings, targets, run, work, chunk):
         obj = passes.measure(x, tip_nodes, targets, w_norm, err)
         best_q[:] = q
         best_err[:] = err
-        state[_OBJ] = state[_BEST_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
-        state[_SINCE_PROGRESS] = state[_ITERATIONS] = state[_STALLED] = 0.0
-        state[_POLISH_AFTER] = state[_RESTARTED] = 0.0
-        state[_CONVERGED] = 1.0 if passes.reached(err, tolerance) else 0.0
-        state[_BEGUN] = 1.0
+        steps.begin(state, obj, passes.reached(err, tolerance))
+        state[_RESTARTED] = 0.0
     elif state[_RESTARTED] != 0.0:  # a fresh start drawn in Python (TreePasses.restart)
         passes.rebuild(geometry, parent, t_tip, q, x, R)
         obj = passes.measure(x, tip_nodes, targets, w_norm, err)
-        state[_OBJ] = state[_START_BEST] = state[_LAST_PROGRESS] = obj
-        state[_SINCE_PROGRESS] = 0.0
+        state[steps.OBJ] = state[steps.START_BEST] = state[steps.LAST_PROGRESS] = obj
+        state[steps.SINCE_PROGRESS] = 0.0
         state[_RESTARTS] -= 1.0
         state[_RESTARTED] = 0.0
-    obj, best_obj, start_best = state[_OBJ], state[_BEST_OBJ], state[_START_BEST]
-    last_progress = state[_LAST_PROGRESS]
-    since_progress, iterations = int(state[_SINCE_PROGRESS]), int(state[_ITERATIONS])
-    polish_after, restarts = int(state[_POLISH_AFTER]), int(state[_RESTARTS])
-    converged, stalled = state[_CONVERGED] != 0.0, state[_STALLED] != 0.0
+    obj, best_obj, start_best, last_progress, since_progress, iterations, polish_after, \
+        converged, stalled = steps.resume(state)
+    restarts = int(state[_RESTARTS])
     stop_at = iterations + chunk
     code = DONE
     while not converged and iterations < max_iterations:
@@ -130,23 +120,18 @@ def _run_tree(tree, settings, targets, run, work, chunk):
             passes.forward(plan_ints, plan_floats, x, L, targets, P)
             passes.backward(tree, q, x, R, P)
         obj = passes.measure(x, tip_nodes, targets, w_norm, err)
-        if extrapolate and 0.0 < obj < obj_before and iterations > 1:
-            rho = obj / obj_before
-            if rho > EXTRAPOLATE_MIN_RATIO:  # remaining distance of a linear sequence
-                factor = min(rho / (1.0 - rho), EXTRAPOLATE_MAX_FACTOR)
-                for k in range(q.shape[0]):
-                    q_try[k] = serial_passes.clip(q[k] + factor * (q[k] - q_before[k]),
-                                                  geometry[k, _LOWER], geometry[k, _UPPER])
-                passes.rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
-                obj_try = passes.measure(x_try, tip_nodes, targets, w_norm, err_try)
-                if obj_try < obj:
-                    q[:] = q_try
-                    x[:] = x_try
-                    R[:] = R_try
-                    err[:] = err_try
-                    obj = obj_try
-        if (polish > 0 and iterations >= polish_after and obj > 0.0 and
-                obj >= POLISH_RATIO * obj_before and iterations < max_iterations):
+        factor = steps.extrapolation(obj, obj_before, iterations) if extrapolate else 0.0
+        if factor > 0.0:
+            steps.extrapolate(geometry, q, q_before, factor, q_try)
+            passes.rebuild(geometry, parent, t_tip, q_try, x_try, R_try)
+            obj_try = passes.measure(x_try, tip_nodes, targets, w_norm, err_try)
+            if obj_try < obj:
+                q[:] = q_try
+                x[:] = x_try
+                R[:] = R_try
+                err[:] = err_try
+                obj = obj_try
+        if steps.polish_due(polish, iterations, polish_after, obj, obj_before, max_iterations):
             taken = passes.polish(tree, (q, x, R), targets,
                                   (min(polish, max_iterations - iterations), tolerance),
                                   (x_try, R_try, q_try, err_try))
@@ -154,9 +139,8 @@ def _run_tree(tree, settings, targets, run, work, chunk):
                 return FAILED
             iterations += taken
             obj_polished = passes.measure(x, tip_nodes, targets, w_norm, err)
-            stuck = obj_polished > POLISH_STUCK_RATIO * obj
-            if obj_polished > POLISH_RATIO * obj:  # no help here: let FABRIK work a while
-                polish_after = iterations + stall_iterations
+            stuck, polish_after = steps.polished(obj_polished, obj, iterations, polish_after,
+                                                 stall_iterations)
             obj = obj_polished
             if stuck and min_improvement > 0.0 and (restarts > 0 or stop_when_stuck) and \
                     not stretching:
@@ -172,27 +156,20 @@ def _run_tree(tree, settings, targets, run, work, chunk):
             best_err[:] = err
             best_obj = obj
         converged = passes.reached(err, tolerance)
-        start_best = min(start_best, obj)
-        if start_best < last_progress - min_improvement:
-            last_progress, since_progress = start_best, 0
-            continue
-        since_progress += 1
-        if since_progress < stall_iterations or converged:
-            continue
-        stalled = True
-        if restarts > 0 and not stretching:
-            code = RESTART  # a local minimum (joint limits): Python draws a fresh start
-        break
+        start_best, last_progress, since_progress, stall = steps.progress(
+            obj, converged, (start_best, last_progress, since_progress),
+            (min_improvement, stall_iterations))
+        if stall:
+            stalled = True
+            if restarts > 0 and not stretching:
+                code = RESTART  # a local minimum (joint limits): Python draws a fresh start
+            break
     if converged:
         best_q[:] = q
         best_err[:] = err
         best_obj = obj
-    state[_OBJ], state[_BEST_OBJ], state[_START_BEST] = obj, best_obj, start_best
-    state[_LAST_PROGRESS] = last_progress
-    state[_SINCE_PROGRESS], state[_ITERATIONS] = since_progress, iterations
-    state[_POLISH_AFTER] = polish_after
-    state[_CONVERGED] = 1.0 if converged else 0.0
-    state[_STALLED] = 1.0 if stalled else 0.0
+    steps.keep(state, (obj, best_obj, start_best, last_progress, since_progress, iterations,
+                       polish_after, converged, stalled))
     return code
 
 
@@ -204,6 +181,7 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
     passes it calls; :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         passes.compile()  # and the serial passes, the kernel library
+        steps.compile()
         kernel = kernels.jitted(globals(), (), ('_run_tree',))['_run_tree']
         _exercise(kernel)
         _KERNELS['run'] = kernel
@@ -374,39 +352,24 @@ class CompiledTree:
             stuck_ends=float(problem.stop_when_stuck))
         targets = np.ascontiguousarray(problem.targets, dtype=float).reshape(-1, 3)
         q[:] = problem.q_seed
-        state[_BEGUN] = state[_ITERATIONS] = 0.0
+        state[steps.BEGUN] = state[steps.ITERATIONS] = 0.0
         state[_RESTARTS] = problem.restarts
-        kernel, deadline, rng = self._kernels['run'], problem.deadline, None
+        kernel, lower, upper = self._kernels['run'], self._lower, self._upper
         geometry, parent, t_tip = self.geometry
         tree, run = (geometry, parent, t_tip, ints, floats), (q, best_q, best_err, state)
-        # As the Python loop, no iteration starts past the deadline, judged by the pace.
-        chunk = serial.CHUNK if time.perf_counter() <= deadline else 0
-        pace, timed_out = StepPace(), False
-        while True:
-            before = state[_ITERATIONS]
-            started = time.perf_counter()
-            code = kernel(tree, values, targets, run, work, chunk)
-            if code == RESTART:  # TreePasses.restart: the same generator, the same draws
-                if rng is None:
-                    rng = np.random.default_rng(0)
-                q[moving] = rng.uniform(self._lower, self._upper)[moving]
-                state[_RESTARTED] = 1.0
-            elif code != CHUNK_DONE:
-                break
-            now = time.perf_counter()
-            done = state[_ITERATIONS] - before
-            if done > 0.0:
-                pace.add((now - started) / done)
-            expected = pace.expected
-            if expected <= 0.0 or now + expected > deadline:
-                if code == RESTART:  # the Python loop measures the fresh start first
-                    code = kernel(tree, values, targets, run, work, 0)
-                timed_out = True
-                break
-            fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
-            chunk = serial.CHUNK if fits >= serial.CHUNK else int(fits)
+        draws = []
+
+        def restart() -> None:  # TreePasses.restart: the same generator, the same draws
+            if not draws:
+                draws.append(np.random.default_rng(0))
+            q[moving] = draws[0].uniform(lower, upper)[moving]
+            state[_RESTARTED] = 1.0
+
+        code, timed_out = steps.run_chunks(
+            lambda chunk: kernel(tree, values, targets, run, work, chunk), state,
+            problem.deadline, restart)
         if code == FAILED:
             return None
-        converged, stalled = bool(state[_CONVERGED]), bool(state[_STALLED])
-        return FabrikRun(best_q.copy(), best_err.copy(), int(state[_ITERATIONS]), converged,
+        converged, stalled = bool(state[steps.CONVERGED]), bool(state[steps.STALLED])
+        return FabrikRun(best_q.copy(), best_err.copy(), int(state[steps.ITERATIONS]), converged,
                          stalled and not converged, None, timed_out and not converged)
