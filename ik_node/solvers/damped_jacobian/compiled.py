@@ -55,7 +55,8 @@ from ik_node.solvers.damped_jacobian import (compiled_descend, compiled_entries,
                                              compiled_error, compiled_tree)
 # The kernels' functions, importable from here (the compiled ones once compile() has run).
 from ik_node.solvers.damped_jacobian.compiled_descend import (  # noqa: F401 - re-exported
-    _damped_solve, _descend, _dual_solve, _null_space_shift, _sits_out, _trial)
+    _damped_solve, _descend, _dual_solve, _keep_descent, _next_damping, _null_space_shift,
+    _sits_out, _stall_rule, _trial)
 from ik_node.solvers.damped_jacobian.compiled_entries import (  # noqa: F401 - re-exported
     _MAX_COORDINATE, _MAX_NORM2, _cost, _descend_restarts, _first_descent, _first_pose,
     _lowest_cost)
@@ -70,7 +71,10 @@ _MODULES = (compiled_error, compiled_descend, compiled_entries, compiled_tree)
 
 _HELPERS = ('_first_descent', '_work_views', '_new_work', '_tip',
             '_pose_cost', '_rotation_vector', '_evaluate', '_damped_solve', '_dual_solve',
-            '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within')
+            '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within',
+            '_next_damping', '_stall_rule', '_keep_descent')
+#: The small helpers numba writes into each caller (no call: see ik_node.kernels.jitted).
+_INLINED = ('_next_damping', '_stall_rule', '_keep_descent')
 
 
 def compile() -> None:
@@ -81,9 +85,10 @@ def compile() -> None:
         layout.compile()
         import numba
         jit = numba.njit(cache=True, nogil=True)
+        inline = numba.njit(nogil=True, inline='always')
         # The helpers first: the functions calling them, in every module, see the compiled ones.
         for name in _HELPERS:
-            _share(name, jit(globals()[name]))
+            _share(name, (inline if name in _INLINED else jit)(globals()[name]))
         kernels_ = {'descend': jit(_descend), 'lowest_cost': jit(_lowest_cost),
                     'cost': jit(_cost), 'tree_descend': jit(_tree_descend),
                     'tree_cost': jit(_tree_cost)}

@@ -269,22 +269,50 @@ def _descend(model, settings, descent, steps):
                 if cost < best_cost and keep_best:
                     best_cost = cost
                     best_q[:] = q
-                lam = max(lam * settings.lambda_down, settings.lambda_min)
-        if not accepted and not shifted:  # reject; damp more (not after a spoilt pull)
-            lam *= settings.lambda_up
-            stuck = lam > settings.lambda_max
-        if last_blocked > stall_iteration:
-            window, factor = settings.stall_iterations_blocked, blocked_factor
-        else:
-            window, factor = settings.stall_iterations, stall_factor
-        if iterations - stall_iteration >= window:
-            stuck = stuck or cost - floor > factor * (stall_cost - floor)
-            stall_cost, stall_iteration = cost, iterations
-        if stuck:
+        if accepted or not shifted:  # a rejected step damps more (not after a spoilt pull)
+            lam, stuck = _next_damping(settings, lam, accepted)
+        stalls, stall_cost, stall_iteration = _stall_rule(
+            settings, (iterations, last_blocked, cost, floor), (stall_cost, stall_iteration),
+            (blocked_factor, stall_factor))
+        if stuck or stalls:
             code = STUCK
             break
-    state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = lam, iterations, last_blocked
-    state[_STALL_COST], state[_STALL_ITERATION] = stall_cost, stall_iteration
-    state[_BEST_COST], state[_STALL_NOW] = best_cost, stall_factor
+    _keep_descent(state, (lam, iterations, last_blocked), (stall_cost, stall_iteration),
+                  best_cost)
+    state[_STALL_NOW] = stall_factor
     state[_POSITION_ERROR], state[_ANGLE_ERROR] = position_error, angle_error
     return code
+
+
+def _next_damping(settings, lam, accepted):
+    """The damping after a trial step, and whether the descent is stuck: lowered after an
+    accepted step; raised after a rejected one, stuck once past ``lambda_max``."""
+    if accepted:
+        return max(lam * settings.lambda_down, settings.lambda_min), False
+    lam *= settings.lambda_up
+    return lam, lam > settings.lambda_max
+
+
+def _stall_rule(settings, progress, stall, factors):
+    """The stall rule after an iteration: ``(stalls, stall_cost, stall_iteration)``, whether
+    the window just closed lowered the cost above ``floor`` too little, and the next window's
+    reference. ``progress``: ``(iterations, last_blocked, cost, floor)``; ``stall``: the
+    window's reference ``(stall_cost, stall_iteration)``; ``factors``: the stall factors of a
+    window in which joints at a limit sat out and of one in which none did."""
+    iterations, last_blocked, cost, floor = progress
+    stall_cost, stall_iteration = stall
+    if last_blocked > stall_iteration:
+        window, factor = settings.stall_iterations_blocked, factors[0]
+    else:
+        window, factor = settings.stall_iterations, factors[1]
+    if iterations - stall_iteration >= window:
+        return cost - floor > factor * (stall_cost - floor), cost, iterations
+    return False, stall_cost, stall_iteration
+
+
+def _keep_descent(state, counts, stall, best_cost):
+    """What the next call of a descent goes on from: ``counts`` ``(lam, iterations,
+    last_blocked)``, the stall window's reference ``stall`` and the best cost."""
+    state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = counts
+    state[_STALL_COST], state[_STALL_ITERATION] = stall
+    state[_BEST_COST] = best_cost

@@ -13,7 +13,8 @@ from ik_node.solvers.damped_jacobian.compiled_layout import (
     CHUNK_DONE, CONVERGED, GOOD_ENOUGH, ITERATION_CAP, STUCK, _BEST_COST, _FLOOR, _FRESH,
     _ITERATIONS, _LAM, _LAST_BLOCKED, _STALL_COST, _STALL_ITERATION, _TIP_COLUMNS, _TIP_JOINTS,
     _TIP_ORIENTATION, _TIP_ROW, _TIP_WEIGHT)
-from ik_node.solvers.damped_jacobian.compiled_descend import _trial
+from ik_node.solvers.damped_jacobian.compiled_descend import (_keep_descent, _next_damping,
+                                                              _stall_rule, _trial)
 from ik_node.solvers.damped_jacobian.compiled_error import _new_work, _rotation_vector, _tip
 
 
@@ -147,21 +148,15 @@ def _tree_descend(tree, active_model, settings, x, best_x, good, state, steps):
                 if cost < best_cost:
                     best_cost = cost
                     best_x[:] = x
-                lam = max(lam * settings.lambda_down, settings.lambda_min)
-        if not accepted:
-            lam *= settings.lambda_up
-            stuck = lam > settings.lambda_max
-        window = (settings.stall_iterations_blocked if last_blocked > stall_iteration
-                  else settings.stall_iterations)
-        if iterations - stall_iteration >= window:
-            stuck = stuck or cost - floor > settings.stall_factor * (stall_cost - floor)
-            stall_cost, stall_iteration = cost, iterations
-        if stuck:
+        lam, stuck = _next_damping(settings, lam, accepted)
+        stalls, stall_cost, stall_iteration = _stall_rule(
+            settings, (iterations, last_blocked, cost, floor), (stall_cost, stall_iteration),
+            (settings.stall_factor, settings.stall_factor))
+        if stuck or stalls:
             code = STUCK
             break
-    state[_LAM], state[_ITERATIONS], state[_LAST_BLOCKED] = lam, iterations, last_blocked
-    state[_STALL_COST], state[_STALL_ITERATION] = stall_cost, stall_iteration
-    state[_BEST_COST] = best_cost
+    _keep_descent(state, (lam, iterations, last_blocked), (stall_cost, stall_iteration),
+                  best_cost)
     return code
 
 
