@@ -1,7 +1,9 @@
 """Small linear algebra for the compiled path, written once: the damped 3-row least-squares
 step of FABRIK's serial polish (the Cholesky factor of a 3 x 3 system, as
 :func:`ik_node.kernels.small_matrix.damped_step` computes it on the Python path, the
-same operations in the same order) and the linear solve of its tree polish (as LAPACK's).
+same operations in the same order), the damped normal equations with joints sitting out of
+damped least squares and the closest-pose search (:func:`damped_solve`), and the linear solve
+of FABRIK's tree polish (as LAPACK's).
 
 Plain Python functions in numba's subset, compiled in place by :func:`compile`, which a kernel
 module calling them runs first (numba reads ``linalg.damped_step`` when it compiles the
@@ -65,6 +67,39 @@ def damped_step(cols, free, ex, ey, ez, damping, out):
     return True
 
 
+def damped_solve(H, g, lam, n, out, L, x):
+    """``(H + lam I) x = g`` (n x n, symmetric) by Cholesky into ``x``, the joints ``k`` with
+    ``out[k]`` not 0.0 sitting out (their rows and columns replaced by the identity's, their
+    ``x`` 0); ``L`` (n x n) the factor. False where the system is not positive definite."""
+    for a in range(n):
+        for b in range(a + 1):
+            if out[a] != 0.0 or out[b] != 0.0:
+                s = 0.0
+            else:
+                s = H[a, b]
+            if a == b:
+                s += lam
+            for k in range(b):
+                s -= L[a, k] * L[b, k]
+            if a == b:
+                if s <= 0.0:
+                    return False
+                L[a, a] = math.sqrt(s)
+            else:
+                L[a, b] = s / L[b, b]
+    for a in range(n):
+        s = 0.0 if out[a] != 0.0 else g[a]
+        for k in range(a):
+            s -= L[a, k] * x[k]
+        x[a] = s / L[a, a]
+    for a in range(n - 1, -1, -1):
+        s = x[a]
+        for k in range(a + 1, n):
+            s -= L[k, a] * x[k]
+        x[a] = s / L[a, a]
+    return True
+
+
 def solve(G, g, m, out):
     """``G[:m, :m] y = g[:m]`` by Gaussian elimination with partial pivoting (as LAPACK's
     getrf/getrs), ``G`` and ``g`` overwritten; False when a pivot is zero (numpy raises)."""
@@ -99,5 +134,5 @@ _COMPILED = []
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile these functions in place (or load them from numba's cache on disk), once."""
     if not _COMPILED:
-        kernels.jitted(globals(), ('damped_step', 'solve'), ())
+        kernels.jitted(globals(), ('damped_step', 'damped_solve', 'solve'), ())
         _COMPILED.append(True)

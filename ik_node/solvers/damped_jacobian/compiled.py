@@ -36,7 +36,7 @@ from __future__ import annotations
 
 
 
-from ik_node.kernels import fk
+from ik_node.kernels import fk, linalg
 from ik_node.solvers.damped_jacobian import compiled_layout as layout
 from ik_node.solvers.damped_jacobian.compiled_layout import (  # noqa: F401 - re-exported
     BAD_INPUT, CHUNK_DONE, CONVERGED, Descent, DescentSettings, GOOD_ENOUGH, ITERATION_CAP,
@@ -55,7 +55,7 @@ from ik_node.solvers.damped_jacobian import (compiled_descend, compiled_entries,
                                              compiled_error, compiled_tree)
 # The kernels' functions, importable from here (the compiled ones once compile() has run).
 from ik_node.solvers.damped_jacobian.compiled_descend import (  # noqa: F401 - re-exported
-    _damped_solve, _descend, _dual_solve, _keep_descent, _next_damping, _null_space_shift,
+    _descend, _dual_solve, _keep_descent, _next_damping, _null_space_shift,
     _sits_out, _stall_rule, _trial)
 from ik_node.solvers.damped_jacobian.compiled_entries import (  # noqa: F401 - re-exported
     _MAX_COORDINATE, _MAX_NORM2, _cost, _descend_restarts, _first_descent, _first_pose,
@@ -70,7 +70,7 @@ _MODULES = (compiled_error, compiled_descend, compiled_entries, compiled_tree)
 
 
 _HELPERS = ('_first_descent', '_work_views', '_new_work', '_tip',
-            '_pose_cost', '_rotation_vector', '_evaluate', '_damped_solve', '_dual_solve',
+            '_pose_cost', '_rotation_vector', '_evaluate', '_dual_solve',
             '_sits_out', '_trial', '_null_space_shift', '_tree_evaluate', '_tree_within',
             '_next_damping', '_stall_rule', '_keep_descent')
 #: The small helpers numba writes into each caller (no call: see ik_node.kernels.jitted).
@@ -82,6 +82,7 @@ def compile() -> None:
     small chain; :mod:`ik_node.kernels` calls it in its loading thread."""
     if not _KERNELS:
         fk.compile()
+        linalg.compile()
         layout.compile()
         import numba
         jit = numba.njit(cache=True, nogil=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-
+from ik_node.kernels import linalg
 from ik_node.solvers.damped_jacobian import compiled_layout as layout
 from ik_node.solvers.damped_jacobian.compiled_layout import (
     CHUNK_DONE, CONVERGED, GOOD_ENOUGH, ITERATION_CAP, STUCK, _ANGLE_ERROR, _BEST_COST,
@@ -16,32 +16,6 @@ from ik_node.solvers.damped_jacobian.compiled_layout import (
     _LAM, _LAST_BLOCKED, _LOW, _MIDDLE, _NEAR, _POSITION_ERROR, _PULL, _STALL_COST,
     _STALL_ITERATION, _STALL_NOW, _WRAPS)
 from ik_node.solvers.damped_jacobian.compiled_error import _evaluate, _work_views
-
-
-def _damped_solve(H, g, lam, n, L, x):
-    """``(H + lam I) x = g`` by Cholesky; False if not positive definite (round-off)."""
-    for a in range(n):
-        for b in range(a + 1):
-            s = H[a, b] + (lam if a == b else 0.0)
-            for k in range(b):
-                s -= L[a, k] * L[b, k]
-            if a == b:
-                if s <= 0.0:
-                    return False
-                L[a, a] = math.sqrt(s)
-            else:
-                L[a, b] = s / L[b, b]
-    for a in range(n):
-        s = g[a]
-        for k in range(a):
-            s -= L[a, k] * x[k]
-        x[a] = s / L[a, a]
-    for a in range(n - 1, -1, -1):
-        s = x[a]
-        for k in range(a + 1, n):
-            s -= L[k, a] * x[k]
-        x[a] = s / L[a, a]
-    return True
 
 
 def _dual_solve(J, e, lam, n, L, y, x):
@@ -90,13 +64,16 @@ def _trial(model, n, settings, q, A, b, lam, work):
     without them),
     the step scaled to the step cap per joint, wrapped or clipped into the limits. Returns -1
     if the system is not positive definite, else the number of joints that sat out."""
-    L, x = work.L, work.x
+    L, x, out = work.L, work.x, work.out
     dual = settings.dual != 0.0
     if dual:
         if not _dual_solve(A, b, lam, n, L, work.y, x):
             return -1
-    elif not _damped_solve(A, b, lam, n, L, x):
-        return -1
+    else:
+        for k in range(n):
+            out[k] = 0.0
+        if not linalg.damped_solve(A, b, lam, n, out, L, x):
+            return -1
     blocked = 0
     for k in range(n):
         if _sits_out(model, k, q, x):
@@ -110,18 +87,9 @@ def _trial(model, n, settings, q, A, b, lam, work):
         if not _dual_solve(Jb, b, lam, n, L, work.y, x):
             return -1
     elif blocked:
-        H2, g2 = work.H2, work.g2
-        for a in range(n):
-            g2[a] = b[a]
-            for c in range(n):
-                H2[a, c] = A[a, c]
         for k in range(n):
-            if _sits_out(model, k, q, x):
-                for c in range(n):
-                    H2[k, c] = 0.0
-                    H2[c, k] = 0.0
-                g2[k] = 0.0
-        if not _damped_solve(H2, g2, lam, n, L, x):
+            out[k] = 1.0 if _sits_out(model, k, q, x) else 0.0
+        if not linalg.damped_solve(A, b, lam, n, out, L, x):
             return -1
     largest = 0.0
     for k in range(n):
@@ -159,7 +127,9 @@ def _null_space_shift(model, n, settings, q, A, cost, work):
         for k in range(n):
             trace += A[k, k]
         mu = settings.null_damping * max(trace / n, 1e-12)
-        if not _damped_solve(A, d, mu, n, work.L, work.x):
+        for k in range(n):
+            work.out[k] = 0.0
+        if not linalg.damped_solve(A, d, mu, n, work.out, work.L, work.x):
             return False
         for k in range(n):
             shifted[k] = q[k] + mu * work.x[k]

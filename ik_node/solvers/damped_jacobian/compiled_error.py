@@ -24,8 +24,7 @@ class _Work(NamedTuple):
     E: np.ndarray        # 3 x 3: R_target R^T
     J: np.ndarray        # 6 x n: the Jacobian
     Jb: np.ndarray       # 3 x n: the Jacobian with the columns of joints sitting out
-    H2: np.ndarray       # n x n: the normal equations with joints sitting out
-    g2: np.ndarray       # n
+    out: np.ndarray      # n: 1.0 for each joint sitting out of a step, else 0.0
     L: np.ndarray        # n x n: a Cholesky factor
     x: np.ndarray        # n: a step
     y: np.ndarray        # 3: the dual system's solution
@@ -42,7 +41,7 @@ def _new_work(n):
 def _work_views(scratch, n):
     """The :class:`_Work` of a descent as views of ``scratch``
     (:func:`~.compiled_layout.scratch_size` floats): no allocation per kernel call."""
-    sizes = (3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n * n, n, n * n, n, 3, 3, n, n, n)
+    sizes = (3 * n, 3 * n, 12, 9, 6 * n, 3 * n, n, n * n, n, 3, 3, n, n, n)
     views = []
     start = 0
     for size in sizes:
@@ -50,8 +49,8 @@ def _work_views(scratch, n):
         start += size
     return _Work(views[0].reshape((n, 3)), views[1].reshape((n, 3)), views[2].reshape((3, 4)),
                  views[3].reshape((3, 3)), views[4].reshape((6, n)), views[5].reshape((3, n)),
-                 views[6].reshape((n, n)), views[7], views[8].reshape((n, n)), views[9],
-                 views[10], views[11], views[12], views[13], views[14])
+                 views[6], views[7].reshape((n, n)), views[8], views[9], views[10], views[11],
+                 views[12], views[13])
 
 
 def _tip(model, n, q, work):

@@ -127,7 +127,7 @@ def available() -> bool:
 
 def work_size(n):
     """The floats of a :class:`_Work`."""
-    return 27 + 20 * n + 2 * n * n
+    return 27 + 20 * n + n * n
 
 
 def scratch_size(n):

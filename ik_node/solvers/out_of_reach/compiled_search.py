@@ -30,7 +30,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 import ik_node.kernels as kernels
-from ik_node.kernels import fk, planar
+from ik_node.kernels import fk, linalg, planar
 from ik_node.solvers.numerics.codegen import MAX_STEP
 
 # Columns of the model array: 0-11 the joint's constant 3 x 4 transform (row-major), then:
@@ -108,38 +108,6 @@ def _pressed(model, n, q, g, mask):
     return count
 
 
-def _solve(H, g, lam, n, mask, L, x):
-    """``(H + lam I) x = g`` with the rows and columns of the joints in ``mask`` replaced by
-    the identity's (their ``x`` 0) by Cholesky; False if not positive definite."""
-    for a in range(n):
-        for b in range(a + 1):
-            if mask[a] != 0.0 or mask[b] != 0.0:
-                s = 0.0
-            else:
-                s = H[a, b]
-            if a == b:
-                s += lam
-            for k in range(b):
-                s -= L[a, k] * L[b, k]
-            if a == b:
-                if s <= 0.0:
-                    return False
-                L[a, a] = math.sqrt(s)
-            else:
-                L[a, b] = s / L[b, b]
-    for a in range(n):
-        s = 0.0 if mask[a] != 0.0 else g[a]
-        for k in range(a):
-            s -= L[a, k] * x[k]
-        x[a] = s / L[a, a]
-    for a in range(n - 1, -1, -1):
-        s = x[a]
-        for k in range(a + 1, n):
-            s -= L[k, a] * x[k]
-        x[a] = s / L[a, a]
-    return True
-
-
 def _advance(model, n, q, dq, out):
     """``q + dq`` with ``dq`` scaled down to at most ``MAX_STEP`` per joint, then wrapped by
     whole turns or clipped into the limits (the generated ``advance`` of
@@ -208,7 +176,7 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
         taken += 1
         done = False
         while True:
-            if _solve(H, g, lam, n, mask, L, x):
+            if linalg.damped_solve(H, g, lam, n, mask, L, x):
                 decrement = 0.0
                 for k in range(n):
                     if mask[k] == 0.0:
@@ -233,7 +201,8 @@ def _descend(model, target, q, state, steps, max_iterations, tolerance, gradient
             code = STATIONARY
             break
     if code == STATIONARY:
-        state[_MINIMUM] = 1.0 if _solve(H, np.zeros(n), MINIMUM_DAMPING, n, mask, L, x) else 0.0
+        minimum = linalg.damped_solve(H, np.zeros(n), MINIMUM_DAMPING, n, mask, L, x)
+        state[_MINIMUM] = 1.0 if minimum else 0.0
     state[_LAM] = lam
     state[_ITERATIONS] = iterations
     state[_ERROR] = math.sqrt(cost)
@@ -327,7 +296,7 @@ def _nearest(tips, qs, target, count, spacing, out):
     return kept
 
 
-_HELPERS = ('_tip', '_newton', '_pressed', '_solve', '_advance')
+_HELPERS = ('_tip', '_newton', '_pressed', '_advance')
 
 
 def compile() -> None:
@@ -337,6 +306,7 @@ def compile() -> None:
         return
     fk.compile()
     planar.compile()
+    linalg.compile()
     import numba
     jit = numba.njit(cache=True, nogil=True)
     namespace = globals()
