@@ -107,18 +107,6 @@ def forward(n, x, L, target, P):
         P[u, 0], P[u, 1], P[u, 2] = px + dx * f, py + dy * f, pz + dz * f
 
 
-def moment(m, x, P, v, w, frames):
-    """The fit's moment ``m`` (3 x 3, row-major) plus node v's term: ``w r b^T`` with ``r`` its
-    old position about joint i (joint i's frame), ``b`` its proposal ``P[v]`` about the joint's
-    new place (its parent-side frame). ``frames``: ``(i, R_i, R0, x_i)``."""
-    i, Ri, R0, xi = frames
-    rx, ry, rz = vec_mat((x[v, 0] - x[i, 0], x[v, 1] - x[i, 1], x[v, 2] - x[i, 2]), Ri)
-    bx, by, bz = vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1], P[v, 2] - xi[2]), R0)
-    rx, ry, rz = rx * w, ry * w, rz * w
-    return (m[0] + rx * bx, m[1] + rx * by, m[2] + rx * bz, m[3] + ry * bx, m[4] + ry * by,
-            m[5] + ry * bz, m[6] + rz * bx, m[7] + rz * by, m[8] + rz * bz)
-
-
 def fit_points(model, n, i, first, every, frame, nodes, P):
     """Joint i's angle moving nodes (rigidly, at their old ``x``) onto ``P``: every node below
     it with ``every``, else ``first`` and the tip (SerialFabrik._fit_points); False when they
@@ -127,12 +115,23 @@ def fit_points(model, n, i, first, every, frame, nodes, P):
     R0, xi = frame
     q, x, R = nodes
     Ri = fk.load9(R, i)
-    m = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for v in range(i + 1, n + 1):
         if not (every or v == first or v == n):
             continue
-        m = moment(m, x, P, v, TIP_FIT_WEIGHT if v == n else 1.0, (i, Ri, R0, xi))
-    m0, m1, m2, m3, m4, m5, m6, m7, m8 = m
+        w = TIP_FIT_WEIGHT if v == n else 1.0
+        rx, ry, rz = vec_mat((x[v, 0] - x[i, 0], x[v, 1] - x[i, 1], x[v, 2] - x[i, 2]), Ri)
+        bx, by, bz = vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1], P[v, 2] - xi[2]), R0)
+        rx, ry, rz = rx * w, ry * w, rz * w
+        m0 += rx * bx
+        m1 += rx * by
+        m2 += rx * bz
+        m3 += ry * bx
+        m4 += ry * by
+        m5 += ry * bz
+        m6 += rz * bx
+        m7 += rz * by
+        m8 += rz * bz
     ax, ay, az = model[i, _AXIS], model[i, _AXIS + 1], model[i, _AXIS + 2]
     s = ax * (m5 - m7) + ay * (m6 - m2) + az * (m1 - m3)
     aMa = (ax * (m0 * ax + m1 * ay + m2 * az) + ay * (m3 * ax + m4 * ay + m5 * az)
@@ -186,12 +185,12 @@ def stretch(model, n, q, x, R, L, target, P):
 
 _COMPILED = []
 _HELPERS = ('mat_vec', 'vec_mat', 'place_tip', 'rebuild', 'error', 'clip', 'remainder',
-            'angle_in_limits', 'forward', 'moment', 'fit_points', 'backward', 'stretch')
+            'angle_in_limits', 'forward', 'fit_points', 'backward', 'stretch')
 
 
 def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named so
     """Compile these functions in place (or load them from numba's cache on disk), once."""
     if not _COMPILED:
         fk.compile()
-        kernels.jitted(globals(), _HELPERS, (), inlined=('moment',))
+        kernels.jitted(globals(), _HELPERS, ())
         _COMPILED.append(True)

@@ -116,11 +116,23 @@ def fit_points(geometry, nodes, fit_weight, i, frame, config, P):
     if nodes.shape[0] == 0:
         return False
     Ri = fk.load9(R, i)
-    m = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = m8 = 0.0
     for j in range(nodes.shape[0]):
         v = nodes[j]
-        m = serial.moment(m, x, P, v, fit_weight[v], (i, Ri, R0, xi))
-    m0, m1, m2, m3, m4, m5, m6, m7, m8 = m
+        w = fit_weight[v]
+        rx, ry, rz = serial.vec_mat((x[v, 0] - x[i, 0], x[v, 1] - x[i, 1], x[v, 2] - x[i, 2]),
+                                    Ri)
+        bx, by, bz = serial.vec_mat((P[v, 0] - xi[0], P[v, 1] - xi[1], P[v, 2] - xi[2]), R0)
+        rx, ry, rz = rx * w, ry * w, rz * w
+        m0 += rx * bx
+        m1 += rx * by
+        m2 += rx * bz
+        m3 += ry * bx
+        m4 += ry * by
+        m5 += ry * bz
+        m6 += rz * bx
+        m7 += rz * by
+        m8 += rz * bz
     ax, ay, az = geometry[i, _AXIS], geometry[i, _AXIS + 1], geometry[i, _AXIS + 2]
     s = ax * (m5 - m7) + ay * (m6 - m2) + az * (m1 - m3)
     v0, v1, v2 = ax * m0 + ay * m3 + az * m6, ax * m1 + ay * m4 + az * m7, \
