@@ -98,6 +98,9 @@ class NodeParameters:
         new names (:meth:`settle` True) or undeclares them (False). Any other undeclared name
         is left to rclpy, which refuses it."""
         self.settle(False)  # left by a set that rclpy refused before the on-set callback
+        if any(not p.name.startswith(PREFIX) and not self._node.has_parameter(p.name)
+               for p in params):
+            return  # rclpy refuses the whole set
         for param in params:
             name = param.name
             if not name.startswith(PREFIX) or self._node.has_parameter(name) or \

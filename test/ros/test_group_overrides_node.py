@@ -4,7 +4,8 @@ changed and refused by ``ros2 param set`` at run time, refused at start-up when 
 
 import numpy as np
 import pytest
-from rcl_interfaces.srv import GetParameters
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import DescribeParameters, GetParameters
 
 from moveit_client import call, moveit_msgs_on_path, plugin_request, solution_of
 
@@ -70,8 +71,9 @@ def test_an_overridden_group_is_answered_by_its_own_solver_and_changed_at_run_ti
         assert not result.successful
         assert all(w in result.reason for w in words), result.reason
     assert probe.get_param('groups.left_arm.solver') == 'damped_jacobian'
-    # a group setting not given at start-up is not declared: rclpy refuses it
-    assert not probe.set_param('groups.right_arm.timeout', 0.1).successful
+    # a group setting not given at start-up is declared when set (the next test)
+    assert probe.set_param('groups.right_arm.timeout', 0.1).successful
+    assert probe.get_param('groups.right_arm.timeout') == 0.1
     response = call(node, client, left_request(chain, targets[0]))
     assert response.error_code.val == 1, response.error_code.message
 
@@ -130,12 +132,24 @@ def test_a_group_setting_not_given_at_start_up_is_declared_when_set(harness):
     for name in ('dampnig', 'fabrik.dampnig', 'group.left_arm.timeout'):
         result = probe.set_param(name, 0.1)
         assert not result.successful and 'undeclared' in result.reason, (name, result.reason)
+    result = probe.set_atomically(groups__right_arm__timeout=0.1, dampnig=0.1)
+    assert not result.successful and 'undeclared' in result.reason, result.reason
+    assert not declared(probe, 'groups.right_arm.timeout')
+    result = probe.set_atomically(groups__right_arm__timeout=0.1, groups__right_arm__damping=0.1)
+    assert not result.successful and "has no parameter 'damping'" in result.reason
+    assert not declared(probe, 'groups.right_arm.timeout')
     assert answer().error_code.val == -31
 
     # a group setting first set at run time is declared and used from the next request
     result = probe.set_param('groups.left_arm.solver', 'damped_jacobian')
     assert result.successful, result.reason
     assert probe.get_param('groups.left_arm.solver') == 'damped_jacobian'
+    describe = node.create_client(DescribeParameters, f'/{ik.get_name()}/describe_parameters')
+    request = DescribeParameters.Request()
+    request.names = ['groups.left_arm.solver']
+    (descriptor,) = call(node, describe, request).descriptors
+    assert descriptor.type == ParameterType.PARAMETER_STRING
+    assert "planning group 'left_arm'" in descriptor.description
     response = wait_for('damped_jacobian answering', lambda: (
         r := answer()).error_code.val == 1 and r)
     reached = chain.fk(solution_of(response, chain.joint_names))
