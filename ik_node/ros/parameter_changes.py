@@ -6,11 +6,15 @@ the new values are merged into the parameters in force, parsed into an
 :class:`~ik_node.config.ros_graph.GraphConfig`, and handed to the node's ``apply``; whatever
 refuses them (a parse error, a URDF that does not load, a solver that cannot be built) becomes
 ``SetParametersResult(successful=False, reason=...)`` and nothing changes.
+
+A planning group's setting not declared yet (``groups.<group>.<key>``) is declared by the
+pre-set callback (:meth:`~ik_node.ros.parameters.NodeParameters.declare_group_settings`), checked
+here as any other, and undeclared again when the change is refused.
 """
 
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import Any, Callable, Dict, List
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
@@ -48,6 +52,15 @@ class ParameterChanges:
         updates = {p.name: plain(p.value) for p in params if p.name in names}
         if not updates:
             return SetParametersResult(successful=True)
+        result = self._check_and_apply(params, updates)
+        self._parameters.settle(result.successful)
+        return result
+
+    def _check_and_apply(self, params: List[Parameter], updates: Dict[str, Any]
+                         ) -> SetParametersResult:
+        wrong = self._parameters.group_type_errors(params)
+        if wrong:
+            return SetParametersResult(successful=False, reason='refused: ' + '; '.join(wrong))
         fixes = canonical_updates(updates)  # only without a pre-set callback (Humble)
         if fixes:
             return SetParametersResult(successful=False, reason='refused: ' + '; '.join(

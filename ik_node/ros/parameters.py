@@ -5,22 +5,23 @@ Every parameter comes from a spec in :mod:`ik_node.config.node_config`,
 :mod:`ik_node.config.ros_graph`, a solver's ``param_specs()`` or
 :data:`ik_node.ros.rviz.interactive.INTERACTIVE_PARAMS` or
 :data:`ik_node.ros.solving.planar_targets.PLANAR_PARAMS`, and a planning group's settings
-given at start-up (``groups.<group>.<key>``, :mod:`ik_node.config.group_overrides`); validation
-happens there, not here.
+given at start-up or first set at run time (``groups.<group>.<key>``,
+:mod:`ik_node.config.group_overrides`); validation happens there, not here.
 Changes at run time go through :class:`ik_node.ros.parameter_changes.ParameterChanges`.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 ParameterType)
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ik_node.config.group_overrides import checked_key, override_names
+from ik_node.config.group_overrides import (PREFIX, checked_key, key_spec, override_names,
+                                            split_key)
 from ik_node.config.node_config import (NODE_PARAMS, STRING_PARAMS, TIP_LINKS_DESCRIPTION,
                                         canonical_updates)
 from ik_node.errors import IkError
@@ -30,6 +31,9 @@ from ik_node.ros.solving.planar_targets import PLANAR_PARAMS
 from ik_node.solvers import SOLVERS, ParamSpec
 
 _INT64_MAX = 2 ** 63 - 1
+#: The parameter type of a spec's type (any other: a list of numbers).
+_TYPES = {float: Parameter.Type.DOUBLE, int: Parameter.Type.INTEGER, bool: Parameter.Type.BOOL,
+          str: Parameter.Type.STRING}
 
 
 class NodeParameters:
@@ -51,6 +55,8 @@ class NodeParameters:
     def __init__(self, node: Node) -> None:
         self._node = node
         self._group_specs: Dict[str, ParamSpec] = {}  # groups.<group>.<key> declared
+        # groups.<group>.<key> declared by the set in progress -> the type its key takes
+        self._fresh: Dict[str, Optional[Parameter.Type]] = {}
         self.names = self._declare_parameters()
         for name, spec in {**INTERACTIVE_PARAMS, **PLANAR_PARAMS}.items():
             self._declare_spec(name, spec)
@@ -74,11 +80,64 @@ class NodeParameters:
         becomes 1.0 before rclpy's type check (then the range check runs as for any double),
         and strings are set in their canonical form
         (:func:`ik_node.config.node_config.canonical_value`), so the value stored is the value
-        in force."""
+        in force.
+
+        A planning group's setting not declared yet (``groups.<group>.<key>``) is declared
+        first (:meth:`declare_group_settings`)."""
+        self.declare_group_settings(params)
         params = [self._as_float(p) for p in params]
         fixes = canonical_updates({p.name: plain(p.value) for p in params
                                    if p.name in self.names})
         return [string_parameter(p.name, fixes[p.name]) if p.name in fixes else p for p in params]
+
+    # ----------------------------------------------------- group settings first set at run time
+    def declare_group_settings(self, params: List[Parameter]) -> None:
+        """Declare the ``groups.<group>.<key>`` names among ``params`` that are not declared,
+        typed as the value given, so that rclpy passes the set to the on-set callback, which
+        checks it with the whole configuration (:meth:`group_type_errors` first) and keeps the
+        new names (:meth:`settle` True) or undeclares them (False). Any other undeclared name
+        is left to rclpy, which refuses it."""
+        self.settle(False)  # left by a set that rclpy refused before the on-set callback
+        if any(not p.name.startswith(PREFIX) and not self._node.has_parameter(p.name)
+               for p in params):
+            return  # rclpy refuses the whole set
+        for param in params:
+            name = param.name
+            if not name.startswith(PREFIX) or self._node.has_parameter(name) or \
+                    param.type_ == Parameter.Type.NOT_SET:
+                continue
+            parts = split_key(name)
+            spec = key_spec(parts[1]) if parts else None
+            if spec is not None:
+                self._group_specs[name] = spec  # an integer for a double is taken as one
+            given = self._as_float(param).type_
+            try:
+                self._node.declare_parameter(name, given, self._group_descriptor(name, spec))
+            except Exception:  # not a valid parameter name: rclpy refuses it as undeclared
+                self._group_specs.pop(name, None)
+                continue
+            self._fresh[name] = None if spec is None else \
+                _TYPES.get(spec.type, Parameter.Type.DOUBLE_ARRAY)
+            self.names.append(name)
+
+    def group_type_errors(self, params: List[Parameter]) -> List[str]:
+        """The group settings declared by this set whose value is not of the type their key
+        takes (what rclpy's type check says of a setting declared at start-up)."""
+        return [f'{p.name}: wrong parameter type, expected {want.name} got {p.type_.name}'
+                for p in params if (want := self._fresh.get(p.name)) is not None
+                and p.type_ != want]
+
+    def settle(self, accepted: bool) -> None:
+        """End the set in progress: keep the group settings it declared, or undeclare them."""
+        fresh, self._fresh = self._fresh, {}
+        if accepted:
+            return
+        for name in fresh:
+            if self._node.has_parameter(name):
+                self._node.undeclare_parameter(name)
+            self._group_specs.pop(name, None)
+            if name in self.names:
+                self.names.remove(name)
 
     # --------------------------------------------------------------------------- declaring
     def _declare_parameters(self) -> List[str]:
@@ -114,18 +173,24 @@ class NodeParameters:
         """Declare a planning group's setting given at start-up (``groups.<group>.<key>``,
         :mod:`ik_node.config.group_overrides`), typed as the key; its values are checked with
         the whole configuration (the group's solver decides what is valid)."""
-        group, key, spec = checked_key(name, 'parameters')
+        _, _, spec = checked_key(name, 'parameters')
         self._group_specs[name] = spec
-        kinds = {float: ParameterType.PARAMETER_DOUBLE, int: ParameterType.PARAMETER_INTEGER,
-                 bool: ParameterType.PARAMETER_BOOL, str: ParameterType.PARAMETER_STRING}
-        unit = f' [{spec.unit}]' if spec.unit else ''
-        extra = f' One of: {", ".join(sorted(SOLVERS))}' if key == 'solver' else ''
-        d = ParameterDescriptor(description=f'planning group {group!r} in the MoveIt services: '
-                                f'{spec.description}{unit}{extra}',
-                                type=kinds.get(spec.type, ParameterType.PARAMETER_DOUBLE_ARRAY))
+        d = self._group_descriptor(name, spec)
+        d.type = _TYPES.get(spec.type, Parameter.Type.DOUBLE_ARRAY).value
         self._convert_override(name)
         default = Parameter.Type.DOUBLE_ARRAY if spec.type in (list, tuple) else spec.default
         self._node.declare_parameter(name, default, d)
+
+    @staticmethod
+    def _group_descriptor(name: str, spec: Optional[ParamSpec]) -> ParameterDescriptor:
+        """The descriptor of a group's setting, its type not set."""
+        parts = split_key(name)
+        if spec is None or parts is None:
+            return ParameterDescriptor(description="not a planning group's setting")
+        unit = f' [{spec.unit}]' if spec.unit else ''
+        extra = f' One of: {", ".join(sorted(SOLVERS))}' if parts[1] == 'solver' else ''
+        return ParameterDescriptor(description=f'planning group {parts[0]!r} in the MoveIt '
+                                   f'services: {spec.description}{unit}{extra}')
 
     def _declare_spec(self, name: str, spec: ParamSpec) -> None:
         """Declare a parameter from a :class:`ParamSpec`: type, range, unit in the description."""
