@@ -85,10 +85,9 @@ class CompiledFabrik:
         target[:] = problem.targets[0]
         q[:] = problem.q_seed
         state[steps.BEGUN] = state[steps.ITERATIONS] = 0.0
-        kernel, model = self._kernels['run'], self.model
         code, timed_out = steps.run_chunks(
-            lambda chunk: kernel(model, values, target, q, best_q, state, scratch, chunk),
-            state, problem.deadline)
+            self._kernels['run'], (self.model, values, target, q, best_q, state, scratch), state,
+            problem.deadline)
         if code == steps.FAILED:
             return None
         converged, stalled = bool(state[steps.CONVERGED]), bool(state[steps.STALLED])

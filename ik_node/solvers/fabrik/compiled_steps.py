@@ -135,10 +135,10 @@ def compile() -> None:  # noqa: A001 - the kernel modules' entry point is named 
 
 
 # ------------------------------------------------------------------------ the clock (Python)
-def run_chunks(call: Callable[[int], int], state, deadline: float,
+def run_chunks(kernel: Callable[..., int], args: tuple, state, deadline: float,
                restart: Optional[Callable[[], None]] = None) -> Tuple[int, bool]:
-    """Call a kernel (``call(chunk)``, at most ``chunk`` iterations) until its run ends, as
-    :func:`~.iteration.iterate` runs: no iteration starts past ``deadline``, judged by the
+    """Call ``kernel(*args, chunk)`` (at most ``chunk`` iterations a call) until its run ends,
+    as :func:`~.iteration.iterate` runs: no iteration starts past ``deadline``, judged by the
     pace of the iterations so far. ``restart`` draws a fresh start where the kernel returned
     RESTART. Returns the last code and whether the deadline ended the run."""
     chunk = CHUNK if time.perf_counter() <= deadline else 0
@@ -146,7 +146,7 @@ def run_chunks(call: Callable[[int], int], state, deadline: float,
     while True:
         before = state[ITERATIONS]
         started = time.perf_counter()
-        code = call(chunk)
+        code = kernel(*args, chunk)
         if code == RESTART:
             restart()
         elif code != CHUNK_DONE:
@@ -158,7 +158,7 @@ def run_chunks(call: Callable[[int], int], state, deadline: float,
         expected = pace.expected
         if expected <= 0.0 or now + expected > deadline:
             if code == RESTART:  # the Python loop measures the fresh start first
-                code = call(0)
+                code = kernel(*args, 0)
             return code, True
         fits = (deadline - now) / expected  # iterations (an infinite deadline: inf)
         chunk = CHUNK if fits >= CHUNK else int(fits)

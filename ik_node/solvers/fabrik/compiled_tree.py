@@ -365,9 +365,8 @@ class CompiledTree:
             q[moving] = draws[0].uniform(lower, upper)[moving]
             state[_RESTARTED] = 1.0
 
-        code, timed_out = steps.run_chunks(
-            lambda chunk: kernel(tree, values, targets, run, work, chunk), state,
-            problem.deadline, restart)
+        code, timed_out = steps.run_chunks(kernel, (tree, values, targets, run, work), state,
+                                           problem.deadline, restart)
         if code == FAILED:
             return None
         converged, stalled = bool(state[steps.CONVERGED]), bool(state[steps.STALLED])
