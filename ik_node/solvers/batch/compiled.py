@@ -34,7 +34,6 @@ import ik_node.kernels as kernels
 from ik_node.collision import gjk
 from ik_node.collision import kernel as collision_kernel
 from ik_node.solvers.damped_jacobian import compiled as dj
-from ik_node.kernels import fk
 from ik_node.solvers.out_of_reach import compiled_reach
 
 #: Codes of :func:`_solve_batch` per target.
@@ -288,9 +287,20 @@ def kernel() -> Optional[Callable]:
             jitted = jit(_solve_batch)
             _drop_stale_cache([namespace[name] for name in ('_nearest_turns', '_measure',
                                                             '_restarts', '_solve_one')] + [jitted],
-                              (dj, compiled_reach, fk), 'ik_node_batch')
+                              _kernel_sources(), 'ik_node_batch')
             _kernel = jitted
     return _kernel
+
+
+def _kernel_sources() -> tuple:
+    """The modules whose compiled functions this kernel calls, inlined or not: damped_jacobian's
+    kernel modules and their helpers, the reach checks and the kernel library."""
+    import importlib
+    names = [f'ik_node.solvers.damped_jacobian.{m}' for m in (
+        'compiled', 'compiled_descend', 'compiled_entries', 'compiled_error', 'compiled_layout')]
+    names += ['ik_node.solvers.out_of_reach.compiled_reach', 'ik_node.kernels.fk',
+              'ik_node.kernels.linalg', 'ik_node.kernels.small_matrix']
+    return tuple(importlib.import_module(name) for name in names)
 
 
 def _drop_stale_cache(functions, modules, name: str) -> None:
