@@ -133,7 +133,8 @@ def test_jitted_twice_on_one_namespace_from_two_threads_keeps_what_is_compiled()
     """The loading thread and a collision checker's thread may compile the kernel library at
     once: numba refuses to jit a function twice, so the second call keeps the first's."""
     pytest.importorskip('numba')
-    namespace = {'_helper': _helper, '_kernel_of': _kernel_of}
+    # __name__: numba's cache pickles the kernel by reference to this module
+    namespace = {'__name__': __name__, '_helper': _helper, '_kernel_of': _kernel_of}
     namespace['_kernel_of'] = type(_kernel_of)(_kernel_of.__code__, namespace, '_kernel_of')
     results, errors = [], []
 
